@@ -1,0 +1,1 @@
+//! Linux glue: namespaces, TUN devices, the forwarder.

@@ -1,0 +1,1 @@
+//! HTTP/1.x message heads and body framing on `httparse`. No I/O, no clock.

@@ -1,0 +1,1 @@
+//! Experiment suites, run matrix, statistics, reference values and reports.

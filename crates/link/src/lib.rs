@@ -1,0 +1,1 @@
+//! The link model: pure, time passed in.

@@ -1,0 +1,1 @@
+//! Prefetching: access-log reader, dependency-graph predictor, simulator (paper 003).

@@ -1,0 +1,1 @@
+//! Streaming discovery of embedded references in HTML (owned by the client work).

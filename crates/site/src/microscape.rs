@@ -1,0 +1,1 @@
+//! The Microscape page generator (owned by the bench work).

@@ -1,0 +1,1 @@
+//! Resource store (owned by the server work).
