@@ -1,0 +1,9 @@
+//! `pagewire bench`.
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`pagewire bench` is not built yet")
+}

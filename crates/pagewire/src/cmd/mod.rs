@@ -1,0 +1,7 @@
+//! One module per command; each owns its `Args` and `run`.
+pub mod bench;
+pub mod fetch;
+pub mod link;
+pub mod prefetch;
+pub mod serve;
+pub mod site;

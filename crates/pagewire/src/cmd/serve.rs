@@ -1,0 +1,9 @@
+//! `pagewire serve`.
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`pagewire serve` is not built yet")
+}

@@ -1,0 +1,72 @@
+//! `pagewire` — a laboratory for how web pages cross the network.
+//!
+//! This binary is thin: each command parses its flags into plain values in
+//! `cmd::<name>` and hands them to the library crate that does the work.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+#[derive(Parser)]
+#[command(
+    name = "pagewire",
+    version,
+    about = "A laboratory for how web pages cross the network",
+    long_about = "pagewire implements the transfer techniques of five classic web-performance \
+                  papers (HTTP/1.0 vs persistent vs pipelined connections, object packaging, \
+                  GETALL/GETLIST and prefetching, SURGE load) and measures them over emulated \
+                  links the way those papers did."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an experiment suite over emulated links and report (the main job).
+    Bench(cmd::bench::Args),
+    /// Run the origin server.
+    Serve(cmd::serve::Args),
+    /// Fetch a page and its embedded objects with a transfer strategy (the robot).
+    Fetch(cmd::fetch::Args),
+    /// Run a server and a client on the two sides of an emulated link and count packets.
+    Link(cmd::link::Args),
+    /// Generate a test site (the Microscape page).
+    Site(cmd::site::Args),
+    /// Prefetching: the log-driven simulator of paper 003.
+    Prefetch(cmd::prefetch::Args),
+}
+
+fn main() -> ExitCode {
+    // A closed stdout (e.g. `pagewire ... | head`) is not an error: Rust ignores
+    // SIGPIPE and reports EPIPE, which the commands treat as "stop printing".
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(a) => cmd::bench::run(a),
+        Command::Serve(a) => cmd::serve::run(a),
+        Command::Fetch(a) => cmd::fetch::run(a),
+        Command::Link(a) => cmd::link::run(a),
+        Command::Site(a) => cmd::site::run(a),
+        Command::Prefetch(a) => cmd::prefetch::run(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            if is_broken_pipe(&err) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("pagewire: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
