@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what pagewire's tests and benchmarks need on a fresh Debian machine (as root).
+# Idempotent: each line installs only what is missing, so it is cheap to run every time.
+# Append new needs at the end with `apt_install PKG...` or `pip_install SPEC...`.
+set -euo pipefail
+
+export DEBIAN_FRONTEND=noninteractive
+_apt_updated=0
+
+apt_install() {
+    local missing=()
+    for pkg in "$@"; do
+        dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "setup-deps: need root to install: ${missing[*]}" >&2
+        return 1
+    fi
+    if [ "$_apt_updated" -eq 0 ]; then
+        apt-get update -qq
+        _apt_updated=1
+    fi
+    echo "setup-deps: apt-get install ${missing[*]}" >&2
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+pip_install() {
+    # Each spec is installed unless pip already has a matching version.
+    for spec in "$@"; do
+        python3 -m pip install --quiet --disable-pip-version-check "$spec" >/dev/null 2>&1 \
+            || python3 -m pip install --quiet --disable-pip-version-check "$spec"
+    done
+}
+
+# Namespaces, veth, routes (the link emulator).
+apt_install iproute2 procps
