@@ -6,4 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup-deps.sh
-cargo test --workspace --locked --all-targets
+cargo test --workspace --locked
