@@ -1,1 +1,15 @@
-//! Prefetching: access-log reader, dependency-graph predictor, simulator (paper 003).
+//! Prefetching: access-log reader, dependency-graph predictor and log-driven
+//! simulator of Padmanabhan and Mogul, "Improving HTTP Latency" (paper 003,
+//! sections 7 and 8).
+//!
+//! * [`graph`]: the dependency graph (one node per URL, per-client lookahead
+//!   windows, arc weights, candidates) — the one predictor core.
+//! * [`OnlinePredictor`]: that core behind a mutex for `pagewire serve --prefetch`.
+
+pub mod graph;
+pub mod online;
+pub mod params;
+
+pub use graph::{DependencyGraph, GraphLimits, NodeId, Window};
+pub use online::{OnlineLimits, OnlinePredictor};
+pub use params::{ParamsError, PrefetchParams};
