@@ -1,1 +1,27 @@
 //! The link model: pure, time passed in.
+//!
+//! `pagewire-link` is what the emulator (`pagewire-emu`) runs between the
+//! client and server namespaces, with no clock and no system calls so that
+//! every behaviour can be tested in virtual time:
+//!
+//! - [`wire`]: typed views of IPv4 / TCP headers;
+//! - [`classify`]: packet kinds (SYN, SYN-ACK, FIN, RST, pure ACK, data,
+//!   retransmission) with per-flow sequence tracking;
+//! - [`pipe`]: one direction of the link: loss, drop-tail queue,
+//!   serialization at a constant or trace-driven rate, delay and jitter;
+//! - [`counters`]: per-run accounting (paper 001's Pa, Bytes, %ov);
+//! - [`pcap`]: capture with emulated timestamps;
+//! - [`config`]: profiles (paper 001 Table 1, DESIGN.md) and flag parsers.
+
+pub mod classify;
+pub mod config;
+pub mod counters;
+pub mod pcap;
+pub mod pipe;
+pub mod wire;
+
+pub use classify::{Classified, Classifier, Direction, Kind};
+pub use config::{ConfigError, LinkConfig, PipeConfig, QueueLimit, Rate, Trace};
+pub use counters::{DirectionCounters, KindCounts, LinkCounters, Meter, PacketsBytes};
+pub use pcap::PcapSink;
+pub use pipe::{Pipe, PipeStats, Verdict};

@@ -1,0 +1,276 @@
+//! Per-run accounting at the measuring point (the forwarder), with the
+//! definitions of paper 001 (DESIGN.md "What is measured"):
+//! Pa = IP packets of every kind, both directions; Bytes = IP bytes with
+//! headers; %ov = share of those bytes that are IP + TCP headers (options
+//! included).
+//!
+//! Packets are counted when they LEAVE the link (the time written to the
+//! pcap), so counters and pcap agree exactly; packets dropped by the link are
+//! counted separately (`dropped_*`), never in the totals.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::classify::{Classified, Direction, Kind};
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PacketsBytes {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+impl PacketsBytes {
+    fn add(&mut self, bytes: u32) {
+        self.packets += 1;
+        self.bytes += u64::from(bytes);
+    }
+}
+
+/// Counts per packet kind; they partition the direction's totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindCounts {
+    pub syn: PacketsBytes,
+    pub syn_ack: PacketsBytes,
+    pub fin: PacketsBytes,
+    pub rst: PacketsBytes,
+    pub pure_ack: PacketsBytes,
+    pub data: PacketsBytes,
+    pub retransmission: PacketsBytes,
+    pub other: PacketsBytes,
+}
+
+impl KindCounts {
+    pub fn get(&self, kind: Kind) -> PacketsBytes {
+        match kind {
+            Kind::Syn => self.syn,
+            Kind::SynAck => self.syn_ack,
+            Kind::Fin => self.fin,
+            Kind::Rst => self.rst,
+            Kind::PureAck => self.pure_ack,
+            Kind::Data => self.data,
+            Kind::Retransmission => self.retransmission,
+            Kind::Other => self.other,
+        }
+    }
+
+    fn get_mut(&mut self, kind: Kind) -> &mut PacketsBytes {
+        match kind {
+            Kind::Syn => &mut self.syn,
+            Kind::SynAck => &mut self.syn_ack,
+            Kind::Fin => &mut self.fin,
+            Kind::Rst => &mut self.rst,
+            Kind::PureAck => &mut self.pure_ack,
+            Kind::Data => &mut self.data,
+            Kind::Retransmission => &mut self.retransmission,
+            Kind::Other => &mut self.other,
+        }
+    }
+
+    fn merge(&mut self, o: &KindCounts) {
+        for k in Kind::ALL {
+            let a = self.get_mut(k);
+            let b = o.get(k);
+            a.packets += b.packets;
+            a.bytes += b.bytes;
+        }
+    }
+}
+
+/// One direction's counters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DirectionCounters {
+    /// IP packets that left the link in this direction.
+    pub packets: u64,
+    /// Their IP bytes (total length, headers included).
+    pub bytes: u64,
+    /// IP + TCP header bytes (options included); all bytes of non-TCP packets.
+    pub header_bytes: u64,
+    /// TCP payload bytes (including retransmitted payload).
+    pub payload_bytes: u64,
+    pub kinds: KindCounts,
+    /// Packets with the FIN flag set (bare FINs and FINs on data).
+    pub fin_flags: u64,
+    /// SYNs or FINs sent again (their kind stays syn / fin).
+    pub control_retransmissions: u64,
+    /// First SYNs (connection attempts) in this direction.
+    pub connections_opened: u64,
+    pub dropped_queue_packets: u64,
+    pub dropped_loss_packets: u64,
+    /// Seconds since the run began when the first / last packet left the link.
+    pub first_packet_s: Option<f64>,
+    pub last_packet_s: Option<f64>,
+}
+
+/// Counters of one measurement run (`begin_run` .. `end_run`), both directions.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LinkCounters {
+    /// Pa: IP packets on the link, both directions, every kind.
+    pub packets_total: u64,
+    /// Bytes: IP bytes on the link, both directions, headers included.
+    pub bytes_total: u64,
+    pub header_bytes_total: u64,
+    pub payload_bytes_total: u64,
+    /// %ov: 100 * header_bytes_total / bytes_total.
+    pub overhead_pct: f64,
+    /// TCP connections opened (first SYNs, either direction).
+    pub connections_opened: u64,
+    /// Most connections open at once during the run.
+    pub max_open_connections: u64,
+    /// Data retransmissions, both directions.
+    pub retransmissions: u64,
+    /// Per kind, both directions.
+    pub kinds: KindCounts,
+    pub client_to_server: DirectionCounters,
+    pub server_to_client: DirectionCounters,
+    pub dropped_total: u64,
+    /// First / last packet leaving the link, seconds since the run began.
+    pub first_packet_s: Option<f64>,
+    pub last_packet_s: Option<f64>,
+    /// Wall-clock time the run began (Unix seconds), to place the pcap.
+    pub run_started_unix_s: f64,
+    /// Duration of the run as measured by the link (begin to end), seconds.
+    pub run_duration_s: f64,
+}
+
+/// Accumulates one run. `run_start` is the link time the run began at.
+pub struct Meter {
+    run_start: Duration,
+    run_started_unix_s: f64,
+    dirs: [DirectionCounters; 2],
+    max_open: u64,
+}
+
+impl Meter {
+    pub fn new(run_start: Duration, run_started_unix_s: f64) -> Self {
+        Self {
+            run_start,
+            run_started_unix_s,
+            dirs: Default::default(),
+            max_open: 0,
+        }
+    }
+
+    /// Run-relative seconds of a link time.
+    pub fn rel_s(&self, t: Duration) -> f64 {
+        t.saturating_sub(self.run_start).as_secs_f64()
+    }
+
+    /// A packet left the link at `t`.
+    pub fn record(&mut self, dir: Direction, t: Duration, c: &Classified) {
+        let s = self.rel_s(t);
+        let d = &mut self.dirs[dir.index()];
+        d.packets += 1;
+        d.bytes += u64::from(c.ip_bytes);
+        d.header_bytes += u64::from(c.header_bytes);
+        d.payload_bytes += u64::from(c.payload_bytes);
+        d.kinds.get_mut(c.kind).add(c.ip_bytes);
+        d.fin_flags += u64::from(c.fin_flag);
+        d.control_retransmissions += u64::from(c.control_retransmission);
+        d.connections_opened += u64::from(c.opens_connection);
+        d.first_packet_s.get_or_insert(s);
+        d.last_packet_s = Some(s);
+    }
+
+    /// The classifier's count of open connections after a packet entered.
+    pub fn observe_open(&mut self, open: usize) {
+        self.max_open = self.max_open.max(open as u64);
+    }
+
+    pub fn record_drop_queue(&mut self, dir: Direction) {
+        self.dirs[dir.index()].dropped_queue_packets += 1;
+    }
+
+    pub fn record_drop_loss(&mut self, dir: Direction) {
+        self.dirs[dir.index()].dropped_loss_packets += 1;
+    }
+
+    /// Totals of the run that ends at link time `now`.
+    pub fn finish(&self, now: Duration) -> LinkCounters {
+        let [up, down] = &self.dirs;
+        let mut kinds = up.kinds;
+        kinds.merge(&down.kinds);
+        let bytes_total = up.bytes + down.bytes;
+        let header_bytes_total = up.header_bytes + down.header_bytes;
+        let min_opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let max_opt = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        LinkCounters {
+            packets_total: up.packets + down.packets,
+            bytes_total,
+            header_bytes_total,
+            payload_bytes_total: up.payload_bytes + down.payload_bytes,
+            overhead_pct: if bytes_total == 0 {
+                0.0
+            } else {
+                100.0 * header_bytes_total as f64 / bytes_total as f64
+            },
+            connections_opened: up.connections_opened + down.connections_opened,
+            max_open_connections: self.max_open,
+            retransmissions: kinds.retransmission.packets,
+            kinds,
+            dropped_total: up.dropped_queue_packets
+                + up.dropped_loss_packets
+                + down.dropped_queue_packets
+                + down.dropped_loss_packets,
+            first_packet_s: min_opt(up.first_packet_s, down.first_packet_s),
+            last_packet_s: max_opt(up.last_packet_s, down.last_packet_s),
+            client_to_server: up.clone(),
+            server_to_client: down.clone(),
+            run_started_unix_s: self.run_started_unix_s,
+            run_duration_s: self.rel_s(now),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::Classifier;
+    use etherparse::PacketBuilder;
+
+    #[test]
+    fn totals_partition_and_overhead() {
+        let mut cl = Classifier::new();
+        let mut m = Meter::new(Duration::from_secs(10), 0.0);
+        let mut syn = Vec::new();
+        PacketBuilder::ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+            .tcp(1000, 80, 1, 1000)
+            .syn()
+            .write(&mut syn, &[])
+            .unwrap();
+        let mut data = Vec::new();
+        PacketBuilder::ipv4([198, 18, 0, 2], [198, 18, 0, 1], 64)
+            .tcp(80, 1000, 9, 1000)
+            .ack(2)
+            .write(&mut data, &[7; 960])
+            .unwrap();
+        let c = cl.classify(&syn);
+        m.observe_open(cl.open_connections());
+        m.record(Direction::Up, Duration::from_millis(10_100), &c);
+        let c = cl.classify(&data);
+        m.record(Direction::Down, Duration::from_millis(10_200), &c);
+        m.record_drop_loss(Direction::Down);
+        let r = m.finish(Duration::from_secs(11));
+        assert_eq!(r.packets_total, 2);
+        assert_eq!(r.bytes_total, 40 + 1000);
+        assert_eq!(r.header_bytes_total, 80);
+        assert!((r.overhead_pct - 8.0 / 1.04).abs() < 1e-9);
+        assert_eq!(r.connections_opened, 1);
+        assert_eq!(r.max_open_connections, 1);
+        assert_eq!(r.kinds.syn.packets, 1);
+        assert_eq!(r.kinds.data.bytes, 1000);
+        assert_eq!(r.dropped_total, 1);
+        assert_eq!(r.first_packet_s, Some(0.1));
+        assert!((r.last_packet_s.unwrap() - 0.2).abs() < 1e-9);
+        assert_eq!(r.run_duration_s, 1.0);
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["packets_total"], 2);
+        assert_eq!(json["server_to_client"]["kinds"]["data"]["packets"], 1);
+    }
+}
