@@ -1,0 +1,791 @@
+//! Message heads: incremental, zero-copy parsing of request and response
+//! heads on `httparse`, plus the RFC 9112 framing rules (§6.1, §6.3) and the
+//! limits httparse does not enforce itself.
+//!
+//! A parsed head owns one `Bytes` holding its raw bytes (split off the
+//! caller's read buffer, no copy) and keeps the method, target, reason and
+//! every field as `u32` ranges into it, in an inline `SmallVec`: a typical
+//! request (up to 16 fields) is parsed with no heap allocation at all.
+//!
+//! httparse's verdicts are kept, with these additions (checked by tests):
+//! - line length, field count and head size limits with their own statuses;
+//! - an unknown `HTTP/x.y` version is 505, other garbage 400;
+//! - Host presence/uniqueness, Content-Length syntax and agreement,
+//!   Transfer-Encoding rules;
+//! - when httparse rejects a head, the head is re-examined (slow path, errors
+//!   only) to name the precise fault: bare CR, obs-fold, space before colon.
+//!
+//! httparse accepts a bare LF as line terminator; RFC 9112 §2.2 allows a
+//! recipient to do so, and we keep that (a bare CR is always rejected).
+
+use std::mem::MaybeUninit;
+
+use bytes::{Bytes, BytesMut};
+use smallvec::SmallVec;
+
+use crate::error::{Error, ErrorKind};
+use crate::limits::{Limits, HEADER_ARRAY_CAP};
+use crate::types::{BodyFraming, Method, Version};
+
+/// A byte range into a head's raw bytes. `u32` keeps the index small; heads
+/// are bounded by `Limits::max_head_bytes` far below 4 GiB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    fn of(base: &[u8], part: &[u8]) -> Span {
+        // Offsets of a sub-slice; clamped so that an empty slice httparse
+        // placed anywhere still yields an in-bounds (empty) range.
+        let start = (part.as_ptr() as usize).wrapping_sub(base.as_ptr() as usize);
+        let start = start.min(base.len());
+        let end = (start + part.len()).min(base.len());
+        Span {
+            start: start as u32,
+            end: end as u32,
+        }
+    }
+    fn get<'a>(&self, raw: &'a [u8]) -> &'a [u8] {
+        raw.get(self.start as usize..self.end as usize)
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FieldIndex {
+    name: Span,
+    value: Span,
+}
+
+/// Inline capacity: heads with up to 16 fields need no allocation (a
+/// browser-like GET has 6-12).
+type Fields = SmallVec<[FieldIndex; 16]>;
+
+/// What the framing fields declared, already validated for syntax.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Declared {
+    content_length: Option<u64>,
+    /// `Some(true)`: Transfer-Encoding present, chunked last.
+    /// `Some(false)`: present, chunked not last.
+    transfer_chunked_last: Option<bool>,
+}
+
+/// Iterator over `(name, value)` of every field, in order.
+#[derive(Debug, Clone)]
+pub struct HeaderIter<'a> {
+    raw: &'a [u8],
+    inner: std::slice::Iter<'a, FieldIndex>,
+}
+
+impl<'a> Iterator for HeaderIter<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+    fn next(&mut self) -> Option<Self::Item> {
+        let f = self.inner.next()?;
+        Some((f.name.get(self.raw), f.value.get(self.raw)))
+    }
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+/// Iterator over the values of every field with one name
+/// (case-insensitive), in order.
+#[derive(Debug, Clone)]
+pub struct HeaderValues<'a, 'n> {
+    raw: &'a [u8],
+    inner: std::slice::Iter<'a, FieldIndex>,
+    name: &'n [u8],
+}
+
+impl<'a> Iterator for HeaderValues<'a, '_> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<Self::Item> {
+        for f in self.inner.by_ref() {
+            if f.name.get(self.raw).eq_ignore_ascii_case(self.name) {
+                return Some(f.value.get(self.raw));
+            }
+        }
+        None
+    }
+}
+
+/// Field accessors shared by request and response heads.
+macro_rules! field_accessors {
+    () => {
+        /// The raw bytes of the whole head (start line to blank line).
+        pub fn raw(&self) -> &Bytes {
+            &self.raw
+        }
+
+        /// The first value of field `name` (case-insensitive).
+        pub fn header(&self, name: &str) -> Option<&[u8]> {
+            self.headers(name).next()
+        }
+
+        /// Every value of field `name` (case-insensitive), in order.
+        pub fn headers<'a, 'n>(&'a self, name: &'n str) -> HeaderValues<'a, 'n> {
+            HeaderValues {
+                raw: &self.raw,
+                inner: self.fields.iter(),
+                name: name.as_bytes(),
+            }
+        }
+
+        /// Every field as `(name, value)`, in order.
+        pub fn iter(&self) -> HeaderIter<'_> {
+            HeaderIter {
+                raw: &self.raw,
+                inner: self.fields.iter(),
+            }
+        }
+
+        /// Number of field lines.
+        pub fn header_count(&self) -> usize {
+            self.fields.len()
+        }
+
+        /// Whether any `Connection` field lists `token` (case-insensitive,
+        /// RFC 9110 §7.6.1).
+        pub fn has_connection_token(&self, token: &str) -> bool {
+            self.headers("connection")
+                .any(|v| list_contains_token(v, token.as_bytes()))
+        }
+
+        /// The validated Content-Length, if one was sent.
+        pub fn content_length(&self) -> Option<u64> {
+            self.declared.content_length
+        }
+
+        /// Whether the sender wants the connection kept open after this
+        /// message (RFC 9112 §9.3): HTTP/1.1 unless `Connection: close`;
+        /// HTTP/1.0 only with `Connection: keep-alive`.
+        pub fn wants_keep_alive(&self) -> bool {
+            if self.has_connection_token("close") {
+                return false;
+            }
+            match self.version {
+                Version::Http11 => true,
+                Version::Http10 => self.has_connection_token("keep-alive"),
+            }
+        }
+    };
+}
+
+/// A parsed request head. Cheap to move; holds one reference-counted
+/// `Bytes` and inline indices.
+#[derive(Debug, Clone)]
+pub struct RequestHead {
+    raw: Bytes,
+    method: Method,
+    method_span: Span,
+    target: Span,
+    version: Version,
+    fields: Fields,
+    declared: Declared,
+    framing: BodyFraming,
+}
+
+impl RequestHead {
+    field_accessors!();
+
+    /// The method.
+    pub fn method(&self) -> Method {
+        self.method
+    }
+    /// The raw method token (useful for `Method::Other`).
+    pub fn method_bytes(&self) -> &[u8] {
+        self.method_span.get(&self.raw)
+    }
+    /// The request target as sent (origin-form `/a?b`, absolute-form,
+    /// authority-form or `*`). Always valid UTF-8 (checked by httparse).
+    pub fn target(&self) -> &str {
+        std::str::from_utf8(self.target.get(&self.raw)).unwrap_or_default()
+    }
+    /// The protocol version.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+    /// How the request body is framed (validated when parsed, so this
+    /// never fails for a head returned by `parse_request`).
+    pub fn body_framing(&self) -> Result<BodyFraming, Error> {
+        Ok(self.framing)
+    }
+    /// Whether the client sent `Expect: 100-continue` (RFC 9110 §10.1.1).
+    pub fn expects_continue(&self) -> bool {
+        self.version == Version::Http11
+            && self
+                .headers("expect")
+                .any(|v| trim_ows(v).eq_ignore_ascii_case(b"100-continue"))
+    }
+}
+
+/// A parsed response head.
+#[derive(Debug, Clone)]
+pub struct ResponseHead {
+    raw: Bytes,
+    version: Version,
+    status: u16,
+    reason: Span,
+    fields: Fields,
+    declared: Declared,
+    framing: BodyFraming,
+}
+
+impl ResponseHead {
+    field_accessors!();
+
+    /// The protocol version.
+    pub fn version(&self) -> Version {
+        self.version
+    }
+    /// The status code (100-999).
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+    /// The reason phrase as sent (may be empty).
+    pub fn reason(&self) -> &[u8] {
+        self.reason.get(&self.raw)
+    }
+    /// The body framing computed when parsed, for the request method given
+    /// to `parse_response`.
+    pub fn body_framing(&self) -> BodyFraming {
+        self.framing
+    }
+}
+
+/// The framing of a response to a request with `method`
+/// (RFC 9112 §6.3): responses to HEAD, 1xx, 204 and 304 have no body; a
+/// 2xx to CONNECT switches to a tunnel (no HTTP body: `Empty`); then
+/// Transfer-Encoding (chunked last: `Chunked`, else close-delimited), then
+/// Content-Length, else close-delimited.
+pub fn response_framing(head: &ResponseHead, method: &Method) -> BodyFraming {
+    framing_for_response(head.status, head.declared, *method)
+}
+
+fn framing_for_response(status: u16, declared: Declared, method: Method) -> BodyFraming {
+    if method == Method::Head || (100..200).contains(&status) || status == 204 || status == 304 {
+        return BodyFraming::Empty;
+    }
+    if method == Method::Connect && (200..300).contains(&status) {
+        return BodyFraming::Empty;
+    }
+    match (declared.transfer_chunked_last, declared.content_length) {
+        (Some(true), _) => BodyFraming::Chunked,
+        (Some(false), _) => BodyFraming::CloseDelimited,
+        (None, Some(0)) => BodyFraming::Empty,
+        (None, Some(n)) => BodyFraming::Length(n),
+        (None, None) => BodyFraming::CloseDelimited,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Request,
+    Response,
+}
+
+/// Parses one request head from the front of `buf`.
+///
+/// - `Ok(None)`: the head is not complete yet; read more and call again
+///   (nothing is consumed). Limits are still enforced on the partial head.
+/// - `Ok(Some(head))`: the head's bytes were split off `buf` (zero-copy);
+///   any body and further pipelined requests remain in `buf`.
+/// - `Err(e)`: answer `e.status()` and close the connection.
+///
+/// Leading empty lines are skipped (RFC 9112 §2.2) and count towards
+/// `max_head_bytes`.
+pub fn parse_request(buf: &mut BytesMut, limits: &Limits) -> Result<Option<RequestHead>, Error> {
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    // Never let httparse scan past the head limit: a peer streaming garbage
+    // costs at most max_head_bytes of scanning per call.
+    let window_len = buf.len().min(limits.max_head_bytes.saturating_add(1));
+    let parsed = {
+        let window = &buf[..window_len];
+        let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_ARRAY_CAP];
+        let mut req = httparse::Request::new(&mut []);
+        match req.parse_with_uninit_headers(window, &mut slots[..limits.header_slots()]) {
+            Ok(httparse::Status::Partial) => {
+                check_partial(window, buf.len(), limits, Role::Request)?;
+                return Ok(None);
+            }
+            Err(e) => return Err(diagnose(window, e, limits, Role::Request)),
+            Ok(httparse::Status::Complete(n)) => {
+                if n > limits.max_head_bytes {
+                    return Err(ErrorKind::HeadTooLarge.into());
+                }
+                check_lines(&window[..n], limits, Role::Request)?;
+                let method_str = req.method.unwrap_or_default();
+                let target = req.path.unwrap_or_default();
+                let version = match req.version {
+                    Some(0) => Version::Http10,
+                    Some(1) => Version::Http11,
+                    _ => return Err(ErrorKind::UnsupportedVersion.into()),
+                };
+                let mut fields = Fields::new();
+                for h in req.headers.iter() {
+                    fields.push(FieldIndex {
+                        name: Span::of(window, h.name.as_bytes()),
+                        value: Span::of(window, h.value),
+                    });
+                }
+                let (declared, host_count) = scan_framing(window, &fields)?;
+                if host_count > 1 {
+                    return Err(ErrorKind::MultipleHost.into());
+                }
+                if host_count == 0 && version == Version::Http11 && limits.require_host {
+                    return Err(ErrorKind::MissingHost.into());
+                }
+                let framing = request_framing(declared, version)?;
+                (
+                    n,
+                    Method::from_bytes(method_str.as_bytes()),
+                    Span::of(window, method_str.as_bytes()),
+                    Span::of(window, target.as_bytes()),
+                    version,
+                    fields,
+                    declared,
+                    framing,
+                )
+            }
+        }
+    };
+    let (n, method, method_span, target, version, fields, declared, framing) = parsed;
+    let raw = buf.split_to(n).freeze();
+    Ok(Some(RequestHead {
+        raw,
+        method,
+        method_span,
+        target,
+        version,
+        fields,
+        declared,
+        framing,
+    }))
+}
+
+/// Parses one response head from the front of `buf`, for a request made
+/// with `request_method` (which decides the framing: RFC 9112 §6.3).
+/// Same contract as `parse_request`. Interim 1xx responses are returned
+/// like any other (framing `Empty`); the caller skips them.
+pub fn parse_response(
+    buf: &mut BytesMut,
+    limits: &Limits,
+    request_method: &Method,
+) -> Result<Option<ResponseHead>, Error> {
+    if buf.is_empty() {
+        return Ok(None);
+    }
+    let window_len = buf.len().min(limits.max_head_bytes.saturating_add(1));
+    let parsed = {
+        let window = &buf[..window_len];
+        let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_ARRAY_CAP];
+        let mut res = httparse::Response::new(&mut []);
+        let config = httparse::ParserConfig::default();
+        match config.parse_response_with_uninit_headers(
+            &mut res,
+            window,
+            &mut slots[..limits.header_slots()],
+        ) {
+            Ok(httparse::Status::Partial) => {
+                check_partial(window, buf.len(), limits, Role::Response)?;
+                return Ok(None);
+            }
+            Err(e) => return Err(diagnose(window, e, limits, Role::Response)),
+            Ok(httparse::Status::Complete(n)) => {
+                if n > limits.max_head_bytes {
+                    return Err(ErrorKind::HeadTooLarge.into());
+                }
+                check_lines(&window[..n], limits, Role::Response)?;
+                let version = match res.version {
+                    Some(0) => Version::Http10,
+                    Some(1) => Version::Http11,
+                    _ => return Err(ErrorKind::UnsupportedVersion.into()),
+                };
+                let status = res.code.unwrap_or(0);
+                if !(100..=999).contains(&status) {
+                    return Err(ErrorKind::InvalidStatusLine.into());
+                }
+                let reason = Span::of(window, res.reason.unwrap_or_default().as_bytes());
+                let mut fields = Fields::new();
+                for h in res.headers.iter() {
+                    fields.push(FieldIndex {
+                        name: Span::of(window, h.name.as_bytes()),
+                        value: Span::of(window, h.value),
+                    });
+                }
+                let (declared, _hosts) = scan_framing(window, &fields)?;
+                validate_response_framing(declared, version)?;
+                let framing = framing_for_response(status, declared, *request_method);
+                (n, version, status, reason, fields, declared, framing)
+            }
+        }
+    };
+    let (n, version, status, reason, fields, declared, framing) = parsed;
+    let raw = buf.split_to(n).freeze();
+    Ok(Some(ResponseHead {
+        raw,
+        version,
+        status,
+        reason,
+        fields,
+        declared,
+        framing,
+    }))
+}
+
+// ---------------------------------------------------------------------------
+// Framing rules
+
+/// Accumulated Transfer-Encoding facts over every TE field line, in order
+/// (RFC 9110 §5.3: several lines form one list).
+#[derive(Default)]
+struct TeFacts {
+    present: bool,
+    codings: u32,
+    chunked: u32,
+    last_is_chunked: bool,
+    unknown: bool,
+}
+
+/// One pass over the fields: Content-Length (validated, duplicates must
+/// agree), Transfer-Encoding facts, Host count.
+fn scan_framing(raw: &[u8], fields: &[FieldIndex]) -> Result<(Declared, usize), Error> {
+    let mut content_length: Option<u64> = None;
+    let mut te = TeFacts::default();
+    let mut hosts = 0usize;
+    for f in fields {
+        let name = f.name.get(raw);
+        // Cheap pre-filter on length before the case-insensitive compare.
+        match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => hosts += 1,
+            14 if name.eq_ignore_ascii_case(b"content-length") => {
+                let n = parse_content_length(f.value.get(raw))?;
+                match content_length {
+                    Some(prev) if prev != n => {
+                        return Err(ErrorKind::ConflictingContentLength.into())
+                    }
+                    _ => content_length = Some(n),
+                }
+            }
+            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+                te.present = true;
+                for coding in f.value.get(raw).split(|&b| b == b',') {
+                    let coding = trim_ows(coding);
+                    // RFC 9110 §5.6.1: empty list elements are ignored.
+                    if coding.is_empty() {
+                        continue;
+                    }
+                    // transfer-coding = token *( OWS ";" OWS parameter ):
+                    // the name is the part before any parameter.
+                    let name = trim_ows(coding.split(|&b| b == b';').next().unwrap_or_default());
+                    te.codings += 1;
+                    if name.eq_ignore_ascii_case(b"chunked") {
+                        te.chunked += 1;
+                        te.last_is_chunked = true;
+                        // chunked takes no parameters (RFC 9112 §7).
+                        if name.len() != coding.len() {
+                            return Err(ErrorKind::InvalidTransferEncoding.into());
+                        }
+                    } else {
+                        te.last_is_chunked = false;
+                        te.unknown = true;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut declared = Declared {
+        content_length,
+        transfer_chunked_last: None,
+    };
+    if te.present {
+        if content_length.is_some() {
+            return Err(ErrorKind::TransferEncodingWithContentLength.into());
+        }
+        if te.codings == 0 {
+            return Err(ErrorKind::InvalidTransferEncoding.into());
+        }
+        if te.chunked > 1 {
+            return Err(ErrorKind::ChunkedTwice.into());
+        }
+        declared.transfer_chunked_last = Some(te.last_is_chunked);
+        if te.last_is_chunked && te.unknown {
+            // e.g. "gzip, chunked": framing is clear but we cannot undo
+            // the inner coding.
+            return Err(ErrorKind::UnknownTransferCoding.into());
+        }
+    }
+    Ok((declared, hosts))
+}
+
+/// RFC 9112 §6.3 for requests: TE (chunked final) else CL else no body.
+fn request_framing(declared: Declared, version: Version) -> Result<BodyFraming, Error> {
+    match declared.transfer_chunked_last {
+        Some(_) if version == Version::Http10 => Err(ErrorKind::TransferEncodingInHttp10.into()),
+        // §6.3 item 4: chunked not final in a request: 400 (this comes
+        // before "unknown coding": the length cannot be determined).
+        Some(false) => Err(ErrorKind::ChunkedNotFinal.into()),
+        Some(true) => Ok(BodyFraming::Chunked),
+        None => Ok(match declared.content_length {
+            None | Some(0) => BodyFraming::Empty,
+            Some(n) => BodyFraming::Length(n),
+        }),
+    }
+}
+
+fn validate_response_framing(declared: Declared, version: Version) -> Result<(), Error> {
+    if declared.transfer_chunked_last.is_some() && version == Version::Http10 {
+        return Err(ErrorKind::TransferEncodingInHttp10.into());
+    }
+    Ok(())
+}
+
+/// Content-Length = 1*DIGIT (RFC 9110 §8.6). A list of identical values
+/// ("5, 5", as left by a proxy that merged duplicate fields) is accepted
+/// as RFC 9110 §8.6 permits; differing values are rejected. Signs, `+`,
+/// hex, inner spaces, empty elements and u64 overflow are rejected.
+pub(crate) fn parse_content_length(value: &[u8]) -> Result<u64, Error> {
+    let mut result: Option<u64> = None;
+    for part in value.split(|&b| b == b',') {
+        let part = trim_ows(part);
+        if part.is_empty() {
+            return Err(ErrorKind::InvalidContentLength.into());
+        }
+        let mut n: u64 = 0;
+        for &b in part {
+            if !b.is_ascii_digit() {
+                return Err(ErrorKind::InvalidContentLength.into());
+            }
+            n = n
+                .checked_mul(10)
+                .and_then(|n| n.checked_add(u64::from(b - b'0')))
+                .ok_or(Error::new(ErrorKind::InvalidContentLength))?;
+        }
+        match result {
+            Some(prev) if prev != n => return Err(ErrorKind::ConflictingContentLength.into()),
+            _ => result = Some(n),
+        }
+    }
+    result.ok_or(Error::new(ErrorKind::InvalidContentLength))
+}
+
+/// Whether a comma-separated list field value contains `token`
+/// (case-insensitive).
+fn list_contains_token(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|&b| b == b',')
+        .any(|t| trim_ows(t).eq_ignore_ascii_case(token))
+}
+
+/// Strips optional whitespace (SP / HTAB) at both ends (RFC 9110 §5.6.3).
+pub(crate) fn trim_ows(mut s: &[u8]) -> &[u8] {
+    while let [b' ' | b'\t', rest @ ..] = s {
+        s = rest;
+    }
+    while let [rest @ .., b' ' | b'\t'] = s {
+        s = rest;
+    }
+    s
+}
+
+// ---------------------------------------------------------------------------
+// Limits and diagnosis
+
+/// Checks line lengths over a (possibly incomplete) head: the start line
+/// against `max_request_line_bytes` (414 for requests), every field line
+/// against `max_header_line_bytes` (431). An unterminated last line is
+/// checked too, so an endless line is caught as soon as it is too long.
+fn check_lines(head: &[u8], limits: &Limits, role: Role) -> Result<(), Error> {
+    let mut start = 0usize;
+    let mut seen_start_line = false;
+    let mut ends = memchr::memchr_iter(b'\n', head).chain(std::iter::once(head.len()));
+    while start < head.len() {
+        let Some(end) = ends.next() else { break };
+        let line = &head[start..end];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        start = end + 1;
+        if !seen_start_line {
+            if line.is_empty() {
+                continue; // leading empty lines (RFC 9112 §2.2)
+            }
+            seen_start_line = true;
+            if line.len() > limits.max_request_line_bytes {
+                return Err(start_line_too_long(line, role));
+            }
+        } else if line.is_empty() {
+            break; // end of head
+        } else if line.len() > limits.max_header_line_bytes {
+            return Err(ErrorKind::HeaderFieldTooLong.into());
+        }
+    }
+    Ok(())
+}
+
+fn start_line_too_long(line: &[u8], role: Role) -> Error {
+    match role {
+        // A long line that at least starts like "TOKEN SP" is a long
+        // target (414); a method token of 8 KiB is just garbage (400).
+        Role::Request => match memchr::memchr(b' ', line) {
+            Some(sp) if sp > 0 && line[..sp].iter().all(|&b| is_tchar(b)) => {
+                ErrorKind::RequestLineTooLong.into()
+            }
+            _ => ErrorKind::InvalidRequestLine.into(),
+        },
+        Role::Response => ErrorKind::InvalidStatusLine.into(),
+    }
+}
+
+/// Limits on a head httparse says is incomplete.
+fn check_partial(window: &[u8], total: usize, limits: &Limits, role: Role) -> Result<(), Error> {
+    check_lines(window, limits, role)?;
+    if total > limits.max_head_bytes {
+        return Err(ErrorKind::HeadTooLarge.into());
+    }
+    Ok(())
+}
+
+/// Names the fault in a head httparse rejected. Slow path: errors only.
+fn diagnose(window: &[u8], err: httparse::Error, limits: &Limits, role: Role) -> Error {
+    if let Err(e) = check_lines(window, limits, role) {
+        return e;
+    }
+    if let Some(kind) = analyze(window, role) {
+        return kind.into();
+    }
+    match err {
+        httparse::Error::TooManyHeaders => ErrorKind::TooManyHeaders.into(),
+        httparse::Error::HeaderName => ErrorKind::InvalidHeaderName.into(),
+        httparse::Error::HeaderValue => ErrorKind::InvalidHeaderValue.into(),
+        httparse::Error::NewLine => ErrorKind::BareCr.into(),
+        httparse::Error::Version => version_error(window, role),
+        httparse::Error::Status => ErrorKind::InvalidStatusLine.into(),
+        _ => match role {
+            Role::Request => ErrorKind::InvalidRequestLine.into(),
+            Role::Response => ErrorKind::InvalidStatusLine.into(),
+        },
+    }
+}
+
+/// `HTTP/` DIGIT ... that is not 1.0/1.1 is an unsupported version (505,
+/// e.g. `HTTP/2.0` or the HTTP/2 preface `PRI * HTTP/2.0`, `HTTP/1.2`);
+/// anything else in the version slot is a malformed line (400).
+fn version_error(window: &[u8], role: Role) -> Error {
+    let line = start_line(window);
+    let candidate = match role {
+        Role::Request => line.rsplit(|&b| b == b' ').next().unwrap_or_default(),
+        Role::Response => line.split(|&b| b == b' ').next().unwrap_or_default(),
+    };
+    let looks_like_version = candidate.len() >= 6
+        && candidate.starts_with(b"HTTP/")
+        && candidate[5].is_ascii_digit()
+        && candidate[5..]
+            .iter()
+            .all(|&b| b.is_ascii_digit() || b == b'.');
+    if looks_like_version {
+        ErrorKind::UnsupportedVersion.into()
+    } else {
+        match role {
+            Role::Request => ErrorKind::InvalidRequestLine.into(),
+            Role::Response => ErrorKind::InvalidStatusLine.into(),
+        }
+    }
+}
+
+/// The first non-empty line, without CR/LF.
+fn start_line(window: &[u8]) -> &[u8] {
+    for line in window.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if !line.is_empty() {
+            return line;
+        }
+    }
+    &[]
+}
+
+/// Walks the head line by line and returns the first fault it can name.
+fn analyze(window: &[u8], role: Role) -> Option<ErrorKind> {
+    let mut lines = window.split(|&b| b == b'\n').peekable();
+    // Skip leading empty lines, then the start line.
+    let mut start = None;
+    for line in lines.by_ref() {
+        if !(line.is_empty() || line == b"\r") {
+            start = Some(line);
+            break;
+        }
+    }
+    let start = start?;
+    let start_body = start.strip_suffix(b"\r").unwrap_or(start);
+    if start_body.contains(&b'\r') {
+        return Some(ErrorKind::BareCr);
+    }
+    if role == Role::Request {
+        // method SP target SP version: exactly two single spaces.
+        let parts: SmallVec<[&[u8]; 4]> = start_body.split(|&b| b == b' ').take(4).collect();
+        if parts.len() != 3
+            || parts.iter().any(|p| p.is_empty())
+            || !parts[0].iter().all(|&b| is_tchar(b))
+        {
+            return Some(ErrorKind::InvalidRequestLine);
+        }
+        if parts[1].iter().any(|&b| b < 0x21 || b == 0x7f) {
+            return Some(ErrorKind::InvalidTarget);
+        }
+        if !(parts[2] == b"HTTP/1.1" || parts[2] == b"HTTP/1.0") {
+            return Some(version_error(window, role).kind());
+        }
+    }
+    let mut first_field = true;
+    while let Some(line) = lines.next() {
+        let complete = lines.peek().is_some();
+        let body = line.strip_suffix(b"\r").unwrap_or(line);
+        if body.is_empty() {
+            if complete {
+                break; // end of head
+            }
+            continue;
+        }
+        if body.contains(&b'\r') {
+            return Some(ErrorKind::BareCr);
+        }
+        if matches!(body[0], b' ' | b'\t') {
+            return Some(if first_field {
+                ErrorKind::WhitespaceBeforeFirstField
+            } else {
+                ErrorKind::ObsFold
+            });
+        }
+        first_field = false;
+        let Some(colon) = memchr::memchr(b':', body) else {
+            if complete {
+                return Some(ErrorKind::InvalidHeaderName);
+            }
+            continue;
+        };
+        let name = &body[..colon];
+        if matches!(name.last(), Some(b' ' | b'\t')) {
+            return Some(ErrorKind::SpaceBeforeColon);
+        }
+        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+            return Some(ErrorKind::InvalidHeaderName);
+        }
+        if body[colon + 1..]
+            .iter()
+            .any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
+        {
+            return Some(ErrorKind::InvalidHeaderValue);
+        }
+    }
+    None
+}
+
+/// tchar (RFC 9110 §5.6.2).
+pub(crate) fn is_tchar(b: u8) -> bool {
+    matches!(b,
+        b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.'
+        | b'^' | b'_' | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
+}

@@ -1,0 +1,58 @@
+//! Quick end-to-end checks of the public API.
+use bytes::BytesMut;
+use pagewire_h1::*;
+
+#[test]
+fn get_request_parses_zero_copy() {
+    let mut buf = BytesMut::from(
+        &b"GET /index.html?x=1 HTTP/1.1\r\nHost: example\r\nAccept: */*\r\nConnection: keep-alive\r\n\r\nGET /b HTTP/1.0\r\n\r\n"[..],
+    );
+    let head = parse_request(&mut buf, &Limits::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(head.method(), Method::Get);
+    assert_eq!(head.method_bytes(), b"GET");
+    assert_eq!(head.target(), "/index.html?x=1");
+    assert_eq!(head.version(), Version::Http11);
+    assert_eq!(head.header("host"), Some(&b"example"[..]));
+    assert_eq!(head.header("HOST"), Some(&b"example"[..]));
+    assert_eq!(head.header_count(), 3);
+    assert!(head.wants_keep_alive());
+    assert_eq!(head.body_framing().unwrap(), BodyFraming::Empty);
+    let second = parse_request(&mut buf, &Limits::default())
+        .unwrap()
+        .unwrap();
+    assert_eq!(second.version(), Version::Http10);
+    assert!(!second.wants_keep_alive());
+    assert!(buf.is_empty());
+    assert_eq!(
+        parse_request(&mut buf, &Limits::default())
+            .unwrap()
+            .map(|h| h.target().to_owned()),
+        None
+    );
+}
+
+#[test]
+fn response_roundtrip() {
+    let mut out = Vec::new();
+    write_response_head(
+        &mut out,
+        Version::Http11,
+        200,
+        [("Content-Length", "5"), ("Server", "pagewire")],
+    )
+    .unwrap();
+    out.extend_from_slice(b"hello");
+    let mut buf = BytesMut::from(&out[..]);
+    let head = parse_response(&mut buf, &Limits::default(), &Method::Get)
+        .unwrap()
+        .unwrap();
+    assert_eq!(head.status(), 200);
+    assert_eq!(head.reason(), b"OK");
+    assert_eq!(head.body_framing(), BodyFraming::Length(5));
+    assert_eq!(response_framing(&head, &Method::Head), BodyFraming::Empty);
+    let mut d = Decoder::new(head.body_framing(), &Limits::default());
+    assert_eq!(d.decode(&mut buf).unwrap(), Decoded::Data("hello".into()));
+    assert_eq!(d.decode(&mut buf).unwrap(), Decoded::Done);
+}
