@@ -7,8 +7,10 @@
 //! * [`OnlinePredictor`]: that core behind a mutex for `pagewire serve --prefetch`.
 
 pub mod graph;
+pub mod log;
 pub mod online;
 pub mod params;
+pub mod sim;
 
 pub use graph::{DependencyGraph, GraphLimits, NodeId, Window};
 pub use online::{OnlineLimits, OnlinePredictor};

@@ -1,0 +1,902 @@
+//! The log-driven simulator of paper 003 §8.
+//!
+//! For each parameter point the simulator replays the log: the first
+//! `train` file accesses only build the dependency graph ("just to gain
+//! sufficient intelligence ... without simulating prefetching", §8); the next
+//! `simulate` accesses are replayed against a per-host LRU cache (4 MB in 8 KB
+//! blocks) while the graph keeps learning ("prefetching predictions and
+//! updates to the dependency graph", §8). After each access the server
+//! advises the candidates of the file just requested, and the client
+//! prefetches every advised file it does not hold.
+//!
+//! Two models (§8.1, §8.2):
+//! * simple: a prefetch completes instantly and costs no time;
+//! * realistic: a prefetch of a file of `x` bytes takes `a + b·x` seconds and
+//!   only happens if it can complete before the same host's next request in the
+//!   log; otherwise it is filtered out — no cache entry and, as the paper says,
+//!   "no additional network traffic" (the demand fetch takes its place).
+//!
+//! Work is shared across parameter points: the log is parsed once; the graph
+//! evolution does not depend on p, i or the model (prefetches never teach the
+//! graph), so one pass per (w, i) trains the graph once and drives every
+//! (p, model) cache simulation in lockstep, ranking each node's arcs once.
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::graph::{DependencyGraph, GraphLimits, NodeId, Window};
+use crate::log::{AccessLog, Method};
+use crate::params::{max_hints_label, PrefetchParams, THRESHOLD_EPSILON};
+
+/// The paper's split: 50,000 entries to train, 70,000 to simulate (§8).
+pub const PAPER_TRAIN: usize = 50_000;
+pub const PAPER_SIMULATE: usize = 70_000;
+
+/// Which simulation model (§8.1 simple, §8.2 realistic).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Model {
+    Simple,
+    Realistic,
+}
+
+impl Model {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Model::Simple => "simple",
+            Model::Realistic => "realistic",
+        }
+    }
+}
+
+/// Fetch time model y = a + b·x seconds for a file of x bytes (§8.2.1).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TimeModel {
+    pub a_s: f64,
+    pub b_s_per_byte: f64,
+}
+
+impl TimeModel {
+    /// The paper's regression, fitted from a client at Berkeley fetching from
+    /// DEC's server: y = 1.13 + 5.36e-5 x (Figure 14).
+    pub const PAPER: TimeModel = TimeModel {
+        a_s: 1.13,
+        b_s_per_byte: 5.36e-5,
+    };
+
+    #[inline]
+    pub fn fetch_s(&self, size_bytes: u64) -> f64 {
+        self.a_s + self.b_s_per_byte * size_bytes as f64
+    }
+}
+
+/// Client cache geometry (§8: "block size ... 8 KB ... cache at each client
+/// host ... 4 MB").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CacheConfig {
+    pub capacity_bytes: u64,
+    pub block_bytes: u64,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            capacity_bytes: 4 << 20,
+            block_bytes: 8 << 10,
+        }
+    }
+}
+
+impl CacheConfig {
+    pub fn capacity_blocks(&self) -> u64 {
+        self.capacity_bytes / self.block_bytes.max(1)
+    }
+
+    /// Blocks a file occupies; at least one (an access to an empty or
+    /// unknown-size file still costs a round trip and a cache slot).
+    pub fn blocks(&self, size_bytes: u64) -> u64 {
+        size_bytes.div_ceil(self.block_bytes.max(1)).max(1)
+    }
+}
+
+/// Why a parsed log line is not a file access for the simulator.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Filtered {
+    /// Not GET (HEAD, POST, ...): the paper's prefetchd "only looks at client
+    /// requests using the GET method or its variants" (§7.1).
+    pub method: u64,
+    /// Status other than 200/203/206/304: errors and redirects are not files.
+    pub status: u64,
+}
+
+/// One file access in replay order.
+#[derive(Clone, Copy, Debug)]
+pub struct Access {
+    pub host: u32,
+    pub url: u32,
+    pub time_s: i64,
+    /// Seconds until the same host's next access in the log (0 when the log
+    /// goes backwards in time; +inf for the host's last access).
+    pub next_gap_s: f64,
+}
+
+/// The log reduced to what the simulator needs, shared by every point.
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub accesses: Vec<Access>,
+    /// Size of each URL: the largest byte count the log shows for it (304s
+    /// and errors carry 0 or `-`); 0 if never known.
+    pub url_size_bytes: Vec<u64>,
+    pub hosts: usize,
+    pub filtered: Filtered,
+    pub train: usize,
+    pub simulate: usize,
+    /// How the split was chosen, for printing.
+    pub split_note: String,
+}
+
+/// How many accesses to train on and to simulate.
+#[derive(Clone, Copy, Debug)]
+pub struct Split {
+    pub train: usize,
+    /// `None`: all accesses after the training ones.
+    pub simulate: Option<usize>,
+    /// Scale both proportionally if the log is shorter than train + simulate.
+    pub proportional: bool,
+}
+
+impl Default for Split {
+    fn default() -> Self {
+        Split {
+            train: PAPER_TRAIN,
+            simulate: Some(PAPER_SIMULATE),
+            proportional: true,
+        }
+    }
+}
+
+impl Trace {
+    pub fn new(log: &AccessLog, split: Split) -> Trace {
+        let mut filtered = Filtered::default();
+        let mut url_size_bytes = vec![0u64; log.urls.len()];
+        let mut accesses = Vec::with_capacity(log.requests.len());
+        for r in &log.requests {
+            if let Some(b) = r.bytes {
+                let s = &mut url_size_bytes[r.url as usize];
+                *s = (*s).max(b);
+            }
+            if r.method != Method::Get {
+                filtered.method += 1;
+                continue;
+            }
+            if !matches!(r.status, 200 | 203 | 206 | 304) {
+                filtered.status += 1;
+                continue;
+            }
+            accesses.push(Access {
+                host: r.host,
+                url: r.url,
+                time_s: r.time_s,
+                next_gap_s: f64::INFINITY,
+            });
+        }
+        // Gap to each host's next access: one backward pass.
+        let mut next_time: Vec<Option<i64>> = vec![None; log.hosts.len()];
+        for a in accesses.iter_mut().rev() {
+            if let Some(t) = next_time[a.host as usize] {
+                a.next_gap_s = (t - a.time_s).max(0) as f64;
+            }
+            next_time[a.host as usize] = Some(a.time_s);
+        }
+        let n = accesses.len();
+        let (train, simulate, split_note) = choose_split(n, split);
+        Trace {
+            accesses,
+            url_size_bytes,
+            hosts: log.hosts.len(),
+            filtered,
+            train,
+            simulate,
+            split_note,
+        }
+    }
+
+    fn train_part(&self) -> &[Access] {
+        &self.accesses[..self.train]
+    }
+
+    fn sim_part(&self) -> &[Access] {
+        &self.accesses[self.train..self.train + self.simulate]
+    }
+}
+
+fn choose_split(n: usize, split: Split) -> (usize, usize, String) {
+    let wanted_sim = split.simulate.unwrap_or(n.saturating_sub(split.train));
+    if split.train + wanted_sim <= n {
+        return (
+            split.train,
+            wanted_sim,
+            format!(
+                "train on accesses 1..{}, simulate the next {} (of {n})",
+                split.train, wanted_sim
+            ),
+        );
+    }
+    if split.proportional && split.train + wanted_sim > 0 {
+        // The paper's 50,000 : 70,000 shares of a shorter log.
+        let total = (split.train + wanted_sim) as f64;
+        let train = ((n as f64) * split.train as f64 / total).round() as usize;
+        let train = train.min(n);
+        return (
+            train,
+            n - train,
+            format!(
+                "log has {n} file accesses < {} + {}: proportional split, train on {train} ({:.1}%), simulate {}",
+                split.train,
+                wanted_sim,
+                100.0 * train as f64 / n.max(1) as f64,
+                n - train
+            ),
+        );
+    }
+    let train = split.train.min(n);
+    (
+        train,
+        n - train,
+        format!("train on {train}, simulate the remaining {}", n - train),
+    )
+}
+
+/// Counters of one simulated parameter point.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Counters {
+    pub accesses: u64,
+    pub blocks_accessed: u64,
+    pub block_misses: u64,
+    pub file_misses: u64,
+    pub access_time_s: f64,
+    pub demand_bytes: u64,
+    pub prefetch_bytes: u64,
+    /// Prefetches performed (file fetched into the cache).
+    pub prefetches: u64,
+    /// Prefetched files later hit by a real access before eviction.
+    pub useful: u64,
+    /// Prefetched files evicted, or still unused when the simulation ends.
+    pub wasted: u64,
+    /// Realistic model: advised prefetches filtered out because they could not
+    /// complete before the host's next request.
+    pub too_late: u64,
+    /// Advised files the client already held (no prefetch needed).
+    pub advised_cached: u64,
+    /// Advised files larger than the whole cache (never prefetched).
+    pub advised_too_big: u64,
+}
+
+/// One simulated point with derived metrics.
+#[derive(Clone, Debug, Serialize)]
+pub struct PointResult {
+    pub model: Model,
+    pub p: f64,
+    pub w: usize,
+    /// "1", "2", ... or "all".
+    pub i: String,
+    pub miss_rate: f64,
+    pub avg_access_time_s: f64,
+    /// (traffic with prefetching) / (traffic without) - 1.
+    pub traffic_increase: f64,
+    pub prefetches: u64,
+    pub useful: u64,
+    pub wasted: u64,
+    pub too_late: u64,
+    pub baseline_miss_rate: f64,
+    pub baseline_avg_access_time_s: f64,
+    /// 1 - miss_rate / baseline_miss_rate.
+    pub miss_reduction: f64,
+    pub counters: Counters,
+}
+
+/// Shared options of a simulation run.
+#[derive(Clone, Copy, Debug)]
+pub struct SimOptions {
+    pub cache: CacheConfig,
+    pub time: TimeModel,
+    pub graph: GraphLimits,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            cache: CacheConfig::default(),
+            time: TimeModel::PAPER,
+            // The simulator's node count is bounded by the log's URLs; allow
+            // more arcs than the server default so low thresholds see every
+            // dependency the paper's unbounded graph would.
+            graph: GraphLimits {
+                max_arcs_per_node: 256,
+            },
+        }
+    }
+}
+
+/// Per-host LRU caches over whole files, sized in blocks, for one point.
+///
+/// Files are the unit of replacement (a file occupies ceil(size / block)
+/// blocks); misses are counted in blocks as the paper does. Entries live in a
+/// slab with per-host intrusive doubly linked lists: every operation is O(1)
+/// except evictions, which are O(evicted).
+struct Caches {
+    capacity_blocks: u64,
+    map: FxHashMap<u64, u32>,
+    slots: Vec<Entry>,
+    free: Vec<u32>,
+    hosts: Vec<HostList>,
+}
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Copy)]
+struct Entry {
+    key: u64,
+    host: u32,
+    blocks: u32,
+    prev: u32,
+    next: u32,
+    /// Prefetched and not yet used by a real access.
+    prefetched: bool,
+}
+
+#[derive(Clone, Copy)]
+struct HostList {
+    head: u32, // most recent
+    tail: u32, // least recent
+    used_blocks: u64,
+}
+
+impl Caches {
+    fn new(hosts: usize, capacity_blocks: u64) -> Self {
+        Caches {
+            capacity_blocks,
+            map: FxHashMap::default(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            hosts: vec![
+                HostList {
+                    head: NIL,
+                    tail: NIL,
+                    used_blocks: 0
+                };
+                hosts
+            ],
+        }
+    }
+
+    #[inline]
+    fn key(host: u32, url: u32) -> u64 {
+        (u64::from(host) << 32) | u64::from(url)
+    }
+
+    fn get(&self, host: u32, url: u32) -> Option<u32> {
+        self.map.get(&Self::key(host, url)).copied()
+    }
+
+    fn unlink(&mut self, slot: u32) {
+        let e = self.slots[slot as usize];
+        let h = &mut self.hosts[e.host as usize];
+        if e.prev == NIL {
+            h.head = e.next;
+        } else {
+            self.slots[e.prev as usize].next = e.next;
+        }
+        let h = &mut self.hosts[e.host as usize];
+        if e.next == NIL {
+            h.tail = e.prev;
+        } else {
+            self.slots[e.next as usize].prev = e.prev;
+        }
+    }
+
+    fn push_front(&mut self, slot: u32) {
+        let host = self.slots[slot as usize].host as usize;
+        let old = self.hosts[host].head;
+        {
+            let e = &mut self.slots[slot as usize];
+            e.prev = NIL;
+            e.next = old;
+        }
+        if old != NIL {
+            self.slots[old as usize].prev = slot;
+        } else {
+            self.hosts[host].tail = slot;
+        }
+        self.hosts[host].head = slot;
+    }
+
+    /// Mark `slot` most recently used.
+    fn touch(&mut self, slot: u32) {
+        if self.hosts[self.slots[slot as usize].host as usize].head != slot {
+            self.unlink(slot);
+            self.push_front(slot);
+        }
+    }
+
+    /// Insert a file not yet present, evicting least recently used files of
+    /// that host until it fits. Returns how many evicted entries were unused
+    /// prefetches. Files bigger than the cache are not stored.
+    fn insert(&mut self, host: u32, url: u32, blocks: u64, prefetched: bool) -> u64 {
+        if blocks > self.capacity_blocks {
+            return 0;
+        }
+        let mut wasted = 0;
+        while self.hosts[host as usize].used_blocks + blocks > self.capacity_blocks {
+            let victim = self.hosts[host as usize].tail;
+            debug_assert_ne!(victim, NIL);
+            let e = self.slots[victim as usize];
+            self.unlink(victim);
+            self.map.remove(&e.key);
+            self.hosts[host as usize].used_blocks -= u64::from(e.blocks);
+            self.free.push(victim);
+            wasted += u64::from(e.prefetched);
+        }
+        let entry = Entry {
+            key: Self::key(host, url),
+            host,
+            blocks: blocks as u32,
+            prev: NIL,
+            next: NIL,
+            prefetched,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.slots[s as usize] = entry;
+                s
+            }
+            None => {
+                self.slots.push(entry);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.map.insert(entry.key, slot);
+        self.hosts[host as usize].used_blocks += blocks;
+        self.push_front(slot);
+        wasted
+    }
+
+    fn unused_prefetches(&self) -> u64 {
+        self.map
+            .values()
+            .filter(|&&s| self.slots[s as usize].prefetched)
+            .count() as u64
+    }
+}
+
+/// One (p, model) cache simulation driven by a shared graph pass.
+struct Lane {
+    threshold: f64,
+    model: Model,
+    caches: Caches,
+    c: Counters,
+}
+
+impl Lane {
+    fn demand(&mut self, a: &Access, size_bytes: u64, opts: &SimOptions) {
+        let blocks = opts.cache.blocks(size_bytes);
+        self.c.accesses += 1;
+        self.c.blocks_accessed += blocks;
+        match self.caches.get(a.host, a.url) {
+            Some(slot) => {
+                let e = &mut self.caches.slots[slot as usize];
+                if e.prefetched {
+                    e.prefetched = false;
+                    self.c.useful += 1;
+                }
+                self.caches.touch(slot);
+            }
+            None => {
+                self.c.block_misses += blocks;
+                self.c.file_misses += 1;
+                self.c.demand_bytes += size_bytes;
+                self.c.access_time_s += opts.time.fetch_s(size_bytes);
+                self.c.wasted += self.caches.insert(a.host, a.url, blocks, false);
+            }
+        }
+    }
+
+    fn prefetch(&mut self, a: &Access, url: NodeId, size_bytes: u64, opts: &SimOptions) {
+        if self.caches.get(a.host, url).is_some() {
+            self.c.advised_cached += 1;
+            return;
+        }
+        let blocks = opts.cache.blocks(size_bytes);
+        if blocks > self.caches.capacity_blocks {
+            self.c.advised_too_big += 1;
+            return;
+        }
+        if self.model == Model::Realistic && opts.time.fetch_s(size_bytes) > a.next_gap_s {
+            self.c.too_late += 1;
+            return;
+        }
+        self.c.prefetches += 1;
+        self.c.prefetch_bytes += size_bytes;
+        self.c.wasted += self.caches.insert(a.host, url, blocks, true);
+    }
+}
+
+/// A set of points that share w and i.
+#[derive(Clone, Debug)]
+pub struct LaneSpec {
+    pub threshold: f64,
+    pub model: Model,
+}
+
+/// Train a graph for window `w` on the trace's training part.
+pub fn train(trace: &Trace, w: usize, opts: &SimOptions) -> (DependencyGraph, Vec<Option<Window>>) {
+    let mut graph = DependencyGraph::new(opts.graph);
+    let mut windows: Vec<Option<Window>> = vec![None; trace.hosts];
+    for a in trace.train_part() {
+        let win = windows[a.host as usize].get_or_insert_with(|| Window::new(w));
+        graph.observe(win, a.url);
+    }
+    (graph, windows)
+}
+
+/// Simulate every lane for one (w, i) from a trained graph, in lockstep.
+pub fn simulate_lanes(
+    trace: &Trace,
+    w: usize,
+    max_hints: Option<usize>,
+    lanes: &[LaneSpec],
+    trained: (DependencyGraph, Vec<Option<Window>>),
+    opts: &SimOptions,
+) -> Vec<Counters> {
+    let (mut graph, mut windows) = trained;
+    let mut lanes: Vec<Lane> = lanes
+        .iter()
+        .map(|s| Lane {
+            threshold: s.threshold,
+            model: s.model,
+            caches: Caches::new(trace.hosts, opts.cache.capacity_blocks()),
+            c: Counters::default(),
+        })
+        .collect();
+    let any_prefetching = lanes.iter().any(|l| l.threshold <= 1.0 + THRESHOLD_EPSILON);
+    let mut ranked: Vec<(f64, NodeId)> = Vec::new();
+    for a in trace.sim_part() {
+        let size = trace.url_size_bytes[a.url as usize];
+        for lane in &mut lanes {
+            lane.demand(a, size, opts);
+        }
+        let win = windows[a.host as usize].get_or_insert_with(|| Window::new(w));
+        graph.observe(win, a.url);
+        if !any_prefetching {
+            continue;
+        }
+        graph.ranked(a.url, &mut ranked);
+        let limit = max_hints.unwrap_or(usize::MAX);
+        for lane in &mut lanes {
+            let p = lane.threshold - THRESHOLD_EPSILON;
+            for &(weight, to) in ranked.iter().take(limit) {
+                if weight < p {
+                    break;
+                }
+                let to_size = trace.url_size_bytes[to as usize];
+                lane.prefetch(a, to, to_size, opts);
+            }
+        }
+    }
+    lanes
+        .into_iter()
+        .map(|mut l| {
+            l.c.wasted += l.caches.unused_prefetches();
+            l.c
+        })
+        .collect()
+}
+
+/// The no-prefetching reference run (identical for every w and model).
+pub fn baseline(trace: &Trace, opts: &SimOptions) -> Counters {
+    let lanes = [LaneSpec {
+        threshold: f64::INFINITY,
+        model: Model::Simple,
+    }];
+    let trained = (DependencyGraph::new(opts.graph), vec![None; trace.hosts]);
+    // Without prefetching the graph is irrelevant: skip training.
+    simulate_lanes(trace, 2, None, &lanes, trained, opts)[0]
+}
+
+fn ratio(num: f64, den: f64) -> f64 {
+    if den > 0.0 {
+        num / den
+    } else {
+        0.0
+    }
+}
+
+/// Derive the paper's metrics from counters.
+pub fn derive(
+    model: Model,
+    params: &PrefetchParams,
+    c: Counters,
+    base: &Counters,
+) -> PointResult {
+    let miss_rate = ratio(c.block_misses as f64, c.blocks_accessed as f64);
+    let base_miss = ratio(base.block_misses as f64, base.blocks_accessed as f64);
+    let base_bytes = base.demand_bytes as f64;
+    let traffic = (c.demand_bytes + c.prefetch_bytes) as f64;
+    PointResult {
+        model,
+        p: params.threshold,
+        w: params.window,
+        i: max_hints_label(params.max_hints),
+        miss_rate,
+        avg_access_time_s: ratio(c.access_time_s, c.accesses as f64),
+        traffic_increase: if base_bytes > 0.0 {
+            traffic / base_bytes - 1.0
+        } else {
+            0.0
+        },
+        prefetches: c.prefetches,
+        useful: c.useful,
+        wasted: c.wasted,
+        too_late: c.too_late,
+        baseline_miss_rate: base_miss,
+        baseline_avg_access_time_s: ratio(base.access_time_s, base.accesses as f64),
+        miss_reduction: if base_miss > 0.0 {
+            1.0 - miss_rate / base_miss
+        } else {
+            0.0
+        },
+        counters: c,
+    }
+}
+
+/// A grid of parameter points.
+#[derive(Clone, Debug)]
+pub struct Grid {
+    pub thresholds: Vec<f64>,
+    pub windows: Vec<usize>,
+    pub max_hints: Vec<Option<usize>>,
+    pub models: Vec<Model>,
+}
+
+impl Grid {
+    /// The paper's sweep: p = 0.0..1.1 step 0.1, w = 2..10, i = 1, 2, all,
+    /// both models.
+    pub fn paper() -> Grid {
+        Grid {
+            thresholds: (0..=11).map(|k| f64::from(k) / 10.0).collect(),
+            windows: (2..=10).collect(),
+            max_hints: vec![Some(1), Some(2), None],
+            models: vec![Model::Simple, Model::Realistic],
+        }
+    }
+
+    pub fn points(&self) -> usize {
+        self.thresholds.len() * self.windows.len() * self.max_hints.len() * self.models.len()
+    }
+}
+
+/// Run a whole grid in parallel (rayon: one task per (w, i), training shared
+/// per w). `progress` is called with the number of points each finished task
+/// completed. Results are ordered by model, w, i, p.
+pub fn sweep(
+    trace: &Trace,
+    grid: &Grid,
+    opts: &SimOptions,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (Counters, Vec<PointResult>) {
+    let base = baseline(trace, opts);
+    let trained: Vec<(usize, (DependencyGraph, Vec<Option<Window>>))> = grid
+        .windows
+        .par_iter()
+        .map(|&w| (w, train(trace, w, opts)))
+        .collect();
+    let tasks: Vec<(usize, Option<usize>)> = grid
+        .windows
+        .iter()
+        .flat_map(|&w| grid.max_hints.iter().map(move |&i| (w, i)))
+        .collect();
+    let lanes: Vec<LaneSpec> = grid
+        .models
+        .iter()
+        .flat_map(|&model| {
+            grid.thresholds
+                .iter()
+                .map(move |&threshold| LaneSpec { threshold, model })
+        })
+        .collect();
+    let mut results: Vec<PointResult> = tasks
+        .par_iter()
+        .flat_map_iter(|&(w, i)| {
+            let t = trained
+                .iter()
+                .find(|(tw, _)| *tw == w)
+                .map(|(_, t)| t.clone())
+                .expect("trained every window");
+            let counters = simulate_lanes(trace, w, i, &lanes, t, opts);
+            progress(counters.len() as u64);
+            lanes
+                .iter()
+                .zip(counters)
+                .map(|(spec, c)| {
+                    let params = PrefetchParams {
+                        window: w,
+                        threshold: spec.threshold,
+                        max_hints: i,
+                    };
+                    derive(spec.model, &params, c, &base)
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    results.sort_by(|a, b| {
+        (a.model, a.w, hints_order(&a.i))
+            .cmp(&(b.model, b.w, hints_order(&b.i)))
+            .then(a.p.total_cmp(&b.p))
+    });
+    (base, results)
+}
+
+fn hints_order(i: &str) -> usize {
+    i.parse().unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log_text(lines: &[(&str, i64, &str, u64)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (host, t, path, size) in lines {
+            let secs = 53 * 60 + t;
+            out.extend_from_slice(
+                format!(
+                    "{host} - - [29/Aug/1995:23:{:02}:{:02} -0400] \"GET {path} HTTP/1.0\" 200 {size}\n",
+                    secs / 60 % 60,
+                    secs % 60
+                )
+                .as_bytes(),
+            );
+        }
+        out
+    }
+
+    /// Many hosts visit /page then /img: a perfect dependency.
+    fn page_img_log(hosts: usize, gap_s: i64) -> AccessLog {
+        let mut lines = Vec::new();
+        let names: Vec<String> = (0..hosts).map(|h| format!("h{h}")).collect();
+        for (h, name) in names.iter().enumerate() {
+            let t = h as i64 % 30;
+            lines.push((name.as_str(), t, "/page", 1000));
+            lines.push((name.as_str(), t + gap_s, "/img", 2000));
+        }
+        AccessLog::from_bytes(&log_text(&lines))
+    }
+
+    fn split_half() -> Split {
+        Split {
+            train: 20,
+            simulate: None,
+            proportional: false,
+        }
+    }
+
+    fn run_one(trace: &Trace, params: &str, model: Model) -> PointResult {
+        let params: PrefetchParams = params.parse().unwrap();
+        let opts = SimOptions::default();
+        let base = baseline(trace, &opts);
+        let lanes = [LaneSpec {
+            threshold: params.threshold,
+            model,
+        }];
+        let t = train(trace, params.window, &opts);
+        let c = simulate_lanes(trace, params.window, params.max_hints, &lanes, t, &opts)[0];
+        derive(model, &params, c, &base)
+    }
+
+    #[test]
+    fn perfect_dependency_halves_misses_in_simple_model() {
+        let log = page_img_log(20, 1);
+        let trace = Trace::new(&log, split_half());
+        assert_eq!((trace.train, trace.simulate), (20, 20));
+        let r = run_one(&trace, "w=2,p=0.5,i=all", Model::Simple);
+        // Every /img is prefetched after /page: only /page misses.
+        assert_eq!(r.baseline_miss_rate, 1.0);
+        assert_eq!(r.counters.file_misses, 10);
+        assert_eq!(r.prefetches, 10);
+        assert_eq!(r.useful, 10);
+        assert_eq!(r.wasted, 0);
+        // 1 block of /page missed out of 1 + 1 blocks per host.
+        assert_eq!(r.miss_rate, 0.5);
+        // No extra bytes: every prefetched byte replaced a demand byte.
+        assert_eq!(r.traffic_increase, 0.0);
+    }
+
+    #[test]
+    fn realistic_model_filters_prefetches_that_cannot_finish() {
+        // The image is requested 1 s after the page; a prefetch takes
+        // 1.13 + 5.36e-5 * 2000 = 1.24 s: too late.
+        let trace = Trace::new(&page_img_log(20, 1), split_half());
+        let r = run_one(&trace, "w=2,p=0.5,i=all", Model::Realistic);
+        assert_eq!(r.prefetches, 0);
+        assert_eq!(r.too_late, 10);
+        assert_eq!(r.miss_rate, r.baseline_miss_rate);
+        assert_eq!(r.traffic_increase, 0.0);
+        // With 2 s between them the prefetch completes in time.
+        let trace = Trace::new(&page_img_log(20, 2), split_half());
+        let r = run_one(&trace, "w=2,p=0.5,i=all", Model::Realistic);
+        assert_eq!((r.prefetches, r.useful, r.too_late), (10, 10, 0));
+    }
+
+    /// §8: "setting it to 1.1 corresponded to no prefetching".
+    #[test]
+    fn p_above_one_means_no_prefetching_and_no_extra_traffic() {
+        let log = AccessLog::read_path(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/sample.log"
+        )))
+        .unwrap();
+        let trace = Trace::new(&log, Split::default());
+        for model in [Model::Simple, Model::Realistic] {
+            for w in [2, 4, 10] {
+                let r = run_one(&trace, &format!("w={w},p=1.1,i=all"), model);
+                assert_eq!(r.prefetches, 0);
+                assert_eq!(r.traffic_increase, 0.0);
+                assert_eq!(r.miss_rate, r.baseline_miss_rate);
+                assert_eq!(r.avg_access_time_s, r.baseline_avg_access_time_s);
+            }
+        }
+    }
+
+    #[test]
+    fn lockstep_sweep_matches_single_runs() {
+        let log = AccessLog::read_path(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/sample.log"
+        )))
+        .unwrap();
+        let trace = Trace::new(&log, Split::default());
+        let grid = Grid {
+            thresholds: vec![0.0, 0.3, 0.6, 1.1],
+            windows: vec![2, 5],
+            max_hints: vec![Some(1), None],
+            models: vec![Model::Simple, Model::Realistic],
+        };
+        let (_, results) = sweep(&trace, &grid, &SimOptions::default(), &|_| {});
+        assert_eq!(results.len(), grid.points());
+        for r in &results {
+            let single = run_one(&trace, &format!("w={},p={},i={}", r.w, r.p, r.i), r.model);
+            assert_eq!(single.counters, r.counters, "{} w={} p={} i={}", r.model.as_str(), r.w, r.p, r.i);
+            // Every prefetched file ends up either used or wasted.
+            assert_eq!(r.counters.prefetches, r.useful + r.wasted);
+        }
+    }
+
+    #[test]
+    fn lru_evicts_least_recent_and_counts_wasted_prefetches() {
+        let mut c = Caches::new(1, 4);
+        assert_eq!(c.insert(0, 1, 2, true), 0);
+        assert_eq!(c.insert(0, 2, 2, false), 0);
+        let s1 = c.get(0, 1).unwrap();
+        c.touch(s1);
+        // 3 needs 2 blocks: 2 (least recent) goes.
+        assert_eq!(c.insert(0, 3, 2, false), 0);
+        assert!(c.get(0, 2).is_none());
+        // 4 needs 2 blocks: 1 (an unused prefetch) goes -> wasted.
+        assert_eq!(c.insert(0, 4, 2, false), 1);
+        assert!(c.get(0, 1).is_none());
+        // Too big for the cache: not stored.
+        assert_eq!(c.insert(0, 5, 5, false), 0);
+        assert!(c.get(0, 5).is_none());
+    }
+
+    #[test]
+    fn proportional_split_for_short_logs() {
+        let (t, s, note) = choose_split(47_000, Split::default());
+        assert_eq!(t + s, 47_000);
+        assert_eq!(t, (47_000.0f64 * 5.0 / 12.0).round() as usize);
+        assert!(note.contains("proportional"));
+        let (t, s, _) = choose_split(200_000, Split::default());
+        assert_eq!((t, s), (50_000, 70_000));
+    }
+}
