@@ -1,0 +1,320 @@
+//! The packet-moving loop: one thread reads IP packets from the two TUN
+//! devices, runs them through the link model (one `Pipe` per direction) and
+//! writes them to the other TUN device when they are due. It is the
+//! measuring point: every packet is classified when it enters and counted
+//! (and captured) when it leaves.
+//!
+//! Sleeping: `ppoll` with a nanosecond timeout to the next deadline, with the
+//! thread's timer slack set to 1 ns; the last stretch before a deadline
+//! (< SPIN_BELOW) is spun, because a sleep can overshoot by tens of
+//! microseconds.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime};
+
+use pagewire_link::{
+    Classified, Classifier, Direction, LinkConfig, LinkCounters, Meter, PcapSink, Pipe, Verdict,
+};
+
+/// Deadlines closer than this are waited for by spinning (see module doc).
+const SPIN_BELOW: Duration = Duration::from_micros(40);
+
+/// Packets read from one TUN per wake-up before due packets are delivered
+/// again: keeps delivery timely under a flood (bound on one batch).
+const READ_BATCH: usize = 64;
+
+/// Largest IP packet (the TUN MTU is at most 65535).
+const READ_BUF_BYTES: usize = 65_536;
+
+pub struct Packet {
+    data: Vec<u8>,
+    class: Classified,
+}
+
+pub enum Ctl {
+    BeginRun {
+        pcap: Option<PcapSink>,
+        reply: mpsc::Sender<()>,
+    },
+    EndRun {
+        /// Wait until no packet has entered for this long and the link is
+        /// empty (None: end now).
+        quiet: Option<Duration>,
+        /// Give up waiting for quiet after this long.
+        max_wait: Duration,
+        reply: mpsc::Sender<io::Result<LinkCounters>>,
+    },
+    Stop,
+}
+
+struct PendingEnd {
+    quiet: Duration,
+    give_up_at: Duration,
+    reply: mpsc::Sender<io::Result<LinkCounters>>,
+}
+
+pub struct Forwarder {
+    /// [client TUN, server TUN].
+    tun: [OwnedFd; 2],
+    wake: OwnedFd,
+    ctl: mpsc::Receiver<Ctl>,
+    /// [Up (client -> server), Down].
+    pipes: [Pipe<Packet>; 2],
+    classifier: Classifier,
+    meter: Meter,
+    pcap: Option<PcapSink>,
+    epoch: Instant,
+    epoch_unix: Duration,
+    last_ingress: Duration,
+    pending_end: Option<PendingEnd>,
+    write_errors: u64,
+}
+
+fn now_unix() -> Duration {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+impl Forwarder {
+    pub fn new(
+        cfg: &LinkConfig,
+        client_tun: OwnedFd,
+        server_tun: OwnedFd,
+        wake: OwnedFd,
+        ctl: mpsc::Receiver<Ctl>,
+    ) -> Self {
+        let epoch = Instant::now();
+        let epoch_unix = now_unix();
+        Self {
+            tun: [client_tun, server_tun],
+            wake,
+            ctl,
+            // Different streams per direction from one seed.
+            pipes: [
+                Pipe::new(cfg.up_pipe(), cfg.seed.wrapping_mul(2)),
+                Pipe::new(cfg.down_pipe(), cfg.seed.wrapping_mul(2).wrapping_add(1)),
+            ],
+            classifier: Classifier::new(),
+            meter: Meter::new(Duration::ZERO, epoch_unix.as_secs_f64()),
+            pcap: None,
+            epoch,
+            epoch_unix,
+            last_ingress: Duration::ZERO,
+            pending_end: None,
+            write_errors: 0,
+        }
+    }
+
+    pub fn epoch_unix(&self) -> Duration {
+        self.epoch_unix
+    }
+
+    fn now(&self) -> Duration {
+        self.epoch.elapsed()
+    }
+
+    /// Runs until `Ctl::Stop` or the control channel closes.
+    pub fn run(mut self) {
+        // SAFETY: prctl on the calling thread.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+        let mut buf = vec![0u8; READ_BUF_BYTES];
+        loop {
+            let now = self.now();
+            self.deliver(now);
+            if !self.handle_ctl(now) {
+                break;
+            }
+            self.check_end(now);
+
+            let deadline = [
+                self.pipes[0].next_deadline(),
+                self.pipes[1].next_deadline(),
+                self.pending_end
+                    .as_ref()
+                    .map(|p| (self.last_ingress + p.quiet).min(p.give_up_at).max(now)),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let timeout = deadline.map(|d| d.saturating_sub(self.now()));
+            let spin = timeout.is_some_and(|t| t < SPIN_BELOW);
+            let ready = match poll3(
+                &self.tun,
+                &self.wake,
+                if spin { Some(Duration::ZERO) } else { timeout },
+            ) {
+                Ok(r) => r,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    eprintln!("pagewire-emu: forwarder poll failed: {e}");
+                    break;
+                }
+            };
+            if ready[2] {
+                let mut v = 0u64;
+                // SAFETY: reading 8 bytes into a u64 from our eventfd.
+                unsafe { libc::read(self.wake.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+            }
+            for (side, dir) in [(0usize, Direction::Up), (1, Direction::Down)] {
+                if ready[side] {
+                    self.ingest(side, dir, &mut buf);
+                }
+            }
+        }
+        if let Some(p) = self.pcap.take() {
+            let _ = p.finish();
+        }
+    }
+
+    /// Reads up to READ_BATCH packets from one TUN into its pipe.
+    fn ingest(&mut self, side: usize, dir: Direction, buf: &mut [u8]) {
+        for _ in 0..READ_BATCH {
+            // SAFETY: reading into a buffer we own, length bounded by it.
+            let n = unsafe {
+                libc::read(
+                    self.tun[side].as_raw_fd(),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
+            };
+            if n <= 0 {
+                break; // EAGAIN (drained) or error: poll tells us again.
+            }
+            let data = buf[..n as usize].to_vec();
+            let class = self.classifier.classify(&data);
+            self.meter.observe_open(self.classifier.open_connections());
+            let now = self.now();
+            self.last_ingress = now;
+            let len = data.len();
+            match self.pipes[dir.index()].enqueue(now, len, Packet { data, class }) {
+                Verdict::Queued { .. } => {}
+                Verdict::DroppedQueue => self.meter.record_drop_queue(dir),
+                Verdict::DroppedLoss => self.meter.record_drop_loss(dir),
+            }
+        }
+    }
+
+    /// Writes every due packet to the TUN of the other side.
+    fn deliver(&mut self, now: Duration) {
+        for (dir, out) in [(Direction::Up, 1usize), (Direction::Down, 0)] {
+            while let Some((t, p)) = self.pipes[dir.index()].poll(now) {
+                // SAFETY: writing a buffer we own to our TUN fd.
+                let w = unsafe {
+                    libc::write(
+                        self.tun[out].as_raw_fd(),
+                        p.data.as_ptr().cast(),
+                        p.data.len(),
+                    )
+                };
+                if w < 0 {
+                    self.write_errors += 1;
+                }
+                self.meter.record(dir, t, &p.class);
+                if let Some(pcap) = self.pcap.as_mut() {
+                    if let Err(e) = pcap.write(t, &p.data) {
+                        eprintln!("pagewire-emu: pcap write failed, capture stopped: {e}");
+                        self.pcap = None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Handles control messages; false = stop.
+    fn handle_ctl(&mut self, now: Duration) -> bool {
+        // Bounded: messages come from one caller at a time, each waits for
+        // its reply.
+        while let Ok(msg) = self.ctl.try_recv() {
+            match msg {
+                Ctl::Stop => return false,
+                Ctl::BeginRun { pcap, reply } => {
+                    if let Some(old) = self.pcap.take() {
+                        let _ = old.finish();
+                    }
+                    self.pcap = pcap;
+                    let unix = (self.epoch_unix + now).as_secs_f64();
+                    self.meter = Meter::new(now, unix);
+                    let _ = reply.send(());
+                }
+                Ctl::EndRun {
+                    quiet,
+                    max_wait,
+                    reply,
+                } => {
+                    self.pending_end = Some(PendingEnd {
+                        quiet: quiet.unwrap_or(Duration::ZERO),
+                        give_up_at: now + max_wait,
+                        reply,
+                    });
+                    if quiet.is_none() {
+                        self.finish_run(now);
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    fn check_end(&mut self, now: Duration) {
+        let Some(p) = self.pending_end.as_ref() else {
+            return;
+        };
+        let idle = self.pipes.iter().all(|p| p.is_empty())
+            && now.saturating_sub(self.last_ingress) >= p.quiet;
+        if idle || now >= p.give_up_at {
+            self.finish_run(now);
+        }
+    }
+
+    fn finish_run(&mut self, now: Duration) {
+        let Some(p) = self.pending_end.take() else {
+            return;
+        };
+        let counters = self.meter.finish(now);
+        let res = match self.pcap.take() {
+            Some(pcap) => pcap.finish().map(|_| counters),
+            None => Ok(counters),
+        };
+        let unix = (self.epoch_unix + now).as_secs_f64();
+        self.meter = Meter::new(now, unix);
+        let _ = p.reply.send(res);
+    }
+}
+
+/// ppoll on the two TUN fds and the wake eventfd; returns readability.
+fn poll3(tun: &[OwnedFd; 2], wake: &OwnedFd, timeout: Option<Duration>) -> io::Result<[bool; 3]> {
+    let mut fds = [
+        libc::pollfd {
+            fd: tun[0].as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: tun[1].as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: wake.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let ts = timeout.map(|t| libc::timespec {
+        tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_nsec: t.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: fds and ts live across the call.
+    let r = unsafe { libc::ppoll(fds.as_mut_ptr(), 3, tsp, std::ptr::null()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let ready = |f: &libc::pollfd| f.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0;
+    Ok([ready(&fds[0]), ready(&fds[1]), ready(&fds[2])])
+}

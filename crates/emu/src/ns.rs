@@ -1,0 +1,300 @@
+//! Network namespaces held by file descriptors, TUN devices inside them,
+//! and threads / processes that run inside them.
+//!
+//! The namespaces are ANONYMOUS: a thread `unshare(CLONE_NEWNET)`s and keeps
+//! an fd to `/proc/thread-self/ns/net`; nothing is bind-mounted under
+//! /run/netns. The kernel frees a namespace (and the TUN device in it) when
+//! the last fd and the last process inside are gone, so a crashed run leaves
+//! no namespace behind, and concurrent runs cannot collide on names or
+//! addresses (each pair of namespaces is its own world).
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread::JoinHandle;
+
+use anyhow::{bail, Context, Result};
+
+/// A network namespace, alive while this fd (or a process inside) exists.
+pub struct Netns {
+    fd: OwnedFd,
+    /// Inode of the namespace: how /proc/<pid>/ns/net identifies it.
+    inode: u64,
+}
+
+fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+impl Netns {
+    /// Creates a new network namespace (on a short-lived thread, so the
+    /// caller's own namespace is untouched).
+    pub fn create() -> Result<Self> {
+        std::thread::spawn(|| -> Result<Netns> {
+            // SAFETY: plain syscall; only this thread changes namespace.
+            cvt(unsafe { libc::unshare(libc::CLONE_NEWNET) })
+                .context("unshare(CLONE_NEWNET) (needs CAP_SYS_ADMIN)")?;
+            let f = std::fs::File::open("/proc/thread-self/ns/net")
+                .context("open /proc/thread-self/ns/net")?;
+            let inode = f.metadata()?.ino();
+            Ok(Netns {
+                fd: OwnedFd::from(f),
+                inode,
+            })
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("namespace thread panicked"))?
+    }
+
+    pub fn inode(&self) -> u64 {
+        self.inode
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Moves the CALLING THREAD into this namespace.
+    pub fn enter(&self) -> io::Result<()> {
+        // SAFETY: setns on an fd we own; affects only the calling thread.
+        cvt(unsafe { libc::setns(self.fd.as_raw_fd(), libc::CLONE_NEWNET) }).map(|_| ())
+    }
+}
+
+/// Opens a TUN device named `name` in the calling thread's namespace:
+/// IFF_TUN (IP packets, no Ethernet) | IFF_NO_PI (no 4-byte packet-info
+/// header), non-blocking. Without IFF_VNET_HDR the kernel cannot hand us
+/// GSO super-packets, so every packet read is one real IP packet <= MTU.
+pub fn open_tun(name: &str) -> Result<OwnedFd> {
+    let path = CString::new("/dev/net/tun").expect("no NUL");
+    // SAFETY: open(2) with a valid C string.
+    let fd = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        bail!("open /dev/net/tun: {e} (needs the tun module and access to the device)");
+    }
+    // SAFETY: fd was just returned by open and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    if name.len() >= ifr.ifr_name.len() {
+        bail!("TUN name {name:?} too long");
+    }
+    for (d, s) in ifr.ifr_name.iter_mut().zip(name.bytes()) {
+        *d = s as libc::c_char;
+    }
+    ifr.ifr_ifru.ifru_flags = (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short;
+    // SAFETY: TUNSETIFF takes a pointer to an ifreq that lives for the call.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::TUNSETIFF, &mut ifr) })
+        .with_context(|| format!("ioctl(TUNSETIFF, {name}) (needs CAP_NET_ADMIN)"))?;
+    Ok(fd)
+}
+
+/// Writes a sysctl of the calling thread's network namespace (net.* sysctls
+/// under /proc/sys/net are per namespace, resolved for the opening thread).
+pub fn write_sysctl(name: &str, value: &str) -> Result<()> {
+    let path = format!("/proc/sys/{}", name.replace('.', "/"));
+    std::fs::write(&path, value).with_context(|| format!("sysctl {name}={value}"))
+}
+
+/// Where `ip` lives: PATH first, then the usual sbin directories (a normal
+/// user's PATH often lacks them).
+pub fn ip_binary() -> &'static str {
+    for p in ["/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"] {
+        if Path::new(p).exists() {
+            return p;
+        }
+    }
+    "ip"
+}
+
+/// Runs `ip -batch -` with `script` in the calling thread's namespace (a
+/// child forked from a thread inherits that thread's namespaces).
+pub fn ip_batch(script: &str) -> Result<()> {
+    use std::io::Write;
+    let mut child = Command::new(ip_binary())
+        .args(["-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("run `ip` (iproute2 must be installed)")?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(script.as_bytes())?;
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        bail!(
+            "ip -batch failed ({}): {}\nscript:\n{script}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A long-lived thread inside a namespace that spawns the child processes of
+/// that side. Children get PR_SET_PDEATHSIG(SIGKILL), which fires when the
+/// thread that forked them exits: this thread exits when the link is
+/// dropped, or when the whole process dies (crash, SIGKILL), so no server or
+/// client command outlives the link.
+pub struct Spawner {
+    tx: Option<mpsc::Sender<Job>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Spawner {
+    pub fn new(ns: &Netns, name: &str) -> Result<Self> {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let (ready_tx, ready_rx) = mpsc::channel::<io::Result<()>>();
+        // Dup the fd so the thread does not borrow `ns`.
+        let fd = ns.fd.try_clone()?;
+        let thread = std::thread::Builder::new()
+            .name(format!("pw-{name}"))
+            .spawn(move || {
+                // SAFETY: setns on a valid fd, this thread only.
+                let r = cvt(unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) });
+                drop(fd);
+                let ok = r.is_ok();
+                let _ = ready_tx.send(r.map(|_| ()));
+                if !ok {
+                    return;
+                }
+                // Bounded by the link's lifetime: ends when the sender drops.
+                while let Ok(job) = rx.recv() {
+                    job();
+                }
+            })?;
+        ready_rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("spawner thread died"))?
+            .context("setns into the namespace")?;
+        Ok(Self {
+            tx: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Runs `f` on the spawner thread and waits for its result.
+    pub fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+        let (rtx, rrx) = mpsc::channel();
+        self.tx
+            .as_ref()
+            .expect("alive until drop")
+            .send(Box::new(move || {
+                let _ = rtx.send(f());
+            }))
+            .map_err(|_| anyhow::anyhow!("spawner thread is gone"))?;
+        rrx.recv()
+            .map_err(|_| anyhow::anyhow!("spawner job panicked"))
+    }
+
+    /// Spawns `cmd` inside the namespace in its own process group, killed
+    /// with SIGKILL if the link goes away.
+    pub fn spawn(&self, mut cmd: Command) -> Result<Child> {
+        cmd.process_group(0);
+        // SAFETY: prctl is async-signal-safe; nothing else runs between fork
+        // and exec here.
+        unsafe {
+            cmd.pre_exec(|| {
+                cvt(libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                ))?;
+                Ok(())
+            });
+        }
+        let prog = format!("{:?}", cmd.get_program());
+        self.run(move || cmd.spawn())?
+            .with_context(|| format!("spawn {prog}"))
+    }
+}
+
+impl Drop for Spawner {
+    fn drop(&mut self) {
+        self.tx.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Sends SIGKILL to every process whose network namespace is `inode`
+/// (except this process), e.g. grandchildren a server command started in
+/// the background. Returns how many were signalled.
+pub fn kill_all_in_netns(inode: u64) -> usize {
+    let me = std::process::id();
+    let want = format!("net:[{inode}]");
+    let mut n = 0;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    for e in dir.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        if std::fs::read_link(e.path().join("ns/net")).is_ok_and(|l| l.as_os_str() == want.as_str())
+        {
+            // SAFETY: kill(2) on a pid we just saw in our namespace.
+            unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Processes (not threads of this process) currently inside namespace `inode`.
+pub fn processes_in_netns(inode: u64) -> Vec<u32> {
+    let me = std::process::id();
+    let want = format!("net:[{inode}]");
+    let mut out = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/proc") {
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            if pid != me
+                && std::fs::read_link(e.path().join("ns/net"))
+                    .is_ok_and(|l| l.as_os_str() == want.as_str())
+            {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// A duplicate of the namespace fd (for a thread that outlives a borrow).
+pub fn dup_fd(ns: &Netns) -> io::Result<OwnedFd> {
+    ns.fd.try_clone()
+}
+
+/// Moves the calling thread into the namespace of `fd`.
+pub fn enter_fd(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: setns on a valid fd; affects only the calling thread.
+    cvt(unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) }).map(|_| ())
+}
