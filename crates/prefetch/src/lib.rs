@@ -6,11 +6,15 @@
 //!   windows, arc weights, candidates) — the one predictor core.
 //! * [`OnlinePredictor`]: that core behind a mutex for `pagewire serve --prefetch`.
 
+pub mod fit;
 pub mod graph;
 pub mod log;
 pub mod online;
 pub mod params;
+pub mod report;
 pub mod sim;
+pub mod spec;
+pub mod synth;
 
 pub use graph::{DependencyGraph, GraphLimits, NodeId, Window};
 pub use online::{OnlineLimits, OnlinePredictor};

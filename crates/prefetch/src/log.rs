@@ -34,6 +34,9 @@ const READ_BUF_BYTES: usize = 1 << 20;
 pub enum SkipReason {
     /// Blank line.
     Empty,
+    /// A `#` comment or directive line (W3C extended logs, pagewire's own
+    /// provenance header on synthetic logs).
+    Comment,
     /// Longer than [`MAX_LINE_BYTES`].
     TooLong,
     /// Contains NUL or other control bytes (binary junk).
@@ -53,8 +56,9 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
-    pub const ALL: [SkipReason; 9] = [
+    pub const ALL: [SkipReason; 10] = [
         SkipReason::Empty,
+        SkipReason::Comment,
         SkipReason::TooLong,
         SkipReason::Binary,
         SkipReason::MissingDate,
@@ -68,6 +72,7 @@ impl SkipReason {
     pub fn as_str(self) -> &'static str {
         match self {
             SkipReason::Empty => "empty",
+            SkipReason::Comment => "comment",
             SkipReason::TooLong => "too_long",
             SkipReason::Binary => "binary",
             SkipReason::MissingDate => "missing_date",
@@ -111,6 +116,9 @@ pub fn parse_line(line: &[u8]) -> Result<LogLine<'_>, SkipReason> {
     let line = trim(line);
     if line.is_empty() {
         return Err(SkipReason::Empty);
+    }
+    if line[0] == b'#' {
+        return Err(SkipReason::Comment);
     }
     if line.len() > MAX_LINE_BYTES {
         return Err(SkipReason::TooLong);
@@ -187,14 +195,17 @@ fn trim_start(s: &[u8]) -> &[u8] {
 }
 
 /// `METHOD target [HTTP/x.y]`; the target may itself contain spaces.
-fn parse_request(req: &[u8]) -> Option<(Method, &[u8], Option<&[u8]>)> {
+/// `(method, target, version)` of a request line.
+type RequestParts<'a> = (Method, &'a [u8], Option<&'a [u8]>);
+
+fn parse_request(req: &[u8]) -> Option<RequestParts<'_>> {
     let req = trim(req);
     let m_end = req.iter().position(|&b| b == b' ')?;
     let method = match &req[..m_end] {
         b"GET" => Method::Get,
         b"HEAD" => Method::Head,
         b"POST" => Method::Post,
-        m if m.is_empty() => return None,
+        b"" => return None,
         _ => Method::Other,
     };
     let rest = trim(&req[m_end + 1..]);
@@ -214,7 +225,9 @@ fn parse_status(s: &[u8]) -> Option<u16> {
     if s.len() != 3 || !s.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let v = s.iter().fold(0u16, |acc, &d| acc * 10 + u16::from(d - b'0'));
+    let v = s
+        .iter()
+        .fold(0u16, |acc, &d| acc * 10 + u16::from(d - b'0'));
     (100..=599).contains(&v).then_some(v)
 }
 
@@ -222,14 +235,20 @@ fn parse_u64(s: &[u8]) -> Option<u64> {
     if s.is_empty() || s.len() > 19 || !s.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    Some(s.iter().fold(0u64, |acc, &d| acc * 10 + u64::from(d - b'0')))
+    Some(
+        s.iter()
+            .fold(0u64, |acc, &d| acc * 10 + u64::from(d - b'0')),
+    )
 }
 
 fn digits(s: &[u8]) -> Option<i64> {
     if s.is_empty() || s.len() > 4 || !s.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    Some(s.iter().fold(0i64, |acc, &d| acc * 10 + i64::from(d - b'0')))
+    Some(
+        s.iter()
+            .fold(0i64, |acc, &d| acc * 10 + i64::from(d - b'0')),
+    )
 }
 
 /// `29/Aug/1995:23:53:25 -0400` -> Unix seconds; `30:14:05:59` (the ITA
@@ -297,6 +316,60 @@ pub fn parse_date(s: &[u8]) -> Option<i64> {
     };
     let days = days_from_civil(year, month, day);
     Some(days * 86_400 + (h * 60 + m) * 60 + sec - offset_s)
+}
+
+/// The zone offset of a CLF date in seconds east of UTC (`-0400` -> -14400);
+/// 0 when absent or unreadable.
+pub fn date_zone_offset_s(s: &[u8]) -> i64 {
+    let s = trim(s);
+    match s.len().checked_sub(5).map(|i| &s[i..]) {
+        Some([sign @ (b'+' | b'-'), rest @ ..]) => {
+            let v = digits(&rest[0..2]).unwrap_or(0) * 3600 + digits(&rest[2..4]).unwrap_or(0) * 60;
+            if *sign == b'-' {
+                -v
+            } else {
+                v
+            }
+        }
+        _ => 0,
+    }
+}
+
+/// Format Unix seconds as a CLF date in the zone `offset_s` east of UTC:
+/// `29/Aug/1995:23:53:25 -0400`.
+pub fn format_date(unix_s: i64, offset_s: i64) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let local = unix_s + offset_s;
+    let days = local.div_euclid(86_400);
+    let secs = local.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    let sign = if offset_s < 0 { '-' } else { '+' };
+    let off = offset_s.abs();
+    format!(
+        "{d:02}/{}/{y:04}:{:02}:{:02}:{:02} {sign}{:02}{:02}",
+        MONTHS[(m - 1) as usize],
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        off / 3600,
+        off / 60 % 60
+    )
+}
+
+/// Inverse of `days_from_civil` (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 /// Days since 1970-01-01 (Howard Hinnant's `days_from_civil`).
@@ -379,7 +452,11 @@ pub struct ReadStats {
 impl ReadStats {
     fn count_skip(&mut self, reason: SkipReason) {
         self.skipped += 1;
-        if let Some(slot) = self.skipped_by_reason.iter_mut().find(|(r, _)| *r == reason) {
+        if let Some(slot) = self
+            .skipped_by_reason
+            .iter_mut()
+            .find(|(r, _)| *r == reason)
+        {
             slot.1 += 1;
         } else {
             self.skipped_by_reason.push((reason, 1));
@@ -567,17 +644,48 @@ mod tests {
     }
 
     #[test]
+    fn date_round_trip() {
+        let text = b"29/Aug/1995:23:53:25 -0400";
+        let t = parse_date(text).unwrap();
+        assert_eq!(date_zone_offset_s(text), -14_400);
+        assert_eq!(format_date(t, -14_400).as_bytes(), text);
+        let later = format_date(t + 86_400 * 3, -14_400);
+        assert_eq!(later, "01/Sep/1995:23:53:25 -0400");
+        assert_eq!(format_date(0, 0), "01/Jan/1970:00:00:00 +0000");
+        assert_eq!(format_date(951_782_400, 0), "29/Feb/2000:00:00:00 +0000");
+    }
+
+    #[test]
     fn skip_reasons() {
         let cases: &[(&[u8], SkipReason)] = &[
             (b"", SkipReason::Empty),
             (b"   ", SkipReason::Empty),
+            (b"#Fields: date time", SkipReason::Comment),
             (b"h - - \"GET / HTTP/1.0\" 200 1", SkipReason::MissingDate),
-            (b"h - - [32/Aug/1995:23:53:25 -0400] \"GET /\" 200 1", SkipReason::BadDate),
-            (b"h - - [29/Aug/1995:23:53:25 -0400] 200 1", SkipReason::MissingRequest),
-            (b"h - - [29/Aug/1995:23:53:25 -0400] \"-\" 400 -", SkipReason::BadRequest),
-            (b"h - - [29/Aug/1995:23:53:25 -0400] \"GET /\"", SkipReason::MissingStatus),
-            (b"h - - [29/Aug/1995:23:53:25 -0400] \"GET /\" OK 1", SkipReason::BadStatus),
-            (b"h\0 - - [29/Aug/1995:23:53:25 -0400] \"GET /\" 200 1", SkipReason::Binary),
+            (
+                b"h - - [32/Aug/1995:23:53:25 -0400] \"GET /\" 200 1",
+                SkipReason::BadDate,
+            ),
+            (
+                b"h - - [29/Aug/1995:23:53:25 -0400] 200 1",
+                SkipReason::MissingRequest,
+            ),
+            (
+                b"h - - [29/Aug/1995:23:53:25 -0400] \"-\" 400 -",
+                SkipReason::BadRequest,
+            ),
+            (
+                b"h - - [29/Aug/1995:23:53:25 -0400] \"GET /\"",
+                SkipReason::MissingStatus,
+            ),
+            (
+                b"h - - [29/Aug/1995:23:53:25 -0400] \"GET /\" OK 1",
+                SkipReason::BadStatus,
+            ),
+            (
+                b"h\0 - - [29/Aug/1995:23:53:25 -0400] \"GET /\" 200 1",
+                SkipReason::Binary,
+            ),
         ];
         for (line, reason) in cases {
             assert_eq!(
@@ -625,7 +733,9 @@ a - - [29/Aug/1995:23:53:30 -0400] \"GET /y\" 200 -";
     fn over_long_line_is_skipped_and_bounded() {
         let mut text = b"a - - [29/Aug/1995:23:53:25 -0400] \"GET /x HTTP/1.0\" 200 10\n".to_vec();
         text.extend(std::iter::repeat_n(b'x', 3 * READ_BUF_BYTES));
-        text.extend_from_slice(b"\na - - [29/Aug/1995:23:53:25 -0400] \"GET /y HTTP/1.0\" 200 10\n");
+        text.extend_from_slice(
+            b"\na - - [29/Aug/1995:23:53:25 -0400] \"GET /y HTTP/1.0\" 200 10\n",
+        );
         let log = AccessLog::from_bytes(&text);
         assert_eq!(log.stats.parsed, 2);
         assert_eq!(log.stats.skipped_for(SkipReason::TooLong), 1);

@@ -529,15 +529,23 @@ pub struct LaneSpec {
     pub model: Model,
 }
 
+/// A graph trained on the training part, with every host's window as the
+/// training left it.
+#[derive(Clone, Debug)]
+pub struct Trained {
+    pub graph: DependencyGraph,
+    pub windows: Vec<Option<Window>>,
+}
+
 /// Train a graph for window `w` on the trace's training part.
-pub fn train(trace: &Trace, w: usize, opts: &SimOptions) -> (DependencyGraph, Vec<Option<Window>>) {
+pub fn train(trace: &Trace, w: usize, opts: &SimOptions) -> Trained {
     let mut graph = DependencyGraph::new(opts.graph);
     let mut windows: Vec<Option<Window>> = vec![None; trace.hosts];
     for a in trace.train_part() {
         let win = windows[a.host as usize].get_or_insert_with(|| Window::new(w));
         graph.observe(win, a.url);
     }
-    (graph, windows)
+    Trained { graph, windows }
 }
 
 /// Simulate every lane for one (w, i) from a trained graph, in lockstep.
@@ -546,10 +554,13 @@ pub fn simulate_lanes(
     w: usize,
     max_hints: Option<usize>,
     lanes: &[LaneSpec],
-    trained: (DependencyGraph, Vec<Option<Window>>),
+    trained: Trained,
     opts: &SimOptions,
 ) -> Vec<Counters> {
-    let (mut graph, mut windows) = trained;
+    let Trained {
+        mut graph,
+        mut windows,
+    } = trained;
     let mut lanes: Vec<Lane> = lanes
         .iter()
         .map(|s| Lane {
@@ -599,7 +610,10 @@ pub fn baseline(trace: &Trace, opts: &SimOptions) -> Counters {
         threshold: f64::INFINITY,
         model: Model::Simple,
     }];
-    let trained = (DependencyGraph::new(opts.graph), vec![None; trace.hosts]);
+    let trained = Trained {
+        graph: DependencyGraph::new(opts.graph),
+        windows: vec![None; trace.hosts],
+    };
     // Without prefetching the graph is irrelevant: skip training.
     simulate_lanes(trace, 2, None, &lanes, trained, opts)[0]
 }
@@ -613,12 +627,7 @@ fn ratio(num: f64, den: f64) -> f64 {
 }
 
 /// Derive the paper's metrics from counters.
-pub fn derive(
-    model: Model,
-    params: &PrefetchParams,
-    c: Counters,
-    base: &Counters,
-) -> PointResult {
+pub fn derive(model: Model, params: &PrefetchParams, c: Counters, base: &Counters) -> PointResult {
     let miss_rate = ratio(c.block_misses as f64, c.blocks_accessed as f64);
     let base_miss = ratio(base.block_misses as f64, base.blocks_accessed as f64);
     let base_bytes = base.demand_bytes as f64;
@@ -686,7 +695,7 @@ pub fn sweep(
     progress: &(dyn Fn(u64) + Sync),
 ) -> (Counters, Vec<PointResult>) {
     let base = baseline(trace, opts);
-    let trained: Vec<(usize, (DependencyGraph, Vec<Option<Window>>))> = grid
+    let trained: Vec<(usize, Trained)> = grid
         .windows
         .par_iter()
         .map(|&w| (w, train(trace, w, opts)))
@@ -866,7 +875,15 @@ mod tests {
         assert_eq!(results.len(), grid.points());
         for r in &results {
             let single = run_one(&trace, &format!("w={},p={},i={}", r.w, r.p, r.i), r.model);
-            assert_eq!(single.counters, r.counters, "{} w={} p={} i={}", r.model.as_str(), r.w, r.p, r.i);
+            assert_eq!(
+                single.counters,
+                r.counters,
+                "{} w={} p={} i={}",
+                r.model.as_str(),
+                r.w,
+                r.p,
+                r.i
+            );
             // Every prefetched file ends up either used or wasted.
             assert_eq!(r.counters.prefetches, r.useful + r.wasted);
         }
