@@ -245,14 +245,17 @@ impl Decoder {
                 let end = buf.len().min(limit);
                 // Resume 3 bytes back so a CRLFCRLF split across reads is seen.
                 let from = scanned.saturating_sub(3).min(end);
-                // Every LF in the trailers must follow a CR (strict CRLF).
-                for lf in memchr::memchr_iter(b'\n', &buf[from..end]) {
+                let found = memchr::memmem::find(&buf[from..end], b"\r\n\r\n");
+                // Every LF in the trailer section (not beyond its end: the
+                // next message follows) must follow a CR (strict CRLF).
+                let section_end = found.map_or(end, |i| from + i + 4);
+                for lf in memchr::memchr_iter(b'\n', &buf[from..section_end]) {
                     let p = from + lf;
                     if p == 0 || buf[p - 1] != b'\r' {
                         return Err(ErrorKind::InvalidTrailer.into());
                     }
                 }
-                match memchr::memmem::find(&buf[from..end], b"\r\n\r\n") {
+                match found {
                     None => {
                         if buf.len() >= limit {
                             return Err(ErrorKind::TrailersTooLarge.into());

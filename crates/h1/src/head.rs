@@ -650,11 +650,18 @@ fn check_partial(window: &[u8], total: usize, limits: &Limits, role: Role) -> Re
 }
 
 /// Names the fault in a head httparse rejected. Slow path: errors only.
+///
+/// The verdict depends only on the bytes up to and including the byte
+/// httparse stopped at, found by bisection (httparse's verdict is
+/// prefix-monotone: once a prefix is an error, every extension is). So
+/// the same input yields the same `ErrorKind` however it was split across
+/// reads, which the fuzz target checks.
 fn diagnose(window: &[u8], err: httparse::Error, limits: &Limits, role: Role) -> Error {
-    if let Err(e) = check_lines(window, limits, role) {
+    let prefix = &window[..fault_prefix_len(window, limits, role)];
+    if let Err(e) = check_lines(prefix, limits, role) {
         return e;
     }
-    if let Some(kind) = analyze(window, role) {
+    if let Some(kind) = analyze(prefix, role) {
         return kind.into();
     }
     match err {
@@ -662,8 +669,6 @@ fn diagnose(window: &[u8], err: httparse::Error, limits: &Limits, role: Role) ->
         httparse::Error::HeaderName => ErrorKind::InvalidHeaderName.into(),
         httparse::Error::HeaderValue => ErrorKind::InvalidHeaderValue.into(),
         httparse::Error::NewLine => ErrorKind::BareCr.into(),
-        httparse::Error::Version => version_error(window, role),
-        httparse::Error::Status => ErrorKind::InvalidStatusLine.into(),
         _ => match role {
             Role::Request => ErrorKind::InvalidRequestLine.into(),
             Role::Response => ErrorKind::InvalidStatusLine.into(),
@@ -671,88 +676,77 @@ fn diagnose(window: &[u8], err: httparse::Error, limits: &Limits, role: Role) ->
     }
 }
 
-/// `HTTP/` DIGIT ... that is not 1.0/1.1 is an unsupported version (505,
-/// e.g. `HTTP/2.0` or the HTTP/2 preface `PRI * HTTP/2.0`, `HTTP/1.2`);
-/// anything else in the version slot is a malformed line (400).
-fn version_error(window: &[u8], role: Role) -> Error {
-    let line = start_line(window);
-    let candidate = match role {
-        Role::Request => line.rsplit(|&b| b == b' ').next().unwrap_or_default(),
-        Role::Response => line.split(|&b| b == b' ').next().unwrap_or_default(),
-    };
-    let looks_like_version = candidate.len() >= 6
-        && candidate.starts_with(b"HTTP/")
-        && candidate[5].is_ascii_digit()
-        && candidate[5..]
-            .iter()
-            .all(|&b| b.is_ascii_digit() || b == b'.');
-    if looks_like_version {
-        ErrorKind::UnsupportedVersion.into()
-    } else {
+/// The shortest prefix of `window` that httparse rejects (at most
+/// log2(64 Ki) = 17 re-parses, on the error path only).
+fn fault_prefix_len(window: &[u8], limits: &Limits, role: Role) -> usize {
+    let is_err = |bytes: &[u8]| {
+        let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_ARRAY_CAP];
+        let slots = &mut slots[..limits.header_slots()];
         match role {
-            Role::Request => ErrorKind::InvalidRequestLine.into(),
-            Role::Response => ErrorKind::InvalidStatusLine.into(),
+            Role::Request => httparse::Request::new(&mut [])
+                .parse_with_uninit_headers(bytes, slots)
+                .is_err(),
+            Role::Response => httparse::ParserConfig::default()
+                .parse_response_with_uninit_headers(
+                    &mut httparse::Response::new(&mut []),
+                    bytes,
+                    slots,
+                )
+                .is_err(),
+        }
+    };
+    // Invariant: window[..lo] is not an error, window[..hi] is.
+    let (mut lo, mut hi) = (0usize, window.len());
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if is_err(&window[..mid]) {
+            hi = mid;
+        } else {
+            lo = mid;
         }
     }
+    hi
 }
 
-/// The first non-empty line, without CR/LF.
-fn start_line(window: &[u8]) -> &[u8] {
-    for line in window.split(|&b| b == b'\n') {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if !line.is_empty() {
-            return line;
+/// Classifies the fault at the end of `prefix` (which ends with the byte
+/// httparse rejected). Looks only at `prefix`; `None` if it cannot name it.
+fn analyze(prefix: &[u8], role: Role) -> Option<ErrorKind> {
+    let len = prefix.len();
+    let mut i = 0usize;
+    // Leading empty lines (RFC 9112 §2.2), as httparse skips them.
+    while i < len {
+        match prefix[i] {
+            b'\n' => i += 1,
+            b'\r' => match prefix.get(i + 1) {
+                Some(b'\n') => i += 2,
+                Some(_) => return Some(ErrorKind::BareCr),
+                None => return None,
+            },
+            _ => break,
         }
     }
-    &[]
-}
-
-/// Walks the head line by line and returns the first fault it can name.
-fn analyze(window: &[u8], role: Role) -> Option<ErrorKind> {
-    let mut lines = window.split(|&b| b == b'\n').peekable();
-    // Skip leading empty lines, then the start line.
-    let mut start = None;
-    for line in lines.by_ref() {
-        if !(line.is_empty() || line == b"\r") {
-            start = Some(line);
-            break;
-        }
-    }
-    let start = start?;
-    let start_body = start.strip_suffix(b"\r").unwrap_or(start);
-    if start_body.contains(&b'\r') {
-        return Some(ErrorKind::BareCr);
-    }
-    if role == Role::Request {
-        // method SP target SP version: exactly two single spaces.
-        let parts: SmallVec<[&[u8]; 4]> = start_body.split(|&b| b == b' ').take(4).collect();
-        if parts.len() != 3
-            || parts.iter().any(|p| p.is_empty())
-            || !parts[0].iter().all(|&b| is_tchar(b))
-        {
-            return Some(ErrorKind::InvalidRequestLine);
-        }
-        if parts[1].iter().any(|&b| b < 0x21 || b == 0x7f) {
-            return Some(ErrorKind::InvalidTarget);
-        }
-        if !(parts[2] == b"HTTP/1.1" || parts[2] == b"HTTP/1.0") {
-            return Some(version_error(window, role).kind());
-        }
-    }
+    // Start line: if the fault is in it, classify it there.
+    let rest = &prefix[i..];
+    let Some(lf) = memchr::memchr(b'\n', rest) else {
+        return Some(match role {
+            Role::Request => analyze_request_line(rest).unwrap_or(ErrorKind::InvalidRequestLine),
+            Role::Response => classify_version(rest, role).unwrap_or(ErrorKind::InvalidStatusLine),
+        });
+    };
+    i += lf + 1;
+    // Field lines.
     let mut first_field = true;
-    while let Some(line) = lines.next() {
-        let complete = lines.peek().is_some();
-        let body = line.strip_suffix(b"\r").unwrap_or(line);
-        if body.is_empty() {
-            if complete {
-                break; // end of head
-            }
-            continue;
+    while i < len {
+        let rest = &prefix[i..];
+        let (line, complete) = match memchr::memchr(b'\n', rest) {
+            Some(n) => (&rest[..n], true),
+            None => (rest, false),
+        };
+        i += line.len() + 1;
+        if line.is_empty() || line == b"\r" {
+            return None; // end of head (or its CR): no fault here
         }
-        if body.contains(&b'\r') {
-            return Some(ErrorKind::BareCr);
-        }
-        if matches!(body[0], b' ' | b'\t') {
+        if matches!(line[0], b' ' | b'\t') {
             return Some(if first_field {
                 ErrorKind::WhitespaceBeforeFirstField
             } else {
@@ -760,27 +754,92 @@ fn analyze(window: &[u8], role: Role) -> Option<ErrorKind> {
             });
         }
         first_field = false;
-        let Some(colon) = memchr::memchr(b':', body) else {
-            if complete {
-                return Some(ErrorKind::InvalidHeaderName);
-            }
-            continue;
-        };
-        let name = &body[..colon];
-        if matches!(name.last(), Some(b' ' | b'\t')) {
-            return Some(ErrorKind::SpaceBeforeColon);
-        }
-        if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
-            return Some(ErrorKind::InvalidHeaderName);
-        }
-        if body[colon + 1..]
+        let n = line
             .iter()
-            .any(|&b| (b < 0x20 && b != b'\t') || b == 0x7f)
-        {
-            return Some(ErrorKind::InvalidHeaderValue);
+            .position(|&b| !is_tchar(b))
+            .unwrap_or(line.len());
+        let Some(&c) = line.get(n) else {
+            return None; // name still arriving
+        };
+        match c {
+            b':' if n > 0 => {}
+            b' ' | b'\t' if n > 0 => return Some(ErrorKind::SpaceBeforeColon),
+            _ => return Some(ErrorKind::InvalidHeaderName),
+        }
+        let value = &line[n + 1..];
+        for (j, &v) in value.iter().enumerate() {
+            if v == b'\r' {
+                if j + 1 < value.len() {
+                    return Some(ErrorKind::BareCr);
+                }
+                // CR as the last byte: the CRLF (complete) or still open.
+            } else if (v < 0x20 && v != b'\t') || v == 0x7f {
+                return Some(ErrorKind::InvalidHeaderValue);
+            }
+        }
+        if !complete {
+            return None;
         }
     }
     None
+}
+
+/// The fault in a (possibly unterminated) request line, looking left to
+/// right as httparse does: method token, SP, target, SP, version.
+fn analyze_request_line(line: &[u8]) -> Option<ErrorKind> {
+    let m = line.iter().position(|&b| !is_tchar(b))?;
+    if m == 0 || line[m] != b' ' {
+        return Some(ErrorKind::InvalidRequestLine);
+    }
+    let t0 = m + 1;
+    let t = t0 + line[t0..].iter().position(|&b| b < 0x21 || b == 0x7f)?;
+    if t == t0 {
+        // Empty target: a second SP or a control byte right after the SP.
+        return Some(if line[t] == b' ' {
+            ErrorKind::InvalidRequestLine
+        } else {
+            ErrorKind::InvalidTarget
+        });
+    }
+    if line[t] != b' ' || std::str::from_utf8(&line[t0..t]).is_err() {
+        return Some(ErrorKind::InvalidTarget);
+    }
+    classify_version(&line[t + 1..], Role::Request)
+}
+
+/// The fault in a version token compared with `HTTP/1.0` / `HTTP/1.1`,
+/// decided on the bytes up to the first mismatch: `HTTP/` then a digit
+/// where we expected `1`, `.`, `0`/`1` is a version we do not support
+/// (505: `HTTP/2.0`, `HTTP/1.2`, `HTTP/0.9`, the HTTP/2 preface); any
+/// other mismatch is a malformed line (400).
+fn classify_version(token: &[u8], role: Role) -> Option<ErrorKind> {
+    const EXPECTED: &[u8; 7] = b"HTTP/1.";
+    let malformed = match role {
+        Role::Request => ErrorKind::InvalidRequestLine,
+        Role::Response => ErrorKind::InvalidStatusLine,
+    };
+    for (k, &b) in token.iter().take(8).enumerate() {
+        let ok = if k < 7 {
+            b == EXPECTED[k]
+        } else {
+            b == b'0' || b == b'1'
+        };
+        if !ok {
+            return Some(if k >= 5 && b.is_ascii_digit() {
+                ErrorKind::UnsupportedVersion
+            } else {
+                malformed
+            });
+        }
+    }
+    // A complete HTTP/1.x: what follows must end the token.
+    let after = *token.get(8)?;
+    match (role, after) {
+        (_, b'0'..=b'9' | b'.') => Some(ErrorKind::UnsupportedVersion),
+        (Role::Request, b'\r') => token.get(9).map(|_| ErrorKind::BareCr),
+        (Role::Response, b' ') => None,
+        _ => Some(malformed),
+    }
 }
 
 /// tchar (RFC 9110 §5.6.2).

@@ -209,8 +209,15 @@ fn bare_cr_is_400() {
         ErrorKind::BareCr,
         400,
     );
+    // A CR inside the target is judged where httparse stops (the CR
+    // itself), so it is an invalid target whatever follows it.
     assert_err(
         b"GET /\r HTTP/1.1\r\nHost: a\r\n\r\n",
+        ErrorKind::InvalidTarget,
+        400,
+    );
+    assert_err(
+        b"\rGET / HTTP/1.1\r\nHost: a\r\n\r\n",
         ErrorKind::BareCr,
         400,
     );
