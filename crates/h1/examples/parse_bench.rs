@@ -50,38 +50,60 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(1_000_000);
+    // Optional second argument: run only one mode (httparse|single|pipelined),
+    // e.g. under `perf stat -e instructions`.
+    let only = std::env::args().nth(2).unwrap_or_default();
+    let run = |mode: &str| only.is_empty() || only == mode;
     let limits = Limits::default();
     println!(
         "# pagewire-h1 parse_bench, request {} bytes, N={n} (cargo run --release -p pagewire-h1 --example parse_bench)",
         REQUEST.len()
     );
 
+    // Floor: httparse alone on the same bytes (no limits, no framing, no
+    // index, no split), the library every Rust HTTP/1 server builds on.
+    if run("httparse") {
+        let t0 = Instant::now();
+        for _ in 0..n {
+            let mut headers = [httparse::EMPTY_HEADER; 16];
+            let mut req = httparse::Request::new(&mut headers);
+            black_box(req.parse(black_box(REQUEST)).unwrap());
+        }
+        let floor = t0.elapsed().as_nanos() as f64 / n as f64;
+        println!("httparse:  {floor:.1} ns/request (floor: parse only, 16 headers array)");
+    }
+
     // Single request per fill: the keep-alive case.
     let mut buf = BytesMut::with_capacity(64 * 1024);
-    for _ in 0..10_000 {
-        buf.extend_from_slice(REQUEST);
-        black_box(parse_request(&mut buf, &limits).unwrap().unwrap());
+    if run("single") {
+        for _ in 0..10_000 {
+            buf.extend_from_slice(REQUEST);
+            black_box(parse_request(&mut buf, &limits).unwrap().unwrap());
+        }
+        let a0 = ALLOCS.load(Ordering::Relaxed);
+        let t0 = Instant::now();
+        let mut hosts = 0usize;
+        for _ in 0..n {
+            buf.extend_from_slice(REQUEST);
+            let head = parse_request(&mut buf, &limits).unwrap().unwrap();
+            hosts += head.header("host").map_or(0, |h| h.len());
+            let mut body = Decoder::new(head.body_framing().unwrap(), &limits);
+            assert_eq!(body.decode(&mut buf).unwrap(), Decoded::Done);
+            black_box(&head);
+        }
+        let dt = t0.elapsed();
+        let allocs = ALLOCS.load(Ordering::Relaxed) - a0;
+        black_box(hosts);
+        println!(
+            "single:    {:.1} ns/request, {:.4} allocations/request, {:.0} MB/s",
+            dt.as_nanos() as f64 / n as f64,
+            allocs as f64 / n as f64,
+            (n as f64 * REQUEST.len() as f64) / dt.as_secs_f64() / 1e6
+        );
     }
-    let a0 = ALLOCS.load(Ordering::Relaxed);
-    let t0 = Instant::now();
-    let mut hosts = 0usize;
-    for _ in 0..n {
-        buf.extend_from_slice(REQUEST);
-        let head = parse_request(&mut buf, &limits).unwrap().unwrap();
-        hosts += head.header("host").map_or(0, |h| h.len());
-        let mut body = Decoder::new(head.body_framing().unwrap(), &limits);
-        assert_eq!(body.decode(&mut buf).unwrap(), Decoded::Done);
-        black_box(&head);
+    if !run("pipelined") {
+        return;
     }
-    let dt = t0.elapsed();
-    let allocs = ALLOCS.load(Ordering::Relaxed) - a0;
-    black_box(hosts);
-    println!(
-        "single:    {:.1} ns/request, {:.4} allocations/request, {:.0} MB/s",
-        dt.as_nanos() as f64 / n as f64,
-        allocs as f64 / n as f64,
-        (n as f64 * REQUEST.len() as f64) / dt.as_secs_f64() / 1e6
-    );
 
     // Pipelined: 100 requests arrive in one read.
     let batch = 100u64;
