@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use bytes::BytesMut;
-use pagewire_h1::{parse_request, Decoded, Decoder, Limits};
+use pagewire_h1::{parse_request, Decoded, Decoder, Limits, RequestParser};
 
 /// Counts allocations so the "no allocation per header" claim is measured.
 struct Counting;
@@ -101,6 +101,26 @@ fn main() {
             (n as f64 * REQUEST.len() as f64) / dt.as_secs_f64() / 1e6
         );
     }
+    if run("parser") {
+        let mut parser = RequestParser::new(limits.clone());
+        let a0 = ALLOCS.load(Ordering::Relaxed);
+        let t0 = Instant::now();
+        for _ in 0..n {
+            buf.extend_from_slice(REQUEST);
+            let head = parser.parse(&mut buf).unwrap().unwrap();
+            black_box(head.header("host"));
+        }
+        let dt = t0.elapsed();
+        let allocs = ALLOCS.load(Ordering::Relaxed) - a0;
+        println!(
+            "parser:    {:.1} ns/request, {:.4} allocations/request (RequestParser, one request per read)",
+            dt.as_nanos() as f64 / n as f64,
+            allocs as f64 / n as f64
+        );
+    }
+    if run("slow") {
+        slow_sender(&limits);
+    }
     if !run("pipelined") {
         return;
     }
@@ -127,5 +147,43 @@ fn main() {
         "pipelined: {:.1} ns/request, {:.4} allocations/request (batches of {batch})",
         dt.as_nanos() as f64 / total as f64,
         allocs as f64 / total as f64
+    );
+}
+
+/// A slow sender: a ~15 KB head (99 fields of ~150 bytes) arriving one
+/// byte per read. The stateless parser re-parses the partial head on every
+/// read (quadratic); `RequestParser` scans each byte once.
+fn slow_sender(limits: &Limits) {
+    let mut head = b"GET / HTTP/1.1\r\nHost: a\r\n".to_vec();
+    for i in 0..98 {
+        head.extend_from_slice(format!("X-Field-{i:02}: {}\r\n", "v".repeat(136)).as_bytes());
+    }
+    head.extend_from_slice(b"\r\n");
+    let mut buf = BytesMut::with_capacity(head.len());
+    let t0 = Instant::now();
+    for &b in &head {
+        buf.extend_from_slice(&[b]);
+        if let Some(h) = parse_request(&mut buf, limits).unwrap() {
+            black_box(h);
+        }
+    }
+    let stateless = t0.elapsed();
+    let mut parser = RequestParser::new(limits.clone());
+    let t0 = Instant::now();
+    let mut got = 0;
+    for &b in &head {
+        buf.extend_from_slice(&[b]);
+        if let Some(h) = parser.parse(&mut buf).unwrap() {
+            black_box(h);
+            got += 1;
+        }
+    }
+    let stateful = t0.elapsed();
+    assert_eq!(got, 1);
+    println!(
+        "slow:      {} byte head, 1 byte per read: parse_request {:.1} ms, RequestParser {:.3} ms",
+        head.len(),
+        stateless.as_secs_f64() * 1e3,
+        stateful.as_secs_f64() * 1e3
     );
 }

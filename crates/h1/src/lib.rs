@@ -8,6 +8,7 @@
 //! |-------------|-------------------------------------------------------------------|
 //! | [`head`]    | `parse_request` / `parse_response`: incremental, zero-copy heads;  |
 //! |             | RFC 9112 framing rules (§6.1, §6.3); limits; fault diagnosis      |
+//! | [`parser`]  | [`RequestParser`]: the same, stateful, O(head) over many reads   |
 //! | [`decode`]  | body [`Decoder`]: Content-Length, chunked (extensions, trailers),  |
 //! |             | close-delimited; yields `Bytes` split off the read buffer         |
 //! | [`encode`]  | head writers, chunked encoder, onto `Vec<u8>` or `BytesMut`        |
@@ -45,6 +46,7 @@ pub mod encode;
 pub mod error;
 pub mod head;
 pub mod limits;
+pub mod parser;
 pub mod status;
 pub mod types;
 
@@ -60,5 +62,6 @@ pub use head::{
     ResponseHead,
 };
 pub use limits::Limits;
+pub use parser::RequestParser;
 pub use status::reason_phrase;
 pub use types::{BodyFraming, Method, Version};

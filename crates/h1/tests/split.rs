@@ -21,18 +21,46 @@ enum Phase {
 }
 
 /// A tiny connection loop: feeds `pieces` one after another into a read
-/// buffer and drives parse_request + Decoder as a server would.
+/// buffer and drives parse_request + Decoder as a server would. Runs the
+/// stateless `parse_request` and the stateful `RequestParser` and requires
+/// the same outcome from both.
 fn run(pieces: &[&[u8]]) -> Result<Vec<Msg>, Error> {
+    let stateless = run_lenient(pieces, false);
+    let stateful = run_lenient(pieces, true);
+    assert_eq!(
+        stateless, stateful,
+        "RequestParser differs from parse_request"
+    );
+    let (msgs, clean_end) = stateless?;
+    assert!(
+        clean_end,
+        "stream ended inside a message or left bytes over"
+    );
+    Ok(msgs)
+}
+
+/// Like `run` with one parser; also says whether the stream ended cleanly
+/// between messages. With the stateful parser, a verdict still pending at
+/// the end of the stream is asked of `parse_request` (as a server would
+/// answer an incomplete head at EOF), so outcomes are comparable.
+fn run_lenient(pieces: &[&[u8]], stateful: bool) -> Result<(Vec<Msg>, bool), Error> {
     let limits = Limits::default();
+    let mut parser = RequestParser::new(limits.clone());
     let mut buf = BytesMut::new();
     let mut out = Vec::new();
     let mut phase = Phase::Head;
-    for piece in pieces {
+    let last = pieces.len();
+    for (k, piece) in pieces.iter().chain([&&b""[..]]).enumerate() {
         buf.extend_from_slice(piece);
+        let use_parser = stateful && k < last;
         // Bounded: each iteration consumes a head or body bytes, or breaks.
         loop {
             match &mut phase {
-                Phase::Head => match parse_request(&mut buf, &limits)? {
+                Phase::Head => match if use_parser {
+                    parser.parse(&mut buf)?
+                } else {
+                    parse_request(&mut buf, &limits)?
+                } {
                     None => break,
                     Some(head) => {
                         let msg = Msg {
@@ -61,12 +89,7 @@ fn run(pieces: &[&[u8]]) -> Result<Vec<Msg>, Error> {
             }
         }
     }
-    assert!(
-        matches!(phase, Phase::Head),
-        "stream ended inside a message"
-    );
-    assert!(buf.is_empty(), "left over: {:?}", buf);
-    Ok(out)
+    Ok((out, matches!(phase, Phase::Head) && buf.is_empty()))
 }
 
 fn check_all_splits(input: &[u8], expected_count: usize) {
@@ -156,5 +179,88 @@ fn error_is_reported_at_every_split() {
             ErrorKind::TransferEncodingWithContentLength,
             "split at {at}"
         );
+    }
+}
+
+/// The error kind of a bad input does not depend on how it was split
+/// across reads (the diagnosis looks only at bytes up to the fault).
+#[test]
+fn error_kind_is_the_same_at_every_split() {
+    let long_target = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "a".repeat(8200));
+    let long_field = format!(
+        "GET / HTTP/1.1\r\nHost: a\r\nX: {}  \r\n\r\n",
+        "b".repeat(8189)
+    );
+    let inputs: Vec<&[u8]> = vec![
+        b"GET / HTTP/1.1\r\nHost: a\rX: b\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost : a\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n",
+        b"GET / HTTP/1.1\r\n Host: a\r\n\r\n",
+        b"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
+        b"GET / HTTP/1.2\r\nHost: a\r\n\r\n",
+        b"GET / HTTP/1.10\r\nHost: a\r\n\r\n",
+        b"GET / HTTPS/1.1\r\nHost: a\r\n\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+        b"GET /\x01 HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET /\xff\xfe HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"G{T / HTTP/1.1\r\nHost: a\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a\r\nX: \x00\r\n\r\n",
+        b"GET / HTTP/1.1\r\nHost: a\r\nNo-Colon\r\n\r\n",
+        b"\rGET / HTTP/1.1\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1;\x00\r\nx\r\n0\r\n\r\n",
+        b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nA: b\nB: c\r\n\r\n",
+        long_target.as_bytes(),
+        long_field.as_bytes(),
+    ];
+    for input in inputs {
+        let whole = run(&[input]).unwrap_err();
+        for at in 0..=input.len() {
+            let (a, b) = input.split_at(at);
+            let e = run(&[a, b]).unwrap_err();
+            assert_eq!(
+                e,
+                whole,
+                "{:?} split at {at}",
+                String::from_utf8_lossy(&input[..input.len().min(60)])
+            );
+        }
+    }
+}
+
+mod mutation {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        /// A stable-toolchain mini version of the fuzz target: mutate a
+        /// valid pipelined batch (overwrite, insert, delete a few bytes)
+        /// and require the same outcome whole and split anywhere.
+        #[test]
+        fn mutated_batches_give_the_same_outcome_at_any_split(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
+            split in any::<prop::sample::Index>(),
+        ) {
+            let mut input = b"GET /a HTTP/1.1\r\nHost: a\r\nAccept: */*\r\n\r\nPOST /b HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3;e=1\r\nabc\r\n0\r\nT: 1\r\n\r\nPUT /c HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\nhi".to_vec();
+            for (at, byte, op) in edits {
+                let i = at.index(input.len());
+                match op {
+                    0 => input[i] = byte,
+                    1 => input.insert(i, byte),
+                    _ => { input.remove(i); }
+                }
+            }
+            let at = split.index(input.len() + 1);
+            let whole = run_lenient(&[&input], false);
+            prop_assert_eq!(&whole, &run_lenient(&[&input[..at], &input[at..]], false));
+            prop_assert_eq!(&whole, &run_lenient(&[&input[..at], &input[at..]], true));
+            let bytes: Vec<&[u8]> = input.chunks(1).collect();
+            prop_assert_eq!(&whole, &run_lenient(&bytes, true));
+        }
     }
 }
