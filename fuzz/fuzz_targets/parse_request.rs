@@ -1,12 +1,15 @@
 //! Request parsing, fed whole and split in two at a point the input
-//! chooses: both runs must produce the same messages (heads and bodies)
+//! chooses, and through the stateful `RequestParser` in small reads: all
+//! runs must produce the same messages (heads and bodies)
 //! and the same error, must never panic, and `Ok(None)` must consume
 //! nothing. Also runs the response parser over the same bytes.
 #![no_main]
 
 use bytes::BytesMut;
 use libfuzzer_sys::fuzz_target;
-use pagewire_h1::{parse_request, parse_response, Decoded, Decoder, ErrorKind, Limits, Method};
+use pagewire_h1::{
+    parse_request, parse_response, Decoded, Decoder, ErrorKind, Limits, Method, RequestParser,
+};
 
 #[derive(Debug, PartialEq, Eq)]
 struct Msg {
@@ -30,13 +33,20 @@ fn limits() -> Limits {
     }
 }
 
-fn run(pieces: &[&[u8]]) -> (Vec<Msg>, Option<ErrorKind>) {
+/// Drives a connection over `pieces`. With `stateful`, heads come from a
+/// `RequestParser`, and a verdict still pending at the end is asked of
+/// `parse_request` (what a server answers at EOF), so outcomes compare.
+fn run(pieces: &[&[u8]], stateful: bool) -> (Vec<Msg>, Option<ErrorKind>) {
     let limits = limits();
+    let mut parser = RequestParser::new(limits.clone());
+    let last = pieces.len();
+    let pieces = pieces.iter().copied().chain(std::iter::once(&b""[..]));
     let mut buf = BytesMut::new();
     let mut msgs = Vec::new();
     let mut current: Option<(Msg, Decoder)> = None;
-    for piece in pieces {
+    for (k, piece) in pieces.enumerate() {
         buf.extend_from_slice(piece);
+        let use_parser = stateful && k < last;
         loop {
             if let Some((msg, dec)) = &mut current {
                 match dec.decode(&mut buf) {
@@ -50,7 +60,12 @@ fn run(pieces: &[&[u8]]) -> (Vec<Msg>, Option<ErrorKind>) {
                 }
             } else {
                 let before = buf.len();
-                match parse_request(&mut buf, &limits) {
+                let parsed = if use_parser {
+                    parser.parse(&mut buf)
+                } else {
+                    parse_request(&mut buf, &limits)
+                };
+                match parsed {
                     Ok(None) => {
                         assert_eq!(buf.len(), before, "Ok(None) consumed input");
                         break;
@@ -80,10 +95,16 @@ fn run(pieces: &[&[u8]]) -> (Vec<Msg>, Option<ErrorKind>) {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&first, input)) = data.split_first() else { return };
-    let whole = run(&[input]);
+    let whole = run(&[input], false);
     let at = (first as usize * input.len()) / 255;
-    let split = run(&[&input[..at], &input[at..]]);
+    let split = run(&[&input[..at], &input[at..]], false);
     assert_eq!(whole, split, "split at {at} changed the outcome");
+    let stateful = run(&[&input[..at], &input[at..]], true);
+    assert_eq!(whole, stateful, "RequestParser (split at {at}) differs");
+    // Small pieces exercise the stateful scan state most.
+    let step = usize::from(first % 7) + 1;
+    let pieces: Vec<&[u8]> = input.chunks(step).collect();
+    assert_eq!(whole, run(&pieces, true), "RequestParser ({step}-byte reads) differs");
 
     let mut buf = BytesMut::from(input);
     for method in [Method::Get, Method::Head] {

@@ -621,7 +621,11 @@ fn check_lines(head: &[u8], limits: &Limits, role: Role) -> Result<(), Error> {
             }
             seen_start_line = true;
             if line.len() > limits.max_request_line_bytes {
-                return Err(start_line_too_long(line, role));
+                return Err(start_line_too_long(
+                    line,
+                    limits.max_request_line_bytes,
+                    role,
+                ));
             }
         } else if line.is_empty() {
             break; // end of head
@@ -632,10 +636,14 @@ fn check_lines(head: &[u8], limits: &Limits, role: Role) -> Result<(), Error> {
     Ok(())
 }
 
-fn start_line_too_long(line: &[u8], role: Role) -> Error {
+fn start_line_too_long(line: &[u8], limit: usize, role: Role) -> Error {
+    // Decided on the first `limit + 1` bytes only, so the verdict does not
+    // depend on how much of the line has arrived.
+    let line = &line[..line.len().min(limit.saturating_add(1))];
     match role {
         // A long line that at least starts like "TOKEN SP" is a long
-        // target (414); a method token of 8 KiB is just garbage (400).
+        // target (414); a method token longer than the limit is garbage
+        // (400).
         Role::Request => match memchr::memchr(b' ', line) {
             Some(sp) if sp > 0 && line[..sp].iter().all(|&b| is_tchar(b)) => {
                 ErrorKind::RequestLineTooLong.into()
@@ -681,7 +689,11 @@ fn check_complete_lines(
         let len = line_len(line_start, next);
         if first {
             if len > limits.max_request_line_bytes {
-                return Err(start_line_too_long(&head[line_start..], role));
+                return Err(start_line_too_long(
+                    &head[line_start..],
+                    limits.max_request_line_bytes,
+                    role,
+                ));
             }
             first = false;
         } else if len > limits.max_header_line_bytes {
