@@ -203,6 +203,19 @@ impl RequestHead {
     pub fn target(&self) -> &str {
         std::str::from_utf8(self.target.get(&self.raw)).unwrap_or_default()
     }
+    /// The path of the target: everything before the first `?` (or `#`,
+    /// which a client should not send). For `*` and authority-form targets
+    /// this is the whole target.
+    pub fn path(&self) -> &str {
+        let t = self.target();
+        t.find(['?', '#']).map_or(t, |i| &t[..i])
+    }
+    /// The query of the target (after the first `?`, before any `#`).
+    pub fn query(&self) -> Option<&str> {
+        let t = self.target();
+        let q = &t[t.find('?')? + 1..];
+        Some(q.find('#').map_or(q, |i| &q[..i]))
+    }
     /// The protocol version.
     pub fn version(&self) -> Version {
         self.version

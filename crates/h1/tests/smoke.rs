@@ -56,3 +56,22 @@ fn response_roundtrip() {
     assert_eq!(d.decode(&mut buf).unwrap(), Decoded::Data("hello".into()));
     assert_eq!(d.decode(&mut buf).unwrap(), Decoded::Done);
 }
+
+#[test]
+fn path_and_query() {
+    let limits = Limits::default();
+    let parse = |t: &str| {
+        let mut buf = BytesMut::from(format!("GET {t} HTTP/1.1\r\nHost: a\r\n\r\n").as_bytes());
+        parse_request(&mut buf, &limits).unwrap().unwrap()
+    };
+    let h = parse("/a/b.gif?x=1&y=2");
+    assert_eq!((h.path(), h.query()), ("/a/b.gif", Some("x=1&y=2")));
+    let h = parse("/a");
+    assert_eq!((h.path(), h.query()), ("/a", None));
+    let h = parse("/a?");
+    assert_eq!((h.path(), h.query()), ("/a", Some("")));
+    let h = parse("/a#frag");
+    assert_eq!((h.path(), h.query()), ("/a", None));
+    let h = parse("*");
+    assert_eq!((h.path(), h.query()), ("*", None));
+}
