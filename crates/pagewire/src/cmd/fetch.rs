@@ -1,9 +1,114 @@
-//! `pagewire fetch`.
+//! `pagewire fetch`: the robot of paper 001 on one page.
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use pagewire_client::{FetchConfig, Strategy, Timeouts};
 
 #[derive(clap::Args)]
-pub struct Args {}
+#[command(
+    after_help = "Exit status: 0 all objects fetched with a success status; \
+1 some object answered with an error status (4xx/5xx); 2 the fetch failed \
+(connection, malformed or truncated response, timeout)."
+)]
+pub struct Args {
+    /// Page URL (http://host[:port]/path).
+    pub url: String,
+    /// Transfer strategy: http10, http11, pipeline, pipeline-deflate.
+    #[arg(long, default_value = "pipeline", value_parser = parse_strategy)]
+    pub strategy: Strategy,
+    /// Pipeline output buffer size in bytes (flushed when full).
+    #[arg(long, default_value_t = pagewire_client::config::DEFAULT_OUT_BUFFER_BYTES)]
+    pub out_buffer: usize,
+    /// Pipeline flush timer, milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 50)]
+    pub flush_after: u64,
+    /// http10: most connections open at once.
+    #[arg(long, default_value_t = pagewire_client::config::DEFAULT_MAX_CONNS)]
+    pub max_conns: usize,
+    /// Persistent cache directory (bodies and validators).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// Revalidate cached objects (conditional GETs; GET + HEADs for http10).
+    #[arg(long)]
+    pub revalidate: bool,
+    /// Follow `Link: <url>; rel=prefetch` hints into the cache.
+    #[arg(long)]
+    pub prefetch: bool,
+    /// Print the report as JSON (one object per fetch).
+    #[arg(long)]
+    pub json: bool,
+    /// Save the fetched objects under DIR like `wget -p`.
+    #[arg(long, value_name = "DIR")]
+    pub save: Option<PathBuf>,
+    /// Write an HTTP Archive (HAR 1.2) file.
+    #[arg(long, value_name = "FILE")]
+    pub har: Option<PathBuf>,
+    /// Connect timeout, milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub connect_timeout: u64,
+    /// Read timeout (silence while a response is awaited), milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub read_timeout: u64,
+    /// Fetch this many times in a row (each a separate record; with --cache
+    /// and --revalidate, the first fills the cache).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Leave Nagle's algorithm on (paper 001 turned it off).
+    #[arg(long)]
+    pub nagle: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`pagewire fetch` is not built yet")
+fn parse_strategy(s: &str) -> Result<Strategy, String> {
+    s.parse()
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut cfg = FetchConfig::new(args.url.clone(), args.strategy);
+    cfg.out_buffer_bytes = args.out_buffer;
+    cfg.flush_after = Duration::from_millis(args.flush_after);
+    cfg.max_conns = args.max_conns;
+    cfg.cache_dir = args.cache.clone();
+    cfg.revalidate = args.revalidate;
+    cfg.prefetch = args.prefetch;
+    cfg.keep_bodies = args.save.is_some() || args.har.is_some();
+    cfg.nodelay = !args.nagle;
+    cfg.timeouts = Timeouts {
+        connect: Duration::from_millis(args.connect_timeout),
+        read: Duration::from_millis(args.read_timeout),
+        ..Timeouts::default()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("building the runtime")?;
+    let mut code = ExitCode::SUCCESS;
+    let stdout = std::io::stdout();
+    for _ in 0..args.repeat {
+        let report = rt
+            .block_on(pagewire_client::fetch(cfg.clone()))
+            .map_err(anyhow::Error::new)?;
+        let mut out = stdout.lock();
+        if args.json {
+            writeln!(out, "{}", report.to_json())?;
+        } else {
+            write!(out, "{}", report.summary())?;
+        }
+        if let Some(dir) = &args.save {
+            let files = pagewire_client::save::save(&report, dir)?;
+            if !args.json {
+                writeln!(out, "  saved {} files under {}", files.len(), dir.display())?;
+            }
+        }
+        if let Some(path) = &args.har {
+            std::fs::write(path, pagewire_client::har::to_har_string(&report))
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        if report.failed_objects().next().is_some() {
+            code = ExitCode::from(1);
+        }
+    }
+    Ok(code)
 }

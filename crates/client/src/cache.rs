@@ -1,0 +1,219 @@
+//! The robot's persistent cache: bodies and validators.
+//!
+//! Paper 001 ("After Initial Tuning Tests") used libwww's persistent cache,
+//! whose two files per object (headers, body) on disk became a bottleneck,
+//! so they ran it on a memory file system. Here an entry is one file holding
+//! a one-line JSON header and the body, written atomically (temporary file in
+//! the same directory, then rename) and checked when read (magic, length,
+//! SHA-256): a torn or edited entry is reported and ignored, never served.
+//! The fetch writes entries after its last response, so disk time never
+//! delays a request on the wire.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+
+use crate::error::FetchError;
+
+const MAGIC: &[u8] = b"PAGEWIRE-CACHE 1\n";
+
+/// The header line is at most 64 KiB (validators and URL are short; a
+/// longer line means the file is not ours).
+const MAX_META_BYTES: usize = 64 * 1024;
+
+/// Cached objects larger than this are not stored (the robot keeps bodies in
+/// memory until the fetch ends). 256 MiB is far above any page object.
+pub const MAX_ENTRY_BODY_BYTES: usize = 256 << 20;
+
+/// What is known about a cached object besides its body.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EntryMeta {
+    pub url: String,
+    pub status: u16,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    pub content_type: Option<String>,
+    pub body_len: u64,
+    pub body_sha256: String,
+    /// Stored because of a prefetch hint, not because a page needed it yet.
+    #[serde(default)]
+    pub prefetched: bool,
+}
+
+/// A verified cache entry.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub meta: EntryMeta,
+    pub body: Bytes,
+}
+
+/// A cache directory.
+#[derive(Debug, Clone)]
+pub struct Cache {
+    dir: PathBuf,
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+/// SHA-256 of `data` in lower-case hex.
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex(&Sha256::digest(data))
+}
+
+impl Cache {
+    /// Opens (creating if needed) a cache directory.
+    pub fn open(dir: &Path) -> Result<Cache, FetchError> {
+        fs::create_dir_all(dir).map_err(|source| FetchError::Io {
+            what: format!("cannot create cache directory {}", dir.display()),
+            source,
+        })?;
+        Ok(Cache {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of `url`'s entry: named by the URL's hash, so any URL maps
+    /// to a safe, fixed-length file name.
+    pub fn path_of(&self, url: &str) -> PathBuf {
+        self.dir
+            .join(format!("{}.entry", &sha256_hex(url.as_bytes())[..32]))
+    }
+
+    /// Reads `url`'s entry. `Ok(None)`: not cached. `Err(warning)`: an entry
+    /// exists but is corrupt (and must be ignored).
+    pub fn get(&self, url: &str) -> Result<Option<Entry>, String> {
+        let path = self.path_of(url);
+        let data = match fs::read(&path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("cache entry {} unreadable: {e}", path.display())),
+        };
+        Self::decode(url, &data).map(Some).map_err(|why| {
+            format!(
+                "ignoring corrupt cache entry {} for {url}: {why}",
+                path.display()
+            )
+        })
+    }
+
+    fn decode(url: &str, data: &[u8]) -> Result<Entry, String> {
+        let rest = data.strip_prefix(MAGIC).ok_or("bad magic")?;
+        let nl = rest
+            .iter()
+            .take(MAX_META_BYTES)
+            .position(|&b| b == b'\n')
+            .ok_or("no header line")?;
+        let meta: EntryMeta =
+            serde_json::from_slice(&rest[..nl]).map_err(|e| format!("bad header: {e}"))?;
+        let body = &rest[nl + 1..];
+        if meta.url != url {
+            return Err(format!("entry is for {}", meta.url));
+        }
+        if body.len() as u64 != meta.body_len {
+            return Err(format!(
+                "body is {} bytes, header says {}",
+                body.len(),
+                meta.body_len
+            ));
+        }
+        if sha256_hex(body) != meta.body_sha256 {
+            return Err("body SHA-256 mismatch".into());
+        }
+        Ok(Entry {
+            meta,
+            body: Bytes::copy_from_slice(body),
+        })
+    }
+
+    /// Stores an entry atomically: readers see the old entry or the new one,
+    /// never a mixture (rename(2) within one directory).
+    pub fn put(&self, meta: &EntryMeta, body: &[u8]) -> Result<(), FetchError> {
+        let io = |what: &str, source| FetchError::Io {
+            what: format!("{what} cache entry for {}", meta.url),
+            source,
+        };
+        let mut header = serde_json::to_vec(meta).expect("EntryMeta serializes");
+        header.push(b'\n');
+        let mut tmp =
+            tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| io("cannot create", e))?;
+        tmp.write_all(MAGIC)
+            .and_then(|_| tmp.write_all(&header))
+            .and_then(|_| tmp.write_all(body))
+            .map_err(|e| io("cannot write", e))?;
+        tmp.persist(self.path_of(&meta.url))
+            .map_err(|e| io("cannot rename", e.error))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(url: &str, body: &[u8]) -> EntryMeta {
+        EntryMeta {
+            url: url.into(),
+            status: 200,
+            etag: Some("\"abc\"".into()),
+            last_modified: Some("Sat, 21 Nov 2026 05:00:00 GMT".into()),
+            content_type: Some("image/gif".into()),
+            body_len: body.len() as u64,
+            body_sha256: sha256_hex(body),
+            prefetched: false,
+        }
+    }
+
+    #[test]
+    fn round_trip_and_replace() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        assert!(c.get("http://h/a").unwrap().is_none());
+        c.put(&meta("http://h/a", b"one"), b"one").unwrap();
+        let e = c.get("http://h/a").unwrap().unwrap();
+        assert_eq!(&e.body[..], b"one");
+        assert_eq!(e.meta.etag.as_deref(), Some("\"abc\""));
+        c.put(&meta("http://h/a", b"two!"), b"two!").unwrap();
+        assert_eq!(&c.get("http://h/a").unwrap().unwrap().body[..], b"two!");
+        // No temporary files left behind.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn corrupt_entries_are_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        c.put(&meta("http://h/a", b"hello"), b"hello").unwrap();
+        let p = c.path_of("http://h/a");
+        let good = fs::read(&p).unwrap();
+        // Flipped body byte, truncated body, garbage, empty file.
+        let mut flipped = good.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        let cases: Vec<Vec<u8>> = vec![
+            flipped,
+            good[..good.len() - 2].to_vec(),
+            b"garbage".to_vec(),
+            Vec::new(),
+        ];
+        for bad in cases {
+            fs::write(&p, &bad).unwrap();
+            let err = c.get("http://h/a").unwrap_err();
+            assert!(err.contains("http://h/a"), "{err}");
+        }
+    }
+}

@@ -1,0 +1,307 @@
+//! What a fetch is asked to do: plain validated values (ripgrep style), turned
+//! into work by `fetch`.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::error::FetchError;
+
+/// The transfer strategies of paper 001 (DESIGN.md "Transfer strategies").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// HTTP/1.0, one request per connection, up to `max_conns` at once
+    /// (libwww 4.1D; Netscape's default of 4). Revalidation: GET of the page,
+    /// HEAD of each embedded object.
+    Http10,
+    /// HTTP/1.1 persistent connection, one request at a time.
+    Http11,
+    /// HTTP/1.1 persistent and pipelined, requests batched in the output
+    /// buffer (1024 bytes, 50 ms flush timer, explicit flush after the page).
+    Pipeline,
+    /// `Pipeline` plus `Accept-Encoding: deflate`, inflating and parsing the
+    /// page on the fly.
+    PipelineDeflate,
+}
+
+impl Strategy {
+    /// Every strategy, in the paper's table order.
+    pub const ALL: [Strategy; 4] = [
+        Strategy::Http10,
+        Strategy::Http11,
+        Strategy::Pipeline,
+        Strategy::PipelineDeflate,
+    ];
+
+    /// The CLI name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Strategy::Http10 => "http10",
+            Strategy::Http11 => "http11",
+            Strategy::Pipeline => "pipeline",
+            Strategy::PipelineDeflate => "pipeline-deflate",
+        }
+    }
+
+    /// Whether requests may be outstanding ahead of responses.
+    pub const fn pipelines(self) -> bool {
+        matches!(self, Strategy::Pipeline | Strategy::PipelineDeflate)
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Strategy::ALL
+            .into_iter()
+            .find(|st| st.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                format!("unknown strategy {s:?} (expected http10, http11, pipeline or pipeline-deflate)")
+            })
+    }
+}
+
+/// Time limits. A fetch never waits forever on a silent peer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Timeouts {
+    /// TCP connect (SYN to established).
+    #[serde(with = "crate::report::duration_ms")]
+    pub connect: Duration,
+    /// No byte received for this long while a response is awaited.
+    #[serde(with = "crate::report::duration_ms")]
+    pub read: Duration,
+    /// The whole fetch, all objects and retries.
+    #[serde(with = "crate::report::duration_ms")]
+    pub total: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        // 10 s / 30 s are far above the PPP profile's worst case (the paper's
+        // 28.8k fetches take ~65 s in total, but no single gap approaches 30 s).
+        Timeouts {
+            connect: Duration::from_secs(10),
+            read: Duration::from_secs(30),
+            total: Duration::from_secs(600),
+        }
+    }
+}
+
+/// Paper 001, "Pipelining": "1024 bytes is a good compromise ... if the MTU
+/// is 1460 (Ethernet size) then we can nicely fit into one segment".
+pub const DEFAULT_OUT_BUFFER_BYTES: usize = 1024;
+/// Paper 001: "Initially we used a 1 second delay ... but used a 50 ms delay
+/// in for all later tests."
+pub const DEFAULT_FLUSH_AFTER: Duration = Duration::from_millis(50);
+/// Paper 001: "We set the maximum number of simultaneous connections to 4,
+/// the same as Netscape Navigator's default".
+pub const DEFAULT_MAX_CONNS: usize = 4;
+
+/// A fetch of one page and its same-server embedded objects.
+#[derive(Debug, Clone)]
+pub struct FetchConfig {
+    /// `http://host[:port]/path` (https is not spoken by the robot).
+    pub url: String,
+    pub strategy: Strategy,
+    /// Pipeline output buffer: flushed when it holds this many bytes.
+    pub out_buffer_bytes: usize,
+    /// Pipeline flush timer: buffered requests leave at most this long
+    /// after the first of them was buffered.
+    pub flush_after: Duration,
+    /// `http10`: most connections open at once.
+    pub max_conns: usize,
+    /// Persistent cache directory (bodies and validators).
+    pub cache_dir: Option<PathBuf>,
+    /// Revalidate cached objects (the paper's second test).
+    pub revalidate: bool,
+    /// Follow `Link: <url>; rel=prefetch` hints into the cache.
+    pub prefetch: bool,
+    pub timeouts: Timeouts,
+    /// Keep object bodies in the report (for `--save`, `--har` and tests).
+    pub keep_bodies: bool,
+    /// `User-Agent` value; short on purpose (paper 001: requests of ~190 B).
+    pub user_agent: String,
+    /// Set TCP_NODELAY (paper 001 "Nagle Interaction": buffered pipelining
+    /// and Nagle interfere; the robot buffers itself).
+    pub nodelay: bool,
+    /// Most reconnections after a server closed with requests unanswered,
+    /// per fetch; bounds a server that closes every connection early.
+    pub max_reconnects: usize,
+}
+
+impl FetchConfig {
+    /// The paper's defaults for `url` and `strategy`.
+    pub fn new(url: impl Into<String>, strategy: Strategy) -> Self {
+        FetchConfig {
+            url: url.into(),
+            strategy,
+            out_buffer_bytes: DEFAULT_OUT_BUFFER_BYTES,
+            flush_after: DEFAULT_FLUSH_AFTER,
+            max_conns: DEFAULT_MAX_CONNS,
+            cache_dir: None,
+            revalidate: false,
+            prefetch: false,
+            timeouts: Timeouts::default(),
+            keep_bodies: false,
+            user_agent: format!("pagewire/{}", env!("CARGO_PKG_VERSION")),
+            nodelay: true,
+            max_reconnects: 64,
+        }
+    }
+
+    pub(crate) fn validate(&self) -> Result<Target, FetchError> {
+        if self.out_buffer_bytes == 0 || self.out_buffer_bytes > 1 << 20 {
+            return Err(FetchError::Config(format!(
+                "out-buffer must be 1..=1048576 bytes, got {}",
+                self.out_buffer_bytes
+            )));
+        }
+        if self.max_conns == 0 || self.max_conns > 256 {
+            return Err(FetchError::Config(format!(
+                "max-conns must be 1..=256, got {}",
+                self.max_conns
+            )));
+        }
+        if self.revalidate && self.cache_dir.is_none() {
+            return Err(FetchError::Config(
+                "--revalidate needs a cache (--cache DIR)".into(),
+            ));
+        }
+        if self.prefetch && self.cache_dir.is_none() {
+            return Err(FetchError::Config(
+                "--prefetch stores hinted objects in the cache: give --cache DIR".into(),
+            ));
+        }
+        if self.user_agent.bytes().any(|b| b < 0x20 || b == 0x7f) {
+            return Err(FetchError::Config("user agent has control bytes".into()));
+        }
+        Target::parse(&self.url)
+    }
+}
+
+/// The parsed page URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Host as written (without brackets for IPv6).
+    pub host: String,
+    pub port: u16,
+    /// `Host` header value (RFC 9110 §7.2): host, and port unless 80.
+    pub authority: String,
+    /// Request target of the page: path and query.
+    pub path: String,
+}
+
+impl Target {
+    /// Parses `http://host[:port][/path][?query]`.
+    pub fn parse(url: &str) -> Result<Target, FetchError> {
+        let bad = |why: &str| FetchError::Config(format!("bad URL {url:?}: {why}"));
+        let rest = match url.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
+            Some((scheme, _)) => {
+                return Err(bad(&format!(
+                    "scheme {scheme:?} not supported (the robot speaks plain http)"
+                )))
+            }
+            None => return Err(bad("expected http://host[:port]/path")),
+        };
+        let rest = rest.split('#').next().unwrap_or(rest);
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (auth, path) = rest.split_at(end);
+        if auth.contains('@') {
+            return Err(bad("user info is not supported"));
+        }
+        let (host, port) = if let Some(v6) = auth.strip_prefix('[') {
+            let (h, after) = v6.split_once(']').ok_or_else(|| bad("unclosed ["))?;
+            let port = match after.strip_prefix(':') {
+                Some(p) => p.parse().map_err(|_| bad("bad port"))?,
+                None if after.is_empty() => 80,
+                None => return Err(bad("junk after ]")),
+            };
+            (h.to_string(), port)
+        } else {
+            match auth.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), p.parse().map_err(|_| bad("bad port"))?),
+                None => (auth.to_string(), 80),
+            }
+        };
+        if host.is_empty() {
+            return Err(bad("no host"));
+        }
+        if path.bytes().any(|b| b <= 0x20 || b == 0x7f) {
+            return Err(bad("spaces or control bytes in the path"));
+        }
+        let path = if path.is_empty() {
+            "/".to_string()
+        } else if path.starts_with('?') {
+            format!("/{path}")
+        } else {
+            path.to_string()
+        };
+        let authority = if port == 80 {
+            auth.split(':').next().unwrap_or(auth).to_string()
+        } else {
+            auth.to_string()
+        };
+        let authority = if auth.starts_with('[') && port == 80 {
+            format!("[{host}]")
+        } else {
+            authority
+        };
+        Ok(Target {
+            host,
+            port,
+            authority,
+            path,
+        })
+    }
+
+    /// Absolute URL of a request target on this server.
+    pub fn url_of(&self, path: &str) -> String {
+        format!("http://{}{}", self.authority, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strategy_names_round_trip() {
+        for s in Strategy::ALL {
+            assert_eq!(s.name().parse::<Strategy>().unwrap(), s);
+            assert_eq!(s.to_string(), s.name());
+        }
+        assert!("http2".parse::<Strategy>().is_err());
+    }
+
+    #[test]
+    fn parses_urls() {
+        let t = Target::parse("http://127.0.0.1:8080/a/b.html?x=1#frag").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("127.0.0.1", 8080));
+        assert_eq!(t.authority, "127.0.0.1:8080");
+        assert_eq!(t.path, "/a/b.html?x=1");
+        let t = Target::parse("http://example.test").unwrap();
+        assert_eq!(
+            (t.port, t.path.as_str(), t.authority.as_str()),
+            (80, "/", "example.test")
+        );
+        let t = Target::parse("http://[::1]:81/").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.authority.as_str()),
+            ("::1", 81, "[::1]:81")
+        );
+        assert!(Target::parse("https://x/").is_err());
+        assert!(Target::parse("x/").is_err());
+        assert!(Target::parse("http://:80/").is_err());
+        assert!(Target::parse("http://h:99999/").is_err());
+        assert!(Target::parse("http://h/a b").is_err());
+    }
+}

@@ -1,0 +1,481 @@
+//! One TCP connection of the robot: when request bytes move (output buffer
+//! and flush policy), reading and framing responses in order, and what to do
+//! when the server closes early. The meaning of the bytes is `session.rs`'s.
+//!
+//! Reads and writes are both non-blocking on one task, so a pipelining
+//! client never stops reading while it has requests to write (a server
+//! blocked on a full send buffer must always be drained, or both stall).
+
+use std::collections::VecDeque;
+use std::io::ErrorKind;
+use std::time::Instant;
+
+use bytes::BytesMut;
+use pagewire_h1::{parse_response, Decoded, Decoder, Limits};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::error::FetchError;
+use crate::outbuf::{Batch, FlushReason, OutBuffer};
+use crate::session::{ObjId, Session, PAGE};
+
+/// Bytes asked of the kernel per read. 64 KiB drains a LAN burst in one
+/// call; paper 001 ("Implementation Experience") notes that reading
+/// urgently matters: data left in the socket buffer delays ACKs.
+const READ_CHUNK_BYTES: usize = 64 * 1024;
+
+/// Where requests found while reading go.
+pub enum Sink {
+    /// Onto this connection's own queue (persistent strategies).
+    Own,
+    /// To the HTTP/1.0 dispatcher, which opens a connection for each.
+    Channel(UnboundedSender<ObjId>),
+}
+
+/// How a connection behaves.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    /// Send requests ahead of responses through the output buffer.
+    pub pipeline: bool,
+    /// A reconnection after an early close: one request at a time until a
+    /// response has been seen on this connection (the server may be one that
+    /// closes after every response; don't pile up requests it will drop).
+    pub cautious: bool,
+}
+
+/// How a connection ended.
+#[derive(Debug)]
+pub enum End {
+    /// Every queued request was answered and nothing more is expected.
+    Done,
+    /// The server closed first; `unanswered` must be sent again (GET and
+    /// HEAD are idempotent, RFC 9110 §9.2.2, so re-sending is safe).
+    Closed {
+        unanswered: Vec<ObjId>,
+        answered: u32,
+    },
+}
+
+struct Conn<'s> {
+    sess: &'s Session,
+    id: usize,
+    stream: TcpStream,
+    limits: Limits,
+    rbuf: BytesMut,
+    out: OutBuffer,
+    /// Flushed bytes not yet accepted by the kernel.
+    wire: Vec<u8>,
+    wire_off: usize,
+    /// Requests sent or buffered, oldest first; responses come in this order
+    /// (RFC 9112 §9.3.2).
+    in_flight: VecDeque<ObjId>,
+    /// The response being received: its object and body decoder.
+    resp: Option<(ObjId, Decoder)>,
+    answered: u32,
+    /// The server announced it will close (Connection: close).
+    closing: bool,
+    /// The server closed (EOF) or reset.
+    eof: bool,
+    /// Writing failed (the server is gone); only reading remains.
+    write_closed: bool,
+    last_progress: Instant,
+    last_answered: Option<ObjId>,
+}
+
+/// Opens a connection and runs requests from `queue` on it until they are
+/// all answered or the server closes.
+pub async fn drive(
+    sess: &Session,
+    queue: &mut VecDeque<ObjId>,
+    plan: Plan,
+    sink: &Sink,
+) -> Result<End, FetchError> {
+    let addr = sess.addr;
+    let connect = tokio::time::timeout(sess.cfg.timeouts.connect, TcpStream::connect(addr));
+    let stream = match connect.await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            return Err(FetchError::Connect {
+                addr: addr.to_string(),
+                reason: e.to_string(),
+            })
+        }
+        Err(_) => {
+            return Err(FetchError::Connect {
+                addr: addr.to_string(),
+                reason: format!(
+                    "no answer within {:.1} s (connect timeout)",
+                    sess.cfg.timeouts.connect.as_secs_f64()
+                ),
+            })
+        }
+    };
+    if sess.cfg.nodelay {
+        // Paper 001 "Nagle Interaction": the robot does its own buffering.
+        let _ = stream.set_nodelay(true);
+    }
+    let id = sess.conn_opened();
+    let mut conn = Conn {
+        sess,
+        id,
+        stream,
+        limits: Limits::default(),
+        rbuf: BytesMut::with_capacity(READ_CHUNK_BYTES),
+        out: OutBuffer::new(sess.cfg.out_buffer_bytes, sess.cfg.flush_after),
+        wire: Vec::new(),
+        wire_off: 0,
+        in_flight: VecDeque::new(),
+        resp: None,
+        answered: 0,
+        closing: false,
+        eof: false,
+        write_closed: false,
+        last_progress: Instant::now(),
+        last_answered: None,
+    };
+    let result = conn.run(queue, plan, sink).await;
+    let end = match &result {
+        Ok(End::Done) => "done".to_string(),
+        Ok(End::Closed { unanswered, .. }) => {
+            sess.conn_unanswered(id, unanswered.len());
+            format!("server closed, {} requests unanswered", unanswered.len())
+        }
+        Err(e) => format!("error: {e}"),
+    };
+    sess.conn_closed(id, &end);
+    result
+}
+
+impl Conn<'_> {
+    async fn run(
+        &mut self,
+        queue: &mut VecDeque<ObjId>,
+        plan: Plan,
+        sink: &Sink,
+    ) -> Result<End, FetchError> {
+        let own = matches!(sink, Sink::Own);
+        // Bounded: every pass issues a request, moves bytes, fires the
+        // timer, or returns; the read timeout bounds waiting.
+        loop {
+            self.issue(queue, plan)?;
+            if self.wire_off < self.wire.len() {
+                self.try_write();
+            }
+            let idle = self.in_flight.is_empty() && self.resp.is_none();
+            if idle && queue.is_empty() {
+                if own {
+                    let more = self.sess.take_prefetch_work();
+                    if !more.is_empty() {
+                        queue.extend(more);
+                        continue;
+                    }
+                }
+                if !self.rbuf.is_empty() {
+                    return Err(self.unexpected_bytes());
+                }
+                return Ok(End::Done);
+            }
+            // Requests left and the server will not take them here; or the
+            // server is gone with requests unanswered: reconnect.
+            let gone = self.eof || (self.closing && self.resp.is_none());
+            if gone || (idle && self.write_closed) {
+                return Ok(self.end_closed());
+            }
+            self.wait(queue, sink).await?;
+        }
+    }
+
+    fn end_closed(&mut self) -> End {
+        let mut unanswered: Vec<ObjId> = self.in_flight.drain(..).collect();
+        if let Some((id, _)) = self.resp.take() {
+            // Reached only when a reset discarded a partial response.
+            self.sess.forget_partial(id);
+            if unanswered.first() != Some(&id) {
+                unanswered.insert(0, id);
+            }
+        }
+        self.out.clear();
+        End::Closed {
+            unanswered,
+            answered: self.answered,
+        }
+    }
+
+    /// Moves requests from the queue into the output buffer as far as the
+    /// plan allows.
+    fn issue(&mut self, queue: &mut VecDeque<ObjId>, plan: Plan) -> Result<(), FetchError> {
+        let depth = if !plan.pipeline || (plan.cautious && self.answered == 0) {
+            1
+        } else {
+            usize::MAX
+        };
+        while !self.closing && !self.eof && !self.write_closed && self.in_flight.len() < depth {
+            let Some(id) = queue.pop_front() else { break };
+            let req = self.sess.request(id, self.id)?;
+            self.in_flight.push_back(id);
+            if self.in_flight.len() > 1 {
+                self.sess.conn_pipelined(self.id);
+            }
+            let now = Instant::now();
+            for batch in self.out.push(&req, now) {
+                self.emit(batch);
+            }
+            if depth == 1 || id == PAGE {
+                // Not pipelining: the response is awaited, so waiting for the
+                // timer would only add latency. The page request: paper 001
+                // "Buffer Tuning" — "force a flush after issuing the first
+                // request on the HTML document".
+                if let Some(b) = self.out.flush(FlushReason::Explicit) {
+                    self.emit(b);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn emit(&mut self, batch: Batch) {
+        self.sess.flushed(self.id, batch.reason, batch.bytes.len());
+        if self.write_closed {
+            return;
+        }
+        if self.wire_off == self.wire.len() {
+            self.wire.clear();
+            self.wire_off = 0;
+        }
+        self.wire.extend_from_slice(&batch.bytes);
+        // One write per batch when the socket has room: the batch is what
+        // the paper wants in one segment.
+        self.try_write();
+    }
+
+    fn try_write(&mut self) {
+        // Bounded: each pass writes bytes or stops.
+        while self.wire_off < self.wire.len() && !self.write_closed {
+            match self.stream.try_write(&self.wire[self.wire_off..]) {
+                Ok(0) => {
+                    self.write_closed = true;
+                }
+                Ok(n) => {
+                    self.sess.wrote(self.id, n);
+                    self.wire_off += n;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    // EPIPE / ECONNRESET: the server is gone. What it already
+                    // answered may still be readable.
+                    self.write_closed = true;
+                }
+            }
+        }
+        if self.write_closed {
+            self.wire.clear();
+            self.wire_off = 0;
+        }
+    }
+
+    async fn wait(&mut self, queue: &mut VecDeque<ObjId>, sink: &Sink) -> Result<(), FetchError> {
+        let flush_at = self.out.deadline().map(tokio::time::Instant::from_std);
+        let awaiting = !self.in_flight.is_empty() || self.resp.is_some();
+        let read_deadline =
+            tokio::time::Instant::from_std(self.last_progress + self.sess.cfg.timeouts.read);
+        let want_write = self.wire_off < self.wire.len() && !self.write_closed;
+        tokio::select! {
+            r = self.stream.readable() => {
+                if r.is_err() {
+                    self.eof = true;
+                    return Ok(());
+                }
+                self.read(queue, sink)
+            }
+            r = self.stream.writable(), if want_write => {
+                if r.is_err() {
+                    self.write_closed = true;
+                }
+                self.try_write();
+                Ok(())
+            }
+            _ = tokio::time::sleep_until(flush_at.unwrap_or(read_deadline)), if flush_at.is_some() => {
+                if let Some(b) = self.out.flush(FlushReason::Timer) {
+                    self.emit(b);
+                }
+                Ok(())
+            }
+            _ = tokio::time::sleep_until(read_deadline), if awaiting => {
+                let id = self.resp.as_ref().map(|r| r.0).or(self.in_flight.front().copied()).unwrap_or(PAGE);
+                Err(FetchError::ReadTimeout {
+                    url: self.sess.url_of(id),
+                    after: self.sess.cfg.timeouts.read,
+                })
+            }
+        }
+    }
+
+    fn read(&mut self, queue: &mut VecDeque<ObjId>, sink: &Sink) -> Result<(), FetchError> {
+        self.rbuf.reserve(READ_CHUNK_BYTES);
+        match self.stream.try_read_buf(&mut self.rbuf) {
+            Ok(0) => {
+                self.eof = true;
+                self.on_eof(queue, sink)
+            }
+            Ok(n) => {
+                self.last_progress = Instant::now();
+                self.sess.read(self.id, n);
+                self.process(queue, sink)
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(()),
+            Err(_) => {
+                // A reset (paper 001 "Connection Management": the server
+                // closed both halves while our requests were arriving). Data
+                // the kernel discarded is gone: the partial response, if any,
+                // is forgotten and re-requested.
+                self.eof = true;
+                Ok(())
+            }
+        }
+    }
+
+    fn route(&self, ids: Vec<ObjId>, queue: &mut VecDeque<ObjId>, sink: &Sink) {
+        match sink {
+            Sink::Own => queue.extend(ids),
+            Sink::Channel(tx) => {
+                for id in ids {
+                    // The dispatcher outlives every connection task.
+                    let _ = tx.send(id);
+                }
+            }
+        }
+    }
+
+    /// Parses and delivers everything complete in the read buffer.
+    fn process(&mut self, queue: &mut VecDeque<ObjId>, sink: &Sink) -> Result<(), FetchError> {
+        // Bounded: each pass consumes a head or body bytes from `rbuf`, or
+        // stops.
+        loop {
+            if self.resp.is_none() {
+                if self.rbuf.is_empty() || self.closing {
+                    if self.closing && !self.rbuf.is_empty() {
+                        // Bytes after a `Connection: close` response.
+                        return Err(self.unexpected_bytes());
+                    }
+                    return Ok(());
+                }
+                let Some(&id) = self.in_flight.front() else {
+                    return Err(self.unexpected_bytes());
+                };
+                let method = self.sess.method_of(id);
+                let head = match parse_response(&mut self.rbuf, &self.limits, &method) {
+                    Ok(None) => return Ok(()),
+                    Ok(Some(h)) => h,
+                    Err(e) => {
+                        let hint = if self.answered > 0 {
+                            " (the previous response may have had a wrong length)"
+                        } else {
+                            ""
+                        };
+                        return Err(FetchError::object(
+                            &self.sess.url_of(id),
+                            format!("malformed response: {e}{hint}"),
+                        ));
+                    }
+                };
+                let (info, new) = self.sess.on_head(id, self.id, &head)?;
+                self.route(new, queue, sink);
+                if info.interim {
+                    continue;
+                }
+                if info.closing {
+                    self.closing = true;
+                }
+                self.resp = Some((id, Decoder::new(head.body_framing(), &self.limits)));
+            }
+            let (id, dec) = self.resp.as_mut().expect("set above");
+            let id = *id;
+            match dec.decode(&mut self.rbuf) {
+                Ok(Decoded::Data(b)) => {
+                    let new = self.sess.on_body(id, &b)?;
+                    self.route(new, queue, sink);
+                }
+                Ok(Decoded::NeedMore) => return Ok(()),
+                Ok(Decoded::Done) => self.complete(id, queue, sink)?,
+                Err(e) => {
+                    return Err(FetchError::object(
+                        &self.sess.url_of(id),
+                        format!("malformed body: {e}"),
+                    ))
+                }
+            }
+        }
+    }
+
+    fn complete(
+        &mut self,
+        id: ObjId,
+        queue: &mut VecDeque<ObjId>,
+        sink: &Sink,
+    ) -> Result<(), FetchError> {
+        self.resp = None;
+        let front = self.in_flight.pop_front();
+        debug_assert_eq!(front, Some(id));
+        self.answered += 1;
+        self.last_answered = Some(id);
+        let new = self.sess.on_end(id)?;
+        self.route(new, queue, sink);
+        Ok(())
+    }
+
+    /// The server closed its side (FIN).
+    fn on_eof(&mut self, queue: &mut VecDeque<ObjId>, sink: &Sink) -> Result<(), FetchError> {
+        self.process(queue, sink)?;
+        // Bounded: each pass consumes buffered body bytes or ends the response.
+        while let Some((id, dec)) = self.resp.as_mut() {
+            let id = *id;
+            let remaining = dec.remaining();
+            match dec.decode_eof(&mut self.rbuf) {
+                Ok(Decoded::Data(b)) => {
+                    let new = self.sess.on_body(id, &b)?;
+                    self.route(new, queue, sink);
+                }
+                Ok(Decoded::Done) => self.complete(id, queue, sink)?,
+                Ok(Decoded::NeedMore) => break,
+                Err(_) => {
+                    let detail = match remaining {
+                        Some(n) => {
+                            format!("{n} bytes of its body missing (Content-Length promised more)")
+                        }
+                        None => "its chunked body unfinished".to_string(),
+                    };
+                    return Err(FetchError::object(
+                        &self.sess.url_of(id),
+                        format!(
+                            "truncated response: the server closed the connection with {detail}"
+                        ),
+                    ));
+                }
+            }
+        }
+        if !self.rbuf.is_empty() {
+            return Err(match self.in_flight.front().copied() {
+                Some(id) => FetchError::object(
+                    &self.sess.url_of(id),
+                    "truncated response: the server closed the connection in the middle of the response head",
+                ),
+                None => self.unexpected_bytes(),
+            });
+        }
+        Ok(())
+    }
+
+    fn unexpected_bytes(&self) -> FetchError {
+        let n = self.rbuf.len();
+        match self.last_answered {
+            Some(id) => FetchError::object(
+                &self.sess.url_of(id),
+                format!("{n} unexpected bytes after its response (wrong Content-Length?)"),
+            ),
+            None => FetchError::object(
+                &self.sess.url_of(PAGE),
+                format!("{n} bytes arrived before any request was sent"),
+            ),
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! HTTP Archive (HAR 1.2, http://www.softwareishard.com/blog/har-12-spec/)
+//! output, so a fetch can be opened in browser tools and HAR viewers.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::report::{rfc3339, FetchReport};
+
+fn headers(list: &[(String, String)]) -> Value {
+    Value::Array(
+        list.iter()
+            .map(|(n, v)| json!({"name": n, "value": v}))
+            .collect(),
+    )
+}
+
+/// The report as a HAR document.
+pub fn to_har(report: &FetchReport) -> Value {
+    let started = report.started_at;
+    let at = |ms: f64| rfc3339(started + Duration::from_secs_f64(ms.max(0.0) / 1e3));
+    let entries: Vec<Value> = report
+        .objects
+        .iter()
+        .map(|o| {
+            let mut lines = o.request_head.split("\r\n");
+            let request_line = lines.next().unwrap_or("");
+            let req_version = request_line.rsplit(' ').next().unwrap_or("HTTP/1.1");
+            let req_headers: Vec<(String, String)> = lines
+                .filter_map(|l| l.split_once(':'))
+                .map(|(n, v)| (n.to_string(), v.trim().to_string()))
+                .collect();
+            let query: Vec<Value> = o
+                .url
+                .split_once('?')
+                .map(|(_, q)| {
+                    q.split('&')
+                        .map(|kv| {
+                            let (n, v) = kv.split_once('=').unwrap_or((kv, ""));
+                            json!({"name": n, "value": v})
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            json!({
+                "pageref": "page_1",
+                "startedDateTime": at(o.requested_ms),
+                "time": o.done_ms - o.requested_ms,
+                "request": {
+                    "method": o.method,
+                    "url": o.url,
+                    "httpVersion": req_version,
+                    "cookies": [],
+                    "headers": headers(&req_headers),
+                    "queryString": query,
+                    "headersSize": o.request_bytes_sent,
+                    "bodySize": 0,
+                },
+                "response": {
+                    "status": o.status,
+                    "statusText": pagewire_h1::reason_phrase(o.status),
+                    "httpVersion": o.http_version,
+                    "cookies": [],
+                    "headers": headers(&o.response_headers),
+                    "content": {
+                        "size": o.size,
+                        "compression": o.size as i64 - o.body_bytes_received as i64,
+                        "mimeType": o.content_type.clone().unwrap_or_default(),
+                    },
+                    "redirectURL": "",
+                    "headersSize": o.header_bytes_received,
+                    "bodySize": o.body_bytes_received,
+                },
+                "cache": {},
+                "timings": {
+                    "send": 0,
+                    "wait": o.first_byte_ms - o.requested_ms,
+                    "receive": o.done_ms - o.first_byte_ms,
+                },
+                "connection": o.connection.to_string(),
+                "comment": format!("{:?}, attempt {}", o.outcome, o.attempts),
+            })
+        })
+        .collect();
+    json!({
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "pagewire", "version": env!("CARGO_PKG_VERSION")},
+            "comment": format!("pagewire fetch --strategy {}{}", report.strategy,
+                if report.revalidate { " --revalidate" } else { "" }),
+            "pages": [{
+                "startedDateTime": report.started,
+                "id": "page_1",
+                "title": report.url,
+                "pageTimings": {"onContentLoad": report.page_complete_ms, "onLoad": report.total_ms},
+            }],
+            "entries": entries,
+        }
+    })
+}
+
+/// The HAR document, pretty-printed.
+pub fn to_har_string(report: &FetchReport) -> String {
+    serde_json::to_string_pretty(&to_har(report)).expect("JSON values serialize")
+}

@@ -1,0 +1,167 @@
+//! Streaming inflation of `Content-Encoding: deflate` bodies (paper 001,
+//! "Changing Web Content Representation": "The client performs on-the-fly
+//! inflation and parses the inflated HTML using its normal HTML parser").
+//!
+//! RFC 9110 §8.4.1.2 defines "deflate" as the zlib format (RFC 1950), but
+//! some servers have always sent raw deflate (RFC 1951); like browsers, the
+//! robot looks at the first two bytes and accepts either.
+
+use flate2::{Decompress, FlushDecompress, Status};
+
+/// Inflated output is bounded: 256 MiB is far above any page and stops a
+/// small "deflate bomb" from exhausting memory.
+pub const MAX_INFLATED_BYTES: u64 = 256 << 20;
+
+/// Output is produced in steps of this size.
+const STEP_BYTES: usize = 32 * 1024;
+
+#[derive(Debug, Default)]
+pub struct Inflater {
+    /// Decided after the first two bytes.
+    inner: Option<Decompress>,
+    head: Vec<u8>,
+    finished: bool,
+    produced: u64,
+}
+
+fn is_zlib_header(b0: u8, b1: u8) -> bool {
+    // RFC 1950 §2.2: CM = 8 (deflate), CINFO <= 7, FCHECK makes the 16-bit
+    // value a multiple of 31.
+    b0 & 0x0f == 8 && b0 >> 4 <= 7 && ((u16::from(b0) << 8) | u16::from(b1)) % 31 == 0
+}
+
+impl Inflater {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Inflates `input`, appending to `out`.
+    pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        let mut input = input;
+        if self.inner.is_none() {
+            self.head.extend_from_slice(input);
+            if self.head.len() < 2 {
+                return Ok(());
+            }
+            let zlib = is_zlib_header(self.head[0], self.head[1]);
+            self.inner = Some(Decompress::new(zlib));
+            let head = std::mem::take(&mut self.head);
+            return self.run(&head, out);
+        }
+        if self.finished {
+            if input.iter().all(|&b| b == 0) {
+                // Some servers pad; zeros after the end are harmless.
+                input = &[];
+            } else {
+                return Err("data after the end of the deflate stream".into());
+            }
+        }
+        self.run(input, out)
+    }
+
+    fn run(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+        let d = self.inner.as_mut().expect("decided");
+        // Bounded: every pass consumes input or produces output, else stops.
+        while !input.is_empty() && !self.finished {
+            out.reserve(STEP_BYTES);
+            let (in0, out0) = (d.total_in(), d.total_out());
+            let status = d
+                .decompress_vec(input, out, FlushDecompress::None)
+                .map_err(|e| format!("bad deflate data: {e}"))?;
+            let used = (d.total_in() - in0) as usize;
+            let made = d.total_out() - out0;
+            input = &input[used..];
+            self.produced += made;
+            if self.produced > MAX_INFLATED_BYTES {
+                return Err(format!("inflates to more than {MAX_INFLATED_BYTES} bytes"));
+            }
+            match status {
+                Status::StreamEnd => self.finished = true,
+                Status::Ok | Status::BufError if used == 0 && made == 0 => break,
+                _ => {}
+            }
+        }
+        if self.finished && input.iter().any(|&b| b != 0) {
+            return Err("data after the end of the deflate stream".into());
+        }
+        Ok(())
+    }
+
+    /// The body ended: the deflate stream must have ended too.
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+        if self.inner.is_none() && !self.head.is_empty() {
+            let head = std::mem::take(&mut self.head);
+            self.inner = Some(Decompress::new(false));
+            self.run(&head, out)?;
+        }
+        if self.inner.is_none() {
+            return Err("empty deflate body".into());
+        }
+        if !self.finished {
+            // Drain with Finish in case the stream end is only implied.
+            let d = self.inner.as_mut().expect("decided");
+            out.reserve(STEP_BYTES);
+            let status = d
+                .decompress_vec(&[], out, FlushDecompress::Finish)
+                .map_err(|e| format!("bad deflate data: {e}"))?;
+            if status != Status::StreamEnd {
+                return Err("deflate stream truncated".into());
+            }
+            self.finished = true;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flate2::write::{DeflateEncoder, ZlibEncoder};
+    use flate2::Compression;
+    use std::io::Write;
+
+    fn text() -> Vec<u8> {
+        (0..5000)
+            .flat_map(|i| format!("<img src=\"/images/i{i}.gif\">\n").into_bytes())
+            .collect()
+    }
+
+    fn inflate_in_chunks(data: &[u8], chunk: usize) -> Result<Vec<u8>, String> {
+        let mut inf = Inflater::new();
+        let mut out = Vec::new();
+        for c in data.chunks(chunk) {
+            inf.feed(c, &mut out)?;
+        }
+        inf.finish(&mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn zlib_and_raw_in_any_chunking() {
+        let t = text();
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
+        z.write_all(&t).unwrap();
+        let zlib = z.finish().unwrap();
+        let mut r = DeflateEncoder::new(Vec::new(), Compression::default());
+        r.write_all(&t).unwrap();
+        let raw = r.finish().unwrap();
+        for data in [&zlib, &raw] {
+            for chunk in [1, 2, 3, 100, 1460, 1 << 20] {
+                assert_eq!(inflate_in_chunks(data, chunk).unwrap(), t, "chunk {chunk}");
+            }
+        }
+    }
+
+    #[test]
+    fn truncated_and_garbage_are_errors() {
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
+        z.write_all(&text()).unwrap();
+        let zlib = z.finish().unwrap();
+        assert!(inflate_in_chunks(&zlib[..zlib.len() / 2], 100).is_err());
+        assert!(inflate_in_chunks(b"this is not deflate at all, not even close", 7).is_err());
+        let mut extra = zlib.clone();
+        extra.extend_from_slice(b"junk");
+        assert!(inflate_in_chunks(&extra, 64).is_err());
+        assert!(inflate_in_chunks(b"", 1).is_err());
+    }
+}

@@ -1,0 +1,338 @@
+//! What a fetch measured: one `FetchReport` per fetch, serde-serializable
+//! (the `--json` output and the bench's input), plus its human summary.
+//! Computing is separate from printing (ripgrep style).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use bytes::Bytes;
+
+use crate::config::{Strategy, Timeouts};
+use crate::outbuf::FlushReason;
+
+pub(crate) mod duration_ms {
+    use std::time::Duration;
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1e3)
+    }
+}
+
+/// What happened to one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// A full response with a body (200, or an error status with its body).
+    Fetched,
+    /// Revalidated: 304 to a conditional GET, or a HEAD whose validators
+    /// match the cache (the HTTP/1.0 robot); the body came from the cache.
+    NotModified,
+    /// A HEAD showed the object changed; it was fetched again with GET.
+    Changed,
+}
+
+/// Why an object was requested.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ObjectKind {
+    Page,
+    Embedded,
+    /// Fetched because of a `Link: rel=prefetch` hint (`Sec-Purpose: prefetch`).
+    Prefetch,
+}
+
+/// One object of the fetch.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ObjectRecord {
+    pub url: String,
+    pub kind: ObjectKind,
+    /// Method of the last request for it (`GET`, or `HEAD` for HTTP/1.0
+    /// revalidation).
+    pub method: &'static str,
+    pub status: u16,
+    pub outcome: Outcome,
+    /// Size of the object's content (after any Content-Encoding), from the
+    /// response or, when not modified, from the cache.
+    pub size: u64,
+    /// SHA-256 (hex) of that content.
+    pub sha256: String,
+    /// Message body bytes that crossed the wire for it (0 for 304 / HEAD).
+    pub body_bytes_received: u64,
+    pub header_bytes_received: u64,
+    pub request_bytes_sent: u64,
+    pub content_type: Option<String>,
+    pub content_encoding: Option<String>,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    /// Connection (index into `connections`) that answered it.
+    pub connection: usize,
+    /// How many times it was requested (more than 1 only after a server
+    /// closed a connection before answering).
+    pub attempts: u32,
+    /// Milliseconds since the fetch started: request buffered, first
+    /// response byte, last response byte.
+    pub requested_ms: f64,
+    pub first_byte_ms: f64,
+    pub done_ms: f64,
+    #[serde(skip)]
+    pub request_head: String,
+    #[serde(skip)]
+    pub response_headers: Vec<(String, String)>,
+    #[serde(skip)]
+    pub http_version: &'static str,
+    /// The content, when `FetchConfig::keep_bodies` (not serialized).
+    #[serde(skip)]
+    pub body: Option<Bytes>,
+}
+
+/// One flush of a connection's output buffer.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FlushRecord {
+    pub connection: usize,
+    pub at_ms: f64,
+    pub reason: FlushReason,
+    pub bytes: usize,
+}
+
+/// One TCP connection.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ConnectionRecord {
+    pub opened_ms: f64,
+    pub closed_ms: f64,
+    pub requests_sent: u32,
+    pub responses_received: u32,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// write(2) calls that carried request bytes.
+    pub writes: u32,
+    /// read(2) calls that returned data.
+    pub reads: u32,
+    /// Requests re-sent elsewhere because this connection closed first.
+    pub unanswered: u32,
+    /// Whether we sent requests ahead of responses on it.
+    pub pipelined: bool,
+    pub end: String,
+}
+
+/// Byte totals (application layer; IP/TCP overhead is the link's business).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ByteCounts {
+    pub header_bytes_sent: u64,
+    /// Request bodies (the robot sends none).
+    pub payload_bytes_sent: u64,
+    pub header_bytes_received: u64,
+    /// Message bodies after de-chunking, before content decoding.
+    pub payload_bytes_received: u64,
+    /// Everything read from sockets (adds chunk framing, interim responses,
+    /// and bytes of answers discarded when a connection broke).
+    pub total_bytes_received: u64,
+    pub total_bytes_sent: u64,
+}
+
+/// The result of one fetch.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FetchReport {
+    /// What produced this record (every output says what made it).
+    pub tool: String,
+    pub url: String,
+    pub strategy: Strategy,
+    pub revalidate: bool,
+    pub out_buffer_bytes: usize,
+    #[serde(with = "duration_ms")]
+    pub flush_after: std::time::Duration,
+    pub max_conns: usize,
+    pub timeouts: Timeouts,
+    /// Wall-clock start, RFC 3339.
+    pub started: String,
+    #[serde(skip)]
+    pub started_at: std::time::SystemTime,
+    pub objects: Vec<ObjectRecord>,
+    pub requests: u32,
+    /// Requests by method.
+    pub requests_by_method: BTreeMap<String, u32>,
+    /// Responses by status code.
+    pub statuses: BTreeMap<u16, u32>,
+    pub bytes: ByteCounts,
+    /// First response byte of the page, ms after start.
+    pub ttfb_ms: f64,
+    /// Page content complete (parsed to the end), ms after start.
+    pub page_complete_ms: f64,
+    /// Last byte of the last object, ms after start.
+    pub total_ms: f64,
+    pub connections_opened: usize,
+    pub max_open_connections: usize,
+    pub requests_per_connection: Vec<u32>,
+    pub connections: Vec<ConnectionRecord>,
+    pub flushes: Vec<FlushRecord>,
+    pub flush_counts: BTreeMap<String, u32>,
+    /// write(2) calls carrying requests, all connections.
+    pub writes: u32,
+    /// Requests sent again after a connection closed with them unanswered.
+    pub retried_requests: u32,
+    /// Same-page references on other servers, not fetched.
+    pub skipped_other_server: Vec<String>,
+    /// Prefetch hints seen (`Link: rel=prefetch`), as URLs.
+    pub prefetch_hints: Vec<String>,
+    /// Non-fatal problems (corrupt cache entries, parser trouble).
+    pub warnings: Vec<String>,
+}
+
+impl FetchReport {
+    /// Objects whose status is not a success (2xx/304).
+    pub fn failed_objects(&self) -> impl Iterator<Item = &ObjectRecord> {
+        self.objects
+            .iter()
+            .filter(|o| !(200..300).contains(&o.status) && o.status != 304)
+    }
+
+    /// The report as one line of JSON (`--json`).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("reports serialize")
+    }
+
+    /// Count of responses with `status`.
+    pub fn status_count(&self, status: u16) -> u32 {
+        self.statuses.get(&status).copied().unwrap_or(0)
+    }
+
+    /// A short human summary.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let b = &self.bytes;
+        let pages = self
+            .objects
+            .iter()
+            .filter(|o| o.kind != ObjectKind::Prefetch)
+            .count();
+        let _ = writeln!(
+            s,
+            "{} {} ({}{}): {} objects, {} requests [{}], responses [{}]",
+            self.tool,
+            self.url,
+            self.strategy,
+            if self.revalidate { ", revalidate" } else { "" },
+            pages,
+            self.requests,
+            self.requests_by_method
+                .iter()
+                .map(|(m, n)| format!("{n} {m}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            self.statuses
+                .iter()
+                .map(|(st, n)| format!("{n}x{st}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        let _ = writeln!(
+            s,
+            "  time: first byte {:.1} ms, page complete {:.1} ms, total {:.1} ms",
+            self.ttfb_ms, self.page_complete_ms, self.total_ms
+        );
+        let _ = writeln!(
+            s,
+            "  bytes: sent {} (headers {}), received {} (headers {}, bodies {})",
+            b.total_bytes_sent,
+            b.header_bytes_sent,
+            b.total_bytes_received,
+            b.header_bytes_received,
+            b.payload_bytes_received
+        );
+        let _ = writeln!(
+            s,
+            "  connections: {} opened, at most {} at once; requests per connection {:?}",
+            self.connections_opened, self.max_open_connections, self.requests_per_connection
+        );
+        let _ = writeln!(
+            s,
+            "  writes: {}; flushes: {}{}",
+            self.writes,
+            if self.flush_counts.is_empty() {
+                "none".to_string()
+            } else {
+                self.flush_counts
+                    .iter()
+                    .map(|(r, n)| format!("{n} {r}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+            if self.retried_requests > 0 {
+                format!(
+                    "; {} requests re-sent after early closes",
+                    self.retried_requests
+                )
+            } else {
+                String::new()
+            }
+        );
+        if !self.skipped_other_server.is_empty() {
+            let _ = writeln!(
+                s,
+                "  skipped {} references to other servers",
+                self.skipped_other_server.len()
+            );
+        }
+        let prefetched = self
+            .objects
+            .iter()
+            .filter(|o| o.kind == ObjectKind::Prefetch)
+            .count();
+        if prefetched > 0 || !self.prefetch_hints.is_empty() {
+            let _ = writeln!(
+                s,
+                "  prefetch: {} hints, {} objects prefetched into the cache",
+                self.prefetch_hints.len(),
+                prefetched
+            );
+        }
+        for o in self.failed_objects() {
+            let _ = writeln!(s, "  FAILED {} {}", o.status, o.url);
+        }
+        for w in &self.warnings {
+            let _ = writeln!(s, "  warning: {w}");
+        }
+        s
+    }
+}
+
+/// RFC 3339 UTC timestamp with milliseconds, from the Unix clock.
+pub(crate) fn rfc3339(t: std::time::SystemTime) -> String {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (H. Hinnant's algorithm), proleptic Gregorian.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        d.subsec_millis()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_millis(951_782_400_123)),
+            "2000-02-29T00:00:00.123Z"
+        );
+        assert_eq!(
+            rfc3339(UNIX_EPOCH + Duration::from_secs(1_795_000_000)),
+            "2026-11-18T11:06:40.000Z"
+        );
+    }
+}

@@ -1,0 +1,881 @@
+//! The state of one fetch shared by its connections: the objects (page
+//! first), what each request looks like, what each response did, the
+//! streaming discovery of the page's references, and the counters that end
+//! up in the `FetchReport`. Connections (`conn.rs`) decide when bytes move;
+//! this module decides what they mean.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime};
+
+use bytes::Bytes;
+use pagewire_h1::{Method, ResponseHead, Version};
+use pagewire_site::discover::{resolve, same_server_path, Discoverer};
+use sha2::{Digest, Sha256};
+
+use crate::cache::{hex, sha256_hex, Cache, Entry, EntryMeta, MAX_ENTRY_BODY_BYTES};
+use crate::config::{FetchConfig, Strategy, Target};
+use crate::error::FetchError;
+use crate::inflate::Inflater;
+use crate::outbuf::FlushReason;
+use crate::report::{
+    rfc3339, ByteCounts, ConnectionRecord, FetchReport, FlushRecord, ObjectKind, ObjectRecord,
+    Outcome,
+};
+
+/// Objects fetched because of prefetch hints, per fetch: hints are advice,
+/// and a server could hint forever.
+pub const MAX_PREFETCH_OBJECTS: usize = 64;
+
+/// Object id: index into the fetch's object table; 0 is the page.
+pub type ObjId = usize;
+pub const PAGE: ObjId = 0;
+
+/// A response being received.
+struct InProgress {
+    conn: usize,
+    status: u16,
+    head_len: u64,
+    headers: Vec<(String, String)>,
+    http_version: &'static str,
+    first_byte: Duration,
+    body: Vec<u8>,
+    hasher: Sha256,
+    size: u64,
+    wire_bytes: u64,
+    inflater: Option<Inflater>,
+    content_encoding: Option<String>,
+    content_type: Option<String>,
+    etag: Option<String>,
+    last_modified: Option<String>,
+    /// The body will come from the cache (304, or a HEAD that matched).
+    not_modified: bool,
+    /// A HEAD showed a change: fetch again with GET.
+    changed: bool,
+}
+
+struct Obj {
+    path: String,
+    url: String,
+    kind: ObjectKind,
+    method: Method,
+    /// Cache entry used for a conditional request.
+    cached: Option<Entry>,
+    /// Send validators (revalidation); false after a HEAD showed a change.
+    conditional: bool,
+    attempts: u32,
+    /// A HEAD showed the cached copy is stale; then fetched with GET.
+    changed: bool,
+    requested: Duration,
+    request_head: String,
+    request_len: u64,
+    resp: Option<InProgress>,
+    record: Option<ObjectRecord>,
+    /// Content kept for the cache, `--save` or the report.
+    body: Option<Bytes>,
+}
+
+#[derive(Default)]
+struct State {
+    objs: Vec<Obj>,
+    by_path: HashMap<String, ObjId>,
+    discoverer: Option<Discoverer>,
+    discovery_done: bool,
+    conns: Vec<ConnectionRecord>,
+    open_now: usize,
+    max_open: usize,
+    flushes: Vec<FlushRecord>,
+    bytes: ByteCounts,
+    ttfb: Option<Duration>,
+    page_done: Option<Duration>,
+    last_done: Duration,
+    retried: u32,
+    skipped: Vec<String>,
+    skipped_set: HashSet<String>,
+    hints: Vec<String>,
+    hint_set: HashSet<String>,
+    prefetched: usize,
+    by_method: BTreeMap<String, u32>,
+    warnings: Vec<String>,
+}
+
+/// What a response head means for its connection.
+pub struct HeadInfo {
+    /// The server will close after this response (RFC 9112 §9.6): send
+    /// nothing more on this connection.
+    pub closing: bool,
+    /// Interim 1xx: wait for the final response to the same request.
+    pub interim: bool,
+}
+
+pub struct Session {
+    pub cfg: FetchConfig,
+    pub target: Target,
+    pub page_url: String,
+    pub addr: SocketAddr,
+    pub start: Instant,
+    started_wall: SystemTime,
+    pub cache: Option<Cache>,
+    st: Mutex<State>,
+}
+
+impl Session {
+    pub fn new(
+        cfg: FetchConfig,
+        target: Target,
+        addr: SocketAddr,
+        cache: Option<Cache>,
+    ) -> Session {
+        let page_url = target.url_of(&target.path);
+        let mut st = State {
+            discoverer: Some(Discoverer::new(&page_url)),
+            ..State::default()
+        };
+        let s = Session {
+            cfg,
+            target,
+            page_url,
+            addr,
+            start: Instant::now(),
+            started_wall: SystemTime::now(),
+            cache,
+            st: Mutex::new(State::default()),
+        };
+        let path = s.target.path.clone();
+        s.add_object(&mut st, path, ObjectKind::Page);
+        *s.lock() = st;
+        s
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic elsewhere cannot leave counters inconsistent enough to
+        // matter; keep going rather than poison the whole fetch.
+        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    fn add_object(&self, st: &mut State, path: String, kind: ObjectKind) -> ObjId {
+        let id = st.objs.len();
+        let url = self.target.url_of(&path);
+        let mut cached = None;
+        if let Some(cache) = &self.cache {
+            match cache.get(&url) {
+                Ok(e) => cached = e,
+                Err(w) => st.warnings.push(w),
+            }
+        }
+        let revalidating = self.cfg.revalidate && cached.is_some();
+        let method = if revalidating && self.cfg.strategy == Strategy::Http10 && id != PAGE {
+            // Paper 001 "Revalidate Test": the HTTP/1.0 robot "simulated the
+            // cache validation behavior by issuing HEAD requests on the images".
+            Method::Head
+        } else {
+            Method::Get
+        };
+        st.by_path.insert(path.clone(), id);
+        st.objs.push(Obj {
+            path,
+            url,
+            kind,
+            method,
+            cached: if revalidating { cached } else { None },
+            conditional: revalidating,
+            attempts: 0,
+            changed: false,
+            requested: Duration::ZERO,
+            request_head: String::new(),
+            request_len: 0,
+            resp: None,
+            record: None,
+            body: None,
+        });
+        id
+    }
+
+    /// Turns discovered references into new objects (same server, not seen
+    /// before); returns their ids in document order.
+    fn admit(&self, st: &mut State, refs: Vec<String>, kind: ObjectKind) -> Vec<ObjId> {
+        let mut ids = Vec::new();
+        for r in refs {
+            match same_server_path(&self.page_url, &r) {
+                Some(path) => {
+                    let path = encode_target(&path);
+                    if !st.by_path.contains_key(&path)
+                        && st.objs.len() < pagewire_site::discover::MAX_REFERENCES
+                    {
+                        ids.push(self.add_object(st, path, kind));
+                    }
+                }
+                None => {
+                    if st.skipped_set.insert(r.clone()) {
+                        st.skipped.push(r);
+                    }
+                }
+            }
+        }
+        ids
+    }
+
+    pub fn url_of(&self, id: ObjId) -> String {
+        self.lock().objs[id].url.clone()
+    }
+
+    pub fn method_of(&self, id: ObjId) -> Method {
+        self.lock().objs[id].method
+    }
+
+    /// The request for `id`, as small as the paper's robot made them
+    /// ("very careful not to generate unnecessary headers"): request line,
+    /// Host, a short User-Agent, and only what the strategy needs.
+    pub fn request(&self, id: ObjId, conn: usize) -> Result<Vec<u8>, FetchError> {
+        let mut st = self.lock();
+        let now = self.now();
+        let strategy = self.cfg.strategy;
+        let version = if strategy == Strategy::Http10 {
+            Version::Http10
+        } else {
+            Version::Http11
+        };
+        let o = &mut st.objs[id];
+        let mut headers: Vec<(&str, String)> = vec![
+            ("Host", self.target.authority.clone()),
+            ("User-Agent", self.cfg.user_agent.clone()),
+        ];
+        if o.conditional {
+            if let Some(c) = &o.cached {
+                if o.method == Method::Get {
+                    // RFC 9110 §13.1.2/§13.1.3. HTTP/1.0 has only dates.
+                    if strategy != Strategy::Http10 {
+                        if let Some(etag) = &c.meta.etag {
+                            headers.push(("If-None-Match", etag.clone()));
+                        }
+                    }
+                    if let Some(lm) = &c.meta.last_modified {
+                        headers.push(("If-Modified-Since", lm.clone()));
+                    }
+                }
+            }
+        }
+        if strategy == Strategy::PipelineDeflate
+            && o.method == Method::Get
+            && !is_image_path(&o.path)
+        {
+            // Paper 001 compresses the HTML only; images are already
+            // compressed, so their requests do not carry the header.
+            headers.push(("Accept-Encoding", "deflate".to_string()));
+        }
+        if o.kind == ObjectKind::Prefetch {
+            headers.push(("Sec-Purpose", "prefetch".to_string()));
+        }
+        let mut out = Vec::with_capacity(256);
+        let method = o.method.as_str().unwrap_or("GET");
+        if pagewire_h1::write_request_head(&mut out, method, &o.path, version, headers).is_err() {
+            let url = o.url.clone();
+            return Err(FetchError::object(
+                &url,
+                "cannot write a valid request (bad bytes in a cached validator?)",
+            ));
+        }
+        o.attempts += 1;
+        // A GET after a HEAD that showed a change is not a retry.
+        let retry = o.attempts > 1 && !(o.changed && o.attempts == 2);
+        o.requested = now;
+        o.request_len = out.len() as u64;
+        o.request_head = String::from_utf8_lossy(&out).into_owned();
+        *st.by_method.entry(method.to_string()).or_default() += 1;
+        if retry {
+            st.retried += 1;
+        }
+        st.bytes.header_bytes_sent += out.len() as u64;
+        if let Some(c) = st.conns.get_mut(conn) {
+            c.requests_sent += 1;
+        }
+        Ok(out)
+    }
+
+    // ---- connections and flushes ------------------------------------------
+
+    pub fn conn_opened(&self) -> usize {
+        let mut st = self.lock();
+        st.open_now += 1;
+        st.max_open = st.max_open.max(st.open_now);
+        let id = st.conns.len();
+        let now = ms(self.now());
+        st.conns.push(ConnectionRecord {
+            opened_ms: now,
+            closed_ms: now,
+            requests_sent: 0,
+            responses_received: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            writes: 0,
+            reads: 0,
+            unanswered: 0,
+            pipelined: false,
+            end: String::new(),
+        });
+        id
+    }
+
+    pub fn conn_closed(&self, conn: usize, end: &str) {
+        let mut st = self.lock();
+        st.open_now = st.open_now.saturating_sub(1);
+        let now = ms(self.now());
+        let c = &mut st.conns[conn];
+        c.closed_ms = now;
+        c.end = end.to_string();
+    }
+
+    pub fn conn_unanswered(&self, conn: usize, n: usize) {
+        self.lock().conns[conn].unanswered += n as u32;
+    }
+
+    pub fn conn_pipelined(&self, conn: usize) {
+        self.lock().conns[conn].pipelined = true;
+    }
+
+    pub fn flushed(&self, conn: usize, reason: FlushReason, bytes: usize) {
+        let mut st = self.lock();
+        let at_ms = ms(self.now());
+        st.flushes.push(FlushRecord {
+            connection: conn,
+            at_ms,
+            reason,
+            bytes,
+        });
+    }
+
+    pub fn wrote(&self, conn: usize, n: usize) {
+        let mut st = self.lock();
+        st.bytes.total_bytes_sent += n as u64;
+        let c = &mut st.conns[conn];
+        c.writes += 1;
+        c.bytes_sent += n as u64;
+    }
+
+    pub fn read(&self, conn: usize, n: usize) {
+        let now = self.now();
+        let mut st = self.lock();
+        // Connection 0 carries the page's request first in every strategy.
+        if conn == 0 && st.ttfb.is_none() {
+            st.ttfb = Some(now);
+        }
+        st.bytes.total_bytes_received += n as u64;
+        let c = &mut st.conns[conn];
+        c.reads += 1;
+        c.bytes_received += n as u64;
+    }
+
+    // ---- responses --------------------------------------------------------
+
+    /// A response head arrived for `id` on `conn`.
+    pub fn on_head(
+        &self,
+        id: ObjId,
+        conn: usize,
+        head: &ResponseHead,
+    ) -> Result<(HeadInfo, Vec<ObjId>), FetchError> {
+        let now = self.now();
+        let mut st = self.lock();
+        st.bytes.header_bytes_received += head.raw().len() as u64;
+        let status = head.status();
+        if (100..200).contains(&status) {
+            if status == 101 {
+                let url = st.objs[id].url.clone();
+                return Err(FetchError::object(
+                    &url,
+                    "server switched protocols (101) unasked",
+                ));
+            }
+            return Ok((
+                HeadInfo {
+                    closing: false,
+                    interim: true,
+                },
+                Vec::new(),
+            ));
+        }
+        let text = |name: &str| {
+            head.header(name)
+                .map(|v| String::from_utf8_lossy(v).trim().to_string())
+        };
+        let content_encoding =
+            text("content-encoding").filter(|e| !e.eq_ignore_ascii_case("identity"));
+        let etag = text("etag");
+        let last_modified = text("last-modified");
+        let content_type = text("content-type");
+        let headers: Vec<(String, String)> = head
+            .iter()
+            .map(|(k, v)| {
+                (
+                    String::from_utf8_lossy(k).into_owned(),
+                    String::from_utf8_lossy(v).into_owned(),
+                )
+            })
+            .collect();
+        // Prefetch hints (RFC 8288 Link, rel=prefetch).
+        if self.cfg.prefetch {
+            let base = st.objs[id].url.clone();
+            for v in head.headers("link") {
+                for target in prefetch_links(&String::from_utf8_lossy(v)) {
+                    if let Some(abs) = resolve(&base, &target) {
+                        if st.hint_set.insert(abs.clone()) {
+                            st.hints.push(abs);
+                        }
+                    }
+                }
+            }
+        }
+        let o = &mut st.objs[id];
+        let mut not_modified = false;
+        let mut changed = false;
+        if status == 304 {
+            if o.cached.is_none() {
+                let url = o.url.clone();
+                return Err(FetchError::object(
+                    &url,
+                    "304 Not Modified to a request that was not conditional",
+                ));
+            }
+            not_modified = true;
+        } else if o.method == Method::Head && status == 200 {
+            let c = o.cached.as_ref().expect("HEAD only for cached objects");
+            // A strong ETag match, else an equal Last-Modified, means the
+            // cached copy is current (RFC 9110 §8.8.3.2, §8.8.2.2).
+            let same = match (&etag, &c.meta.etag) {
+                (Some(a), Some(b)) => a == b,
+                _ => last_modified.is_some() && last_modified == c.meta.last_modified,
+            };
+            not_modified = same;
+            changed = !same;
+        }
+        let inflater = match &content_encoding {
+            Some(e) if e.eq_ignore_ascii_case("deflate") => Some(Inflater::new()),
+            Some(e) if !not_modified && o.method == Method::Get => {
+                let url = o.url.clone();
+                return Err(FetchError::object(
+                    &url,
+                    format!("unsupported Content-Encoding {e:?} (the robot asked for none)"),
+                ));
+            }
+            _ => None,
+        };
+        o.resp = Some(InProgress {
+            conn,
+            status,
+            head_len: head.raw().len() as u64,
+            headers,
+            http_version: head.version().as_str(),
+            first_byte: now,
+            body: Vec::new(),
+            hasher: Sha256::new(),
+            size: 0,
+            wire_bytes: 0,
+            inflater,
+            content_encoding,
+            content_type,
+            etag,
+            last_modified,
+            not_modified,
+            changed,
+        });
+        let closing = !head.wants_keep_alive();
+        let mut new_ids = Vec::new();
+        if id == PAGE && not_modified {
+            // Parse the cached page as if it had just arrived.
+            let body = st.objs[id].cached.as_ref().expect("checked").body.clone();
+            new_ids = self.discover(&mut st, &body);
+        }
+        Ok((
+            HeadInfo {
+                closing,
+                interim: false,
+            },
+            new_ids,
+        ))
+    }
+
+    fn discover(&self, st: &mut State, content: &[u8]) -> Vec<ObjId> {
+        let refs = match st.discoverer.as_mut() {
+            Some(d) => d.feed(content),
+            None => return Vec::new(),
+        };
+        self.admit(st, refs, ObjectKind::Embedded)
+    }
+
+    /// Body bytes (framing removed) for `id`; returns newly found objects.
+    pub fn on_body(&self, id: ObjId, data: &[u8]) -> Result<Vec<ObjId>, FetchError> {
+        let mut st = self.lock();
+        st.bytes.payload_bytes_received += data.len() as u64;
+        let keep = self.keep_bodies();
+        let o = &mut st.objs[id];
+        let url = o.url.clone();
+        let r = o.resp.as_mut().expect("head first");
+        r.wire_bytes += data.len() as u64;
+        let mut inflated = Vec::new();
+        let content: &[u8] = match r.inflater.as_mut() {
+            Some(inf) => {
+                inf.feed(data, &mut inflated).map_err(|e| {
+                    FetchError::object(&url, format!("Content-Encoding deflate: {e}"))
+                })?;
+                &inflated
+            }
+            None => data,
+        };
+        r.hasher.update(content);
+        r.size += content.len() as u64;
+        if keep || id == PAGE {
+            if r.body.len() + content.len() > MAX_ENTRY_BODY_BYTES {
+                return Err(FetchError::object(&url, "object larger than 256 MiB"));
+            }
+            r.body.extend_from_slice(content);
+        }
+        if id == PAGE && r.status == 200 {
+            let content = content.to_vec();
+            return Ok(self.discover(&mut st, &content));
+        }
+        Ok(Vec::new())
+    }
+
+    fn keep_bodies(&self) -> bool {
+        self.cfg.keep_bodies || self.cache.is_some()
+    }
+
+    /// The response for `id` is complete. Returns ids to request next: newly
+    /// found objects, or `id` itself again (GET after a HEAD showed a change).
+    pub fn on_end(&self, id: ObjId) -> Result<Vec<ObjId>, FetchError> {
+        let now = self.now();
+        let mut st = self.lock();
+        let keep = self.keep_bodies();
+        let o = &mut st.objs[id];
+        let url = o.url.clone();
+        let mut r = o.resp.take().expect("head first");
+        if let Some(inf) = r.inflater.as_mut() {
+            let mut tail = Vec::new();
+            inf.finish(&mut tail)
+                .map_err(|e| FetchError::object(&url, format!("Content-Encoding deflate: {e}")))?;
+            r.hasher.update(&tail);
+            r.size += tail.len() as u64;
+            r.body.extend_from_slice(&tail);
+        }
+        let mut next = Vec::new();
+        if r.changed {
+            // Fetch the new version; the HEAD's exchange is kept in totals.
+            o.method = Method::Get;
+            o.changed = true;
+            o.conditional = false;
+            o.cached = None;
+            next.push(id);
+            if let Some(c) = st.conns.get_mut(r.conn) {
+                c.responses_received += 1;
+            }
+            return Ok(next);
+        }
+        let (size, sha, body) = if r.not_modified {
+            let c = o.cached.as_ref().expect("not_modified implies cached");
+            (c.meta.body_len, c.meta.body_sha256.clone(), c.body.clone())
+        } else {
+            let body = Bytes::from(std::mem::take(&mut r.body));
+            (r.size, hex(&r.hasher.finalize_reset()), body)
+        };
+        let outcome = if r.not_modified {
+            Outcome::NotModified
+        } else if o.changed {
+            Outcome::Changed
+        } else {
+            Outcome::Fetched
+        };
+        let cached_meta = o.cached.as_ref().map(|c| c.meta.clone());
+        o.record = Some(ObjectRecord {
+            url: o.url.clone(),
+            kind: o.kind,
+            method: o.method.as_str().unwrap_or("GET"),
+            status: r.status,
+            outcome,
+            size,
+            sha256: sha,
+            body_bytes_received: r.wire_bytes,
+            header_bytes_received: r.head_len,
+            request_bytes_sent: o.request_len,
+            content_type: r
+                .content_type
+                .clone()
+                .or(cached_meta.as_ref().and_then(|m| m.content_type.clone())),
+            content_encoding: r.content_encoding.clone(),
+            etag: r
+                .etag
+                .clone()
+                .or(cached_meta.as_ref().and_then(|m| m.etag.clone())),
+            last_modified: r
+                .last_modified
+                .clone()
+                .or(cached_meta.as_ref().and_then(|m| m.last_modified.clone())),
+            connection: r.conn,
+            attempts: o.attempts,
+            requested_ms: ms(o.requested),
+            first_byte_ms: ms(r.first_byte),
+            done_ms: ms(now),
+            request_head: std::mem::take(&mut o.request_head),
+            response_headers: std::mem::take(&mut r.headers),
+            http_version: r.http_version,
+            body: None,
+        });
+        if keep || (id == PAGE && !r.not_modified) {
+            o.body = Some(body);
+        }
+        if let Some(c) = st.conns.get_mut(r.conn) {
+            c.responses_received += 1;
+        }
+        st.last_done = st.last_done.max(now);
+        if id == PAGE {
+            let mut refs = Vec::new();
+            if let Some(mut d) = st.discoverer.take() {
+                refs = d.finish();
+                if let Some(e) = d.error() {
+                    st.warnings
+                        .push(format!("HTML tokenizer stopped early: {e}"));
+                }
+            }
+            next.extend(self.admit(&mut st, refs, ObjectKind::Embedded));
+            st.discovery_done = true;
+            st.page_done = Some(now);
+        }
+        Ok(next)
+    }
+
+    /// The connection broke while `id`'s response was partly received (a
+    /// reset can discard data already acknowledged, paper 001 "Connection
+    /// Management"): forget the partial response so a retry starts clean.
+    pub fn forget_partial(&self, id: ObjId) {
+        let mut st = self.lock();
+        if st.objs[id].resp.take().is_some() && id == PAGE {
+            // The page will be parsed again from its start; references
+            // already admitted are not requested twice (by_path).
+            st.discoverer = Some(Discoverer::new(&self.page_url));
+        }
+    }
+
+    /// Objects to prefetch now: hinted, on this server, not yet fetched and
+    /// not in the cache.
+    pub fn take_prefetch_work(&self) -> Vec<ObjId> {
+        if !self.cfg.prefetch {
+            return Vec::new();
+        }
+        let mut st = self.lock();
+        let hints = std::mem::take(&mut st.hints);
+        let mut ids = Vec::new();
+        for h in hints {
+            if st.prefetched >= MAX_PREFETCH_OBJECTS {
+                break;
+            }
+            let Some(path) = same_server_path(&self.page_url, &h) else {
+                continue;
+            };
+            if st.by_path.contains_key(&path) {
+                continue;
+            }
+            let url = self.target.url_of(&path);
+            if let Some(cache) = &self.cache {
+                if matches!(cache.get(&url), Ok(Some(_))) {
+                    continue;
+                }
+            }
+            st.prefetched += 1;
+            let id = self.add_object(&mut st, path, ObjectKind::Prefetch);
+            // A prefetch is never conditional: the object is not cached.
+            st.objs[id].conditional = false;
+            st.objs[id].cached = None;
+            st.objs[id].method = Method::Get;
+            ids.push(id);
+        }
+        ids
+    }
+
+    /// Writes the cache (after the network work, so disk time never delays
+    /// a request) and assembles the report.
+    pub fn finish(&self) -> FetchReport {
+        let mut st = self.lock();
+        let total = st.last_done;
+        if let Some(cache) = &self.cache {
+            let mut warnings = Vec::new();
+            for o in &st.objs {
+                let (Some(rec), Some(body)) = (&o.record, &o.body) else {
+                    continue;
+                };
+                let cacheable = rec.status == 200 || rec.outcome == Outcome::NotModified;
+                if !cacheable || rec.method != "GET" && rec.outcome != Outcome::NotModified {
+                    continue;
+                }
+                let meta = EntryMeta {
+                    url: o.url.clone(),
+                    status: 200,
+                    etag: rec.etag.clone(),
+                    last_modified: rec.last_modified.clone(),
+                    content_type: rec.content_type.clone(),
+                    body_len: body.len() as u64,
+                    body_sha256: sha256_hex(body),
+                    prefetched: o.kind == ObjectKind::Prefetch,
+                };
+                if let Err(e) = cache.put(&meta, body) {
+                    warnings.push(e.to_string());
+                }
+            }
+            st.warnings.extend(warnings);
+        }
+        let keep = self.cfg.keep_bodies;
+        let mut objects = Vec::new();
+        let mut statuses: BTreeMap<u16, u32> = BTreeMap::new();
+        let mut requests = 0;
+        for o in &mut st.objs {
+            if let Some(mut rec) = o.record.take() {
+                if keep {
+                    rec.body = o.body.take();
+                }
+                *statuses.entry(rec.status).or_default() += 1;
+                objects.push(rec);
+            }
+            requests += o.attempts;
+        }
+        // Methods of every request sent: a changed HEAD counts as a HEAD
+        // and then a GET.
+        let by_method = std::mem::take(&mut st.by_method);
+        let mut flush_counts: BTreeMap<String, u32> = BTreeMap::new();
+        for f in &st.flushes {
+            let name = match f.reason {
+                FlushReason::Full => "full",
+                FlushReason::Timer => "timer",
+                FlushReason::Explicit => "explicit",
+            };
+            *flush_counts.entry(name.to_string()).or_default() += 1;
+        }
+        let hints: Vec<String> = {
+            let mut v: Vec<String> = st.hint_set.iter().cloned().collect();
+            v.sort();
+            v
+        };
+        FetchReport {
+            tool: format!("pagewire-client {}", env!("CARGO_PKG_VERSION")),
+            url: self.page_url.clone(),
+            strategy: self.cfg.strategy,
+            revalidate: self.cfg.revalidate,
+            out_buffer_bytes: self.cfg.out_buffer_bytes,
+            flush_after: self.cfg.flush_after,
+            max_conns: self.cfg.max_conns,
+            timeouts: self.cfg.timeouts,
+            started: rfc3339(self.started_wall),
+            started_at: self.started_wall,
+            objects,
+            requests,
+            requests_by_method: by_method,
+            statuses,
+            bytes: st.bytes.clone(),
+            ttfb_ms: st.ttfb.map(ms).unwrap_or(0.0),
+            page_complete_ms: st.page_done.map(ms).unwrap_or(0.0),
+            total_ms: ms(total),
+            connections_opened: st.conns.len(),
+            max_open_connections: st.max_open,
+            requests_per_connection: st.conns.iter().map(|c| c.requests_sent).collect(),
+            connections: st.conns.clone(),
+            writes: st.conns.iter().map(|c| c.writes).sum(),
+            flushes: std::mem::take(&mut st.flushes),
+            flush_counts,
+            retried_requests: st.retried,
+            skipped_other_server: std::mem::take(&mut st.skipped),
+            prefetch_hints: hints,
+            warnings: std::mem::take(&mut st.warnings),
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
+/// Percent-encodes bytes not allowed in a request target (RFC 3986 §2.1),
+/// so a reference with spaces or non-ASCII still makes a valid request.
+fn encode_target(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        if b <= 0x20
+            || b >= 0x7f
+            || matches!(
+                b,
+                b'"' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}'
+            )
+        {
+            out.push_str(&format!("%{b:02X}"));
+        } else {
+            out.push(b as char);
+        }
+    }
+    out
+}
+
+fn is_image_path(path: &str) -> bool {
+    let p = path.split('?').next().unwrap_or(path).to_ascii_lowercase();
+    [
+        ".gif", ".png", ".jpg", ".jpeg", ".webp", ".ico", ".avif", ".bmp",
+    ]
+    .iter()
+    .any(|ext| p.ends_with(ext))
+}
+
+/// Targets of `rel=prefetch` links in one `Link` field value (RFC 8288 §3,
+/// simplified: `<uri>; param=value; ...`, comma-separated).
+pub fn prefetch_links(value: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = value;
+    // Bounded by the field length: each pass consumes one `<...>` link.
+    while let Some(open) = rest.find('<') {
+        let Some(close) = rest[open..].find('>') else {
+            break;
+        };
+        let target = rest[open + 1..open + close].trim().to_string();
+        let after = &rest[open + close + 1..];
+        let params_end = after.find('<').unwrap_or(after.len());
+        let params = &after[..params_end];
+        let is_prefetch = params.split(';').any(|p| {
+            let Some((k, v)) = p.split_once('=') else {
+                return false;
+            };
+            k.trim().eq_ignore_ascii_case("rel")
+                && v.trim()
+                    .trim_matches('"')
+                    .split_ascii_whitespace()
+                    .any(|t| t.eq_ignore_ascii_case("prefetch"))
+        });
+        if is_prefetch && !target.is_empty() {
+            out.push(target);
+        }
+        rest = &after[params_end..];
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_header_prefetch_targets() {
+        assert_eq!(
+            prefetch_links(
+                r#"</a.gif>; rel=prefetch, </b.css>; rel="preload stylesheet", </c.gif>; rel="prefetch""#
+            ),
+            vec!["/a.gif", "/c.gif"]
+        );
+        assert!(prefetch_links("garbage <").is_empty());
+        assert!(prefetch_links("").is_empty());
+    }
+
+    #[test]
+    fn images_by_extension() {
+        assert!(is_image_path("/i/a.GIF?x=1"));
+        assert!(!is_image_path("/s.css"));
+        assert!(!is_image_path("/"));
+    }
+}
