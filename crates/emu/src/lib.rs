@@ -17,6 +17,7 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
+pub mod cli;
 mod forwarder;
 pub mod ns;
 pub mod privilege;
@@ -136,8 +137,11 @@ fn setup_side(cfg: &LinkConfig, name: &str, addr: Ipv4Addr) -> Result<(Side, Own
             route += &format!(" advmss {mss}");
         }
         if tcp1997 {
-            // RFC 2414 (1998) allowed up to 4; 1997 stacks started at 1-2.
-            route += " initcwnd 2";
+            // Initial window: RFC 2414 (1998) allowed up to 4; 1997 stacks
+            // started at 1-2. Minimum RTO 1 s (RFC 1122's conservative
+            // timers, BSD's 500 ms ticks; Linux's 200 ms fires spuriously
+            // on a 28.8k link where one 1500-byte packet takes 417 ms).
+            route += " initcwnd 2 rto_min 1000ms";
         }
         ns::ip_batch(&format!(
             "link set lo up\n\
@@ -206,6 +210,23 @@ impl Link {
     /// Inodes of the (client, server) namespaces, as in /proc/<pid>/ns/net.
     pub fn netns_inodes(&self) -> (u64, u64) {
         (self.client.ns.inode(), self.server.ns.inode())
+    }
+
+    /// Waits until some TCP socket listens in the server namespace (a
+    /// server command has come up), at most `timeout`. Returns whether one
+    /// did.
+    pub fn wait_server_listening(&self, timeout: Duration) -> Result<bool> {
+        let until = std::time::Instant::now() + timeout;
+        // Bounded by `timeout`; 2 ms steps.
+        loop {
+            if self.server.spawner.run(cli::listening_sockets)? > 0 {
+                return Ok(true);
+            }
+            if std::time::Instant::now() >= until {
+                return Ok(false);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     fn prepare(&self, mut cmd: Command) -> Command {

@@ -1,9 +1,214 @@
-//! `pagewire link`.
-use std::process::ExitCode;
+//! `pagewire link`: run a server command and a client command on the two
+//! sides of an emulated link and count every packet that crosses it.
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use pagewire_emu::cli as emu_cli;
+use pagewire_emu::{Link, LinkConfig};
+use pagewire_link::config::{parse_duration, parse_loss, parse_queue, parse_rate, trace_rate};
 
 #[derive(clap::Args)]
-pub struct Args {}
+#[command(
+    after_help = "Both commands get PAGEWIRE_SERVER_ADDR and PAGEWIRE_CLIENT_ADDR.\n\
+                  Example: pagewire link --net wan --json \\\n  \
+                  --server 'pagewire serve --site microscape --addr $PAGEWIRE_SERVER_ADDR:8080' \\\n  \
+                  -- sh -c 'pagewire fetch http://$PAGEWIRE_SERVER_ADDR:8080/'"
+)]
+pub struct Args {
+    /// Network profile: lan (10 Mbit/s, 0.5 ms), lan100 (100 Mbit/s, 0.2 ms),
+    /// t1 (1.544 Mbit/s, 70 ms), wan (1.5 Mbit/s, 90 ms), ppp (28.8 kbit/s,
+    /// 150 ms), none (no delay, no rate limit).
+    #[arg(long, default_value = "none")]
+    net: String,
+    /// Round-trip time (half each way), e.g. 90ms.
+    #[arg(long)]
+    rtt: Option<String>,
+    /// Rate both ways, e.g. 1.5mbit, 28.8kbit, unlimited (counts IP bytes).
+    #[arg(long)]
+    rate: Option<String>,
+    /// Client-to-server rate.
+    #[arg(long)]
+    up_rate: Option<String>,
+    /// Server-to-client rate.
+    #[arg(long)]
+    down_rate: Option<String>,
+    /// MTU of both TUN devices.
+    #[arg(long)]
+    mtu: Option<u32>,
+    /// Advertised TCP MSS (route advmss), e.g. 536.
+    #[arg(long)]
+    mss: Option<u32>,
+    /// Drop-tail queue per direction: 100p (packets) or 64kb (bytes).
+    #[arg(long)]
+    queue: Option<String>,
+    /// Random loss per packet, each direction: 0.02 or 2%.
+    #[arg(long)]
+    loss: Option<String>,
+    /// Extra delay per packet, uniform in [0, JITTER]; never reorders.
+    #[arg(long)]
+    jitter: Option<String>,
+    /// Mahimahi trace for the client-to-server rate.
+    #[arg(long)]
+    trace_up: Option<PathBuf>,
+    /// Mahimahi trace for the server-to-client rate.
+    #[arg(long)]
+    trace_down: Option<PathBuf>,
+    /// Link-layer framing bytes per packet added to the serialization time.
+    #[arg(long)]
+    framing_bytes: Option<u32>,
+    /// TCP flavour: `1997` approximates the papers' TCP (initcwnd 2, Reno,
+    /// no SACK/timestamps/window scaling); `linux` leaves the kernel's.
+    #[arg(long, default_value = "linux")]
+    tcp: String,
+    /// Seed for loss and jitter.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Write everything that crossed the link to this pcap (+ FILE.json).
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Print the counters as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Server command, run with `sh -c` in the server namespace.
+    #[arg(long)]
+    server: Option<String>,
+    /// How long to wait for the server to listen before starting the client.
+    #[arg(long, default_value = "5s")]
+    server_wait: String,
+    /// Client command and its arguments, run in the client namespace.
+    #[arg(last = true, required = true)]
+    client: Vec<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`pagewire link` is not built yet")
+fn config(a: &Args) -> Result<LinkConfig> {
+    let mut c = LinkConfig::profile(&a.net)?;
+    let custom = a.rtt.is_some()
+        || a.rate.is_some()
+        || a.up_rate.is_some()
+        || a.down_rate.is_some()
+        || a.trace_up.is_some()
+        || a.trace_down.is_some();
+    if custom {
+        c.profile = format!("{}+custom", a.net);
+    }
+    if let Some(v) = &a.rtt {
+        c.rtt = parse_duration(v)?;
+    }
+    if let Some(v) = &a.rate {
+        c.up_rate = parse_rate(v)?;
+        c.down_rate = c.up_rate.clone();
+    }
+    if let Some(v) = &a.up_rate {
+        c.up_rate = parse_rate(v)?;
+    }
+    if let Some(v) = &a.down_rate {
+        c.down_rate = parse_rate(v)?;
+    }
+    if let Some(p) = &a.trace_up {
+        c.up_rate = trace_rate(p)?;
+    }
+    if let Some(p) = &a.trace_down {
+        c.down_rate = trace_rate(p)?;
+    }
+    if let Some(v) = a.mtu {
+        c.mtu = v;
+    }
+    c.mss = a.mss.or(c.mss);
+    if let Some(v) = &a.queue {
+        c.queue = parse_queue(v)?;
+    }
+    if let Some(v) = &a.loss {
+        c.loss = parse_loss(v)?;
+    }
+    if let Some(v) = &a.jitter {
+        c.jitter = parse_duration(v)?;
+    }
+    if let Some(v) = a.framing_bytes {
+        c.framing_bytes = v;
+    }
+    c.tcp1997 = match a.tcp.as_str() {
+        "1997" => true,
+        "linux" | "default" => false,
+        other => bail!("--tcp {other:?}: expected 1997 or linux"),
+    };
+    c.seed = a.seed;
+    c.validate()?;
+    Ok(c)
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let cfg = config(&args)?;
+    let server_wait = parse_duration(&args.server_wait)?;
+    // Still single-threaded here: the only moment a user namespace can be
+    // entered (a no-op as root).
+    pagewire_emu::privilege::enter_user_namespace()?;
+    emu_cli::install_termination_handlers();
+
+    let link = Link::start(cfg.clone()).context("start the emulated link")?;
+    link.begin_run(args.pcap.as_deref())?;
+
+    let mut server = match &args.server {
+        Some(s) => {
+            let mut cmd = Command::new("/bin/sh");
+            cmd.arg("-c").arg(s);
+            let child = link.spawn_in_server(cmd).context("start the server command")?;
+            if !link.wait_server_listening(server_wait)? {
+                eprintln!(
+                    "pagewire link: warning: no TCP listener in the server namespace after {:?}; \
+                     starting the client anyway",
+                    server_wait
+                );
+            }
+            Some(child)
+        }
+        None => None,
+    };
+
+    let mut cmd = Command::new(&args.client[0]);
+    cmd.args(&args.client[1..]);
+    let mut client = link
+        .spawn_in_client(cmd)
+        .with_context(|| format!("start the client command {:?}", args.client[0]))?;
+
+    // Wait for the client, or a termination signal. Bounded by the client's
+    // own lifetime; 5 ms steps.
+    let status = loop {
+        if let Some(sig) = emu_cli::terminated_by() {
+            emu_cli::stop_process_group(&mut client, Duration::from_millis(500));
+            if let Some(s) = server.as_mut() {
+                emu_cli::stop_process_group(s, Duration::from_millis(500));
+            }
+            drop(link);
+            eprintln!("pagewire link: stopped by signal {sig}; link torn down");
+            return Ok(ExitCode::from((128 + sig).min(255) as u8));
+        }
+        if let Some(st) = client.try_wait()? {
+            break st;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let code = emu_cli::exit_code(status);
+
+    // Let the connection tear-down in flight finish crossing the link.
+    let counters = link.end_run()?;
+    if let Some(s) = server.as_mut() {
+        emu_cli::stop_process_group(s, Duration::from_secs(2));
+    }
+    drop(link);
+
+    if args.json {
+        println!("{}", emu_cli::render_json(&cfg, &counters, Some(code)));
+    } else {
+        print!("{}", emu_cli::render_text(&cfg, &counters));
+        if let Some(p) = &args.pcap {
+            println!(
+                "pcap: {} (what made it: {})",
+                p.display(),
+                pagewire_link::pcap::sidecar_path(p).display()
+            );
+        }
+    }
+    Ok(ExitCode::from(code))
 }

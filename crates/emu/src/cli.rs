@@ -1,0 +1,188 @@
+//! Pieces the `pagewire link` command is made of, kept here so the binary
+//! stays thin: termination signals, stopping a process group, waiting for a
+//! server to listen, and rendering counters.
+
+use std::process::Child;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::time::{Duration, Instant};
+
+use pagewire_link::{Kind, LinkConfig, LinkCounters};
+
+static TERMINATED_BY: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn on_signal(sig: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    TERMINATED_BY.store(sig, Ordering::SeqCst);
+}
+
+/// Installs SIGINT / SIGTERM / SIGHUP handlers that only record the signal,
+/// so the command can tear the link down in an orderly way.
+pub fn install_termination_handlers() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: sigaction with a handler that only stores an atomic.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The termination signal received, if any.
+pub fn terminated_by() -> Option<i32> {
+    match TERMINATED_BY.load(Ordering::SeqCst) {
+        0 => None,
+        s => Some(s),
+    }
+}
+
+/// Sends SIGTERM to the child's process group, waits up to `grace`, then
+/// SIGKILLs it. Children started by `Link::spawn_in_*` lead their own group.
+pub fn stop_process_group(child: &mut Child, grace: Duration) {
+    let pgid = child.id() as libc::pid_t;
+    if let Ok(Some(_)) = child.try_wait() {
+        // Already gone; its group may still have members.
+        // SAFETY: kill(2) on the group the child led.
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+        return;
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(-pgid, libc::SIGTERM) };
+    let until = Instant::now() + grace;
+    // Bounded by `grace`.
+    while Instant::now() < until {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // SAFETY: as above.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let _ = child.wait();
+}
+
+/// Exit code a shell would report for a status (128 + signal if killed).
+pub fn exit_code(status: std::process::ExitStatus) -> u8 {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(c), _) => (c & 0xff) as u8,
+        (None, Some(s)) => (128 + s).min(255) as u8,
+        _ => 1,
+    }
+}
+
+/// Counters as the JSON object `pagewire link --json` prints: the counter
+/// fields at the top level, plus the configuration and the client's status.
+pub fn render_json(cfg: &LinkConfig, c: &LinkCounters, client_exit: Option<u8>) -> String {
+    let mut v = serde_json::to_value(c).expect("counters serialize");
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert(
+            "made_by".into(),
+            format!("pagewire-emu {}", env!("CARGO_PKG_VERSION")).into(),
+        );
+        obj.insert(
+            "command".into(),
+            serde_json::to_value(std::env::args().collect::<Vec<_>>()).expect("strings"),
+        );
+        obj.insert(
+            "config".into(),
+            serde_json::to_value(cfg).expect("config serializes"),
+        );
+        obj.insert("client_exit".into(), client_exit.into());
+    }
+    serde_json::to_string_pretty(&v).expect("json")
+}
+
+/// A human-readable table of the counters.
+pub fn render_text(cfg: &LinkConfig, c: &LinkCounters) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "link {}: rtt {:.1} ms, {} packets, {} bytes, {:.1}% TCP/IP header overhead, \
+         {} connections (max {} open), {} retransmissions, {} dropped",
+        cfg.profile,
+        cfg.rtt.as_secs_f64() * 1000.0,
+        c.packets_total,
+        c.bytes_total,
+        c.overhead_pct,
+        c.connections_opened,
+        c.max_open_connections,
+        c.retransmissions,
+        c.dropped_total
+    );
+    let _ = writeln!(
+        s,
+        "{:<16} {:>10} {:>12} {:>10} {:>12}",
+        "kind", "c->s pkts", "c->s bytes", "s->c pkts", "s->c bytes"
+    );
+    for k in Kind::ALL {
+        let u = c.client_to_server.kinds.get(k);
+        let d = c.server_to_client.kinds.get(k);
+        if u.packets + d.packets == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "{:<16} {:>10} {:>12} {:>10} {:>12}",
+            k.name(),
+            u.packets,
+            u.bytes,
+            d.packets,
+            d.bytes
+        );
+    }
+    let _ = writeln!(
+        s,
+        "{:<16} {:>10} {:>12} {:>10} {:>12}",
+        "total",
+        c.client_to_server.packets,
+        c.client_to_server.bytes,
+        c.server_to_client.packets,
+        c.server_to_client.bytes
+    );
+    if let (Some(a), Some(b)) = (c.first_packet_s, c.last_packet_s) {
+        let _ = writeln!(s, "first packet at {a:.6} s, last at {b:.6} s (since run start)");
+    }
+    s
+}
+
+/// Counts TCP sockets in LISTEN state in the calling thread's namespace.
+pub(crate) fn listening_sockets() -> usize {
+    // /proc/thread-self/net is the calling thread's network namespace.
+    let mut n = 0;
+    for f in ["/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"] {
+        if let Ok(text) = std::fs::read_to_string(f) {
+            // Column 4 is the state; 0A = LISTEN.
+            n += text
+                .lines()
+                .skip(1)
+                .filter(|l| l.split_whitespace().nth(3) == Some("0A"))
+                .count();
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_has_top_level_totals() {
+        let cfg = LinkConfig::profile("ppp").unwrap();
+        let c = LinkCounters {
+            packets_total: 3,
+            bytes_total: 120,
+            ..Default::default()
+        };
+        let v: serde_json::Value = serde_json::from_str(&render_json(&cfg, &c, Some(0))).unwrap();
+        assert_eq!(v["packets_total"], 3);
+        assert_eq!(v["bytes_total"], 120);
+        assert_eq!(v["client_exit"], 0);
+        assert_eq!(v["config"]["profile"], "ppp");
+        assert!(v["client_to_server"]["kinds"]["syn"]["packets"].is_u64());
+        assert!(render_text(&cfg, &c).contains("3 packets"));
+    }
+}
