@@ -837,7 +837,8 @@ pub fn prefetch_links(value: &str) -> Vec<String> {
         let target = rest[open + 1..open + close].trim().to_string();
         let after = &rest[open + close + 1..];
         let params_end = after.find('<').unwrap_or(after.len());
-        let params = &after[..params_end];
+        // Parameters end at the comma before the next link.
+        let params = after[..params_end].split(',').next().unwrap_or("");
         let is_prefetch = params.split(';').any(|p| {
             let Some((k, v)) = p.split_once('=') else {
                 return false;

@@ -1,0 +1,386 @@
+//! The robot against real servers: nginx and pagewire's own, serving the
+//! same generated Microscape directory (paper 001's test page: 1 HTML page,
+//! 42 GIFs).
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::{make_site, pw_config, Nginx, PwServer, SiteDir, EXTRA_PAGE};
+use pagewire_client::{fetch_blocking, FetchConfig, FetchReport, ObjectKind, Outcome, Strategy};
+
+const PAGE: &str = "/index.html";
+
+fn fetch(
+    url: &str,
+    strategy: Strategy,
+    cache: Option<&std::path::Path>,
+    revalidate: bool,
+) -> FetchReport {
+    let mut cfg = FetchConfig::new(url, strategy);
+    cfg.cache_dir = cache.map(|p| p.to_path_buf());
+    cfg.revalidate = revalidate;
+    fetch_blocking(cfg).unwrap_or_else(|e| panic!("{strategy} {url}: {e}"))
+}
+
+/// Every object of the page arrived once, with the bytes on disk.
+fn assert_byte_exact(site: &SiteDir, r: &FetchReport, page: &str, expect_objects: usize) {
+    assert_eq!(
+        r.objects.len(),
+        expect_objects,
+        "{}: {:?}",
+        r.strategy,
+        r.objects.iter().map(|o| &o.url).collect::<Vec<_>>()
+    );
+    let mut seen = HashMap::new();
+    for o in &r.objects {
+        let path = o
+            .url
+            .splitn(4, '/')
+            .nth(3)
+            .map(|p| format!("/{p}"))
+            .unwrap();
+        *seen.entry(path.clone()).or_insert(0) += 1;
+        assert!(
+            o.status == 200 || o.status == 304,
+            "{} status {}",
+            o.url,
+            o.status
+        );
+        assert_eq!(
+            o.sha256,
+            site.sha(&path),
+            "{} ({}) not byte-exact",
+            o.url,
+            r.strategy
+        );
+        assert_eq!(o.size as usize, site.files[&path].len());
+    }
+    assert!(seen.values().all(|&n| n == 1), "fetched twice: {seen:?}");
+    assert_eq!(r.objects[0].kind, ObjectKind::Page);
+    assert!(r.objects[0].url.ends_with(page));
+}
+
+fn check_all_strategies(site: &SiteDir, url_of: &dyn Fn(&str) -> String, server: &str) {
+    for strategy in Strategy::ALL {
+        let r = fetch(&url_of(PAGE), strategy, None, false);
+        assert_byte_exact(site, &r, PAGE, 43);
+        assert_eq!(r.requests, 43, "{server} {strategy}");
+        assert_eq!(r.status_count(200), 43);
+        match strategy {
+            Strategy::Http10 => {
+                assert_eq!(
+                    r.connections_opened, 43,
+                    "{server}: HTTP/1.0 = one connection per request"
+                );
+                assert!(
+                    r.max_open_connections <= 4 && r.max_open_connections >= 2,
+                    "{server}: max open {}",
+                    r.max_open_connections
+                );
+            }
+            _ => {
+                assert_eq!(
+                    r.connections_opened, 1,
+                    "{server} {strategy}: {:?}",
+                    r.connections
+                );
+                assert_eq!(r.requests_per_connection, vec![43]);
+            }
+        }
+        if strategy.pipelines() {
+            // The paper's flush rules, counted: one explicit flush (after the
+            // page request), full flushes of exactly the buffer size, and
+            // every request byte left through a flush, one write each.
+            let explicit = r
+                .flushes
+                .iter()
+                .filter(|f| f.reason == pagewire_client::FlushReason::Explicit)
+                .count();
+            assert_eq!(explicit, 1, "{server} {strategy}: {:?}", r.flush_counts);
+            assert!(r
+                .flushes
+                .iter()
+                .filter(|f| f.reason == pagewire_client::FlushReason::Full)
+                .all(|f| f.bytes == 1024));
+            let flushed: usize = r.flushes.iter().map(|f| f.bytes).sum();
+            assert_eq!(flushed as u64, r.bytes.header_bytes_sent);
+            assert_eq!(
+                r.writes as usize,
+                r.flushes.len(),
+                "one write per flush on loopback"
+            );
+            assert!(r.connections[0].pipelined);
+            // Batches, not one packet per request.
+            assert!(
+                r.flushes.len() < 15,
+                "{server} {strategy}: {} flushes for 43 requests",
+                r.flushes.len()
+            );
+        } else {
+            assert_eq!(r.writes, 43, "{server} {strategy}: one write per request");
+        }
+        // Requests as small as the paper's (about 190 bytes; ours are smaller).
+        let avg = r.bytes.header_bytes_sent as f64 / r.requests as f64;
+        assert!(
+            avg < 190.0,
+            "{server} {strategy}: average request {avg:.0} bytes"
+        );
+        // The extra page: every other reference kind.
+        let r = fetch(&url_of(EXTRA_PAGE), strategy, None, false);
+        assert_byte_exact(site, &r, EXTRA_PAGE, 8);
+        assert_eq!(
+            r.skipped_other_server,
+            vec!["http://elsewhere.invalid/other.gif".to_string()]
+        );
+    }
+}
+
+fn check_revalidation(url_of: &dyn Fn(&str) -> String, server: &str) {
+    for strategy in Strategy::ALL {
+        let cache = tempfile::tempdir().unwrap();
+        let first = fetch(&url_of(PAGE), strategy, Some(cache.path()), false);
+        assert_eq!(first.status_count(200), 43);
+        let r = fetch(&url_of(PAGE), strategy, Some(cache.path()), true);
+        assert_eq!(r.objects.len(), 43, "{server} {strategy}");
+        assert!(
+            r.objects.iter().all(|o| o.outcome == Outcome::NotModified),
+            "{server} {strategy}: {:?}",
+            r.objects
+                .iter()
+                .map(|o| (o.url.as_str(), o.status, o.outcome))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(
+            r.bytes.payload_bytes_received, 0,
+            "{server} {strategy}: a revalidation transfers no body"
+        );
+        assert_eq!(r.requests, 43);
+        match strategy {
+            Strategy::Http10 => {
+                // Paper 001: "one GET (HTML) and 42 HEAD requests (images)".
+                assert_eq!(r.requests_by_method.get("GET"), Some(&1), "{server}");
+                assert_eq!(r.requests_by_method.get("HEAD"), Some(&42), "{server}");
+                assert_eq!(r.status_count(304), 1);
+            }
+            _ => {
+                assert_eq!(r.status_count(304), 43, "{server} {strategy}");
+                assert_eq!(r.requests_by_method.get("GET"), Some(&43));
+            }
+        }
+        // Bodies still match (they come from the cache).
+        for (a, b) in first.objects.iter().zip(&r.objects) {
+            assert_eq!((a.url.as_str(), &a.sha256), (b.url.as_str(), &b.sha256));
+        }
+    }
+}
+
+#[test]
+fn nginx_every_strategy_fetches_every_object_byte_exact() {
+    let site = make_site();
+    let nginx = Nginx::start(site.root(), "");
+    check_all_strategies(&site, &|p| nginx.url(p), "nginx");
+}
+
+#[test]
+fn pagewire_server_every_strategy_fetches_every_object_byte_exact() {
+    let site = make_site();
+    let server = PwServer::start(site.root(), pw_config());
+    check_all_strategies(&site, &|p| server.url(p), "pagewire");
+    // pipeline-deflate: pagewire serves the precompressed page; the robot
+    // inflated it on the fly (the sha256 checks above are of the inflated
+    // bytes) and received fewer body bytes than the page has.
+    let r = fetch(&server.url(PAGE), Strategy::PipelineDeflate, None, false);
+    let page = &r.objects[0];
+    assert_eq!(page.content_encoding.as_deref(), Some("deflate"));
+    assert!(
+        page.body_bytes_received * 2 < page.size,
+        "{} vs {}",
+        page.body_bytes_received,
+        page.size
+    );
+}
+
+#[test]
+fn nginx_revalidation_is_43_not_modified_without_bodies() {
+    let site = make_site();
+    let nginx = Nginx::start(site.root(), "");
+    check_revalidation(&|p| nginx.url(p), "nginx");
+}
+
+#[test]
+fn pagewire_server_revalidation_is_43_not_modified_without_bodies() {
+    let site = make_site();
+    let server = PwServer::start(site.root(), pw_config());
+    check_revalidation(&|p| server.url(p), "pagewire");
+}
+
+/// Paper 001 "Connection Management": a server that closes after 5
+/// requests while more are pipelined. nginx answers the 5th with
+/// `Connection: close` and drops the rest; the robot must re-send exactly
+/// the unanswered ones, and nothing may be fetched twice.
+#[test]
+fn nginx_keepalive_requests_5_close_mid_pipeline_every_object_exactly_once() {
+    let site = make_site();
+    let nginx = Nginx::start(site.root(), "keepalive_requests 5;");
+    for strategy in [Strategy::Pipeline, Strategy::Http11] {
+        let before = nginx.access_log().len();
+        let r = fetch(&nginx.url(PAGE), strategy, None, false);
+        assert_byte_exact(&site, &r, PAGE, 43);
+        let log = nginx.access_log();
+        let mut count: HashMap<String, usize> = HashMap::new();
+        for line in &log[before..] {
+            let uri = line.split(' ').nth(1).unwrap().to_string();
+            *count.entry(uri).or_default() += 1;
+        }
+        assert_eq!(count.len(), 43, "{strategy}: {count:?}");
+        assert!(
+            count.values().all(|&n| n == 1),
+            "{strategy}: served twice: {count:?}"
+        );
+        // 43 requests at 5 per connection.
+        assert_eq!(
+            r.connections_opened, 9,
+            "{strategy}: {:?}",
+            r.requests_per_connection
+        );
+        assert!(r.connections.iter().all(|c| c.responses_received <= 5));
+        if strategy == Strategy::Pipeline {
+            assert!(
+                r.retried_requests > 0,
+                "pipelined requests past the 5th were re-sent"
+            );
+            // After a close, the new connection carries one request until it
+            // has seen a response, then pipelines again.
+            assert!(r.connections[1..].iter().any(|c| c.pipelined));
+        } else {
+            assert_eq!(
+                r.retried_requests, 0,
+                "one at a time: nothing is ever unanswered"
+            );
+        }
+    }
+}
+
+/// The same against pagewire's server closing after 5 requests without
+/// warning (Apache 1.2b2's behaviour, `max_requests`).
+#[test]
+fn pagewire_server_max_requests_5_every_object_exactly_once() {
+    let site = make_site();
+    let cfg = pagewire_server::ServerConfig {
+        max_requests: Some(5),
+        ..pw_config()
+    };
+    let server = PwServer::start(site.root(), cfg);
+    for strategy in [
+        Strategy::Pipeline,
+        Strategy::PipelineDeflate,
+        Strategy::Http11,
+    ] {
+        let r = fetch(&server.url(PAGE), strategy, None, false);
+        assert_byte_exact(&site, &r, PAGE, 43);
+        assert!(
+            r.connections_opened >= 9,
+            "{strategy}: {:?}",
+            r.requests_per_connection
+        );
+    }
+}
+
+#[test]
+fn corrupt_cache_entries_are_ignored_with_a_warning() {
+    let site = make_site();
+    let nginx = Nginx::start(site.root(), "");
+    let cache = tempfile::tempdir().unwrap();
+    fetch(
+        &nginx.url(PAGE),
+        Strategy::Pipeline,
+        Some(cache.path()),
+        false,
+    );
+    // Damage two entries.
+    let c = pagewire_client::Cache::open(cache.path()).unwrap();
+    let victims = ["/images/solutions.gif", PAGE];
+    for v in victims {
+        let p = c.path_of(&nginx.url(v));
+        if !p.exists() {
+            continue;
+        }
+        let mut data = std::fs::read(&p).unwrap();
+        let n = data.len();
+        data[n - 1] ^= 0xff;
+        std::fs::write(&p, data).unwrap();
+    }
+    let r = fetch(
+        &nginx.url(PAGE),
+        Strategy::Pipeline,
+        Some(cache.path()),
+        true,
+    );
+    assert_byte_exact(&site, &r, PAGE, 43);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("corrupt")),
+        "{:?}",
+        r.warnings
+    );
+    // Damaged entries were fetched in full and the rest revalidated.
+    assert!(
+        r.status_count(200) >= 1 && r.status_count(304) >= 41,
+        "{:?}",
+        r.statuses
+    );
+    // And the cache is whole again.
+    let r = fetch(
+        &nginx.url(PAGE),
+        Strategy::Pipeline,
+        Some(cache.path()),
+        true,
+    );
+    assert_eq!(r.status_count(304), 43);
+}
+
+/// `--prefetch`: nginx piggybacks a `Link: rel=prefetch` hint on the page;
+/// the robot fetches the hinted object with `Sec-Purpose: prefetch` into the
+/// cache, and not again once it is there.
+#[test]
+fn prefetch_hints_are_followed_into_the_cache() {
+    let site = make_site();
+    let nginx = Nginx::start(
+        site.root(),
+        r#"location = /index.html { add_header Link "</extra.html>; rel=prefetch, </x/go.gif>; rel=preload"; }"#,
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let mut cfg = FetchConfig::new(nginx.url(PAGE), Strategy::Pipeline);
+    cfg.cache_dir = Some(cache.path().to_path_buf());
+    cfg.prefetch = true;
+    let r = fetch_blocking(cfg.clone()).unwrap();
+    let pre: Vec<_> = r
+        .objects
+        .iter()
+        .filter(|o| o.kind == ObjectKind::Prefetch)
+        .collect();
+    assert_eq!(pre.len(), 1, "{:?}", r.prefetch_hints);
+    assert!(pre[0].url.ends_with(EXTRA_PAGE));
+    assert_eq!(pre[0].sha256, site.sha(EXTRA_PAGE));
+    let log = nginx.access_log();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("GET /extra.html 200") && l.contains("\"prefetch\"")),
+        "{log:?}"
+    );
+    let c = pagewire_client::Cache::open(cache.path()).unwrap();
+    let e = c
+        .get(&nginx.url(EXTRA_PAGE))
+        .unwrap()
+        .expect("prefetched into the cache");
+    assert!(e.meta.prefetched);
+    // Second fetch: the hinted object is cached, so no new prefetch.
+    let r = fetch_blocking(cfg).unwrap();
+    assert_eq!(
+        r.objects
+            .iter()
+            .filter(|o| o.kind == ObjectKind::Prefetch)
+            .count(),
+        0
+    );
+}
