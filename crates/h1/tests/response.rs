@@ -217,3 +217,18 @@ fn pipelined_responses_split_at_every_byte() {
         assert_eq!(got, expect, "split at {at}");
     }
 }
+
+#[test]
+fn status_line_without_reason_and_split_heads() {
+    let head = parse(b"HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nhi", Method::Get)
+        .unwrap()
+        .unwrap();
+    assert_eq!(head.status(), 200);
+    assert_eq!(head.reason(), b"");
+    assert_eq!(head.body_framing(), BodyFraming::Length(2));
+    // Incomplete heads need more bytes.
+    assert!(parse(b"HTTP/1.1 200 OK\r\nContent-Le", Method::Get)
+        .unwrap()
+        .is_none());
+    assert!(parse(b"HTTP/1.", Method::Get).unwrap().is_none());
+}
