@@ -1,0 +1,504 @@
+//! The connection loop: when bytes move. Reads requests, lets the handler
+//! write responses into the output queue, and applies the flush and close
+//! policies of paper 001:
+//!
+//! * flush when the queue is full, when no complete request is left in the
+//!   input buffer, or before going idle — never per response unless
+//!   `FlushPolicy::EachResponse` says so;
+//! * pipelined requests are answered in order, from one input buffer;
+//! * close with `Connection: close` on the last response, then half-close and
+//!   drain (lingering close) so requests still in flight cannot make the
+//!   kernel reset the connection and destroy responses already sent.
+//!
+//! An idle connection owns no buffers: they go back to the worker's pool
+//! before the connection waits for its next request.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::{Buf, BytesMut};
+use pagewire_h1::{parse_request, BodyFraming, Decoded, Decoder, Method, RequestHead, Version};
+use tokio::net::TcpStream;
+
+use crate::handler::{self, Answered, ConnHeader, Ctx};
+use crate::io::{WriteBuf, WriteStep};
+use crate::policy::{
+    ClosePolicy, FlushPolicy, FlushReason, MAX_PREFETCH_HINTS, MAX_SKIPPED_BODY_BYTES,
+    READ_CHUNK_BYTES,
+};
+use crate::registry::{Phase, Reason, Slot};
+use crate::stats::bump;
+use crate::target::{self, Target};
+use crate::worker::Worker;
+
+/// How a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The server sent `Connection: close` and closed.
+    ServerClosed,
+    /// The client closed between requests.
+    ClientClosed,
+    /// Ended by the sweeper or eviction (reason in the slot).
+    Ended(Reason),
+    IoError,
+}
+
+struct Conn {
+    w: Rc<Worker>,
+    stream: TcpStream,
+    peer: SocketAddr,
+    slot: Arc<Slot>,
+    inbuf: Option<BytesMut>,
+    out: WriteBuf,
+    /// Responses written on this connection.
+    served: u64,
+    /// The phase last recorded in the slot (to keep a head's start time).
+    phase: Phase,
+    scratch: String,
+    /// Prefetch `Link` field for the current response.
+    link: Vec<u8>,
+}
+
+pub(crate) async fn run_conn(w: Rc<Worker>, stream: TcpStream, peer: SocketAddr) {
+    let registry = &w.shared.registry;
+    let (key, slot) = registry.register(stream.as_raw_fd());
+    let mut conn = Conn {
+        w: w.clone(),
+        stream,
+        peer,
+        slot,
+        inbuf: None,
+        out: WriteBuf::new(),
+        served: 0,
+        phase: Phase::Fresh,
+        scratch: String::new(),
+        link: Vec::new(),
+    };
+    let end = conn.run().await;
+    let stats = &w.stats;
+    match end {
+        End::ServerClosed => {}
+        End::ClientClosed => bump(&stats.closed_by_client, 1),
+        End::IoError => match conn.slot.reason() {
+            Reason::SendTimeout => bump(&stats.send_timeouts, 1),
+            Reason::None => bump(&stats.io_errors, 1),
+            r => count_reason(&w, r),
+        },
+        End::Ended(r) => count_reason(&w, r),
+    }
+    conn.release_buffers(true);
+    // Unregister before the socket is closed (drop), so the sweeper never
+    // pokes a file descriptor number that was reused.
+    w.shared.registry.unregister(key);
+    drop(conn);
+    w.conn_closed();
+}
+
+fn count_reason(w: &Worker, r: Reason) {
+    let s = &w.stats;
+    match r {
+        Reason::IdleTimeout => bump(&s.idle_timeouts, 1),
+        Reason::HeaderTimeout => bump(&s.header_timeouts, 1),
+        Reason::SendTimeout => bump(&s.send_timeouts, 1),
+        Reason::Evicted => bump(&s.evictions, 1),
+        Reason::Shutdown => bump(&s.closed_by_shutdown, 1),
+        Reason::None => bump(&s.closed_by_client, 1),
+    }
+}
+
+/// Whether a request is a prefetch (Sec-Purpose: prefetch, Fetch Metadata;
+/// also the older `Purpose: prefetch`).
+fn is_prefetch(head: &RequestHead) -> bool {
+    let has = |name: &str| {
+        head.headers(name).any(|v| {
+            v.split(|&b| b == b';' || b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"prefetch"))
+        })
+    };
+    has("sec-purpose") || has("purpose")
+}
+
+impl Conn {
+    fn release_buffers(&mut self, closing: bool) {
+        let pools = &self.w.pools;
+        if let Some(b) = self.inbuf.take() {
+            if closing || b.is_empty() {
+                pools.give_read(b);
+            } else {
+                self.inbuf = Some(b);
+            }
+        }
+        self.out
+            .release(pools, self.w.shared.config.out_buffer_bytes);
+    }
+
+    fn set_phase(&mut self, phase: Phase) {
+        if self.phase != phase {
+            self.phase = phase;
+            self.slot.set(phase, self.w.shared.registry.clock.now_ms());
+        }
+    }
+
+    fn set_busy(&mut self) {
+        if self.phase != Phase::Busy {
+            self.phase = Phase::Busy;
+            self.slot.set_busy();
+        }
+    }
+
+    async fn run(&mut self) -> End {
+        let flush_bytes = self.w.shared.config.out_buffer_bytes;
+        let flush_policy = self.w.shared.config.flush;
+        let prefetch_on = self.w.shared.predictor.is_some();
+        loop {
+            // 1. Answer every complete request in the input buffer, in order.
+            let mut closing = false;
+            loop {
+                let parsed = match self.inbuf.as_mut() {
+                    Some(buf) if !buf.is_empty() => {
+                        parse_request(buf, &self.w.shared.config.limits)
+                    }
+                    _ => Ok(None),
+                };
+                match parsed {
+                    Ok(Some(head)) => {
+                        self.out.ensure(&self.w.pools, flush_bytes);
+                        if prefetch_on && is_prefetch(&head) {
+                            // Lower priority: first send what is queued, then
+                            // let every other ready connection run.
+                            if self.flush(FlushReason::BeforeLowPriority).await.is_err() {
+                                return End::IoError;
+                            }
+                            tokio::task::yield_now().await;
+                        }
+                        if self.respond(&head) {
+                            closing = true;
+                            break;
+                        }
+                        let flush = match flush_policy {
+                            FlushPolicy::EachResponse => Some(FlushReason::EachResponse),
+                            FlushPolicy::WhenIdle if self.out.should_flush(flush_bytes) => {
+                                Some(FlushReason::Full)
+                            }
+                            FlushPolicy::WhenIdle => None,
+                        };
+                        if let Some(reason) = flush {
+                            if self.flush(reason).await.is_err() {
+                                return End::IoError;
+                            }
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        self.out.ensure(&self.w.pools, flush_bytes);
+                        let mut body = String::with_capacity(64);
+                        body.push_str(e.reason());
+                        body.push('\n');
+                        let a = handler::simple(
+                            &mut self.out,
+                            e.status(),
+                            ConnHeader::Close,
+                            &[],
+                            &body,
+                            false,
+                        );
+                        bump(&self.w.stats.malformed, 1);
+                        self.account(&a, b"-");
+                        closing = true;
+                        break;
+                    }
+                }
+            }
+            if closing {
+                return self.close_after_response().await;
+            }
+            // 2. No complete request left: flush (paper 001's second rule).
+            if !self.out.is_empty() && self.flush(FlushReason::InputDrained).await.is_err() {
+                return End::IoError;
+            }
+            // 3. Wait for more input.
+            let buffered = self.inbuf.as_ref().map_or(0, BytesMut::len);
+            if buffered == 0 {
+                let reason = self.slot.reason();
+                if reason != Reason::None {
+                    return self.close_quietly(End::Ended(reason));
+                }
+                if self.w.shared.registry.is_shutting_down() {
+                    return self.close_quietly(End::Ended(Reason::Shutdown));
+                }
+                // Idle: give the buffers back before waiting.
+                self.release_buffers(false);
+                if self.served > 0 {
+                    self.set_phase(Phase::Idle);
+                }
+            } else {
+                self.set_phase(Phase::ReadingHead);
+            }
+            match self.read().await {
+                Ok(0) => {
+                    let reason = self.slot.reason();
+                    if reason == Reason::HeaderTimeout && buffered > 0 {
+                        // RFC 9110 §15.5.9: 408 tells the client why.
+                        self.out.ensure(&self.w.pools, flush_bytes);
+                        let a = handler::simple(
+                            &mut self.out,
+                            408,
+                            ConnHeader::Close,
+                            &[],
+                            "request head not received in time\n",
+                            false,
+                        );
+                        self.account(&a, b"-");
+                        bump(&self.w.stats.header_timeouts, 1);
+                        let _ = self.close_after_response().await;
+                        return End::ServerClosed;
+                    }
+                    let end = if reason == Reason::None {
+                        End::ClientClosed
+                    } else {
+                        End::Ended(reason)
+                    };
+                    return self.close_quietly(end);
+                }
+                Ok(_) => self.set_busy(),
+                Err(_) => return End::IoError,
+            }
+        }
+    }
+
+    /// Reads once into the input buffer (borrowed from the pool if needed).
+    async fn read(&mut self) -> io::Result<usize> {
+        loop {
+            self.stream.readable().await?;
+            let buf = match &mut self.inbuf {
+                Some(b) => b,
+                None => self.inbuf.insert(self.w.pools.take_read()),
+            };
+            if buf.capacity() - buf.len() < READ_CHUNK_BYTES / 2 {
+                buf.reserve(READ_CHUNK_BYTES);
+            }
+            match self.stream.try_read_buf(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Writes the whole output queue, one vectored write per attempt.
+    async fn flush(&mut self, reason: FlushReason) -> io::Result<()> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        self.w.stats.flush(reason);
+        loop {
+            match self.out.write_once(&self.stream) {
+                Ok((step, n)) => {
+                    bump(&self.w.stats.writes, 1);
+                    bump(&self.w.stats.bytes_written, n as u64);
+                    if let WriteStep::Done = step {
+                        return Ok(());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.set_phase(Phase::Writing);
+                    self.stream.writable().await?;
+                    self.set_busy();
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Answers one request; returns true when it was the last one.
+    fn respond(&mut self, head: &RequestHead) -> bool {
+        self.served += 1;
+        let w = Rc::clone(&self.w);
+        let shared = &w.shared;
+        bump(&w.stats.requests, 1);
+
+        // A body we do not want: skip it if it is small and already here,
+        // otherwise answer and close (reading it would be waste).
+        let mut body_left_behind = false;
+        match head.body_framing() {
+            Ok(BodyFraming::Empty) => {}
+            Ok(framing) => {
+                let buf = self
+                    .inbuf
+                    .as_mut()
+                    .expect("a parsed head came from the buffer");
+                match framing {
+                    BodyFraming::Length(n)
+                        if n <= MAX_SKIPPED_BODY_BYTES && (buf.len() as u64) >= n =>
+                    {
+                        buf.advance(n as usize);
+                    }
+                    BodyFraming::Chunked => {
+                        let mut dec = Decoder::new(framing, &shared.config.limits);
+                        let mut skipped = 0u64;
+                        loop {
+                            match dec.decode(buf) {
+                                Ok(Decoded::Data(d)) => {
+                                    skipped += d.len() as u64;
+                                    if skipped > MAX_SKIPPED_BODY_BYTES {
+                                        body_left_behind = true;
+                                        break;
+                                    }
+                                }
+                                Ok(Decoded::Done) => break,
+                                Ok(Decoded::NeedMore) | Err(_) => {
+                                    body_left_behind = true;
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    _ => body_left_behind = true,
+                }
+            }
+            Err(_) => body_left_behind = true,
+        }
+
+        let cfg = &shared.config;
+        let keep_alive = head.wants_keep_alive()
+            && !body_left_behind
+            && cfg.max_requests.is_none_or(|max| self.served < max)
+            && !shared.registry.is_shutting_down()
+            && self.slot.reason() == Reason::None;
+        let conn = if !keep_alive {
+            ConnHeader::Close
+        } else if head.version() == Version::Http10 {
+            ConnHeader::KeepAlive
+        } else {
+            ConnHeader::None
+        };
+
+        self.link.clear();
+        if let Some(predictor) = &shared.predictor {
+            if matches!(head.method(), Method::Get | Method::Head) {
+                let mut scratch = String::new();
+                if let Ok(Target::Path { path, .. }) = target::parse(head.target(), &mut scratch) {
+                    if shared.site.contains(path) {
+                        let hints = if is_prefetch(head) {
+                            predictor.advise(path)
+                        } else {
+                            predictor.observe(self.peer.ip(), path)
+                        };
+                        let mut n = 0;
+                        for hint in hints
+                            .iter()
+                            .filter(|h| h.as_str() != path && shared.site.contains(h))
+                        {
+                            if n == MAX_PREFETCH_HINTS {
+                                break;
+                            }
+                            self.link
+                                .extend_from_slice(if n == 0 { b"Link: <" } else { b", <" });
+                            handler::encode_link_target(hint, &mut self.link);
+                            self.link.extend_from_slice(b">; rel=prefetch");
+                            n += 1;
+                        }
+                        if n > 0 {
+                            self.link.extend_from_slice(b"\r\n");
+                        }
+                    }
+                }
+            }
+        }
+
+        let answered = shared.site.answer(
+            head,
+            Ctx {
+                conn,
+                extra: &self.link,
+                scratch: &mut self.scratch,
+            },
+            &mut self.out,
+        );
+        let raw = head.raw();
+        let line_end = raw
+            .iter()
+            .position(|&b| b == b'\r' || b == b'\n')
+            .unwrap_or(raw.len());
+        self.account(&answered, &raw[..line_end]);
+        !keep_alive
+    }
+
+    fn account(&self, a: &Answered, request_line: &[u8]) {
+        let s = &self.w.stats;
+        bump(&s.status[(a.status / 100).min(5) as usize], 1);
+        bump(&s.body_bytes, a.body_bytes);
+        if let Some(log) = self.w.log.borrow_mut().as_mut() {
+            let dropped = log.line(self.peer.ip(), request_line, a.status, a.body_bytes);
+            bump(&s.log_dropped, dropped);
+        }
+    }
+
+    /// After a response that said `Connection: close`.
+    async fn close_after_response(&mut self) -> End {
+        if self.flush(FlushReason::Closing).await.is_err() {
+            return End::IoError;
+        }
+        match self.w.shared.config.close {
+            ClosePolicy::Abrupt => {
+                // Both halves at once: any unread pipelined request still in
+                // the receive queue makes close(2) send RST.
+                bump(&self.w.stats.closes_abrupt, 1);
+            }
+            ClosePolicy::Linger => {
+                // Boxed: the lingering state (a timer) is rare and should not
+                // enlarge every connection's future.
+                Box::pin(self.linger()).await;
+                bump(&self.w.stats.closes_lingering, 1);
+            }
+        }
+        End::ServerClosed
+    }
+
+    /// Half-close, then read and discard until EOF, the time bound or the
+    /// byte bound (paper 001, "Connection Management").
+    async fn linger(&mut self) {
+        let _ = socket2::SockRef::from(&self.stream).shutdown(std::net::Shutdown::Write);
+        self.set_phase(Phase::Lingering);
+        let bounds = self.w.shared.config.linger;
+        let deadline = tokio::time::Instant::now() + bounds.timeout;
+        let mut discarded = 0u64;
+        let buf = match &mut self.inbuf {
+            Some(b) => b,
+            None => self.inbuf.insert(self.w.pools.take_read()),
+        };
+        discarded += buf.len() as u64;
+        buf.clear();
+        loop {
+            match tokio::time::timeout_at(deadline, self.stream.readable()).await {
+                Err(_) | Ok(Err(_)) => break,
+                Ok(Ok(())) => {}
+            }
+            buf.clear();
+            buf.reserve(READ_CHUNK_BYTES);
+            match self.stream.try_read_buf(buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    discarded += n as u64;
+                    if discarded > bounds.max_bytes {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => break,
+            }
+        }
+        buf.clear();
+        bump(&self.w.stats.linger_discarded_bytes, discarded);
+    }
+
+    /// Closing with nothing pending (client EOF, idle timeout, eviction):
+    /// shut the write side (FIN) and let the drop close the socket.
+    fn close_quietly(&mut self, end: End) -> End {
+        let _ = socket2::SockRef::from(&self.stream).shutdown(std::net::Shutdown::Write);
+        end
+    }
+}

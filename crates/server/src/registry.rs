@@ -1,0 +1,277 @@
+//! The connection registry: one slot per open connection holding its phase
+//! and since when, so one sweeper thread can enforce every deadline (idle,
+//! header, send, shutdown grace) and the acceptor can close the least
+//! recently active idle connection when at `max_conns` (paper 003 §4).
+//!
+//! A connection records a phase change with one atomic store (no timer armed
+//! per request). To end a connection, the sweeper sets a reason and shuts the
+//! socket's read side down: the connection's pending read then returns EOF
+//! (or the bytes that raced in, which are answered with `Connection: close`),
+//! and the connection closes itself, still on its own thread.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use slab::Slab;
+
+use crate::time::CoarseClock;
+
+/// What a connection is doing, for the sweeper.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Phase {
+    /// Processing; never timed out, never evicted.
+    Busy = 0,
+    /// Accepted, no byte received yet: header timeout; evictable.
+    Fresh = 1,
+    /// Between requests, nothing buffered: idle timeout; evictable.
+    Idle = 2,
+    /// Part of a request head received: header timeout.
+    ReadingHead = 3,
+    /// Blocked writing to a client that does not read: send timeout.
+    Writing = 4,
+    /// Half-closed, discarding input; bounded by its own timer.
+    Lingering = 5,
+}
+
+/// Why the server ended a connection (0 = it did not).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Reason {
+    None = 0,
+    IdleTimeout = 1,
+    HeaderTimeout = 2,
+    SendTimeout = 3,
+    Evicted = 4,
+    Shutdown = 5,
+}
+
+impl Reason {
+    fn from_u8(v: u8) -> Reason {
+        match v {
+            1 => Reason::IdleTimeout,
+            2 => Reason::HeaderTimeout,
+            3 => Reason::SendTimeout,
+            4 => Reason::Evicted,
+            5 => Reason::Shutdown,
+            _ => Reason::None,
+        }
+    }
+}
+
+const PHASE_SHIFT: u32 = 56;
+const SINCE_MASK: u64 = (1 << PHASE_SHIFT) - 1;
+
+/// One connection's shared state.
+#[derive(Debug)]
+pub struct Slot {
+    fd: RawFd,
+    /// phase << 56 | since (coarse ms)
+    state: AtomicU64,
+    reason: AtomicU8,
+}
+
+impl Slot {
+    pub fn set(&self, phase: Phase, now_ms: u64) {
+        self.state.store(
+            (phase as u64) << PHASE_SHIFT | (now_ms & SINCE_MASK),
+            Ordering::Release,
+        );
+    }
+
+    /// Marks busy (no timestamp needed: busy is never timed).
+    pub fn set_busy(&self) {
+        self.state.store(0, Ordering::Release);
+    }
+
+    pub fn reason(&self) -> Reason {
+        Reason::from_u8(self.reason.load(Ordering::Acquire))
+    }
+
+    fn load(&self) -> (u8, u64) {
+        let s = self.state.load(Ordering::Acquire);
+        ((s >> PHASE_SHIFT) as u8, s & SINCE_MASK)
+    }
+
+    /// Sets the reason (first one wins) and pokes the socket.
+    fn end(&self, reason: Reason, how: libc::c_int) -> bool {
+        if self
+            .reason
+            .compare_exchange(0, reason as u8, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            return false;
+        }
+        // SAFETY-free: shutdown(2) on an fd the registry guarantees is open
+        // (a connection removes its slot before closing its socket, under
+        // the same lock this is called with).
+        unsafe { libc::shutdown(self.fd, how) };
+        true
+    }
+}
+
+/// Deadlines the sweeper enforces.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadlines {
+    pub idle: Duration,
+    pub header: Duration,
+    pub send: Duration,
+    pub grace: Duration,
+}
+
+/// All open connections.
+#[derive(Debug)]
+pub struct Registry {
+    slots: Mutex<Slab<Arc<Slot>>>,
+    pub clock: CoarseClock,
+    /// Open connections (registered slots).
+    open: AtomicUsize,
+    /// Connections told to close for eviction and not closed yet.
+    evicting: AtomicUsize,
+    shutting_down: AtomicBool,
+    shutdown_at_ms: AtomicU64,
+    deadlines: Deadlines,
+    /// Wakes an acceptor waiting for a free connection slot.
+    pub freed: tokio::sync::Notify,
+}
+
+impl Registry {
+    pub fn new(deadlines: Deadlines) -> Registry {
+        Registry {
+            slots: Mutex::new(Slab::new()),
+            clock: CoarseClock::new(),
+            open: AtomicUsize::new(0),
+            evicting: AtomicUsize::new(0),
+            shutting_down: AtomicBool::new(false),
+            shutdown_at_ms: AtomicU64::new(0),
+            deadlines,
+            freed: tokio::sync::Notify::new(),
+        }
+    }
+
+    pub fn open(&self) -> usize {
+        self.open.load(Ordering::Acquire)
+    }
+
+    /// Connections counting against `max_conns` (evicted ones are on their way out).
+    pub fn effective_open(&self) -> usize {
+        self.open()
+            .saturating_sub(self.evicting.load(Ordering::Acquire))
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Relaxed)
+    }
+
+    pub fn register(&self, fd: RawFd) -> (usize, Arc<Slot>) {
+        let slot = Arc::new(Slot {
+            fd,
+            state: AtomicU64::new(0),
+            reason: AtomicU8::new(0),
+        });
+        slot.set(Phase::Fresh, self.clock.now_ms());
+        let key = self
+            .slots
+            .lock()
+            .expect("registry lock")
+            .insert(slot.clone());
+        self.open.fetch_add(1, Ordering::AcqRel);
+        (key, slot)
+    }
+
+    /// Must be called before the socket is closed.
+    pub fn unregister(&self, key: usize) {
+        let slot = self.slots.lock().expect("registry lock").try_remove(key);
+        if let Some(slot) = slot {
+            if slot.reason() == Reason::Evicted {
+                self.evicting.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        self.open.fetch_sub(1, Ordering::AcqRel);
+        self.freed.notify_waiters();
+    }
+
+    /// Closes the least recently active idle (or fresh) connection.
+    pub fn evict_oldest_idle(&self) -> bool {
+        let slots = self.slots.lock().expect("registry lock");
+        let mut best: Option<(u64, &Arc<Slot>)> = None;
+        for (_, slot) in slots.iter() {
+            let (phase, since) = slot.load();
+            if (phase == Phase::Idle as u8 || phase == Phase::Fresh as u8)
+                && slot.reason() == Reason::None
+                && best.is_none_or(|(b, _)| since < b)
+            {
+                best = Some((since, slot));
+            }
+        }
+        match best {
+            Some((_, slot)) => {
+                // Count before poking so effective_open never undercounts.
+                self.evicting.fetch_add(1, Ordering::AcqRel);
+                if !slot.end(Reason::Evicted, libc::SHUT_RD) {
+                    self.evicting.fetch_sub(1, Ordering::AcqRel);
+                    return false;
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn begin_shutdown(&self) {
+        self.shutdown_at_ms
+            .store(self.clock.tick(), Ordering::Release);
+        self.shutting_down.store(true, Ordering::Release);
+        self.sweep();
+    }
+
+    /// One pass over every connection; called every `SWEEP_INTERVAL`.
+    pub fn sweep(&self) {
+        let now = self.clock.tick();
+        let d = self.deadlines;
+        let shutting_down = self.is_shutting_down();
+        let grace_over = shutting_down
+            && now.saturating_sub(self.shutdown_at_ms.load(Ordering::Acquire))
+                > d.grace.as_millis() as u64;
+        let slots = self.slots.lock().expect("registry lock");
+        for (_, slot) in slots.iter() {
+            if grace_over {
+                // Past the grace period everything goes, busy or not.
+                unsafe { libc::shutdown(slot.fd, libc::SHUT_RDWR) };
+                continue;
+            }
+            if slot.reason() != Reason::None {
+                continue;
+            }
+            let (phase, since) = slot.load();
+            let age = now.saturating_sub(since);
+            let over = |limit: Duration| age > limit.as_millis() as u64;
+            match phase {
+                p if p == Phase::Fresh as u8 || p == Phase::Idle as u8 => {
+                    if shutting_down {
+                        slot.end(Reason::Shutdown, libc::SHUT_RD);
+                    } else if p == Phase::Fresh as u8 && over(d.header) {
+                        slot.end(Reason::HeaderTimeout, libc::SHUT_RD);
+                    } else if p == Phase::Idle as u8 && over(d.idle) {
+                        slot.end(Reason::IdleTimeout, libc::SHUT_RD);
+                    }
+                }
+                p if p == Phase::ReadingHead as u8 => {
+                    if over(d.header) {
+                        slot.end(Reason::HeaderTimeout, libc::SHUT_RD);
+                    }
+                }
+                p if p == Phase::Writing as u8 => {
+                    if over(d.send) {
+                        // A write blocked on a peer that does not read only
+                        // wakes up if the write side is shut too.
+                        slot.end(Reason::SendTimeout, libc::SHUT_RDWR);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}

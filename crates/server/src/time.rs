@@ -1,0 +1,129 @@
+//! Cached clocks: the `Date` header (RFC 9110 §6.6.1, one-second resolution)
+//! and the Common Log Format timestamp are formatted at most once per second
+//! per thread, and connection deadlines use a coarse millisecond clock that
+//! the sweeper thread advances, so the hot path never formats a date and
+//! never needs a system call to note the time.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// IMF-fixdate is always 29 bytes: "Sun, 06 Nov 1994 08:49:37 GMT".
+pub const HTTP_DATE_LEN: usize = 29;
+/// CLF timestamp "10/Oct/2000:13:55:36 +0000" is always 26 bytes.
+pub const CLF_DATE_LEN: usize = 26;
+
+struct Cached {
+    second: u64,
+    http: [u8; HTTP_DATE_LEN],
+    clf: [u8; CLF_DATE_LEN],
+}
+
+thread_local! {
+    static CACHE: RefCell<Cached> = const { RefCell::new(Cached {
+        second: u64::MAX,
+        http: [b' '; HTTP_DATE_LEN],
+        clf: [b' '; CLF_DATE_LEN],
+    }) };
+}
+
+fn refresh(c: &mut Cached) {
+    let now = SystemTime::now();
+    let second = now
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    if second != c.second {
+        c.second = second;
+        let s = httpdate::fmt_http_date(now);
+        c.http.copy_from_slice(&s.as_bytes()[..HTTP_DATE_LEN]);
+        c.clf.copy_from_slice(clf_date(second).as_bytes());
+    }
+}
+
+/// Calls `f` with the current IMF-fixdate.
+pub fn with_http_date<R>(f: impl FnOnce(&[u8]) -> R) -> R {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        refresh(&mut c);
+        f(&c.http)
+    })
+}
+
+/// Calls `f` with the current CLF timestamp (UTC).
+pub fn with_clf_date<R>(f: impl FnOnce(&[u8]) -> R) -> R {
+    CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        refresh(&mut c);
+        f(&c.clf)
+    })
+}
+
+/// "10/Oct/2000:13:55:36 +0000" for a Unix time.
+pub fn clf_date(unix_seconds: u64) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = (unix_seconds / 86_400) as i64;
+    let rem = unix_seconds % 86_400;
+    // Civil-from-days (H. Hinnant's algorithm), proleptic Gregorian.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{day:02}/{}/{year:04}:{:02}:{:02}:{:02} +0000",
+        MONTHS[(month - 1) as usize],
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// A monotonic millisecond clock advanced by the sweeper thread every
+/// `SWEEP_INTERVAL`; connections read it with one relaxed load.
+#[derive(Debug)]
+pub struct CoarseClock {
+    epoch: Instant,
+    now_ms: AtomicU64,
+}
+
+impl CoarseClock {
+    pub fn new() -> Self {
+        CoarseClock {
+            epoch: Instant::now(),
+            now_ms: AtomicU64::new(0),
+        }
+    }
+    pub fn now_ms(&self) -> u64 {
+        self.now_ms.load(Ordering::Relaxed)
+    }
+    /// Called by the sweeper.
+    pub fn tick(&self) -> u64 {
+        let ms = self.epoch.elapsed().as_millis() as u64;
+        self.now_ms.store(ms, Ordering::Relaxed);
+        ms
+    }
+}
+
+impl Default for CoarseClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clf_dates() {
+        assert_eq!(super::clf_date(0), "01/Jan/1970:00:00:00 +0000");
+        assert_eq!(super::clf_date(971_186_136), "10/Oct/2000:13:55:36 +0000");
+        assert_eq!(super::clf_date(951_782_400), "29/Feb/2000:00:00:00 +0000");
+        super::with_http_date(|d| assert!(d.ends_with(b" GMT")));
+    }
+}
