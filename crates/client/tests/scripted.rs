@@ -1,0 +1,334 @@
+//! The robot against small scripted servers (real sockets on loopback)
+//! that do exactly one thing: dribble the page, send malformed, truncated
+//! or mis-framed responses, or stay silent.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use pagewire_client::{fetch, FetchConfig, FetchError, FlushReason, Strategy};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// What the scripted server saw.
+#[derive(Default)]
+struct Seen {
+    /// (time, connection number, request line)
+    requests: Vec<(Instant, usize, String)>,
+    /// When the last byte of the page was written.
+    page_finished: Option<Instant>,
+}
+
+type Respond = Arc<dyn Fn(&str) -> Vec<u8> + Send + Sync>;
+
+async fn read_head(s: &mut tokio::net::tcp::OwnedReadHalf, buf: &mut Vec<u8>) -> Option<String> {
+    loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head: Vec<u8> = buf.drain(..i + 4).collect();
+            return Some(String::from_utf8_lossy(&head).into_owned());
+        }
+        let mut tmp = [0u8; 4096];
+        match tokio::time::timeout(Duration::from_secs(5), s.read(&mut tmp)).await {
+            Ok(Ok(n)) if n > 0 => buf.extend_from_slice(&tmp[..n]),
+            _ => return None,
+        }
+    }
+}
+
+/// A server that answers `/` with `page` in two parts: `split` bytes, then
+/// (after the first image request arrived, or 2 s) the rest. Other paths get
+/// `respond(path)`. Requests are read by their own task, so pipelined
+/// requests are seen while the page is still being sent. HTTP/1.0 requests,
+/// and `/bad.gif`, get one response, then the connection closes.
+async fn dribble_server(
+    page: Vec<u8>,
+    split: usize,
+    respond: Respond,
+) -> (String, Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    let image_seen = Arc::new(tokio::sync::Notify::new());
+    let s2 = seen.clone();
+    let h = tokio::spawn(async move {
+        // Bounded: a test makes at most a few dozen connections.
+        for conn in 0..200usize {
+            let Ok((s, _)) = l.accept().await else { return };
+            let (seen, page, respond, image_seen) = (
+                s2.clone(),
+                page.clone(),
+                respond.clone(),
+                image_seen.clone(),
+            );
+            let (mut rd, mut wr) = s.into_split();
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, bool)>();
+            let seen_r = seen.clone();
+            let image_seen_r = image_seen.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                while let Some(head) = read_head(&mut rd, &mut buf).await {
+                    let line = head.lines().next().unwrap_or("").to_string();
+                    let path = line.split(' ').nth(1).unwrap_or("").to_string();
+                    let http10 = line.ends_with("HTTP/1.0");
+                    seen_r
+                        .lock()
+                        .unwrap()
+                        .requests
+                        .push((Instant::now(), conn, line));
+                    if path != "/" {
+                        image_seen_r.notify_one();
+                    }
+                    if tx.send((path, http10)).is_err() {
+                        return;
+                    }
+                }
+            });
+            tokio::spawn(async move {
+                while let Some((path, http10)) = rx.recv().await {
+                    if path == "/" {
+                        let head = format!("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\n\r\n", page.len());
+                        wr.write_all(head.as_bytes()).await.unwrap();
+                        wr.write_all(&page[..split]).await.unwrap();
+                        // Wait (bounded) for the robot to ask for an image.
+                        let _ = tokio::time::timeout(Duration::from_secs(2), image_seen.notified())
+                            .await;
+                        wr.write_all(&page[split..]).await.unwrap();
+                        seen.lock().unwrap().page_finished = Some(Instant::now());
+                    } else if wr.write_all(&respond(&path)).await.is_err() {
+                        return;
+                    }
+                    if http10 || path == "/bad.gif" {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, seen, h)
+}
+
+fn gif_response(path: &str) -> Vec<u8> {
+    let body = format!("GIF89a{path}");
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: image/gif\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+fn page_with(n_images: usize, pad_bytes: usize) -> Vec<u8> {
+    let mut p = String::from("<!doctype html><html><body>\n");
+    for i in 0..n_images {
+        p.push_str(&format!("<img src=\"/images/i{i:02}.gif\">\n"));
+    }
+    p.push_str(&"<p>filler text</p>\n".repeat(pad_bytes / 18));
+    p.push_str("<img src=\"/images/last.gif\"></body></html>\n");
+    p.into_bytes()
+}
+
+/// Paper 001 "Compression Issues": the robot parses the first segment as
+/// it arrives and requests its images while the rest of the page is still
+/// on its way. The server here holds back the rest of the page until an
+/// image request arrives (or 2 s pass): the request must come first.
+#[tokio::test]
+async fn first_image_requests_leave_before_the_page_finished_arriving() {
+    for (strategy, n_first) in [
+        // 5 requests < 1024 bytes: the 50 ms timer sends them.
+        (Strategy::Pipeline, 5),
+        // 20 requests > 1024 bytes: a full buffer sends them at once.
+        (Strategy::Pipeline, 20),
+        // (http11 is absent on purpose: one request at a time means no image
+        // request can leave before the page's response is complete.)
+        (Strategy::Http10, 5),
+    ] {
+        let page = page_with(n_first, 20_000);
+        let split = page.windows(11).position(|w| w == b"<p>filler t").unwrap();
+        let (url, seen, server) = dribble_server(page, split, Arc::new(gif_response)).await;
+        let started = Instant::now();
+        let r = fetch(FetchConfig::new(url, strategy)).await.unwrap();
+        server.abort();
+        let seen = seen.lock().unwrap();
+        let first_image = seen
+            .requests
+            .iter()
+            .find(|(_, _, l)| l.contains("/images/"))
+            .expect("image requested");
+        let page_done = seen.page_finished.expect("page sent");
+        assert!(
+            first_image.0 < page_done,
+            "{strategy}: first image request after the page was complete"
+        );
+        assert!(
+            page_done - started < Duration::from_millis(1500),
+            "{strategy}: server waited for its 2 s timeout"
+        );
+        assert_eq!(r.objects.len(), n_first + 2);
+        match strategy {
+            Strategy::Pipeline if n_first == 5 => {
+                assert_eq!(r.flushes[0].reason, FlushReason::Explicit);
+                assert_eq!(r.flushes[1].reason, FlushReason::Timer, "{:?}", r.flushes);
+                assert!(
+                    r.flushes[1].at_ms >= 45.0,
+                    "timer fired after {} ms",
+                    r.flushes[1].at_ms
+                );
+            }
+            Strategy::Pipeline => {
+                assert_eq!(r.flushes[1].reason, FlushReason::Full, "{:?}", r.flushes);
+                assert_eq!(r.flushes[1].bytes, 1024);
+            }
+            Strategy::Http10 => {
+                assert!(
+                    first_image.1 != 0,
+                    "HTTP/1.0: images on their own connections"
+                );
+            }
+            _ => unreachable!(),
+        }
+    }
+}
+
+/// A server whose `/` is a small page referencing `/ok.gif` and
+/// `/bad.gif`; `/bad.gif` gets `bad` verbatim, then the connection closes.
+async fn bad_server(bad: &'static [u8]) -> (String, tokio::task::JoinHandle<()>) {
+    let page = b"<html><body><img src=/ok.gif><img src=/bad.gif></body></html>".to_vec();
+    let respond: Respond = Arc::new(move |path: &str| {
+        if path == "/bad.gif" {
+            bad.to_vec()
+        } else {
+            gif_response(path)
+        }
+    });
+    let split = page.len();
+    let (url, _seen, h) = dribble_server(page, split, respond).await;
+    (url, h)
+}
+
+async fn expect_error(bad: &'static [u8], what: &str) {
+    for strategy in Strategy::ALL {
+        let (url, h) = bad_server(bad).await;
+        let mut cfg = FetchConfig::new(url, strategy);
+        cfg.timeouts.read = Duration::from_secs(3);
+        let err = fetch(cfg).await.expect_err("must fail");
+        h.abort();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("/bad.gif"),
+            "{strategy}: error does not name the object: {msg}"
+        );
+        assert!(msg.contains(what), "{strategy}: {msg}");
+        assert!(
+            matches!(err, FetchError::Object { .. }),
+            "{strategy}: {err:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn truncated_body_is_an_error_naming_the_object() {
+    expect_error(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nGIF89a only 20 bytes",
+        "truncated",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn truncated_chunked_body_is_an_error_naming_the_object() {
+    expect_error(
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n10\r\nGIF89a",
+        "truncated",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn malformed_status_line_is_an_error_naming_the_object() {
+    expect_error(
+        b"HTTP/1.1 two hundred OK\r\nContent-Length: 3\r\n\r\nGIF",
+        "malformed",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn conflicting_framing_is_an_error_naming_the_object() {
+    expect_error(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nGIF",
+        "malformed",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn head_cut_off_is_an_error_naming_the_object() {
+    expect_error(b"HTTP/1.1 200 OK\r\nContent-Le", "truncated").await;
+}
+
+/// A Content-Length shorter than the body: the surplus cannot be a
+/// response, and the robot says so about the object that sent it.
+#[tokio::test]
+async fn too_short_content_length_is_an_error_naming_the_object() {
+    expect_error(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nGIF89a and then some",
+        "wrong Content-Length",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn silent_server_hits_the_read_timeout_naming_the_object() {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    let h = tokio::spawn(async move {
+        let (s, _) = l.accept().await.unwrap();
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        drop(s);
+    });
+    let mut cfg = FetchConfig::new(url, Strategy::Pipeline);
+    cfg.timeouts.read = Duration::from_millis(300);
+    let t0 = Instant::now();
+    let err = fetch(cfg).await.expect_err("must time out");
+    h.abort();
+    assert!(matches!(err, FetchError::ReadTimeout { .. }), "{err:?}");
+    assert!(err.to_string().contains("http://127.0.0.1"), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(2));
+}
+
+#[tokio::test]
+async fn refused_connection_is_a_connect_error() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let err = fetch(FetchConfig::new(
+        format!("http://127.0.0.1:{port}/"),
+        Strategy::Http11,
+    ))
+    .await
+    .expect_err("nothing listens");
+    assert!(matches!(err, FetchError::Connect { .. }), "{err:?}");
+}
+
+/// A server that accepts and closes at once, forever: the robot gives up
+/// after a bounded number of reconnections instead of looping.
+#[tokio::test]
+async fn server_that_always_closes_is_given_up_on() {
+    let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    let h = tokio::spawn(async move {
+        for _ in 0..100 {
+            let Ok((s, _)) = l.accept().await else { return };
+            drop(s);
+        }
+    });
+    for strategy in [Strategy::Pipeline, Strategy::Http10] {
+        let err = fetch(FetchConfig::new(url.clone(), strategy))
+            .await
+            .expect_err("must fail");
+        assert!(
+            matches!(err, FetchError::TooManyReconnects { .. }),
+            "{strategy}: {err:?}"
+        );
+    }
+    h.abort();
+}
