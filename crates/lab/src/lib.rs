@@ -1,1 +1,19 @@
 //! Experiment suites, run matrix, statistics, reference values and reports.
+//!
+//! `pagewire bench` (suite `microscape`) reproduces paper 001's Tables 3-9:
+//! [`plan`] lays out the matrix, [`runner`] runs it over emulated links,
+//! [`stats`] summarises repetitions, [`reference`] holds the paper's values,
+//! [`tables`] and [`claims`] compare, [`report`] writes the files.
+
+pub mod claims;
+pub mod model;
+pub mod pcapread;
+pub mod plan;
+pub mod plots;
+pub mod reference;
+pub mod report;
+pub mod runner;
+pub mod stats;
+pub mod tables;
+
+pub use model::{Net, RunRecord, Strategy, Test};

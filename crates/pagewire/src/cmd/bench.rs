@@ -1,9 +1,259 @@
-//! `pagewire bench`.
+//! `pagewire bench`: the main job — paper 001's Tables 3-9 on this machine.
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args)]
-pub struct Args {}
+use anyhow::{bail, Context, Result};
+use pagewire_emu::LinkConfig;
+use pagewire_lab::claims::PageFacts;
+use pagewire_lab::plan::{Plan, Reps};
+use pagewire_lab::report::{utc_now, Provenance, Results};
+use pagewire_lab::runner::{self, BenchConfig, ServerKind};
+use pagewire_lab::{Net, Strategy, Test};
+use pagewire_link::config::{parse_duration, parse_loss, parse_queue, parse_rate};
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`pagewire bench` is not built yet")
+#[derive(clap::Args)]
+#[command(after_help = "Examples:\n  \
+    pagewire bench                      # all networks (~6 min), results in ./bench-YYYYMMDD-HHMMSS/\n  \
+    pagewire bench --quick              # lan and wan, one repetition (< 1 min)\n  \
+    pagewire bench --server nginx --net lan,wan\n  \
+    pagewire bench --server-cmd 'python3 -m http.server {port} -d {root}' --net lan\n  \
+    pagewire bench --tcp 1997 --mss 536")]
+pub struct Args {
+    /// Experiment suite (only `microscape`, paper 001, so far).
+    #[arg(long, default_value = "microscape")]
+    suite: String,
+    /// Networks, comma-separated: lan, wan, ppp.
+    #[arg(long, value_delimiter = ',', default_value = "lan,wan,ppp")]
+    net: Vec<String>,
+    /// Strategies, comma-separated: http10, http11, pipeline, pipeline-deflate.
+    #[arg(long, value_delimiter = ',', default_value = "http10,http11,pipeline,pipeline-deflate")]
+    strategy: Vec<String>,
+    /// Tests, comma-separated: first, revalidate (revalidate runs after
+    /// first with the same, warm, cache).
+    #[arg(long, value_delimiter = ',', default_value = "first,revalidate")]
+    tests: Vec<String>,
+    /// Repetitions on every network (default: 5 lan, 3 wan, 1 ppp — PPP runs
+    /// take about a minute each).
+    #[arg(long)]
+    reps: Option<u32>,
+    /// Quick check: lan and wan only, one repetition (under a minute).
+    #[arg(long)]
+    quick: bool,
+    /// Server: pagewire (this binary's `serve`) or nginx (generated config).
+    #[arg(long, default_value = "pagewire")]
+    server: String,
+    /// Any other server, run with `sh -c` in the server namespace; `{root}`
+    /// is replaced by the document root, `{port}` by the port (80), `{addr}`
+    /// by the server address.
+    #[arg(long)]
+    server_cmd: Option<String>,
+    /// Results directory (default: a fresh ./bench-YYYYMMDD-HHMMSS).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Seed of the Microscape page (and of link loss/jitter).
+    #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
+    seed: u64,
+    /// TCP flavour: `1997` approximates the paper's TCP (initcwnd 2, Reno,
+    /// no SACK/timestamps/window scaling); `linux` leaves today's.
+    #[arg(long, default_value = "linux")]
+    tcp: String,
+    /// Advertised TCP MSS (route advmss), e.g. 536.
+    #[arg(long)]
+    mss: Option<u32>,
+    /// MTU of the link.
+    #[arg(long)]
+    mtu: Option<u32>,
+    /// Override every network's round-trip time, e.g. 90ms.
+    #[arg(long)]
+    rtt: Option<String>,
+    /// Override every network's rate both ways, e.g. 1.5mbit.
+    #[arg(long)]
+    rate: Option<String>,
+    /// Client-to-server rate override.
+    #[arg(long)]
+    up_rate: Option<String>,
+    /// Server-to-client rate override.
+    #[arg(long)]
+    down_rate: Option<String>,
+    /// Drop-tail queue per direction: 100p or 64kb.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Random loss per packet each way: 0.01 or 1%.
+    #[arg(long)]
+    loss: Option<String>,
+    /// Extra per-packet delay, uniform in [0, JITTER]; never reorders.
+    #[arg(long)]
+    jitter: Option<String>,
+    /// Don't draw the progress bar.
+    #[arg(long)]
+    no_progress: bool,
+}
+
+fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, xs: &[String]) -> Result<Vec<T>> {
+    let mut out = Vec::new();
+    for x in xs.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        out.push(x.parse::<T>().map_err(|e| anyhow::anyhow!("--{what}: {e}"))?);
+    }
+    if out.is_empty() {
+        bail!("--{what}: nothing to run");
+    }
+    Ok(out)
+}
+
+/// Link configuration per network: the profile plus the user's overrides.
+fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig>>> {
+    let tcp1997 = match a.tcp.as_str() {
+        "1997" => true,
+        "linux" => false,
+        other => bail!("--tcp: expected 1997 or linux, got {other:?}"),
+    };
+    let rtt = a.rtt.as_deref().map(parse_duration).transpose()?;
+    let rate = a.rate.as_deref().map(parse_rate).transpose()?;
+    let up = a.up_rate.as_deref().map(parse_rate).transpose()?;
+    let down = a.down_rate.as_deref().map(parse_rate).transpose()?;
+    let queue = a.queue.as_deref().map(parse_queue).transpose()?;
+    let loss = a.loss.as_deref().map(parse_loss).transpose()?;
+    let jitter = a.jitter.as_deref().map(parse_duration).transpose()?;
+    let (mss, mtu, seed) = (a.mss, a.mtu, a.seed);
+    let make = move |net: Net| -> Result<LinkConfig> {
+        let mut c = LinkConfig::profile(net.name())?;
+        c.tcp1997 = tcp1997;
+        c.seed = seed;
+        if let Some(v) = rtt {
+            c.rtt = v;
+        }
+        if let Some(v) = &rate {
+            c.up_rate = v.clone();
+            c.down_rate = v.clone();
+        }
+        if let Some(v) = &up {
+            c.up_rate = v.clone();
+        }
+        if let Some(v) = &down {
+            c.down_rate = v.clone();
+        }
+        if let Some(v) = queue {
+            c.queue = v;
+        }
+        if let Some(v) = loss {
+            c.loss = v;
+        }
+        if let Some(v) = jitter {
+            c.jitter = v;
+        }
+        if let Some(v) = mtu {
+            c.mtu = v;
+        }
+        if mss.is_some() {
+            c.mss = mss;
+        }
+        c.validate()?;
+        Ok(c)
+    };
+    // Validate once up front so a bad flag fails before anything starts.
+    make(Net::Lan)?;
+    Ok(Box::new(make))
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    if a.suite != "microscape" {
+        bail!("--suite: only `microscape` (paper 001) is implemented, got {:?}", a.suite);
+    }
+    let mut nets: Vec<Net> = parse_list("net", &a.net)?;
+    if a.quick {
+        nets.retain(|n| *n != Net::Ppp);
+        if nets.is_empty() {
+            bail!("--quick runs lan and wan only; --net left nothing");
+        }
+    }
+    let strategies: Vec<Strategy> = parse_list("strategy", &a.strategy)?;
+    let tests: Vec<Test> = parse_list("tests", &a.tests)?;
+    if tests.contains(&Test::Revalidate) && !tests.contains(&Test::First) {
+        bail!("--tests revalidate needs first as well: revalidation runs on the cache the first-time run filled");
+    }
+    let reps = match (a.reps, a.quick) {
+        (Some(0), _) => bail!("--reps must be at least 1"),
+        (Some(n), _) => Reps::uniform(n),
+        (None, true) => Reps::QUICK,
+        (None, false) => Reps::DEFAULT,
+    };
+    let server = match (&a.server_cmd, a.server.as_str()) {
+        (Some(cmd), _) => ServerKind::Command(cmd.clone()),
+        (None, "pagewire") => ServerKind::Pagewire {
+            exe: std::env::current_exe().context("find this pagewire binary")?,
+        },
+        (None, "nginx") => ServerKind::Nginx,
+        (None, other) => bail!("--server: expected pagewire or nginx (or --server-cmd), got {other:?}"),
+    };
+    let link_config = link_factory(&a)?;
+    let (date, stamp) = utc_now();
+    let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("bench-{stamp}")));
+    std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
+    let plan = Plan::new(&nets, &strategies, &tests, reps);
+    eprint!("{}", plan.describe());
+    eprintln!("results: {}", out.display());
+    if matches!(server, ServerKind::Nginx) && strategies.contains(&Strategy::PipelineDeflate) {
+        eprintln!(
+            "note: nginx cannot serve a precompressed deflate variant (gzip_static serves .gz only), \
+             so pipeline-deflate gets identity bodies from nginx"
+        );
+    }
+    let command: Vec<String> = std::env::args().collect();
+    let cfg = BenchConfig {
+        plan: plan.clone(),
+        server: server.clone(),
+        out_dir: out.clone(),
+        seed: a.seed,
+        command: command.clone(),
+        link_config,
+        progress: !a.no_progress,
+    };
+    let outcomes = runner::run(&cfg)?;
+    let comp = outcomes.site.composition();
+    let mut note = String::from(
+        "The Microscape page is SYNTHETIC (generated from the seed to match the composition \
+         published in paper 001; the original was never published).",
+    );
+    if matches!(server, ServerKind::Nginx) {
+        note.push_str(" nginx has no precompressed deflate: pipeline-deflate received identity bodies.");
+    }
+    let provenance = Provenance {
+        made_by: format!("pagewire {} bench --suite microscape", env!("CARGO_PKG_VERSION")),
+        command,
+        date_utc: date,
+        pagewire_version: env!("CARGO_PKG_VERSION").to_string(),
+        seed: a.seed,
+        server: server.label(),
+        host: host_description(),
+        note,
+    };
+    let results = Results::new(
+        provenance,
+        comp.table(),
+        Some(PageFacts {
+            html_bytes: comp.html_bytes,
+            html_deflate_bytes: comp.html_deflate_bytes,
+            ratio_mixed_case: comp.ratio_mixed_case,
+            ratio_lower_case: comp.ratio_lower_case,
+        }),
+        plan,
+        outcomes.link_configs,
+        outcomes.wall_s,
+        outcomes.runs,
+    );
+    results.write(&out)?;
+    print!("{}", results.render_text());
+    println!(
+        "Wrote {0}/results.json, results.csv, report.txt, report.html and {1} pcaps in {0}/pcaps/.",
+        out.display(),
+        results.runs.len()
+    );
+    let failed = results.runs.iter().filter(|r| !r.ok()).count();
+    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+fn host_description() -> String {
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    format!("Linux {}, {cpus} CPUs", kernel.trim())
 }

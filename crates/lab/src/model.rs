@@ -1,0 +1,211 @@
+//! The run matrix's dimensions and the record of one run.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Network profiles of paper 001 Table 1 (the emulator's profiles of the
+/// same names; see DESIGN.md "Network profiles").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Net {
+    Lan,
+    Wan,
+    Ppp,
+}
+
+impl Net {
+    pub const ALL: [Net; 3] = [Net::Lan, Net::Wan, Net::Ppp];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Net::Lan => "lan",
+            Net::Wan => "wan",
+            Net::Ppp => "ppp",
+        }
+    }
+
+    /// The paper's description (Table 1).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Net::Lan => "High bandwidth, low latency (LAN, 10 Mbit/s, RTT < 1 ms)",
+            Net::Wan => "High bandwidth, high latency (WAN, 1.5 Mbit/s, RTT ~90 ms)",
+            Net::Ppp => "Low bandwidth, high latency (PPP, 28.8 kbit/s, RTT ~150 ms)",
+        }
+    }
+}
+
+impl fmt::Display for Net {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Net {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "lan" => Ok(Net::Lan),
+            "wan" => Ok(Net::Wan),
+            "ppp" => Ok(Net::Ppp),
+            other => Err(format!("unknown network {other:?} (expected lan, wan or ppp)")),
+        }
+    }
+}
+
+/// The four robot configurations of Tables 4-9.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Strategy {
+    #[serde(rename = "http10")]
+    Http10,
+    #[serde(rename = "http11")]
+    Http11,
+    #[serde(rename = "pipeline")]
+    Pipeline,
+    #[serde(rename = "pipeline-deflate")]
+    PipelineDeflate,
+}
+
+impl Strategy {
+    pub const ALL: [Strategy; 4] = [
+        Strategy::Http10,
+        Strategy::Http11,
+        Strategy::Pipeline,
+        Strategy::PipelineDeflate,
+    ];
+
+    /// The CLI name (same as the robot's).
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Http10 => "http10",
+            Strategy::Http11 => "http11",
+            Strategy::Pipeline => "pipeline",
+            Strategy::PipelineDeflate => "pipeline-deflate",
+        }
+    }
+
+    /// The row label the paper's tables use.
+    pub fn paper_label(self) -> &'static str {
+        match self {
+            Strategy::Http10 => "HTTP/1.0",
+            Strategy::Http11 => "HTTP/1.1",
+            Strategy::Pipeline => "HTTP/1.1 Pipelined",
+            Strategy::PipelineDeflate => "HTTP/1.1 Pipelined w. compression",
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Strategy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "http10" => Ok(Strategy::Http10),
+            "http11" => Ok(Strategy::Http11),
+            "pipeline" => Ok(Strategy::Pipeline),
+            "pipeline-deflate" => Ok(Strategy::PipelineDeflate),
+            other => Err(format!(
+                "unknown strategy {other:?} (expected http10, http11, pipeline or pipeline-deflate)"
+            )),
+        }
+    }
+}
+
+/// First-time retrieval (empty cache, 43 GETs) or cache revalidation (43
+/// conditional requests; HTTP/1.0: 1 GET + 42 HEADs), paper 001 "Test Setup".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Test {
+    First,
+    Revalidate,
+}
+
+impl Test {
+    pub const ALL: [Test; 2] = [Test::First, Test::Revalidate];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::First => "first",
+            Test::Revalidate => "revalidate",
+        }
+    }
+
+    pub fn paper_label(self) -> &'static str {
+        match self {
+            Test::First => "First Time Retrieval",
+            Test::Revalidate => "Cache Validation",
+        }
+    }
+}
+
+impl fmt::Display for Test {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Test {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "first" | "first-time" => Ok(Test::First),
+            "revalidate" | "reval" | "validation" => Ok(Test::Revalidate),
+            other => Err(format!("unknown test {other:?} (expected first or revalidate)")),
+        }
+    }
+}
+
+/// One measured run: a row of results.json / results.csv.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub strategy: Strategy,
+    pub test: Test,
+    pub net: Net,
+    pub rep: u32,
+    /// "pagewire", "nginx" or the custom server command.
+    pub server: String,
+    pub seed: u64,
+    /// pagewire version that measured it.
+    pub pagewire_version: String,
+    /// Pa: IP packets on the link, both directions, every kind.
+    pub packets_total: u64,
+    pub packets_client_to_server: u64,
+    pub packets_server_to_client: u64,
+    /// Bytes: IP bytes on the link, both directions, headers included.
+    pub bytes_total: u64,
+    /// Sec: from the client's first packet to the last byte of the last
+    /// object (the robot's clock).
+    pub elapsed_s: f64,
+    /// %ov: share of bytes that are IP and TCP headers.
+    pub overhead_pct: f64,
+    /// TCP connections opened (SYNs seen on the link).
+    pub sockets_total: u64,
+    /// Most connections open at once (seen on the link).
+    pub sockets_max: u64,
+    pub retransmissions: u64,
+    /// Objects fetched (first) or validated (revalidate) successfully.
+    pub objects_ok: u64,
+    /// 43: the page and its 42 images.
+    pub objects_expected: u64,
+    /// HTTP payload bytes the robot received (bodies).
+    pub body_bytes: u64,
+    /// Path of the run's pcap, relative to the results directory.
+    pub pcap: String,
+    /// The link configuration (profile and overrides) as the emulator
+    /// recorded it.
+    pub link: serde_json::Value,
+    /// Set if the run failed; its numbers are then not used in tables.
+    pub error: Option<String>,
+}
+
+impl RunRecord {
+    pub fn ok(&self) -> bool {
+        self.error.is_none() && self.objects_ok == self.objects_expected
+    }
+}

@@ -1,0 +1,160 @@
+//! The run matrix: which runs, in which order, and how long they should take.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::model::{Net, Strategy, Test};
+
+/// Repetitions per network. The paper repeated every run 5 times; PPP runs
+/// are ~1 minute each at 28.8 kbit/s (a first-time fetch is ~170 KB), so the
+/// default spends the time budget (8 minutes) where the variance is.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Reps {
+    pub lan: u32,
+    pub wan: u32,
+    pub ppp: u32,
+}
+
+impl Reps {
+    /// Default: 5 on the LAN (as the paper), 3 on the WAN, 1 on PPP.
+    pub const DEFAULT: Reps = Reps { lan: 5, wan: 3, ppp: 1 };
+    /// `--quick`: one of each.
+    pub const QUICK: Reps = Reps { lan: 1, wan: 1, ppp: 1 };
+
+    pub fn uniform(n: u32) -> Reps {
+        Reps { lan: n, wan: n, ppp: n }
+    }
+
+    pub fn get(&self, net: Net) -> u32 {
+        match net {
+            Net::Lan => self.lan,
+            Net::Wan => self.wan,
+            Net::Ppp => self.ppp,
+        }
+    }
+}
+
+/// One planned run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RunSpec {
+    pub net: Net,
+    pub strategy: Strategy,
+    pub test: Test,
+    pub rep: u32,
+}
+
+impl RunSpec {
+    /// Rough seconds the run takes on this machine, for the plan and the
+    /// progress bar's ETA (measured with the default profiles; a revalidation
+    /// without pipelining costs ~one RTT per object; PPP is rate-bound).
+    pub fn estimate_s(&self) -> f64 {
+        use Strategy::*;
+        use Test::*;
+        let settle = match self.net {
+            Net::Lan => 0.25,
+            Net::Wan => 0.35,
+            Net::Ppp => 0.4,
+        };
+        let work = match (self.net, self.test, self.strategy) {
+            (Net::Lan, First, _) => 0.4,
+            (Net::Lan, Revalidate, _) => 0.2,
+            (Net::Wan, First, Http11) => 6.0,
+            (Net::Wan, First, _) => 2.5,
+            (Net::Wan, Revalidate, Http11) => 4.2,
+            (Net::Wan, Revalidate, Http10) => 1.5,
+            (Net::Wan, Revalidate, _) => 0.5,
+            (Net::Ppp, First, PipelineDeflate) => 47.0,
+            (Net::Ppp, First, _) => 56.0,
+            (Net::Ppp, Revalidate, Http11) => 9.0,
+            (Net::Ppp, Revalidate, Http10) => 9.0,
+            (Net::Ppp, Revalidate, _) => 3.5,
+        };
+        work + settle
+    }
+}
+
+/// The whole matrix, in run order: per network, per repetition, per
+/// strategy, first-time then revalidation with the same (now warm) cache.
+/// Strategies are interleaved within a repetition so slow drift on the
+/// machine spreads over all of them.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    pub nets: Vec<Net>,
+    pub strategies: Vec<Strategy>,
+    pub tests: Vec<Test>,
+    pub reps: Reps,
+    pub runs: Vec<RunSpec>,
+}
+
+impl Plan {
+    pub fn new(nets: &[Net], strategies: &[Strategy], tests: &[Test], reps: Reps) -> Plan {
+        let mut runs = Vec::new();
+        for &net in nets {
+            for rep in 0..reps.get(net) {
+                for &strategy in strategies {
+                    for &test in tests {
+                        runs.push(RunSpec { net, strategy, test, rep });
+                    }
+                }
+            }
+        }
+        Plan {
+            nets: nets.to_vec(),
+            strategies: strategies.to_vec(),
+            tests: tests.to_vec(),
+            reps,
+            runs,
+        }
+    }
+
+    pub fn estimate_s(&self) -> f64 {
+        // Plus ~1 s per network to bring the link and server up.
+        self.runs.iter().map(RunSpec::estimate_s).sum::<f64>() + self.nets.len() as f64
+    }
+
+    /// Printed before the runs start.
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "Plan: {} runs = strategies [{}] x tests [{}] x networks, repetitions per network:",
+            self.runs.len(),
+            self.strategies.iter().map(|x| x.name()).collect::<Vec<_>>().join(", "),
+            self.tests.iter().map(|x| x.name()).collect::<Vec<_>>().join(", ")
+        );
+        for &net in &self.nets {
+            let runs: Vec<&RunSpec> = self.runs.iter().filter(|r| r.net == net).collect();
+            let est: f64 = runs.iter().map(|r| r.estimate_s()).sum();
+            let _ = writeln!(
+                s,
+                "  {:<4} x{} reps  {:>3} runs  ~{:>4.0} s   {}",
+                net.name(),
+                self.reps.get(net),
+                runs.len(),
+                est,
+                net.describe()
+            );
+        }
+        let _ = writeln!(s, "  estimated total ~{:.0} s", self.estimate_s());
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_plan_fits_the_time_budget() {
+        let p = Plan::new(&Net::ALL, &Strategy::ALL, &Test::ALL, Reps::DEFAULT);
+        assert_eq!(p.runs.len(), (5 + 3 + 1) * 8);
+        assert!(p.estimate_s() < 8.0 * 60.0, "{}", p.estimate_s());
+        let q = Plan::new(&[Net::Lan, Net::Wan], &Strategy::ALL, &Test::ALL, Reps::QUICK);
+        assert!(q.estimate_s() < 60.0, "{}", q.estimate_s());
+        // First-time precedes revalidation of the same strategy and rep.
+        let i = q.runs.iter().position(|r| r.test == Test::First).unwrap();
+        assert_eq!(q.runs[i + 1].test, Test::Revalidate);
+        assert_eq!(q.runs[i + 1].strategy, q.runs[i].strategy);
+    }
+}

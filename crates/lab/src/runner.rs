@@ -1,0 +1,374 @@
+//! Runs the matrix: a link per network, the server in its server namespace,
+//! the robot in its client namespace, one pcap and one record per run.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pagewire_client::{fetch_blocking, FetchConfig, FetchReport, Outcome};
+use pagewire_emu::{Link, LinkConfig};
+use pagewire_site::microscape::{self, Microscape};
+use sha2::{Digest, Sha256};
+
+use crate::model::{Net, RunRecord, Strategy, Test};
+use crate::plan::{Plan, RunSpec};
+
+/// Port the server listens on inside the server namespace.
+pub const SERVER_PORT: u16 = 80;
+
+/// Longest we wait for a server to start listening.
+const SERVER_START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Which origin server answers.
+#[derive(Clone, Debug)]
+pub enum ServerKind {
+    /// `pagewire serve --root DIR --addr ADDR`, this very binary.
+    Pagewire { exe: PathBuf },
+    /// nginx with a generated configuration (gzip_static; no deflate).
+    Nginx,
+    /// Any server: `sh -c CMD` with `{root}` and `{port}` substituted.
+    Command(String),
+}
+
+impl ServerKind {
+    pub fn label(&self) -> String {
+        match self {
+            ServerKind::Pagewire { .. } => "pagewire".into(),
+            ServerKind::Nginx => "nginx".into(),
+            ServerKind::Command(c) => format!("custom: {c}"),
+        }
+    }
+}
+
+/// Everything a bench run needs.
+pub struct BenchConfig {
+    pub plan: Plan,
+    pub server: ServerKind,
+    pub out_dir: PathBuf,
+    pub seed: u64,
+    /// The command line, for provenance.
+    pub command: Vec<String>,
+    /// Link configuration for a network (profile plus the user's overrides).
+    pub link_config: Box<dyn Fn(Net) -> Result<LinkConfig>>,
+    /// Draw a progress bar on stderr.
+    pub progress: bool,
+}
+
+/// What a finished bench hands to the report.
+pub struct Outcomes {
+    pub site: Microscape,
+    pub runs: Vec<RunRecord>,
+    pub link_configs: BTreeMap<String, serde_json::Value>,
+    pub wall_s: f64,
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Kills the server process (and its process group) when dropped, also on
+/// error paths; the link's own Drop kills anything left in the namespace.
+struct ServerGuard(Child);
+
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        // SIGTERM to its process group, SIGKILL after the grace period.
+        pagewire_emu::cli::stop_process_group(&mut self.0, Duration::from_secs(2));
+    }
+}
+
+fn nginx_conf(root: &Path, dir: &Path, addr: &str) -> String {
+    // Generated per network: nginx serves the same files as pagewire.
+    // gzip_static serves foo.html.gz to clients that accept gzip; nginx has
+    // no way to serve a precompressed *deflate* variant, so the
+    // pipeline-deflate robot (Accept-Encoding: deflate) gets identity bodies.
+    format!(
+        "# made by pagewire {ver} bench (generated nginx configuration)\n\
+         daemon off;\n\
+         master_process off;\n\
+         worker_processes 1;\n\
+         user root;\n\
+         pid {dir}/nginx.pid;\n\
+         error_log {dir}/error.log warn;\n\
+         events {{ worker_connections 512; }}\n\
+         http {{\n\
+         \x20 access_log {dir}/access.log;\n\
+         \x20 client_body_temp_path {dir}/tmp_body;\n\
+         \x20 proxy_temp_path {dir}/tmp_proxy;\n\
+         \x20 fastcgi_temp_path {dir}/tmp_fastcgi;\n\
+         \x20 uwsgi_temp_path {dir}/tmp_uwsgi;\n\
+         \x20 scgi_temp_path {dir}/tmp_scgi;\n\
+         \x20 types {{ text/html html; image/gif gif; text/plain txt; }}\n\
+         \x20 default_type application/octet-stream;\n\
+         \x20 sendfile on;\n\
+         \x20 tcp_nodelay on;\n\
+         \x20 keepalive_requests 10000;\n\
+         \x20 keepalive_timeout 60s;\n\
+         \x20 gzip_static on;\n\
+         \x20 etag on;\n\
+         \x20 server {{\n\
+         \x20   listen {addr};\n\
+         \x20   root {root};\n\
+         \x20   index index.html;\n\
+         \x20 }}\n\
+         }}\n",
+        ver = env!("CARGO_PKG_VERSION"),
+        dir = dir.display(),
+        root = root.display(),
+    )
+}
+
+fn start_server(cfg: &BenchConfig, link: &Link, net: Net, root: &Path) -> Result<ServerGuard> {
+    let logs = cfg.out_dir.join("logs");
+    fs::create_dir_all(&logs)?;
+    let addr = format!("{}:{SERVER_PORT}", link.server_addr());
+    let log_path = logs.join(format!("server-{net}.log"));
+    let log = fs::File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
+    let mut cmd = match &cfg.server {
+        ServerKind::Pagewire { exe } => {
+            let mut c = Command::new(exe);
+            c.arg("serve").arg("--root").arg(root).arg("--addr").arg(&addr);
+            c
+        }
+        ServerKind::Nginx => {
+            let dir = cfg.out_dir.join(format!("nginx-{net}"));
+            fs::create_dir_all(&dir)?;
+            let conf = dir.join("nginx.conf");
+            fs::write(&conf, nginx_conf(root, &dir, &addr))?;
+            let mut c = Command::new("nginx");
+            c.arg("-c").arg(&conf).arg("-p").arg(&dir);
+            c
+        }
+        ServerKind::Command(template) => {
+            let line = template
+                .replace("{root}", &root.display().to_string())
+                .replace("{port}", &SERVER_PORT.to_string())
+                .replace("{addr}", &link.server_addr().to_string());
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(line);
+            c
+        }
+    };
+    cmd.stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    let child = link
+        .spawn_in_server(cmd)
+        .with_context(|| format!("start the {} server in the server namespace", cfg.server.label()))?;
+    let mut guard = ServerGuard(child);
+    let up = link.wait_server_listening(SERVER_START_TIMEOUT)?;
+    if let Ok(Some(status)) = guard.0.try_wait() {
+        bail!(
+            "the {} server exited ({status}) before serving; its log {}:\n{}",
+            cfg.server.label(),
+            log_path.display(),
+            tail(&log_path)
+        );
+    }
+    if !up {
+        bail!(
+            "the {} server did not listen within {:?}; its log {}:\n{}",
+            cfg.server.label(),
+            SERVER_START_TIMEOUT,
+            log_path.display(),
+            tail(&log_path)
+        );
+    }
+    Ok(guard)
+}
+
+fn tail(p: &Path) -> String {
+    let s = fs::read_to_string(p).unwrap_or_default();
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(20)..].join("\n")
+}
+
+/// Objects of `report` that arrived intact (first-time) or were validated
+/// (revalidation): each of the 43 expected paths counted once.
+fn objects_ok(report: &FetchReport, test: Test, expected: &BTreeMap<String, String>) -> u64 {
+    let mut ok = std::collections::BTreeSet::new();
+    for o in &report.objects {
+        let path = match o.url.find("://").and_then(|i| o.url[i + 3..].find('/').map(|j| i + 3 + j)) {
+            Some(i) => &o.url[i..],
+            None => continue,
+        };
+        let path = if path == "/" { microscape::PAGE_PATH } else { path };
+        let Some(sha) = expected.get(path) else { continue };
+        let good = match test {
+            Test::First => o.status == 200 && o.outcome == Outcome::Fetched,
+            Test::Revalidate => o.outcome == Outcome::NotModified,
+        };
+        if good && &o.sha256 == sha {
+            ok.insert(path.to_string());
+        }
+    }
+    ok.len() as u64
+}
+
+/// Run the whole plan.
+pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
+    let started = Instant::now();
+    fs::create_dir_all(cfg.out_dir.join("pcaps"))?;
+    let site = microscape::generate(microscape::Options {
+        seed: cfg.seed,
+        lowercase: false,
+    });
+    let root = cfg.out_dir.join("site");
+    site.write_to_dir(&root)
+        .with_context(|| format!("write the Microscape site to {}", root.display()))?;
+    let root = root.canonicalize()?;
+    let expected: BTreeMap<String, String> = site
+        .files()
+        .into_iter()
+        .map(|(p, b)| (p, sha256_hex(&b)))
+        .collect();
+
+    let total_ms: u64 = cfg.plan.runs.iter().map(|r| (r.estimate_s() * 1000.0) as u64).sum();
+    let pb = if cfg.progress {
+        let pb = ProgressBar::with_draw_target(Some(total_ms), ProgressDrawTarget::stderr());
+        pb.set_style(
+            ProgressStyle::with_template("[{elapsed_precise}] {bar:30.cyan/blue} {percent:>3}% ETA {eta:>4} {msg}")
+                .expect("static template")
+                .progress_chars("=> "),
+        );
+        pb
+    } else {
+        ProgressBar::hidden()
+    };
+
+    let mut runs = Vec::with_capacity(cfg.plan.runs.len());
+    let mut link_configs = BTreeMap::new();
+    let caches = cfg.out_dir.join("cache");
+    for &net in &cfg.plan.nets {
+        let specs: Vec<RunSpec> = cfg.plan.runs.iter().copied().filter(|r| r.net == net).collect();
+        if specs.is_empty() {
+            continue;
+        }
+        let lc = (cfg.link_config)(net)?;
+        let lc_json = serde_json::to_value(&lc)?;
+        link_configs.insert(net.name().to_string(), lc_json.clone());
+        pb.set_message(format!("{net}: starting link and server"));
+        let link = Link::start(lc).with_context(|| format!("start the {net} link"))?;
+        let mut server = start_server(cfg, &link, net, &root)?;
+        let url = format!("http://{}:{SERVER_PORT}{}", link.server_addr(), microscape::PAGE_PATH);
+        for spec in specs {
+            pb.set_message(format!("{} {} {} rep {}", spec.net, spec.strategy, spec.test, spec.rep + 1));
+            let rec = one_run(cfg, &link, &url, &caches, spec, &expected, &lc_json);
+            let rec = match rec {
+                Ok(r) => r,
+                Err(e) => {
+                    if let Ok(Some(status)) = server.0.try_wait() {
+                        bail!(
+                            "the {} server exited ({status}) during the {net} runs; log:\n{}",
+                            cfg.server.label(),
+                            tail(&cfg.out_dir.join("logs").join(format!("server-{net}.log")))
+                        );
+                    }
+                    return Err(e.context(format!("{} {} {} rep {}", spec.net, spec.strategy, spec.test, spec.rep)));
+                }
+            };
+            if let Some(e) = &rec.error {
+                pb.println(format!(
+                    "  run failed: {} {} {} rep {}: {e}",
+                    spec.net, spec.strategy, spec.test, spec.rep
+                ));
+            }
+            runs.push(rec);
+            pb.inc((spec.estimate_s() * 1000.0) as u64);
+        }
+        // Stop the server before the link goes (the link's Drop would kill
+        // it anyway; this keeps the order explicit).
+        drop(server);
+        drop(link);
+    }
+    pb.finish_and_clear();
+    Ok(Outcomes {
+        site,
+        runs,
+        link_configs,
+        wall_s: started.elapsed().as_secs_f64(),
+    })
+}
+
+fn client_strategy(s: Strategy) -> pagewire_client::Strategy {
+    match s {
+        Strategy::Http10 => pagewire_client::Strategy::Http10,
+        Strategy::Http11 => pagewire_client::Strategy::Http11,
+        Strategy::Pipeline => pagewire_client::Strategy::Pipeline,
+        Strategy::PipelineDeflate => pagewire_client::Strategy::PipelineDeflate,
+    }
+}
+
+/// One run. Infrastructure failures (the link) are errors; a failed fetch
+/// is a record with `error` set.
+fn one_run(
+    cfg: &BenchConfig,
+    link: &Link,
+    url: &str,
+    caches: &Path,
+    spec: RunSpec,
+    expected: &BTreeMap<String, String>,
+    link_json: &serde_json::Value,
+) -> Result<RunRecord> {
+    let cache = caches.join(format!("{}-{}-r{}", spec.net, spec.strategy, spec.rep));
+    if spec.test == Test::First {
+        // First-time retrieval starts from an empty cache.
+        if cache.exists() {
+            fs::remove_dir_all(&cache).with_context(|| format!("clear {}", cache.display()))?;
+        }
+    }
+    fs::create_dir_all(&cache)?;
+    let pcap_rel = format!("pcaps/{}-{}-{}-r{}.pcap", spec.net, spec.strategy, spec.test, spec.rep);
+    let pcap = cfg.out_dir.join(&pcap_rel);
+    let mut fc = FetchConfig::new(url, client_strategy(spec.strategy));
+    fc.cache_dir = Some(cache);
+    fc.revalidate = spec.test == Test::Revalidate;
+    let extra = serde_json::json!({
+        "made_by": format!("pagewire {} bench", env!("CARGO_PKG_VERSION")),
+        "strategy": spec.strategy, "test": spec.test, "net": spec.net, "rep": spec.rep,
+        "server": cfg.server.label(), "seed": cfg.seed,
+    });
+    link.begin_run_with(Some(&pcap), extra)?;
+    let fetched = link.run_in_client(move || fetch_blocking(fc))?;
+    let c = link.end_run()?;
+    let (elapsed_s, objects, body, error) = match &fetched {
+        Ok(r) => {
+            let ok = objects_ok(r, spec.test, expected);
+            let err = if ok as usize != expected.len() {
+                Some(format!("{} of {} objects ok", ok, expected.len()))
+            } else {
+                None
+            };
+            (r.total_ms / 1000.0, ok, r.bytes.payload_bytes_received, err)
+        }
+        Err(e) => (f64::NAN, 0, 0, Some(e.to_string())),
+    };
+    Ok(RunRecord {
+        strategy: spec.strategy,
+        test: spec.test,
+        net: spec.net,
+        rep: spec.rep,
+        server: cfg.server.label(),
+        seed: cfg.seed,
+        pagewire_version: env!("CARGO_PKG_VERSION").to_string(),
+        packets_total: c.packets_total,
+        packets_client_to_server: c.client_to_server.packets,
+        packets_server_to_client: c.server_to_client.packets,
+        bytes_total: c.bytes_total,
+        elapsed_s,
+        overhead_pct: c.overhead_pct,
+        sockets_total: c.connections_opened,
+        sockets_max: c.max_open_connections,
+        retransmissions: c.retransmissions,
+        objects_ok: objects,
+        objects_expected: expected.len() as u64,
+        body_bytes: body,
+        pcap: pcap_rel,
+        link: link_json.clone(),
+        error,
+    })
+}

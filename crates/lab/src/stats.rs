@@ -1,0 +1,102 @@
+//! Means and standard deviations of repeated runs.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::model::{Net, RunRecord, Strategy, Test};
+
+/// Mean and sample standard deviation (n - 1 in the denominator; 0 for a
+/// single run) of one quantity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct MeanSd {
+    pub mean: f64,
+    pub sd: f64,
+    pub n: usize,
+}
+
+impl MeanSd {
+    pub fn of(xs: impl IntoIterator<Item = f64>) -> MeanSd {
+        let xs: Vec<f64> = xs.into_iter().collect();
+        let n = xs.len();
+        if n == 0 {
+            return MeanSd { mean: f64::NAN, sd: f64::NAN, n };
+        }
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let sd = if n > 1 {
+            (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        MeanSd { mean, sd, n }
+    }
+}
+
+/// One cell of our table: the successful runs of (net, strategy, test).
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub net: Net,
+    pub strategy: Strategy,
+    pub test: Test,
+    /// Runs that fetched every object.
+    pub runs_ok: usize,
+    /// Runs that failed (error or missing objects); not in the statistics.
+    pub runs_failed: usize,
+    pub packets: MeanSd,
+    pub bytes: MeanSd,
+    pub seconds: MeanSd,
+    pub overhead_pct: MeanSd,
+    pub packets_client_to_server: MeanSd,
+    pub packets_server_to_client: MeanSd,
+    pub sockets_total: MeanSd,
+    pub sockets_max: MeanSd,
+    pub retransmissions: MeanSd,
+}
+
+pub type Key = (Net, Strategy, Test);
+
+/// Group runs by (net, strategy, test).
+pub fn summarize(runs: &[RunRecord]) -> BTreeMap<Key, Summary> {
+    let mut groups: BTreeMap<Key, Vec<&RunRecord>> = BTreeMap::new();
+    for r in runs {
+        groups.entry((r.net, r.strategy, r.test)).or_default().push(r);
+    }
+    groups
+        .into_iter()
+        .map(|((net, strategy, test), rs)| {
+            let ok: Vec<&RunRecord> = rs.iter().copied().filter(|r| r.ok()).collect();
+            let f = |g: fn(&RunRecord) -> f64| MeanSd::of(ok.iter().map(|r| g(r)));
+            let s = Summary {
+                net,
+                strategy,
+                test,
+                runs_ok: ok.len(),
+                runs_failed: rs.len() - ok.len(),
+                packets: f(|r| r.packets_total as f64),
+                bytes: f(|r| r.bytes_total as f64),
+                seconds: f(|r| r.elapsed_s),
+                overhead_pct: f(|r| r.overhead_pct),
+                packets_client_to_server: f(|r| r.packets_client_to_server as f64),
+                packets_server_to_client: f(|r| r.packets_server_to_client as f64),
+                sockets_total: f(|r| r.sockets_total as f64),
+                sockets_max: f(|r| r.sockets_max as f64),
+                retransmissions: f(|r| r.retransmissions as f64),
+            };
+            ((net, strategy, test), s)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mean_and_sample_sd() {
+        let m = MeanSd::of([2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]);
+        assert_eq!(m.mean, 5.0);
+        assert!((m.sd - 2.138_089_935).abs() < 1e-6);
+        assert_eq!(MeanSd::of([3.0]).sd, 0.0);
+        assert!(MeanSd::of([]).mean.is_nan());
+    }
+}

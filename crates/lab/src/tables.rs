@@ -1,0 +1,205 @@
+//! Terminal tables in the layout of paper 001 Tables 3-9.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::model::{Net, Strategy, Test};
+use crate::reference::{self, Server, TABLE_3};
+use crate::stats::{Key, MeanSd, Summary};
+
+fn fmt_ms(m: &MeanSd, decimals: usize) -> String {
+    if m.n == 0 || m.mean.is_nan() {
+        return "-".into();
+    }
+    if m.n == 1 {
+        return format!("{:.*}", decimals, m.mean);
+    }
+    format!("{:.*}±{:.*}", decimals, m.mean, decimals, m.sd)
+}
+
+fn sec_decimals(net: Net) -> usize {
+    if net == Net::Ppp {
+        1
+    } else {
+        2
+    }
+}
+
+/// One network's table: for each strategy, our row (mean±sd) and the
+/// paper's Apache and Jigsaw rows, first-time and cache validation side by
+/// side as in Tables 4-9.
+pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label: &str) -> String {
+    let mut s = String::new();
+    let (tj, ta) = (
+        reference::table_number(Server::Jigsaw, net),
+        reference::table_number(Server::Apache, net),
+    );
+    let _ = writeln!(
+        s,
+        "{} — layout of paper 001 Tables {tj} (Jigsaw) and {ta} (Apache)",
+        net.describe()
+    );
+    let w = [34usize, 13, 15, 11, 9];
+    let _ = writeln!(
+        s,
+        "{:<w0$} {:^w$} | {:^w$}",
+        "",
+        Test::First.paper_label(),
+        Test::Revalidate.paper_label(),
+        w0 = w[0],
+        w = w[1] + w[2] + w[3] + w[4] + 3
+    );
+    let head = format!(
+        "{:>w1$} {:>w2$} {:>w3$} {:>w4$}",
+        "Pa",
+        "Bytes",
+        "Sec",
+        "%ov",
+        w1 = w[1],
+        w2 = w[2],
+        w3 = w[3],
+        w4 = w[4]
+    );
+    let _ = writeln!(s, "{:<w0$} {head} | {head}", "", w0 = w[0]);
+    let _ = writeln!(s, "{}", "-".repeat(w[0] + 2 * (w[1] + w[2] + w[3] + w[4] + 3) + 4));
+    for st in Strategy::ALL {
+        let mine: Vec<Option<&Summary>> = Test::ALL.iter().map(|t| summaries.get(&(net, st, *t))).collect();
+        let has_ref = reference::lookup(Server::Apache, net, st, Test::First).is_some();
+        if mine.iter().all(Option::is_none) && !has_ref {
+            continue;
+        }
+        let _ = writeln!(s, "{}", st.paper_label());
+        // Our row.
+        let mut line = format!("  {:<w0$}", server_label, w0 = w[0] - 2);
+        for (i, t) in Test::ALL.iter().enumerate() {
+            if i == 1 {
+                line.push_str(" |");
+            }
+            match mine[i] {
+                Some(m) if m.runs_ok > 0 => {
+                    let _ = write!(
+                        line,
+                        " {:>w1$} {:>w2$} {:>w3$} {:>w4$}",
+                        fmt_ms(&m.packets, 1),
+                        fmt_ms(&m.bytes, 0),
+                        fmt_ms(&m.seconds, sec_decimals(net)),
+                        fmt_ms(&m.overhead_pct, 1),
+                        w1 = w[1],
+                        w2 = w[2],
+                        w3 = w[3],
+                        w4 = w[4]
+                    );
+                }
+                Some(m) => {
+                    let _ = write!(
+                        line,
+                        " {:>width$}",
+                        format!("all {} runs failed", m.runs_failed),
+                        width = w[1] + w[2] + w[3] + w[4] + 3
+                    );
+                }
+                None => {
+                    let _ = write!(line, " {:>width$}", "not run", width = w[1] + w[2] + w[3] + w[4] + 3);
+                }
+            }
+            let _ = t;
+        }
+        let _ = writeln!(s, "{}", line.trim_end());
+        // The paper's rows.
+        for server in [Server::Apache, Server::Jigsaw] {
+            let mut line = format!(
+                "  {:<w0$}",
+                format!("paper {} (T{})", server.name(), reference::table_number(server, net)),
+                w0 = w[0] - 2
+            );
+            for (i, t) in Test::ALL.iter().enumerate() {
+                if i == 1 {
+                    line.push_str(" |");
+                }
+                match reference::lookup(server, net, st, *t) {
+                    Some(r) => {
+                        let _ = write!(
+                            line,
+                            " {:>w1$.1} {:>w2$.0} {:>w3$.*} {:>w4$.1}",
+                            r.packets,
+                            r.bytes,
+                            sec_decimals(net),
+                            r.seconds,
+                            r.overhead_pct,
+                            w1 = w[1],
+                            w2 = w[2],
+                            w3 = w[3],
+                            w4 = w[4]
+                        );
+                    }
+                    None => {
+                        let _ = write!(
+                            line,
+                            " {:>width$}",
+                            "not measured in the paper",
+                            width = w[1] + w[2] + w[3] + w[4] + 3
+                        );
+                    }
+                }
+            }
+            let _ = writeln!(s, "{}", line.trim_end());
+        }
+    }
+    s
+}
+
+/// Table 3's socket and packet-direction columns for our runs of one
+/// network and test, with the paper's Table 3 (LAN revalidation, initial
+/// untuned implementation) for reference.
+pub fn sockets_table(net: Net, test: Test, summaries: &BTreeMap<Key, Summary>, server_label: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Sockets and packets per direction — {} / {} (layout of Table 3{})",
+        net.name().to_uppercase(),
+        test.paper_label(),
+        if net == Net::Lan && test == Test::Revalidate {
+            "; paper values: Jigsaw, initial untuned test"
+        } else {
+            "; the paper has Table 3 for LAN revalidation only"
+        }
+    );
+    let _ = writeln!(
+        s,
+        "  {:<34} {:>10} {:>10} {:>12} {:>12} {:>10} {:>9}",
+        "", "max socks", "tot socks", "pkts c->s", "pkts s->c", "pkts tot", "Sec"
+    );
+    for st in Strategy::ALL {
+        if let Some(m) = summaries.get(&(net, st, test)) {
+            if m.runs_ok > 0 {
+                let _ = writeln!(
+                    s,
+                    "  {:<34} {:>10.0} {:>10.1} {:>12.1} {:>12.1} {:>10.1} {:>9.2}",
+                    format!("{} ({server_label})", st.paper_label()),
+                    m.sockets_max.mean,
+                    m.sockets_total.mean,
+                    m.packets_client_to_server.mean,
+                    m.packets_server_to_client.mean,
+                    m.packets.mean,
+                    m.seconds.mean
+                );
+            }
+        }
+        if net == Net::Lan && test == Test::Revalidate {
+            if let Some(r) = TABLE_3.iter().find(|r| r.strategy == st) {
+                let _ = writeln!(
+                    s,
+                    "  {:<34} {:>10} {:>10} {:>12} {:>12} {:>10} {:>9.2}",
+                    format!("{} (paper T3, Jigsaw)", st.paper_label()),
+                    r.max_sockets,
+                    r.total_sockets,
+                    r.packets_client_to_server,
+                    r.packets_server_to_client,
+                    r.packets_total,
+                    r.seconds
+                );
+            }
+        }
+    }
+    s
+}
