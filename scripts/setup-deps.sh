@@ -35,3 +35,6 @@ pip_install() {
 
 # Namespaces, veth, routes (the link emulator).
 apt_install iproute2 procps
+
+# tshark: the link tests check the emulator's packet/byte counts against it.
+apt_install tshark

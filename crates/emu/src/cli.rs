@@ -143,7 +143,10 @@ pub fn render_text(cfg: &LinkConfig, c: &LinkCounters) -> String {
         c.server_to_client.bytes
     );
     if let (Some(a), Some(b)) = (c.first_packet_s, c.last_packet_s) {
-        let _ = writeln!(s, "first packet at {a:.6} s, last at {b:.6} s (since run start)");
+        let _ = writeln!(
+            s,
+            "first packet at {a:.6} s, last at {b:.6} s (since run start)"
+        );
     }
     s
 }

@@ -63,8 +63,7 @@ fn bulk_rate_within_3pct(profile_name: &str, tcp1997: bool, bytes: usize, mark: 
     let payload_share = down.payload_bytes as f64 / down.kinds.data.bytes as f64;
     let expected = rate_bps as f64 * payload_share;
     let (t_mark, got_at_mark) = d.at_mark;
-    let measured =
-        (bytes - got_at_mark) as f64 * 8.0 / (d.total - t_mark).as_secs_f64();
+    let measured = (bytes - got_at_mark) as f64 * 8.0 / (d.total - t_mark).as_secs_f64();
     let err = measured / expected - 1.0;
     eprintln!(
         "{profile_name}: {bytes} B, measured {measured:.0} bit/s payload after {got_at_mark} B, \

@@ -153,7 +153,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Some(s) => {
             let mut cmd = Command::new("/bin/sh");
             cmd.arg("-c").arg(s);
-            let child = link.spawn_in_server(cmd).context("start the server command")?;
+            let child = link
+                .spawn_in_server(cmd)
+                .context("start the server command")?;
             if !link.wait_server_listening(server_wait)? {
                 eprintln!(
                     "pagewire link: warning: no TCP listener in the server namespace after {:?}; \

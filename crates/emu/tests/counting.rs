@@ -1,0 +1,195 @@
+//! Counting: the link's counters equal what tshark counts in the pcap of
+//! the same run; loss shows up as retransmissions while the transfer stays
+//! byte-exact; MSS and 1997-TCP settings reach the namespaces.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+/// Runs tshark on `pcap` with a display filter; returns (frames, bytes).
+fn tshark_count(pcap: &std::path::Path, filter: &str) -> (u64, u64) {
+    let out = Command::new("tshark")
+        .args(["-n", "-r"])
+        .arg(pcap)
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.len"])
+        .output()
+        .expect("tshark must be installed (scripts/setup-deps.sh installs it)");
+    assert!(
+        out.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lens: Vec<u64> = text.lines().map(|l| l.trim().parse().unwrap()).collect();
+    (lens.len() as u64, lens.iter().sum())
+}
+
+#[test]
+fn counts_equal_tshark_on_the_pcap() {
+    if !can_run() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("run.pcap");
+    let link = start(profile("lan"));
+    let listener = listen(&link);
+    let port = listener.local_addr().unwrap().port();
+    let data = payload(60_000);
+    let server = serve(listener, data.clone(), 3);
+    link.begin_run(Some(&pcap)).unwrap();
+    for _ in 0..3 {
+        assert!(download(&link, port, 0).data == data);
+    }
+    server.join().unwrap();
+    let c = link.end_run().unwrap();
+
+    let all = tshark_count(&pcap, "frame");
+    assert_eq!(all, (c.packets_total, c.bytes_total), "all packets");
+    let up = tshark_count(&pcap, "ip.src == 198.18.0.1");
+    assert_eq!(
+        up,
+        (c.client_to_server.packets, c.client_to_server.bytes),
+        "client to server"
+    );
+    let down = tshark_count(&pcap, "ip.src == 198.18.0.2");
+    assert_eq!(
+        down,
+        (c.server_to_client.packets, c.server_to_client.bytes),
+        "server to client"
+    );
+    let syn = tshark_count(&pcap, "tcp.flags.syn == 1 && tcp.flags.ack == 0");
+    assert_eq!(syn, (c.kinds.syn.packets, c.kinds.syn.bytes));
+    assert_eq!(c.connections_opened, 3);
+    let synack = tshark_count(&pcap, "tcp.flags.syn == 1 && tcp.flags.ack == 1");
+    assert_eq!(synack, (c.kinds.syn_ack.packets, c.kinds.syn_ack.bytes));
+    let data_pkts = tshark_count(&pcap, "tcp.len > 0");
+    assert_eq!(
+        data_pkts.0,
+        c.kinds.data.packets + c.kinds.retransmission.packets
+    );
+    let fin = tshark_count(&pcap, "tcp.flags.fin == 1");
+    assert_eq!(
+        fin.0,
+        c.client_to_server.fin_flags + c.server_to_client.fin_flags
+    );
+    // Every connection's tear-down was counted: FIN from both sides.
+    assert_eq!(fin.0, 6);
+    // The sidecar says what made the pcap and carries the same counters.
+    let side: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(pagewire_link::pcap::sidecar_path(&pcap)).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(side["config"]["profile"], "lan");
+    assert_eq!(side["counters"]["packets_total"], c.packets_total);
+    assert!(side["made_by"]
+        .as_str()
+        .unwrap()
+        .starts_with("pagewire-emu"));
+}
+
+#[test]
+fn two_percent_loss_is_byte_exact_with_retransmissions_counted() {
+    if !can_run() {
+        return;
+    }
+    let mut cfg = profile("lan");
+    cfg.loss = 0.02;
+    cfg.seed = 42;
+    let link = start(cfg);
+    let listener = listen(&link);
+    let port = listener.local_addr().unwrap().port();
+    let data = payload(500_000);
+    let server = serve(listener, data.clone(), 1);
+    link.begin_run(None).unwrap();
+    let d = download(&link, port, 0);
+    server.join().unwrap();
+    let c = link.end_run().unwrap();
+    assert!(d.data == data, "transfer not byte-exact under loss");
+    let lost = c.client_to_server.dropped_loss_packets + c.server_to_client.dropped_loss_packets;
+    eprintln!(
+        "2% loss: {} packets, {lost} lost, {} retransmissions",
+        c.packets_total, c.retransmissions
+    );
+    assert!(lost > 0);
+    assert!(
+        c.retransmissions > 0,
+        "retransmissions must show in the counts"
+    );
+    assert_eq!(c.kinds.retransmission.packets, c.retransmissions);
+    let share = lost as f64 / (c.packets_total + lost) as f64;
+    assert!((0.005..0.05).contains(&share), "loss share {share}");
+}
+
+#[test]
+fn mss_536_limits_segment_size() {
+    if !can_run() {
+        return;
+    }
+    let mut cfg = profile("lan");
+    cfg.mss = Some(536);
+    let link = start(cfg);
+    let listener = listen(&link);
+    let port = listener.local_addr().unwrap().port();
+    let data = payload(50_000);
+    let server = serve(listener, data.clone(), 1);
+    link.begin_run(None).unwrap();
+    assert!(download(&link, port, 0).data == data);
+    server.join().unwrap();
+    let c = link.end_run().unwrap();
+    let per_packet = c.server_to_client.payload_bytes / c.server_to_client.kinds.data.packets;
+    // Full segments carry 536 minus TCP options (12 bytes of timestamps).
+    assert!(
+        (500..=536).contains(&per_packet),
+        "mean payload per data packet {per_packet}"
+    );
+    assert!(c.server_to_client.kinds.data.packets >= 50_000 / 536);
+}
+
+#[test]
+fn tcp1997_settings_apply_inside_the_namespaces_only() {
+    if !can_run() {
+        return;
+    }
+    let host_sack = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_sack").unwrap();
+    let mut cfg = profile("wan");
+    cfg.tcp1997 = true;
+    let link = start(cfg);
+    let (sack, cc, routes) = link
+        .run_in_client(|| {
+            let r = |p: &str| std::fs::read_to_string(p).unwrap().trim().to_string();
+            let routes = Command::new(pagewire_emu::ns::ip_binary())
+                .args(["route", "show"])
+                .output()
+                .unwrap();
+            (
+                r("/proc/sys/net/ipv4/tcp_sack"),
+                r("/proc/sys/net/ipv4/tcp_congestion_control"),
+                String::from_utf8(routes.stdout).unwrap(),
+            )
+        })
+        .unwrap();
+    assert_eq!(sack, "0");
+    assert_eq!(cc, "reno");
+    assert!(routes.contains("initcwnd 2"), "{routes}");
+    assert!(routes.contains("rto_min"), "{routes}");
+    // The host's own settings are untouched.
+    assert_eq!(
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_sack").unwrap(),
+        host_sack
+    );
+    // Without timestamps the TCP header of a data segment is 20 bytes.
+    let listener = listen(&link);
+    let port = listener.local_addr().unwrap().port();
+    let server = serve(listener, payload(20_000), 1);
+    link.begin_run(None).unwrap();
+    download(&link, port, 0);
+    server.join().unwrap();
+    let c = link.end_run().unwrap();
+    let d = &c.server_to_client;
+    assert_eq!(
+        d.kinds.data.bytes - d.payload_bytes,
+        40 * d.kinds.data.packets
+    );
+}

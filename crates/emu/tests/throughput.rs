@@ -1,0 +1,100 @@
+//! The forwarder must never limit the LAN experiments. Issue 3's target is
+//! at least 1 Gbit/s with no rate limit on this 2-core machine; that is measured
+//! by `bench/link-throughput.sh` (a benchmark, run on a quiet machine).
+//! This test is the light guard that runs in CI next to other CPU-heavy
+//! test binaries: it prints the rate and asserts a floor of 3x the fastest
+//! profile (lan100, 100 Mbit/s), so a forwarder regression that would
+//! distort the LAN experiments fails here even on a loaded machine.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Instant;
+
+use common::*;
+use pagewire_link::Rate;
+
+/// Streams `bytes` from server to client through the link; returns the
+/// receiver's goodput in bit/s (payload) and the link's IP bit/s.
+fn stream(cfg: pagewire_emu::LinkConfig, bytes: usize) -> (f64, f64) {
+    let link = start(cfg);
+    let listener = listen(&link);
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let chunk = vec![0x5au8; 256 * 1024];
+        let mut left = bytes;
+        // Bounded by `bytes`.
+        while left > 0 {
+            let n = left.min(chunk.len());
+            s.write_all(&chunk[..n]).unwrap();
+            left -= n;
+        }
+    });
+    link.begin_run(None).unwrap();
+    let addr = link.server_addr();
+    let (got, secs) = link
+        .run_in_client(move || {
+            let mut c = TcpStream::connect((addr, port)).unwrap();
+            let mut buf = vec![0u8; 256 * 1024];
+            let t0 = Instant::now();
+            let mut got = 0usize;
+            loop {
+                let n = c.read(&mut buf).unwrap();
+                if n == 0 {
+                    break;
+                }
+                got += n;
+            }
+            (got, t0.elapsed().as_secs_f64())
+        })
+        .unwrap();
+    server.join().unwrap();
+    let c = link.end_run_now().unwrap();
+    assert_eq!(got, bytes);
+    (
+        got as f64 * 8.0 / secs,
+        c.server_to_client.bytes as f64 * 8.0 / secs,
+    )
+}
+
+fn check(name: &str, mut cfg: pagewire_emu::LinkConfig) {
+    if !can_run() {
+        return;
+    }
+    let _t = timing_lock();
+    cfg.up_rate = Rate::Unlimited;
+    cfg.down_rate = Rate::Unlimited;
+    // 100 MB: ~1 s at 1 Gbit/s, bounded to a few seconds when loaded.
+    let bytes = std::env::var("PAGEWIRE_THROUGHPUT_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000_000);
+    let (goodput, ip) = stream(cfg, bytes);
+    eprintln!(
+        "{name}, no rate limit: {:.2} Gbit/s payload, {:.2} Gbit/s IP through the forwarder",
+        goodput / 1e9,
+        ip / 1e9
+    );
+    let floor = std::env::var("PAGEWIRE_THROUGHPUT_FLOOR_BPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300e6);
+    assert!(
+        ip >= floor,
+        "{name}: forwarder carried only {:.3} Gbit/s (floor {:.3})",
+        ip / 1e9,
+        floor / 1e9
+    );
+}
+
+#[test]
+fn forwarder_carries_1gbit_without_rate_limit() {
+    check("none", profile("none"));
+}
+
+#[test]
+fn forwarder_carries_1gbit_with_lan100_delay() {
+    check("lan100", profile("lan100"));
+}

@@ -1,0 +1,85 @@
+//! `pagewire link` end to end: a server command and a client command on the
+//! two sides of an emulated link, counters as JSON, the client's exit status.
+//! Needs root (CI runs as root); skips otherwise.
+
+use std::process::Command;
+
+const SERVER: &str = r#"python3 -c '
+import os, socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((os.environ["PAGEWIRE_SERVER_ADDR"], 9000))
+s.listen(4)
+while True:
+    c, _ = s.accept()
+    c.sendall(b"x" * 100000)
+    c.close()
+'"#;
+
+const CLIENT: &str = r#"
+import os, socket, sys
+assert os.environ["PAGEWIRE_CLIENT_ADDR"] == "198.18.0.1"
+c = socket.create_connection((os.environ["PAGEWIRE_SERVER_ADDR"], 9000))
+n = 0
+while True:
+    b = c.recv(65536)
+    if not b:
+        break
+    n += len(b)
+sys.exit(3 if n == 100000 else 1)
+"#;
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn link_runs_server_and_client_and_prints_json_counters() {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("cli.pcap");
+    let out = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args(["link", "--net", "lan", "--json", "--pcap"])
+        .arg(&pcap)
+        .args(["--server", SERVER, "--", "python3", "-c", CLIENT])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The client's exit status is the command's (3 = received everything).
+    assert_eq!(out.status.code(), Some(3), "stderr: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["packets_total"].as_u64().unwrap() > 70);
+    assert!(v["bytes_total"].as_u64().unwrap() > 100_000);
+    assert_eq!(v["connections_opened"], 1);
+    assert_eq!(v["server_to_client"]["payload_bytes"], 100_000);
+    assert_eq!(v["client_to_server"]["kinds"]["syn"]["packets"], 1);
+    assert_eq!(v["config"]["profile"], "lan");
+    assert_eq!(v["client_exit"], 3);
+    assert!(pcap.exists());
+    assert!(dir.path().join("cli.pcap.json").exists());
+}
+
+#[test]
+fn link_rejects_bad_flags_clearly() {
+    let out = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args(["link", "--net", "isdn", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown profile \"isdn\""), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args(["link", "--loss", "150%", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("loss"));
+}
