@@ -36,7 +36,9 @@ use anyhow::{anyhow, Context, Result};
 pub use pagewire_link::{LinkConfig, LinkCounters, QueueLimit, Rate};
 
 use forwarder::{Ctl, Forwarder};
+
 use ns::{Netns, Spawner};
+pub use stale::owner_token;
 
 /// Client address (TUN in the client namespace). Both namespaces are
 /// private to one link, so every link can use the same two addresses from

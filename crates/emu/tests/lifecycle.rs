@@ -181,3 +181,32 @@ fn nothing_left_after_a_panic_inside_a_link() {
     assert!(!netns_referenced(c), "client namespace still referenced");
     assert!(!netns_referenced(s), "server namespace still referenced");
 }
+
+#[test]
+fn leftovers_of_a_crashed_run_are_removed_at_next_start() {
+    if !can_run() {
+        return;
+    }
+    // A process left behind by a link owner that no longer runs (pid 1 with
+    // a start time it never had stands for the dead owner).
+    let mut orphan = Command::new("sleep")
+        .arg("300")
+        .env("PAGEWIRE_LINK_OWNER", "1.999999999999")
+        .spawn()
+        .unwrap();
+    // One whose owner is alive (this process) is left alone.
+    let mut alive = Command::new("sleep")
+        .arg("300")
+        .env("PAGEWIRE_LINK_OWNER", pagewire_emu::owner_token())
+        .spawn()
+        .unwrap();
+    let _link = start(profile("none"));
+    let status = orphan.wait().unwrap();
+    assert!(!status.success(), "the orphan was killed");
+    assert!(
+        alive.try_wait().unwrap().is_none(),
+        "a live owner's process survives"
+    );
+    alive.kill().unwrap();
+    alive.wait().unwrap();
+}

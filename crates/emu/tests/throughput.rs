@@ -52,6 +52,7 @@ fn stream(cfg: pagewire_emu::LinkConfig, bytes: usize) -> (f64, f64) {
         .unwrap();
     server.join().unwrap();
     let c = link.end_run_now().unwrap();
+    eprintln!("forwarder CPU: {:.2} s of {secs:.2} s", forwarder_cpu_s());
     assert_eq!(got, bytes);
     (
         got as f64 * 8.0 / secs,
@@ -97,4 +98,22 @@ fn forwarder_carries_1gbit_without_rate_limit() {
 #[test]
 fn forwarder_carries_1gbit_with_lan100_delay() {
     check("lan100", profile("lan100"));
+}
+
+/// CPU seconds (user + system) used so far by the forwarder thread(s).
+fn forwarder_cpu_s() -> f64 {
+    let mut total = 0.0;
+    for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !comm.starts_with("pw-fwd") && !comm.starts_with("pw-forwarder") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(t.path().join("stat")).unwrap_or_default();
+        let rest = &stat[stat.rfind(')').unwrap_or(0) + 2..];
+        let f: Vec<&str> = rest.split(' ').collect();
+        // utime, stime: fields 14 and 15 (11 and 12 after the command).
+        let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+        total += ticks / 100.0;
+    }
+    total
 }

@@ -217,9 +217,10 @@ impl LinkConfig {
         let (rtt_us, rate) = match name {
             // Paper 001 Table 1: 10 Mbit Ethernet, RTT "< 1 ms".
             "lan" => (500, Rate::Bps(10_000_000)),
-            // Papers 002/004: switched 100 Mbit LAN.
+            // Papers 002/004: switched 100 Mbit LAN; 0.2 ms is assumed.
             "lan100" => (200, Rate::Bps(100_000_000)),
-            // Paper 003: T1 to the remote server; 70 ms is an assumption.
+            // Paper 003: remote server, best-case RTT 70 ms; the T1 rate is
+            // from its 20 KB-over-a-T1 example (the bottleneck is assumed).
             "t1" => (70_000, Rate::Bps(1_544_000)),
             // Paper 001 Table 1: MIT to LBL, RTT ~90 ms; rate assumed.
             "wan" => (90_000, Rate::Bps(1_500_000)),
