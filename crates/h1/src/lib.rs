@@ -21,6 +21,9 @@
 //! when the buffer does not yet hold a complete unit; it consumes nothing
 //! then. A buffer may hold many pipelined messages; each call takes one.
 //! Any `Err` means: answer `err.status()`, then close the connection.
+//! Verdicts never depend on how the bytes were split across reads (same
+//! heads, same bodies, same `ErrorKind`): tested at every split and fuzzed
+//! (docs/fuzzing.md). Decisions and limits are listed in docs/h1.md.
 //!
 //! ```
 //! use bytes::BytesMut;
