@@ -38,3 +38,7 @@ apt_install iproute2 procps
 
 # tshark: the link tests check the emulator's packet/byte counts against it.
 apt_install tshark
+
+# The robot's tests run a real nginx beside pagewire's server (crates/client/tests);
+# docs/client.md compares the robot with curl, wget -p and h2load (nghttp2-client).
+apt_install nginx-light curl wget nghttp2-client
