@@ -150,6 +150,7 @@ impl Results {
     pub fn write(&self, dir: &Path) -> Result<()> {
         fs::create_dir_all(dir)?;
         let json = serde_json::to_string_pretty(&ResultsJson {
+            made_by: &self.provenance.made_by,
             what: "pagewire bench results: one object per run in `runs`; tables and claims as printed",
             results: self,
             summaries: self.summaries.values().collect(),
@@ -364,6 +365,7 @@ fn server_addr(_r: &RunRecord) -> Ipv4Addr {
 
 #[derive(Serialize)]
 struct ResultsJson<'a> {
+    made_by: &'a str,
     what: &'static str,
     #[serde(flatten)]
     results: &'a Results,

@@ -189,7 +189,7 @@ fn tail(p: &Path) -> String {
 
 /// Objects of `report` that arrived intact (first-time) or were validated
 /// (revalidation): each of the 43 expected paths counted once.
-fn objects_ok(report: &FetchReport, test: Test, expected: &BTreeMap<String, String>) -> u64 {
+fn objects_ok(report: &FetchReport, test: Test, expected: &BTreeMap<String, String>) -> (u64, Vec<String>) {
     let mut ok = std::collections::BTreeSet::new();
     for o in &report.objects {
         let path = match o.url.find("://").and_then(|i| o.url[i + 3..].find('/').map(|j| i + 3 + j)) {
@@ -206,7 +206,8 @@ fn objects_ok(report: &FetchReport, test: Test, expected: &BTreeMap<String, Stri
             ok.insert(path.to_string());
         }
     }
-    ok.len() as u64
+    let missing = expected.keys().filter(|p| !ok.contains(*p)).cloned().collect();
+    (ok.len() as u64, missing)
 }
 
 /// Run the whole plan.
@@ -337,9 +338,18 @@ fn one_run(
     let c = link.end_run()?;
     let (elapsed_s, objects, body, error) = match &fetched {
         Ok(r) => {
-            let ok = objects_ok(r, spec.test, expected);
+            let (ok, missing) = objects_ok(r, spec.test, expected);
             let err = if ok as usize != expected.len() {
-                Some(format!("{} of {} objects ok", ok, expected.len()))
+                // Name what went wrong: the robot's count and the first
+                // objects that are missing or arrived wrong.
+                Some(format!(
+                    "{} of {} objects ok ({} in the robot's report); not ok: {}{}",
+                    ok,
+                    expected.len(),
+                    r.objects.len(),
+                    missing.iter().take(5).cloned().collect::<Vec<_>>().join(" "),
+                    if missing.len() > 5 { " ..." } else { "" }
+                ))
             } else {
                 None
             };

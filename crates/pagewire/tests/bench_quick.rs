@@ -1,0 +1,127 @@
+//! `pagewire bench --quick` end to end: the Microscape page served by
+//! `pagewire serve` in a server namespace, fetched by the robot in a client
+//! namespace over the emulated LAN and WAN, with every strategy and both
+//! tests. Asserts on results.json. Needs root (CI runs as root); skips
+//! otherwise.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `--quick` must finish within a minute on the 2-core CI machine; allow
+/// three for a loaded machine before calling it hung.
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Packet records in a classic pcap file, counted from the format itself
+/// (24-byte global header, then 16-byte record headers each followed by
+/// incl_len bytes) so the check does not share code with what it checks.
+fn pcap_records(path: &Path) -> u64 {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    assert!(b.len() >= 24, "{}: no pcap header", path.display());
+    let magic = u32::from_le_bytes(b[0..4].try_into().unwrap());
+    let le = match magic {
+        0xa1b2c3d4 | 0xa1b23c4d => true,
+        0xd4c3b2a1 | 0x4d3cb2a1 => false,
+        m => panic!("{}: not a pcap (magic {m:#x})", path.display()),
+    };
+    let u32_at = |i: usize| {
+        let a: [u8; 4] = b[i..i + 4].try_into().unwrap();
+        if le {
+            u32::from_le_bytes(a)
+        } else {
+            u32::from_be_bytes(a)
+        }
+    };
+    let (mut off, mut n) = (24usize, 0u64);
+    while off < b.len() {
+        assert!(off + 16 <= b.len(), "{}: truncated record header", path.display());
+        let incl = u32_at(off + 8) as usize;
+        off += 16 + incl;
+        assert!(off <= b.len(), "{}: truncated record", path.display());
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn bench_quick_fetches_everything_and_counts_match_pcaps() {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root (network namespaces)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args(["bench", "--quick", "--no-progress", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pagewire bench");
+    let started = Instant::now();
+    // Bounded wait; kill on timeout so a hang fails instead of blocking CI.
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("pagewire bench --quick did not finish within {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(status.success(), "bench failed: {status}\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    eprintln!("bench --quick took {:.1} s", started.elapsed().as_secs_f64());
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert!(json["made_by"].as_str().unwrap().contains("pagewire"));
+    let runs = json["runs"].as_array().expect("runs");
+    // lan + wan, 4 strategies, 2 tests, 1 repetition.
+    assert_eq!(runs.len(), 16, "{stdout}");
+    let get = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
+    for r in runs {
+        let what = format!("{} {} {}", r["net"], r["strategy"], r["test"]);
+        assert!(r["error"].is_null(), "{what}: {}", r["error"]);
+        assert_eq!(get(r, "objects_expected"), 43, "{what}");
+        assert_eq!(get(r, "objects_ok"), 43, "{what}: not every object fetched");
+        let pcap = out.join(r["pcap"].as_str().unwrap());
+        assert_eq!(get(r, "packets_total"), pcap_records(&pcap), "{what}: counters vs {}", pcap.display());
+        assert!(r["elapsed_s"].as_f64().unwrap() > 0.0, "{what}");
+        for k in ["strategy", "test", "net", "rep", "bytes_total", "overhead_pct", "sockets_total", "sockets_max", "seed"] {
+            assert!(!r[k].is_null(), "{what}: {k} missing");
+        }
+    }
+    let packets = |net: &str, st: &str, test: &str| {
+        runs.iter()
+            .find(|r| r["net"] == net && r["strategy"] == st && r["test"] == test)
+            .map(|r| get(r, "packets_total"))
+            .unwrap_or_else(|| panic!("no {net} {st} {test} run"))
+    };
+    for net in ["lan", "wan"] {
+        for test in ["first", "revalidate"] {
+            let (p, h) = (packets(net, "pipeline", test), packets(net, "http10", test));
+            assert!(p < h, "{net} {test}: pipeline {p} packets, http10 {h}");
+        }
+    }
+    for f in ["results.csv", "report.html", "report.txt"] {
+        let s = std::fs::read_to_string(out.join(f)).unwrap();
+        assert!(s.contains("pagewire"), "{f} says what made it");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.matches("<svg").count() >= 4 + 4, "bar charts and time-sequence plots");
+    assert!(stdout.contains("Claims of paper 001"), "{stdout}");
+}
