@@ -60,9 +60,12 @@ impl Found {
     }
 }
 
+/// The tokenizer; its output (the unchanged document) is discarded.
+type Tokenizer = HtmlRewriter<'static, fn(&[u8])>;
+
 /// Incremental reference finder for one HTML document.
 pub struct Discoverer {
-    rewriter: Option<HtmlRewriter<'static, fn(&[u8])>>,
+    rewriter: Option<Tokenizer>,
     found: Arc<Mutex<Found>>,
     error: Option<String>,
 }
