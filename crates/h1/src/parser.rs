@@ -67,12 +67,34 @@ impl RequestParser {
         if self.scanned > buf.len() {
             self.reset();
         }
+        if self.scanned == 0 && !self.started {
+            // Fresh start (the common case: a whole head in one read): ask
+            // the full parser at once; only if the head is incomplete, scan
+            // it to remember how far we got.
+            let result = parse_request(buf, &self.limits);
+            if matches!(result, Ok(None)) {
+                self.scan(buf);
+            }
+            return result;
+        }
+        if !self.scan(buf) {
+            return Ok(None);
+        }
+        let result = parse_request(buf, &self.limits);
+        if !matches!(result, Ok(None)) {
+            self.reset();
+        }
+        result
+    }
+
+    /// Scans the bytes not seen yet; returns whether a verdict is due.
+    fn scan(&mut self, buf: &BytesMut) -> bool {
         let max_head = self.limits.max_head_bytes;
         // Never scan past the head limit: beyond it the verdict is due.
         let cap = buf.len().min(max_head.saturating_add(1));
         let mut verdict_due = buf.len() > max_head;
         let mut i = self.scanned;
-        // Bounded by `cap`: every iteration advances `i`.
+        // Bounded by `cap`: every iteration advances `i` or breaks.
         while i < cap {
             if !self.started {
                 match buf[i] {
@@ -119,13 +141,6 @@ impl RequestParser {
         if self.started && i.saturating_sub(self.line_start) > line_limit {
             verdict_due = true;
         }
-        if !verdict_due {
-            return Ok(None);
-        }
-        let result = parse_request(buf, &self.limits);
-        if !matches!(result, Ok(None)) {
-            self.reset();
-        }
-        result
+        verdict_due
     }
 }
