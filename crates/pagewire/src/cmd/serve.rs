@@ -1,9 +1,182 @@
-//! `pagewire serve`.
+//! `pagewire serve`: run the origin server on a directory or a generated site.
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use pagewire_prefetch::PrefetchParams;
+use pagewire_server::{ClosePolicy, FlushPolicy, ServerConfig};
+use pagewire_site::microscape;
+use pagewire_site::store::Site;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Serve the files under this directory (symlinks out of it and dotfiles
+    /// are never served).
+    #[arg(long, conflicts_with = "site", required_unless_present = "site")]
+    pub root: Option<PathBuf>,
+    /// Serve a generated site instead: `microscape` (paper 001's test page).
+    #[arg(long, value_parser = ["microscape"])]
+    pub site: Option<String>,
+    /// Seed of the generated site.
+    #[arg(long, default_value_t = microscape::DEFAULT_SEED, requires = "site")]
+    pub seed: u64,
+    /// Address to listen on; port 0 picks a free port. The chosen address is
+    /// printed as "listening on http://ADDR".
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+    /// Worker threads (default: number of cores).
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Close a connection after N responses (Apache 1.2b2 used 5).
+    #[arg(long)]
+    pub max_requests: Option<u64>,
+    /// When the response buffer is written: when-idle (when full, when no
+    /// complete request is waiting, before idling) or each-response.
+    #[arg(long, default_value = "when-idle")]
+    pub flush: FlushPolicy,
+    /// Leave Nagle's algorithm on (no TCP_NODELAY).
+    #[arg(long)]
+    pub nagle: bool,
+    /// How to close: linger (half-close, drain, then close) or abrupt
+    /// (close both halves at once; loses pipelined responses).
+    #[arg(long, default_value = "linger")]
+    pub close: ClosePolicy,
+    /// Idle keep-alive timeout, e.g. 60s, 500ms.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Time allowed to receive a request head (slowloris defence).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+    /// Most open connections; at the limit the least recently active idle
+    /// connection is closed.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_conns: usize,
+    /// Write a Common Log Format access log here.
+    #[arg(long)]
+    pub access_log: Option<PathBuf>,
+    /// Piggyback prefetch hints (paper 003): e.g. w=4,p=0.5,i=2.
+    #[arg(long)]
+    pub prefetch: Option<PrefetchParams>,
+    /// Build no precompressed variants (faster start).
+    #[arg(long)]
+    pub no_compress: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`pagewire serve` is not built yet")
+/// "250ms", "2s", "1.5s", "3m", or plain seconds.
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => (&s[..i], &s[i..]),
+        None => (s, "s"),
+    };
+    let v: f64 = num.parse().map_err(|_| format!("bad duration {s:?}"))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" => v,
+        "m" => v * 60.0,
+        _ => return Err(format!("bad duration unit in {s:?} (ms, s, m)")),
+    };
+    if !secs.is_finite() || secs < 0.0 || secs > 86_400.0 {
+        return Err(format!("duration {s:?} out of range (0 to 24 h)"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let options = pagewire_site::store::LoadOptions {
+        no_compression: args.no_compress,
+        ..Default::default()
+    };
+    let site = match (&args.root, args.site.as_deref()) {
+        (Some(root), _) => {
+            let site = Site::from_dir_with(root, &options)
+                .with_context(|| format!("loading {}", root.display()))?;
+            let sk = site.skipped();
+            let skipped = sk.symlinks.len() + sk.names.len() + sk.other.len();
+            if skipped > 0 {
+                eprintln!(
+                    "pagewire serve: skipped {} symlinks leaving the root or dangling, {} dotfiles/non-UTF-8 names, {} other",
+                    sk.symlinks.len(),
+                    sk.names.len(),
+                    sk.other.len()
+                );
+            }
+            site
+        }
+        (None, Some("microscape")) => {
+            let m = microscape::generate(microscape::Options {
+                seed: args.seed,
+                ..Default::default()
+            });
+            eprintln!(
+                "pagewire serve: synthetic Microscape site, seed {} (generated, not the original files)",
+                args.seed
+            );
+            Site::from_files_with(m.site_files(), &options)
+        }
+        _ => anyhow::bail!("give --root DIR or --site microscape"),
+    };
+    if site.is_empty() {
+        anyhow::bail!("the site has no files");
+    }
+    let config = ServerConfig {
+        threads: args
+            .threads
+            .unwrap_or(ServerConfig::default().threads)
+            .max(1),
+        flush: args.flush,
+        nagle: args.nagle,
+        close: args.close,
+        max_requests: args.max_requests,
+        idle_timeout: args.idle_timeout,
+        header_timeout: args.header_timeout,
+        max_conns: args.max_conns.max(1),
+        access_log: args.access_log,
+        prefetch: args.prefetch,
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        ..Default::default()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let stats = rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("binding {}", args.addr))?;
+        let addr = listener.local_addr()?;
+        eprintln!(
+            "pagewire serve: {} resources, {} threads",
+            site.len(),
+            config.threads
+        );
+        // Scripts and tests read this line to learn the port.
+        println!("listening on http://{addr}");
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        let stats = pagewire_server::serve(listener, Arc::new(site), config, shutdown_signal())
+            .await
+            .context("serving")?;
+        anyhow::Ok(stats)
+    })?;
+    eprintln!("pagewire serve: stopped\n{stats}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// SIGINT or SIGTERM starts a graceful shutdown.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }
