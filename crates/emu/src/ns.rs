@@ -85,7 +85,18 @@ pub fn open_tun(name: &str) -> Result<OwnedFd> {
     };
     if fd < 0 {
         let e = io::Error::last_os_error();
-        bail!("open /dev/net/tun: {e} (needs the tun module and access to the device)");
+        if e.kind() == io::ErrorKind::PermissionDenied {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata("/dev/net/tun")
+                .map(|m| m.permissions().mode() & 0o777)
+                .unwrap_or(0);
+            bail!(
+                "open /dev/net/tun: {e}: the device is mode {mode:o}; \
+                 a normal user (even in a user namespace) needs it readable and writable: \
+                 `chmod 0666 /dev/net/tun` (the usual default) or run as root"
+            );
+        }
+        bail!("open /dev/net/tun: {e} (needs the tun module: modprobe tun)");
     }
     // SAFETY: fd was just returned by open and is owned by nobody else.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };

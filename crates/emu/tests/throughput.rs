@@ -113,6 +113,7 @@ fn forwarder_cpu_s() -> f64 {
         let f: Vec<&str> = rest.split(' ').collect();
         // utime, stime: fields 14 and 15 (11 and 12 after the command).
         let ticks: f64 = f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap();
+        eprintln!("  {}: user {} sys {} ticks", comm.trim(), f[11], f[12]);
         total += ticks / 100.0;
     }
     total
