@@ -93,3 +93,46 @@ fn bulk_rate_ppp_within_3pct() {
     // saturated without spurious retransmissions: 16 KB take ~5 s.
     bulk_rate_within_3pct("ppp", true, 16_000, 4_000);
 }
+
+#[test]
+fn trace_driven_downlink_replays_its_rate() {
+    if !can_run() {
+        return;
+    }
+    let _t = timing_lock();
+    // Mahimahi format: one 1500-byte opportunity per ms = 12 Mbit/s, with a
+    // 10 ms gap every 100 ms (so the replay is not a constant rate):
+    // 90 opportunities per 100 ms = 10.8 Mbit/s on average.
+    let text: String = (1..=100u32)
+        .filter(|ms| ms % 100 == 0 || ms % 100 > 10)
+        .map(|ms| format!("{ms}\n"))
+        .collect();
+    let trace = pagewire_link::Trace::parse("test-trace", &text).unwrap();
+    let mean = trace.mean_rate_bps();
+    let mut cfg = profile("none");
+    cfg.profile = "trace".into();
+    cfg.rtt = std::time::Duration::from_millis(20);
+    cfg.down_rate = Rate::Trace(std::sync::Arc::new(trace));
+    let link = start(cfg);
+    let listener = listen(&link);
+    let port = listener.local_addr().unwrap().port();
+    let bytes = 1_500_000;
+    let data = payload(bytes);
+    let server = serve(listener, data.clone(), 1);
+    link.begin_run(None).unwrap();
+    let d = download(&link, port, 300_000);
+    server.join().unwrap();
+    let c = link.end_run().unwrap();
+    assert!(d.data == data);
+    assert_eq!(c.retransmissions, 0);
+    let down = &c.server_to_client;
+    let expected = mean * down.payload_bytes as f64 / down.kinds.data.bytes as f64;
+    let (t_mark, got) = d.at_mark;
+    let measured = (bytes - got) as f64 * 8.0 / (d.total - t_mark).as_secs_f64();
+    let err = measured / expected - 1.0;
+    eprintln!(
+        "trace: measured {measured:.0} bit/s payload, expected {expected:.0}, error {:+.3}%",
+        err * 100.0
+    );
+    assert!(err.abs() <= 0.03, "trace rate error {:.3}%", err * 100.0);
+}
