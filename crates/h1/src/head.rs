@@ -315,7 +315,7 @@ pub fn parse_request(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Reque
     }
     // Never let httparse scan past the head limit: a peer streaming garbage
     // costs at most max_head_bytes of scanning per call.
-    let window_len = buf.len().min(limits.max_head_bytes.saturating_add(1));
+    let window_len = buf.len().min(limits.head_bytes() + 1);
     // Built in place and moved once: the head is ~350 bytes (inline field
     // index), and moving it around showed up in the profile.
     let mut head = RequestHead {
@@ -339,7 +339,7 @@ pub fn parse_request(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Reque
             }
             Err(e) => return Err(diagnose(window, e, limits, Role::Request)),
             Ok(httparse::Status::Complete(n)) => {
-                if n > limits.max_head_bytes {
+                if n > limits.head_bytes() {
                     return Err(ErrorKind::HeadTooLarge.into());
                 }
                 let method_str = req.method.unwrap_or_default();
@@ -397,7 +397,7 @@ pub fn parse_response(
     if buf.is_empty() {
         return Ok(None);
     }
-    let window_len = buf.len().min(limits.max_head_bytes.saturating_add(1));
+    let window_len = buf.len().min(limits.head_bytes() + 1);
     let parsed = {
         let window = &buf[..window_len];
         let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_ARRAY_CAP];
@@ -414,7 +414,7 @@ pub fn parse_response(
             }
             Err(e) => return Err(diagnose(window, e, limits, Role::Response)),
             Ok(httparse::Status::Complete(n)) => {
-                if n > limits.max_head_bytes {
+                if n > limits.head_bytes() {
                     return Err(ErrorKind::HeadTooLarge.into());
                 }
                 let version = match res.version {
@@ -732,7 +732,7 @@ fn skip_empty_lines(window: &[u8]) -> usize {
 /// Limits on a head httparse says is incomplete.
 fn check_partial(window: &[u8], total: usize, limits: &Limits, role: Role) -> Result<(), Error> {
     check_lines(window, limits, role)?;
-    if total > limits.max_head_bytes {
+    if total > limits.head_bytes() {
         return Err(ErrorKind::HeadTooLarge.into());
     }
     Ok(())

@@ -19,6 +19,7 @@ pub struct Limits {
     /// Largest whole head (start line, fields, blank line, and any leading
     /// empty lines). 64 KiB bounds the bytes buffered before a request is
     /// recognised, and so the re-scan cost of a slow sender; more gets 431.
+    /// Values above 1 GiB are clamped (heads are indexed with `u32`).
     pub max_head_bytes: usize,
     /// Longest chunk-size line including extensions, without CRLF.
     /// 4 KiB: extensions carry nothing we use, and an unbounded line would
@@ -55,6 +56,10 @@ impl Limits {
     /// Same as `Default::default()`.
     pub fn new() -> Self {
         Self::default()
+    }
+    /// `max_head_bytes`, clamped so that offsets fit the `u32` index.
+    pub(crate) fn head_bytes(&self) -> usize {
+        self.max_head_bytes.min(1 << 30)
     }
     pub(crate) fn header_slots(&self) -> usize {
         self.max_headers.min(HEADER_ARRAY_CAP)

@@ -89,9 +89,9 @@ impl RequestParser {
 
     /// Scans the bytes not seen yet; returns whether a verdict is due.
     fn scan(&mut self, buf: &BytesMut) -> bool {
-        let max_head = self.limits.max_head_bytes;
+        let max_head = self.limits.head_bytes();
         // Never scan past the head limit: beyond it the verdict is due.
-        let cap = buf.len().min(max_head.saturating_add(1));
+        let cap = buf.len().min(max_head + 1);
         let mut verdict_due = buf.len() > max_head;
         let mut i = self.scanned;
         // Bounded by `cap`: every iteration advances `i` or breaks.
