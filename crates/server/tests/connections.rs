@@ -1,0 +1,318 @@
+//! Connection management (paper 001 "Connection Management", paper 003 §4):
+//! lingering close vs abrupt close, limits, timeouts, eviction, bad input.
+mod common;
+
+use std::io::{ErrorKind, Read, Write};
+use std::time::{Duration, Instant};
+
+use common::*;
+use pagewire_h1::Method;
+use pagewire_server::{ClosePolicy, ServerConfig};
+use pagewire_site::store::{LoadOptions, Site};
+
+/// Two responses of 8 MiB: more than the loopback socket buffers of both
+/// ends together, so the server is still writing the second one when the
+/// client's later requests arrive and sit unread in the server's receive
+/// queue — the situation of paper 001's Apache 1.2b2 with its 5-request limit.
+const BIG_BYTES: usize = 8 << 20;
+
+fn big_site() -> Site {
+    Site::from_files_with(
+        vec![
+            file("/big1", noise(BIG_BYTES, 7)),
+            file("/big2", noise(BIG_BYTES, 8)),
+        ],
+        &LoadOptions {
+            no_compression: true,
+            ..Default::default()
+        },
+    )
+}
+
+/// Sends 2 requests, then (while the server is busy writing) 10 more that
+/// arrive after its request limit; reads everything. Returns the bytes
+/// received and whether the connection ended in a reset.
+fn limit_reached_with_requests_in_flight(close: ClosePolicy) -> (usize, bool, usize) {
+    let server = TestServer::start(
+        big_site(),
+        ServerConfig {
+            max_requests: Some(2),
+            close,
+            ..config()
+        },
+    );
+    let mut s = server.connect();
+    s.write_all(format!("{}{}", req("/big1", ""), req("/big2", "")).as_bytes())
+        .unwrap();
+    // Let the server fill the pipe; then pipeline more requests behind.
+    std::thread::sleep(Duration::from_millis(200));
+    let more: String = (0..10).map(|_| req("/big1", "")).collect();
+    s.write_all(more.as_bytes()).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut received = 0usize;
+    let mut reset = false;
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => received += n,
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => {
+                reset = true;
+                break;
+            }
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+    drop(s);
+    let stats = server.stop();
+    (received, reset, stats.requests as usize)
+}
+
+#[test]
+fn lingering_close_delivers_every_response_when_requests_are_in_flight() {
+    let (received, reset, requests) = limit_reached_with_requests_in_flight(ClosePolicy::Linger);
+    assert!(!reset, "lingering close must not reset");
+    assert_eq!(requests, 2);
+    // Two complete responses: heads are ~250 bytes each.
+    assert!(
+        received > 2 * BIG_BYTES && received < 2 * BIG_BYTES + 1024,
+        "received {received}"
+    );
+}
+
+#[test]
+fn abrupt_close_loses_responses_when_requests_are_in_flight() {
+    // The opposite: closing both halves with unread requests queued makes
+    // the kernel send RST and discard what was not yet delivered.
+    let (received, reset, _) = limit_reached_with_requests_in_flight(ClosePolicy::Abrupt);
+    assert!(
+        reset || received < 2 * BIG_BYTES,
+        "expected loss with abrupt close, got {received} bytes, reset {reset}"
+    );
+}
+
+#[test]
+fn max_requests_marks_the_last_response_and_lingers() {
+    let server = TestServer::start(
+        small_site(),
+        ServerConfig {
+            max_requests: Some(5),
+            ..config()
+        },
+    );
+    let mut s = server.connect();
+    let batch: String = (0..15).map(|_| req("/b.gif", "")).collect();
+    s.write_all(batch.as_bytes()).unwrap();
+    let mut r = Reader::new(s);
+    for i in 0..5 {
+        let resp = r.response(Method::Get).unwrap();
+        assert_eq!(resp.status, 200);
+        let close = resp.header("connection");
+        assert_eq!(
+            close,
+            if i == 4 { Some("close") } else { None },
+            "response {i}"
+        );
+    }
+    assert!(
+        r.at_eof().unwrap(),
+        "clean EOF after the 5th response, no reset"
+    );
+    drop(r);
+    let stats = server.stop();
+    assert_eq!(stats.requests, 5);
+    assert_eq!(stats.closes_lingering, 1);
+}
+
+#[test]
+fn malformed_request_gets_400_and_close_while_others_keep_working() {
+    let server = TestServer::start(small_site(), config());
+    let mut good = Reader::new(server.connect());
+    good.stream.write_all(req("/b.gif", "").as_bytes()).unwrap();
+    assert_eq!(good.response(Method::Get).unwrap().status, 200);
+
+    for bad in [
+        "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: +5\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost : t\r\n\r\n",
+        "GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n b\r\n\r\n",
+        "GET / HTTP/1.1\r\n\r\n",
+        "\x16\x03\x01\x02\x00\x01\x00\x01\x7f\x03\x03garbage\r\n\r\n",
+    ] {
+        let mut s = server.connect();
+        s.write_all(bad.as_bytes()).unwrap();
+        let mut r = Reader::new(s);
+        let resp = r.response(Method::Get).unwrap();
+        assert_eq!(resp.status, 400, "{bad:?}");
+        assert_eq!(resp.header("connection"), Some("close"));
+        assert!(r.at_eof().unwrap());
+    }
+    let long_target = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "a".repeat(9000));
+    assert_eq!(get(&server, &long_target).status, 414);
+    let long_header = format!(
+        "GET / HTTP/1.1\r\nHost: t\r\nX: {}\r\n\r\n",
+        "a".repeat(9000)
+    );
+    assert_eq!(get(&server, &long_header).status, 431);
+
+    // The first connection was never disturbed.
+    good.stream.write_all(req("/a.gif", "").as_bytes()).unwrap();
+    assert_eq!(good.response(Method::Get).unwrap().body.len(), 3000);
+    drop(good);
+    let stats = server.stop();
+    assert_eq!(stats.malformed_requests, 8);
+}
+
+#[test]
+fn idle_keep_alive_connection_is_closed_after_the_timeout() {
+    let server = TestServer::start(
+        small_site(),
+        ServerConfig {
+            idle_timeout: Duration::from_millis(300),
+            ..config()
+        },
+    );
+    let mut r = Reader::new(server.connect());
+    r.stream.write_all(req("/b.gif", "").as_bytes()).unwrap();
+    r.response(Method::Get).unwrap();
+    let t = Instant::now();
+    assert!(r.at_eof().unwrap());
+    let waited = t.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    drop(r);
+    assert_eq!(server.stop().idle_timeouts, 1);
+}
+
+#[test]
+fn slow_request_head_gets_408() {
+    let server = TestServer::start(
+        small_site(),
+        ServerConfig {
+            header_timeout: Duration::from_millis(300),
+            ..config()
+        },
+    );
+    let mut r = Reader::new(server.connect());
+    r.stream
+        .write_all(b"GET /b.gif HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+        .unwrap();
+    let resp = r.response(Method::Get).unwrap();
+    assert_eq!(resp.status, 408);
+    assert!(r.at_eof().unwrap());
+    // A silent new connection is simply closed.
+    let mut silent = Reader::new(server.connect());
+    assert!(silent.at_eof().unwrap());
+    drop((r, silent));
+    assert_eq!(server.stop().header_timeouts, 2);
+}
+
+#[test]
+fn at_max_conns_the_least_recently_active_idle_connection_is_closed() {
+    let server = TestServer::start(
+        small_site(),
+        ServerConfig {
+            max_conns: 2,
+            ..config()
+        },
+    );
+    let mut a = Reader::new(server.connect());
+    a.stream.write_all(req("/b.gif", "").as_bytes()).unwrap();
+    a.response(Method::Get).unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    let mut b = Reader::new(server.connect());
+    b.stream.write_all(req("/b.gif", "").as_bytes()).unwrap();
+    b.response(Method::Get).unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    // Third connection: A has been idle longest and is closed.
+    let mut c = Reader::new(server.connect());
+    c.stream.write_all(req("/b.gif", "").as_bytes()).unwrap();
+    assert_eq!(c.response(Method::Get).unwrap().status, 200);
+    assert!(a.at_eof().unwrap(), "oldest idle connection closed");
+    b.stream.write_all(req("/a.gif", "").as_bytes()).unwrap();
+    assert_eq!(b.response(Method::Get).unwrap().status, 200);
+    drop((a, b, c));
+    assert_eq!(server.stop().evictions, 1);
+}
+
+#[test]
+fn graceful_shutdown_closes_idle_connections_and_returns() {
+    let server = TestServer::start(small_site(), config());
+    let mut r = Reader::new(server.connect());
+    r.stream.write_all(req("/b.gif", "").as_bytes()).unwrap();
+    r.response(Method::Get).unwrap();
+    let t = Instant::now();
+    let stats = server.stop();
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert!(r.at_eof().unwrap());
+    assert_eq!(stats.connections, 1);
+    assert_eq!(stats.closed_by_shutdown, 1);
+    assert!(stats.cpu_seconds() >= 0.0);
+}
+
+#[test]
+fn access_log_is_common_log_format() {
+    let dir = std::env::temp_dir().join(format!("pagewire-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("access.log");
+    let server = TestServer::start(
+        small_site(),
+        ServerConfig {
+            access_log: Some(path.clone()),
+            command_line: "test".into(),
+            ..config()
+        },
+    );
+    let mut s = server.connect();
+    s.write_all(format!("{}{}", req("/b.gif", ""), req("/missing", "")).as_bytes())
+        .unwrap();
+    let mut r = Reader::new(s);
+    r.response(Method::Get).unwrap();
+    r.response(Method::Get).unwrap();
+    drop(r);
+    server.stop();
+    let log = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(lines[0].starts_with("# pagewire"), "{log}");
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(lines[1].starts_with("127.0.0.1 - - ["));
+    assert!(
+        lines[1].ends_with("\"GET /b.gif HTTP/1.1\" 200 100"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2].ends_with("\"GET /missing HTTP/1.1\" 404 10"),
+        "{}",
+        lines[2]
+    );
+}
+
+#[test]
+fn prefetch_hints_are_learned_and_piggybacked() {
+    let server = TestServer::start(
+        small_site(),
+        ServerConfig {
+            prefetch: Some("w=2,p=0.5,i=2".parse().unwrap()),
+            ..config()
+        },
+    );
+    // Teach: /index.html is followed by /a.gif, several times.
+    for _ in 0..3 {
+        let mut r = Reader::new(server.connect());
+        r.stream
+            .write_all(format!("{}{}", req("/index.html", ""), req("/a.gif", "")).as_bytes())
+            .unwrap();
+        r.response(Method::Get).unwrap();
+        r.response(Method::Get).unwrap();
+    }
+    let resp = get(&server, &req("/index.html", ""));
+    assert_eq!(resp.header("link"), Some("</a.gif>; rel=prefetch"));
+    // A prefetch request gets hints too but does not teach.
+    let pf = get(&server, &req("/a.gif", "Sec-Purpose: prefetch\r\n"));
+    assert_eq!(pf.status, 200);
+    drop(server);
+}
