@@ -42,3 +42,10 @@ apt_install tshark
 # The robot's tests run a real nginx beside pagewire's server (crates/client/tests);
 # docs/client.md compares the robot with curl, wget -p and h2load (nghttp2-client).
 apt_install nginx-light curl wget nghttp2-client
+
+# Peer checkers for the server (crates/server/tests/peer_checkers.rs): HTTPolice
+# lints recorded pipelined connections (bitstring 4 broke HTTPolice's parser),
+# REDbot checks validation, ranges and content negotiation on loopback.
+pip_install 'bitstring<4' HTTPolice redbot
+# bench/server/run.sh compares the server with nginx and h2o under wrk and h2load.
+apt_install nginx-light h2o wrk nghttp2-client python3
