@@ -80,6 +80,9 @@ struct Conn<'s> {
     write_closed: bool,
     last_progress: Instant,
     last_answered: Option<ObjId>,
+    /// The page just completed; flush once its last requests are buffered
+    /// (`FetchConfig::flush_at_page_end`).
+    page_end_flush: bool,
 }
 
 /// Opens a connection and runs requests from `queue` on it until they are
@@ -132,6 +135,7 @@ pub async fn drive(
         write_closed: false,
         last_progress: Instant::now(),
         last_answered: None,
+        page_end_flush: false,
     };
     let result = conn.run(queue, plan, sink).await;
     let end = match &result {
@@ -228,6 +232,12 @@ impl Conn<'_> {
                 if let Some(b) = self.out.flush(FlushReason::Explicit) {
                     self.emit(b);
                 }
+            }
+        }
+        if self.page_end_flush {
+            self.page_end_flush = false;
+            if let Some(b) = self.out.flush(FlushReason::Explicit) {
+                self.emit(b);
             }
         }
         Ok(())
@@ -418,6 +428,9 @@ impl Conn<'_> {
         debug_assert_eq!(front, Some(id));
         self.answered += 1;
         self.last_answered = Some(id);
+        if id == PAGE && self.sess.cfg.flush_at_page_end {
+            self.page_end_flush = true;
+        }
         let new = self.sess.on_end(id)?;
         self.route(new, queue, sink);
         Ok(())

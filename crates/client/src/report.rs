@@ -139,6 +139,7 @@ pub struct FetchReport {
     pub out_buffer_bytes: usize,
     #[serde(with = "duration_ms")]
     pub flush_after: std::time::Duration,
+    pub flush_at_page_end: bool,
     pub max_conns: usize,
     pub timeouts: Timeouts,
     /// Wall-clock start, RFC 3339.

@@ -764,6 +764,7 @@ impl Session {
             revalidate: self.cfg.revalidate,
             out_buffer_bytes: self.cfg.out_buffer_bytes,
             flush_after: self.cfg.flush_after,
+            flush_at_page_end: self.cfg.flush_at_page_end,
             max_conns: self.cfg.max_conns,
             timeouts: self.cfg.timeouts,
             started: rfc3339(self.started_wall),

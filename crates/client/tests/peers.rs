@@ -384,3 +384,68 @@ fn prefetch_hints_are_followed_into_the_cache() {
         0
     );
 }
+
+/// "A 304 refreshes the entry, a 200 replaces it": one image changes on the
+/// server between the fetches. Conditional GET gets a 200 for it; the
+/// HTTP/1.0 robot's HEAD shows the change and it follows with a GET.
+#[test]
+fn changed_object_is_refetched_and_replaced_in_the_cache() {
+    let site = make_site();
+    let nginx = Nginx::start(site.root(), "");
+    let changed = "/images/solutions.gif";
+    for strategy in [Strategy::Http10, Strategy::Pipeline] {
+        let cache = tempfile::tempdir().unwrap();
+        fetch(&nginx.url(PAGE), strategy, Some(cache.path()), false);
+        let file = site.root().join(changed.trim_start_matches('/'));
+        let mut bytes = std::fs::read(&file).unwrap();
+        bytes.extend_from_slice(b"changed");
+        std::fs::write(&file, &bytes).unwrap();
+        let new_sha = pagewire_client::cache::sha256_hex(&bytes);
+        let r = fetch(&nginx.url(PAGE), strategy, Some(cache.path()), true);
+        let o = r.objects.iter().find(|o| o.url.ends_with(changed)).unwrap();
+        assert_eq!(o.status, 200, "{strategy}");
+        assert_eq!(o.sha256, new_sha, "{strategy}");
+        assert_eq!(
+            r.objects
+                .iter()
+                .filter(|o| o.outcome == Outcome::NotModified)
+                .count(),
+            42
+        );
+        if strategy == Strategy::Http10 {
+            assert_eq!(o.outcome, Outcome::Changed);
+            assert_eq!(r.requests_by_method.get("HEAD"), Some(&42));
+            assert_eq!(r.requests_by_method.get("GET"), Some(&2));
+        } else {
+            assert_eq!(r.status_count(304), 42);
+        }
+        // The cache now holds the new version: all 43 revalidate.
+        let r = fetch(&nginx.url(PAGE), strategy, Some(cache.path()), true);
+        assert_eq!(
+            r.objects
+                .iter()
+                .filter(|o| o.outcome == Outcome::NotModified)
+                .count(),
+            43
+        );
+        // Restore for the next strategy.
+        bytes.truncate(bytes.len() - 7);
+        std::fs::write(&file, &bytes).unwrap();
+    }
+}
+
+/// `flush_at_page_end`: the last batch leaves when the page has been
+/// parsed instead of waiting for the 50 ms timer.
+#[test]
+fn flush_at_page_end_replaces_the_last_timer_flush() {
+    let site = make_site();
+    let nginx = Nginx::start(site.root(), "");
+    let mut cfg = FetchConfig::new(nginx.url(PAGE), Strategy::Pipeline);
+    cfg.flush_after = std::time::Duration::from_secs(5);
+    cfg.flush_at_page_end = true;
+    let r = fetch_blocking(cfg).unwrap();
+    assert_eq!(r.objects.len(), 43);
+    assert_eq!(r.flush_counts.get("timer"), None, "{:?}", r.flush_counts);
+    assert_eq!(r.flush_counts.get("explicit"), Some(&2));
+    assert!(r.total_ms < 4000.0);
+}

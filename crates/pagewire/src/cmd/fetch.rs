@@ -25,6 +25,10 @@ pub struct Args {
     /// Pipeline flush timer, milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 50)]
     pub flush_after: u64,
+    /// Pipeline: flush explicitly also when the page has been parsed to its
+    /// end (the paper's robot left the last batch to the timer).
+    #[arg(long)]
+    pub flush_at_page_end: bool,
     /// http10: most connections open at once.
     #[arg(long, default_value_t = pagewire_client::config::DEFAULT_MAX_CONNS)]
     pub max_conns: usize,
@@ -69,6 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut cfg = FetchConfig::new(args.url.clone(), args.strategy);
     cfg.out_buffer_bytes = args.out_buffer;
     cfg.flush_after = Duration::from_millis(args.flush_after);
+    cfg.flush_at_page_end = args.flush_at_page_end;
     cfg.max_conns = args.max_conns;
     cfg.cache_dir = args.cache.clone();
     cfg.revalidate = args.revalidate;
