@@ -216,6 +216,10 @@ impl Conn<'_> {
         while !self.closing && !self.eof && !self.write_closed && self.in_flight.len() < depth {
             let Some(id) = queue.pop_front() else { break };
             let req = self.sess.request(id, self.id)?;
+            if self.in_flight.is_empty() && self.resp.is_none() {
+                // The read timeout counts from when an answer is first owed.
+                self.last_progress = Instant::now();
+            }
             self.in_flight.push_back(id);
             if self.in_flight.len() > 1 {
                 self.sess.conn_pipelined(self.id);
