@@ -449,3 +449,41 @@ fn flush_at_page_end_replaces_the_last_timer_flush() {
     assert_eq!(r.flush_counts.get("explicit"), Some(&2));
     assert!(r.total_ms < 4000.0);
 }
+
+/// `--save` writes the objects like `wget -p`, byte-exact; `--har` is a
+/// HAR 1.2 log with one entry per object.
+#[test]
+fn save_and_har_outputs() {
+    let site = make_site();
+    let nginx = Nginx::start(site.root(), "");
+    let mut cfg = FetchConfig::new(nginx.url(PAGE), Strategy::Pipeline);
+    cfg.keep_bodies = true;
+    let r = fetch_blocking(cfg).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let files = pagewire_client::save::save(&r, out.path()).unwrap();
+    assert_eq!(files.len(), 43);
+    let host_dir = out.path().join(nginx.addr.to_string());
+    for (path, bytes) in &site.files {
+        if path == PAGE || path.starts_with("/images/") {
+            let f = host_dir.join(path.trim_start_matches('/'));
+            assert_eq!(&std::fs::read(&f).unwrap(), bytes, "{}", f.display());
+        }
+    }
+    let har: serde_json::Value =
+        serde_json::from_str(&pagewire_client::har::to_har_string(&r)).unwrap();
+    let log = &har["log"];
+    assert_eq!(log["version"], "1.2");
+    let entries = log["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 43);
+    for e in entries {
+        assert_eq!(e["request"]["method"], "GET");
+        assert_eq!(e["response"]["status"], 200);
+        assert!(e["request"]["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["name"] == "Host"));
+        assert!(e["startedDateTime"].as_str().unwrap().ends_with('Z'));
+        assert!(e["time"].as_f64().unwrap() >= 0.0);
+    }
+}
