@@ -487,3 +487,23 @@ fn save_and_har_outputs() {
         assert!(e["time"].as_f64().unwrap() >= 0.0);
     }
 }
+
+/// Paper 001's bad case: the server closes both halves after 5 responses
+/// while pipelined requests are arriving; its TCP answers them with RST,
+/// which can destroy responses already sent. The robot must still end with
+/// every object, byte-exact, by re-sending whatever it did not receive.
+#[test]
+fn pagewire_server_abrupt_close_after_5_still_gets_every_object() {
+    let site = make_site();
+    let cfg = pagewire_server::ServerConfig {
+        max_requests: Some(5),
+        close: pagewire_server::ClosePolicy::Abrupt,
+        ..pw_config()
+    };
+    let server = PwServer::start(site.root(), cfg);
+    for strategy in [Strategy::Pipeline, Strategy::PipelineDeflate] {
+        let r = fetch(&server.url(PAGE), strategy, None, false);
+        assert_byte_exact(&site, &r, PAGE, 43);
+        assert!(r.retried_requests > 0, "{strategy}");
+    }
+}
