@@ -206,6 +206,11 @@ impl DependencyGraph {
             for arc in &mut node.arcs {
                 arc.count /= 2;
             }
+            // Halving keeps the order; arcs that fall to zero are gone.
+            let before = node.arcs.len();
+            node.arcs.retain(|a| a.count > 0);
+            let dropped = before - node.arcs.len();
+            self.arcs_total -= dropped;
         }
         // Newest first: once we meet an earlier request for `id` itself, every
         // older entry was already inside the window when that request arrived
@@ -228,22 +233,35 @@ impl DependencyGraph {
     fn credit(&mut self, from: NodeId, to: NodeId, clock: u64) {
         let max_arcs = self.limits.max_arcs_per_node;
         let node = &mut self.nodes[from as usize];
-        if let Some(arc) = node.arcs.iter_mut().find(|a| a.to == to) {
+        // Arcs are kept sorted by count, highest first, so ranking needs no
+        // sort: a count grows by one, so the arc moves up past the arcs with
+        // a lower count only (among equal counts, the first to get there
+        // stays first).
+        if let Some(pos) = node.arcs.iter().position(|a| a.to == to) {
             // <= node.count: `from`'s occurrence was counted when it arrived
             // and credits `to` only once (see `observe`).
-            arc.count += 1;
-            arc.last_seen = clock;
+            node.arcs[pos].count += 1;
+            node.arcs[pos].last_seen = clock;
+            let count = node.arcs[pos].count;
+            let mut dest = pos;
+            while dest > 0 && node.arcs[dest - 1].count < count {
+                dest -= 1;
+            }
+            if dest != pos {
+                node.arcs[dest..=pos].rotate_right(1);
+            }
             return;
         }
         if node.arcs.len() >= max_arcs {
-            // Evict the weakest arc (lowest count, then the stalest).
-            if let Some((victim, _)) = node
-                .arcs
-                .iter()
-                .enumerate()
-                .min_by_key(|(_, a)| (a.count, a.last_seen))
-            {
-                node.arcs.swap_remove(victim);
+            // Evict the weakest arc: the lowest count, and among those the
+            // one that has had it longest (the first of the last group).
+            if let Some(last) = node.arcs.last().map(|a| a.count) {
+                let first_of_group = node
+                    .arcs
+                    .iter()
+                    .rposition(|a| a.count != last)
+                    .map_or(0, |k| k + 1);
+                node.arcs.remove(first_of_group);
                 self.arcs_total -= 1;
             }
         }
@@ -255,25 +273,20 @@ impl DependencyGraph {
         self.arcs_total += 1;
     }
 
-    /// All arcs out of `from` as (weight, to), best first: weight descending,
-    /// then most recently credited, then lowest id — deterministic, so a
-    /// simulation is reproducible. Clears `out` first.
+    /// All arcs out of `from` as (weight, to), best first (weight descending;
+    /// equal weights in the order they reached it). No allocation, no sort.
+    pub fn ranked_iter(&self, from: NodeId) -> impl Iterator<Item = (f64, NodeId)> + '_ {
+        let (total, arcs) = match self.nodes.get(from as usize) {
+            Some(n) if n.count > 0 => (f64::from(n.count), &n.arcs[..]),
+            _ => (1.0, &[][..]),
+        };
+        arcs.iter().map(move |a| (f64::from(a.count) / total, a.to))
+    }
+
+    /// [`Self::ranked_iter`] collected into `out` (cleared first).
     pub fn ranked(&self, from: NodeId, out: &mut Vec<(f64, NodeId)>) {
         out.clear();
-        let Some(node) = self.nodes.get(from as usize) else {
-            return;
-        };
-        if node.count == 0 {
-            return;
-        }
-        let total = f64::from(node.count);
-        let mut tmp: Vec<(u32, u64, NodeId)> = node
-            .arcs
-            .iter()
-            .map(|a| (a.count, a.last_seen, a.to))
-            .collect();
-        tmp.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-        out.extend(tmp.into_iter().map(|(c, _, to)| (f64::from(c) / total, to)));
+        out.extend(self.ranked_iter(from));
     }
 
     /// Candidates for prefetching after a request for `from`: arcs with

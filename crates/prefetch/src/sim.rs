@@ -296,6 +296,13 @@ pub struct PointResult {
     pub counters: Counters,
 }
 
+impl PointResult {
+    /// One JSON object (the `--json` record).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a PointResult always serialises")
+    }
+}
+
 /// Shared options of a simulation run.
 #[derive(Clone, Copy, Debug)]
 pub struct SimOptions {
@@ -571,7 +578,6 @@ pub fn simulate_lanes(
         })
         .collect();
     let any_prefetching = lanes.iter().any(|l| l.threshold <= 1.0 + THRESHOLD_EPSILON);
-    let mut ranked: Vec<(f64, NodeId)> = Vec::new();
     for a in trace.sim_part() {
         let size = trace.url_size_bytes[a.url as usize];
         for lane in &mut lanes {
@@ -582,11 +588,10 @@ pub fn simulate_lanes(
         if !any_prefetching {
             continue;
         }
-        graph.ranked(a.url, &mut ranked);
         let limit = max_hints.unwrap_or(usize::MAX);
         for lane in &mut lanes {
             let p = lane.threshold - THRESHOLD_EPSILON;
-            for &(weight, to) in ranked.iter().take(limit) {
+            for (weight, to) in graph.ranked_iter(a.url).take(limit) {
                 if weight < p {
                     break;
                 }

@@ -110,6 +110,19 @@ fn writeln_bytes(out: &mut dyn Write, b: &[u8]) -> io::Result<()> {
     out.write_all(b"\n")
 }
 
+/// A gzip writer for synthetic logs (fast compression: these files are
+/// scratch data for benchmarks).
+pub fn gzip_writer<W: Write>(w: W) -> flate2::write::GzEncoder<W> {
+    flate2::write::GzEncoder::new(w, flate2::Compression::fast())
+}
+
+/// Decompress a whole gzip stream (all members) into `out`.
+pub fn gunzip(raw: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+    use std::io::Read;
+    flate2::read::MultiGzDecoder::new(raw).read_to_end(out)?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
