@@ -130,8 +130,17 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
 
     // 2. WAN revalidation: < 1/10 of the packets.
     let mut r = Vec::new();
-    if let (Some(a), Some(b)) = (c.pa(Net::Wan, Http10, Revalidate), c.pa(Net::Wan, Pipeline, Revalidate)) {
-        r.push((format!("wan/revalidate pipeline {b:.0} vs http10 {a:.0} packets = {:.3}", b / a), b / a < 0.1));
+    if let (Some(a), Some(b)) = (
+        c.pa(Net::Wan, Http10, Revalidate),
+        c.pa(Net::Wan, Pipeline, Revalidate),
+    ) {
+        r.push((
+            format!(
+                "wan/revalidate pipeline {b:.0} vs http10 {a:.0} packets = {:.3}",
+                b / a
+            ),
+            b / a < 0.1,
+        ));
     }
     out.push(Claim {
         id: "wan-revalidate-tenth",
@@ -143,8 +152,14 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
 
     // 3. ... and in much less elapsed time.
     let mut r = Vec::new();
-    if let (Some(a), Some(b)) = (c.sec(Net::Wan, Http10, Revalidate), c.sec(Net::Wan, Pipeline, Revalidate)) {
-        r.push((format!("wan/revalidate pipeline {b:.2} s vs http10 {a:.2} s"), b < 0.75 * a));
+    if let (Some(a), Some(b)) = (
+        c.sec(Net::Wan, Http10, Revalidate),
+        c.sec(Net::Wan, Pipeline, Revalidate),
+    ) {
+        r.push((
+            format!("wan/revalidate pipeline {b:.2} s vs http10 {a:.2} s"),
+            b < 0.75 * a,
+        ));
     }
     out.push(Claim {
         id: "wan-revalidate-faster",
@@ -157,9 +172,15 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
     // 4. Factor of three over unbuffered HTTP/1.1 (WAN revalidation packets).
     let mut r = Vec::new();
     let mut v = Verdict::Inconclusive;
-    if let (Some(a), Some(b)) = (c.pa(Net::Wan, Http11, Revalidate), c.pa(Net::Wan, Pipeline, Revalidate)) {
+    if let (Some(a), Some(b)) = (
+        c.pa(Net::Wan, Http11, Revalidate),
+        c.pa(Net::Wan, Pipeline, Revalidate),
+    ) {
         let f = a / b;
-        r.push((format!("wan/revalidate http11 {a:.0} / pipeline {b:.0} = {f:.1}x"), f >= 2.5));
+        r.push((
+            format!("wan/revalidate http11 {a:.0} / pipeline {b:.0} = {f:.1}x"),
+            f >= 2.5,
+        ));
         v = if f >= 2.5 {
             Verdict::Confirmed
         } else if f < 1.5 {
@@ -181,7 +202,10 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
     for net in Net::ALL {
         for t in Test::ALL {
             if let (Some(a), Some(b)) = (c.sec(net, Http10, t), c.sec(net, Http11, t)) {
-                r.push((format!("{net}/{t} http11 {b:.2} s vs http10 {a:.2} s"), b > a));
+                r.push((
+                    format!("{net}/{t} http11 {b:.2} s vs http10 {a:.2} s"),
+                    b > a,
+                ));
             }
         }
     }
@@ -198,7 +222,10 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
     for net in Net::ALL {
         for t in Test::ALL {
             if let (Some(a), Some(b)) = (c.sec(net, Http10, t), c.sec(net, Pipeline, t)) {
-                r.push((format!("{net}/{t} pipeline {b:.2} s vs http10 {a:.2} s"), b < a));
+                r.push((
+                    format!("{net}/{t} pipeline {b:.2} s vs http10 {a:.2} s"),
+                    b < a,
+                ));
             }
         }
     }
@@ -221,7 +248,10 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
             c.sec(net, PipelineDeflate, First),
         ) {
             let (dp, ds) = (1.0 - pd / p, 1.0 - sd / s);
-            r.push((format!("{net}: packets -{}, time -{}", pct(dp), pct(ds)), dp > 0.0 && ds > 0.0));
+            r.push((
+                format!("{net}: packets -{}, time -{}", pct(dp), pct(ds)),
+                dp > 0.0 && ds > 0.0,
+            ));
             sp += dp;
             st_ += ds;
             n += 1.0;
@@ -242,7 +272,12 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
     };
     let mut ev = join(&r);
     if n > 0.0 {
-        let _ = write!(ev, "; mean packets -{}, time -{} (paper: -16%, -12%)", pct(sp / n), pct(st_ / n));
+        let _ = write!(
+            ev,
+            "; mean packets -{}, time -{} (paper: -16%, -12%)",
+            pct(sp / n),
+            pct(st_ / n)
+        );
     }
     out.push(Claim {
         id: "deflate-16-12",
@@ -261,7 +296,10 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
             c.pa(net, Pipeline, First),
             c.pa(net, PipelineDeflate, First),
         ) {
-            r.push((format!("{net}: {pd:.0} vs {p:.0} packets, {sd:.2} vs {s:.2} s"), pd < p && sd < s));
+            r.push((
+                format!("{net}: {pd:.0} vs {p:.0} packets, {sd:.2} vs {s:.2} s"),
+                pd < p && sd < s,
+            ));
         }
     }
     out.push(Claim {
@@ -278,7 +316,10 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
         if let (Some(a), Some(b)) = (c.bytes(net, Http10, First), c.bytes(net, Pipeline, First)) {
             let d = 1.0 - b / a;
             // The paper's own tables show 11-23%; "a few percent" read as < 25%.
-            r.push((format!("{net}: bytes -{}", pct(d)), (-0.02..0.25).contains(&d)));
+            r.push((
+                format!("{net}: bytes -{}", pct(d)),
+                (-0.02..0.25).contains(&d),
+            ));
         }
     }
     out.push(Claim {
@@ -293,7 +334,10 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
     let mut r = Vec::new();
     for net in [Net::Lan, Net::Wan] {
         if let (Some(a), Some(b)) = (c.sec(net, Http10, First), c.sec(net, Pipeline, First)) {
-            r.push((format!("{net}: {b:.2} s vs {a:.2} s = {:.2}", b / a), (0.3..=0.75).contains(&(b / a))));
+            r.push((
+                format!("{net}: {b:.2} s vs {a:.2} s = {:.2}", b / a),
+                (0.3..=0.75).contains(&(b / a)),
+            ));
         }
     }
     out.push(Claim {
@@ -316,7 +360,14 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
             ) {
                 if ca > 0.0 && cb > 0.0 {
                     let f = (b / cb) / (a / ca);
-                    r.push((format!("{net}/{t}: {:.0} vs {:.1} packets/connection = {f:.1}x", b / cb, a / ca), f >= 2.0));
+                    r.push((
+                        format!(
+                            "{net}/{t}: {:.0} vs {:.1} packets/connection = {f:.1}x",
+                            b / cb,
+                            a / ca
+                        ),
+                        f >= 2.0,
+                    ));
                 }
             }
         }
@@ -339,7 +390,14 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
             c.bytes(net, Pipeline, First),
         ) {
             let f = (bb / b) / (ba / a);
-            r.push((format!("{net}: {:.0} vs {:.0} bytes/packet = {f:.2}x", bb / b, ba / a), (1.5..=3.5).contains(&f)));
+            r.push((
+                format!(
+                    "{net}: {:.0} vs {:.0} bytes/packet = {f:.2}x",
+                    bb / b,
+                    ba / a
+                ),
+                (1.5..=3.5).contains(&f),
+            ));
         }
     }
     out.push(Claim {
@@ -356,7 +414,10 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
         for st in [Http11, Pipeline, PipelineDeflate] {
             if let (Some(a), Some(b)) = (c.bytes(net, Http10, First), c.bytes(net, st, First)) {
                 let d = 1.0 - b / a;
-                r.push((format!("{net}/{st}: -{}", pct(d)), (0.02..=0.40).contains(&d)));
+                r.push((
+                    format!("{net}/{st}: -{}", pct(d)),
+                    (0.02..=0.40).contains(&d),
+                ));
             }
         }
     }
@@ -372,7 +433,10 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
     let mut r = Vec::new();
     for net in Net::ALL {
         if let (Some(a), Some(b)) = (c.pa(net, Http10, Revalidate), c.pa(net, Http11, Revalidate)) {
-            r.push((format!("{net}/revalidate http11 {b:.0} vs http10 {a:.0} packets"), b < a / 1.5));
+            r.push((
+                format!("{net}/revalidate http11 {b:.0} vs http10 {a:.0} packets"),
+                b < a / 1.5,
+            ));
         }
     }
     out.push(Claim {
@@ -392,7 +456,10 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
             c.sec(net, Http10, First),
             c.sec(net, Pipeline, First),
         ) {
-            r.push((format!("{net}: packets {:.1}x, time {:.1}x", a / b, sa / sb), a / b > sa / sb));
+            r.push((
+                format!("{net}: packets {:.1}x, time {:.1}x", a / b, sa / sb),
+                a / b > sa / sb,
+            ));
         }
     }
     out.push(Claim {
@@ -439,7 +506,13 @@ pub fn render(claims: &[Claim]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "Claims of paper 001 checked against these runs:");
     for c in claims {
-        let _ = writeln!(s, "  [{:<12}] {} ({})", c.verdict.to_string(), c.claim, c.source);
+        let _ = writeln!(
+            s,
+            "  [{:<12}] {} ({})",
+            c.verdict.to_string(),
+            c.claim,
+            c.source
+        );
         let _ = writeln!(s, "                 {}", c.evidence);
     }
     let count = |v: Verdict| claims.iter().filter(|c| c.verdict == v).count();

@@ -49,7 +49,9 @@ impl FromStr for Net {
             "lan" => Ok(Net::Lan),
             "wan" => Ok(Net::Wan),
             "ppp" => Ok(Net::Ppp),
-            other => Err(format!("unknown network {other:?} (expected lan, wan or ppp)")),
+            other => Err(format!(
+                "unknown network {other:?} (expected lan, wan or ppp)"
+            )),
         }
     }
 }
@@ -156,7 +158,9 @@ impl FromStr for Test {
         match s.trim().to_ascii_lowercase().as_str() {
             "first" | "first-time" => Ok(Test::First),
             "revalidate" | "reval" | "validation" => Ok(Test::Revalidate),
-            other => Err(format!("unknown test {other:?} (expected first or revalidate)")),
+            other => Err(format!(
+                "unknown test {other:?} (expected first or revalidate)"
+            )),
         }
     }
 }

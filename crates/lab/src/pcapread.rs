@@ -18,7 +18,8 @@ pub const MAX_PACKETS: usize = 1_000_000;
 /// Number of packet records in a pcap file.
 pub fn count_packets(path: &Path) -> Result<u64> {
     let f = File::open(path).with_context(|| format!("open {}", path.display()))?;
-    let mut r = PcapReader::new(BufReader::new(f)).with_context(|| format!("read pcap header of {}", path.display()))?;
+    let mut r = PcapReader::new(BufReader::new(f))
+        .with_context(|| format!("read pcap header of {}", path.display()))?;
     let mut n = 0u64;
     while let Some(p) = r.next_raw_packet() {
         p.with_context(|| format!("pcap record {} of {}", n + 1, path.display()))?;
@@ -55,13 +56,13 @@ pub struct Segment {
 /// the directions apart.
 pub fn time_sequence(path: &Path, server: Ipv4Addr) -> Result<Vec<Segment>> {
     let f = File::open(path).with_context(|| format!("open {}", path.display()))?;
-    let mut r = PcapReader::new(BufReader::new(f)).with_context(|| format!("read pcap header of {}", path.display()))?;
+    let mut r = PcapReader::new(BufReader::new(f))
+        .with_context(|| format!("read pcap header of {}", path.display()))?;
     // Per connection (keyed by client port): index, ISNs, offset.
     struct Conn {
         index: usize,
         isn_server: Option<u32>,
         isn_client: Option<u32>,
-        offset: u64,
         max_server_seq: u64,
     }
     let mut conns: HashMap<u16, Conn> = HashMap::new();
@@ -80,33 +81,32 @@ pub fn time_sequence(path: &Path, server: Ipv4Addr) -> Result<Vec<Segment>> {
         let Ok(sp) = SlicedPacket::from_ip(&p.data) else {
             continue;
         };
-        let (Some(NetSlice::Ipv4(ip)), Some(TransportSlice::Tcp(tcp))) = (sp.net, sp.transport) else {
+        let (Some(NetSlice::Ipv4(ip)), Some(TransportSlice::Tcp(tcp))) = (sp.net, sp.transport)
+        else {
             continue;
         };
         let from_server = ip.header().source_addr() == server;
-        let client_port = if from_server { tcp.destination_port() } else { tcp.source_port() };
-        if !conns.contains_key(&client_port) {
-            // Offset: everything the server sent on earlier connections.
-            let offset = order
-                .iter()
-                .filter_map(|p| conns.get(p))
-                .map(|c| c.max_server_seq)
-                .sum();
-            conns.insert(
-                client_port,
-                Conn {
-                    index: order.len(),
-                    isn_server: None,
-                    isn_client: None,
-                    offset,
-                    max_server_seq: 0,
-                },
-            );
+        let client_port = if from_server {
+            tcp.destination_port()
+        } else {
+            tcp.source_port()
+        };
+        let next_index = order.len();
+        let c = conns.entry(client_port).or_insert_with(|| {
             order.push(client_port);
-        }
-        let c = conns.get_mut(&client_port).expect("inserted above");
+            Conn {
+                index: next_index,
+                isn_server: None,
+                isn_client: None,
+                max_server_seq: 0,
+            }
+        });
         let seq_raw = tcp.sequence_number();
-        let isn = if from_server { &mut c.isn_server } else { &mut c.isn_client };
+        let isn = if from_server {
+            &mut c.isn_server
+        } else {
+            &mut c.isn_client
+        };
         if tcp.syn() || isn.is_none() {
             isn.get_or_insert(seq_raw);
         }
@@ -114,7 +114,11 @@ pub fn time_sequence(path: &Path, server: Ipv4Addr) -> Result<Vec<Segment>> {
         let rel = seq_raw.wrapping_sub(own_isn) as u64;
         let len = tcp.payload().len() as u32;
         let ack = if tcp.ack() {
-            let other = if from_server { c.isn_client } else { c.isn_server };
+            let other = if from_server {
+                c.isn_client
+            } else {
+                c.isn_server
+            };
             other.map(|i| tcp.acknowledgment_number().wrapping_sub(i) as u64)
         } else {
             None
@@ -126,14 +130,115 @@ pub fn time_sequence(path: &Path, server: Ipv4Addr) -> Result<Vec<Segment>> {
             t_s: t - t0,
             conn: c.index,
             from_server,
-            // Client-side sequence numbers keep their own coordinates
-            // (requests are small); server data is stacked across connections.
-            seq: if from_server { c.offset + rel } else { rel },
+            seq: rel,
             len,
-            ack: ack.map(|a| if from_server { a } else { c.offset + a }),
+            ack,
             syn: tcp.syn(),
             fin: tcp.fin(),
         });
     }
+    // Second pass: stack the server's data of each connection on top of
+    // everything the server sent on connections opened before it.
+    let mut sizes = vec![0u64; order.len()];
+    for p in &order {
+        let c = &conns[p];
+        sizes[c.index] = c.max_server_seq;
+    }
+    let mut offsets = vec![0u64; order.len()];
+    for i in 1..order.len() {
+        offsets[i] = offsets[i - 1] + sizes[i - 1];
+    }
+    for s in &mut out {
+        let off = offsets[s.conn];
+        if s.from_server {
+            s.seq += off;
+        } else if let Some(a) = s.ack.as_mut() {
+            // The client's ACKs acknowledge server data: same coordinates.
+            *a += off;
+        }
+    }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::PacketBuilder;
+    use pcap_file::pcap::{PcapHeader, PcapPacket, PcapWriter};
+    use pcap_file::DataLink;
+    use std::time::Duration;
+
+    const C: [u8; 4] = [198, 18, 0, 1];
+    const S: [u8; 4] = [198, 18, 0, 2];
+
+    fn pkt(
+        from_server: bool,
+        port: u16,
+        seq: u32,
+        ack: Option<u32>,
+        syn: bool,
+        payload: usize,
+    ) -> Vec<u8> {
+        let (src, dst, sp, dp) = if from_server {
+            (S, C, 80, port)
+        } else {
+            (C, S, port, 80)
+        };
+        let mut b = PacketBuilder::ipv4(src, dst, 64).tcp(sp, dp, seq, 65535);
+        if syn {
+            b = b.syn();
+        }
+        if let Some(a) = ack {
+            b = b.ack(a);
+        }
+        let mut v = Vec::new();
+        b.write(&mut v, &vec![b'x'; payload]).unwrap();
+        v
+    }
+
+    #[test]
+    fn counts_and_stacks_connections() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.pcap");
+        let packets = [
+            pkt(false, 1000, 100, None, true, 0),
+            pkt(true, 1000, 5000, Some(101), true, 0),
+            pkt(false, 1001, 300, None, true, 0),
+            pkt(true, 1000, 5001, Some(101), false, 1000),
+            pkt(true, 1001, 9000, Some(301), true, 0),
+            pkt(false, 1000, 101, Some(6001), false, 0),
+            pkt(true, 1001, 9001, Some(301), false, 500),
+        ];
+        {
+            let header = PcapHeader {
+                datalink: DataLink::RAW,
+                ..Default::default()
+            };
+            let mut w =
+                PcapWriter::with_header(std::fs::File::create(&path).unwrap(), header).unwrap();
+            for (i, p) in packets.iter().enumerate() {
+                w.write_packet(&PcapPacket::new(
+                    Duration::from_millis(10 * i as u64),
+                    p.len() as u32,
+                    p,
+                ))
+                .unwrap();
+            }
+        }
+        assert_eq!(count_packets(&path).unwrap(), 7);
+        let segs = time_sequence(&path, S.into()).unwrap();
+        assert_eq!(segs.len(), 7);
+        let data: Vec<&Segment> = segs.iter().filter(|s| s.from_server && s.len > 0).collect();
+        // Connection 0's data starts at relative sequence 1; connection 1's
+        // is stacked on the 1001 bytes (SYN + 1000) of connection 0.
+        assert_eq!((data[0].conn, data[0].seq, data[0].len), (0, 1, 1000));
+        assert_eq!((data[1].conn, data[1].seq, data[1].len), (1, 1002, 500));
+        // The client's ACK of connection 0's data is in the same coordinates.
+        let ack = segs
+            .iter()
+            .find(|s| !s.from_server && s.ack.is_some())
+            .unwrap();
+        assert_eq!(ack.ack, Some(1001));
+        assert!((segs[6].t_s - 0.06).abs() < 1e-9);
+    }
 }

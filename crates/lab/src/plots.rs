@@ -75,7 +75,9 @@ pub fn bars(
                 }))
                 .map_err(err)?
                 .label(s.name.clone())
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled())
+                });
         }
         let mut legend_done = false;
         for (si, s) in series.iter().enumerate() {
@@ -138,15 +140,23 @@ pub fn time_sequence(title: &str, segs: &[Segment]) -> Result<String> {
             .map_err(err)?;
         chart
             .draw_series(segs.iter().filter(|s| !s.from_server).filter_map(|s| {
-                s.ack
-                    .map(|a| Circle::new((s.t_s, a as f64 / 1024.0), 1, RGBColor(150, 150, 150).filled()))
+                s.ack.map(|a| {
+                    Circle::new(
+                        (s.t_s, a as f64 / 1024.0),
+                        1,
+                        RGBColor(150, 150, 150).filled(),
+                    )
+                })
             }))
             .map_err(err)?;
         chart
             .draw_series(segs.iter().filter(|s| s.from_server && s.len > 0).map(|s| {
                 let y0 = s.seq as f64 / 1024.0;
                 let y1 = (s.seq + s.len as u64) as f64 / 1024.0;
-                PathElement::new(vec![(s.t_s, y0), (s.t_s, y1)], Palette99::pick(s.conn).stroke_width(2))
+                PathElement::new(
+                    vec![(s.t_s, y0), (s.t_s, y1)],
+                    Palette99::pick(s.conn).stroke_width(2),
+                )
             }))
             .map_err(err)?;
         root.present().map_err(err)?;

@@ -101,7 +101,12 @@ pub fn table_number(server: Server, net: Net) -> u8 {
 }
 
 /// The paper's value for one cell, if it measured it.
-pub fn lookup(server: Server, net: Net, strategy: Strategy, test: Test) -> Option<&'static Reference> {
+pub fn lookup(
+    server: Server,
+    net: Net,
+    strategy: Strategy,
+    test: Test,
+) -> Option<&'static Reference> {
     TABLES_4_TO_9
         .iter()
         .find(|r| r.server == server && r.net == net && r.strategy == strategy && r.test == test)
@@ -162,7 +167,11 @@ mod tests {
                     for test in Test::ALL {
                         let r = lookup(server, net, st, test);
                         // The paper has no HTTP/1.0 row on PPP.
-                        assert_eq!(r.is_some(), !(net == Ppp && st == Http10), "{server:?} {net} {st} {test}");
+                        assert_eq!(
+                            r.is_some(),
+                            !(net == Ppp && st == Http10),
+                            "{server:?} {net} {st} {test}"
+                        );
                         if let Some(r) = r {
                             assert_eq!(r.table, table_number(server, net));
                         }
@@ -176,7 +185,10 @@ mod tests {
     #[test]
     fn table_3_rows_add_up() {
         for r in TABLE_3 {
-            assert_eq!(r.packets_client_to_server + r.packets_server_to_client, r.packets_total);
+            assert_eq!(
+                r.packets_client_to_server + r.packets_server_to_client,
+                r.packets_total
+            );
         }
     }
 }

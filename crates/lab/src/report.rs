@@ -52,7 +52,10 @@ pub struct Results {
 /// UTC date and time, `YYYY-MM-DD HH:MM:SS` (civil-from-days, Howard
 /// Hinnant's algorithm; no time-zone database needed for UTC).
 pub fn utc_now() -> (String, String) {
-    let secs = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let days = (secs / 86_400) as i64;
     let rem = secs % 86_400;
     let z = days + 719_468;
@@ -98,7 +101,7 @@ impl Results {
     }
 
     fn server_label(&self) -> String {
-        format!("pagewire run ({})", self.provenance.server)
+        format!("measured ({})", self.provenance.server)
     }
 
     /// The terminal report.
@@ -127,7 +130,12 @@ impl Results {
         }
         let failed: Vec<&RunRecord> = self.runs.iter().filter(|r| !r.ok()).collect();
         if !failed.is_empty() {
-            let _ = writeln!(s, "{} of {} runs FAILED (left out of the tables):", failed.len(), self.runs.len());
+            let _ = writeln!(
+                s,
+                "{} of {} runs FAILED (left out of the tables):",
+                failed.len(),
+                self.runs.len()
+            );
             for r in failed {
                 let _ = writeln!(
                     s,
@@ -151,7 +159,8 @@ impl Results {
         fs::create_dir_all(dir)?;
         let json = serde_json::to_string_pretty(&ResultsJson {
             made_by: &self.provenance.made_by,
-            what: "pagewire bench results: one object per run in `runs`; tables and claims as printed",
+            what:
+                "pagewire bench results: one object per run in `runs`; tables and claims as printed",
             results: self,
             summaries: self.summaries.values().collect(),
         })?;
@@ -219,7 +228,9 @@ impl Results {
                 r.error.clone().unwrap_or_default(),
             ])?;
         }
-        out.push_str(&String::from_utf8(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)?);
+        out.push_str(&String::from_utf8(
+            w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?,
+        )?);
         fs::write(path, out).with_context(|| format!("write {}", path.display()))
     }
 
@@ -239,7 +250,10 @@ impl Results {
             esc(&p.made_by),
             esc(&p.date_utc)
         );
-        let _ = writeln!(h, "<h1>pagewire bench: Nielsen et al., SIGCOMM '97 (paper 001), reproduced</h1>");
+        let _ = writeln!(
+            h,
+            "<h1>pagewire bench: Nielsen et al., SIGCOMM '97 (paper 001), reproduced</h1>"
+        );
         let _ = writeln!(
             h,
             "<p>Made by <b>{}</b> on {} with <code>{}</code>; server: {}; seed {}; host: {}.</p><p>{}</p>",
@@ -268,7 +282,12 @@ impl Results {
         let _ = writeln!(h, "<h2>Packets and seconds per strategy</h2><p>Bars: our means (first-time and cache validation); black triangles: the paper's Apache values (Tables 5, 7, 9).</p>");
         for net in &self.plan.nets {
             for (metric, label) in [("packets", "packets (Pa)"), ("seconds", "seconds (Sec)")] {
-                let cats: Vec<String> = self.plan.strategies.iter().map(|s| s.name().to_string()).collect();
+                let cats: Vec<String> = self
+                    .plan
+                    .strategies
+                    .iter()
+                    .map(|s| s.name().to_string())
+                    .collect();
                 let colors = [RGBColor(70, 110, 180), RGBColor(230, 150, 50)];
                 let series: Vec<Series> = self
                     .plan
@@ -282,13 +301,16 @@ impl Results {
                             .strategies
                             .iter()
                             .map(|s| {
-                                self.summaries.get(&(*net, *s, *t)).filter(|m| m.runs_ok > 0).map(|m| {
-                                    if metric == "packets" {
-                                        m.packets.mean
-                                    } else {
-                                        m.seconds.mean
-                                    }
-                                })
+                                self.summaries
+                                    .get(&(*net, *s, *t))
+                                    .filter(|m| m.runs_ok > 0)
+                                    .map(|m| {
+                                        if metric == "packets" {
+                                            m.packets.mean
+                                        } else {
+                                            m.seconds.mean
+                                        }
+                                    })
                             })
                             .collect(),
                         reference: self
@@ -332,7 +354,13 @@ impl Results {
                 if let Some(r) = run {
                     let segs = pcapread::time_sequence(&dir.join(&r.pcap), server_addr(r))?;
                     let svg = plots::time_sequence(
-                        &format!("{} first-time, {} rep {} ({} packets)", st.name(), net.name().to_uppercase(), r.rep, r.packets_total),
+                        &format!(
+                            "{} first-time, {} rep {} ({} packets)",
+                            st.name(),
+                            net.name().to_uppercase(),
+                            r.rep,
+                            r.packets_total
+                        ),
                         &segs,
                     )?;
                     let _ = writeln!(h, "<figure>{svg}<figcaption>pcap: <a href=\"{0}\">{0}</a></figcaption></figure>", esc(&r.pcap));
@@ -346,13 +374,26 @@ impl Results {
             h.push_str(&esc(&tables::network_table(*net, &self.summaries, &label)));
             h.push('\n');
             for t in &self.plan.tests {
-                h.push_str(&esc(&tables::sockets_table(*net, *t, &self.summaries, &p.server)));
+                h.push_str(&esc(&tables::sockets_table(
+                    *net,
+                    *t,
+                    &self.summaries,
+                    &p.server,
+                )));
             }
             h.push('\n');
         }
-        let _ = writeln!(h, "</pre><h2>The page</h2><pre>{}</pre>", esc(&self.page_composition));
+        let _ = writeln!(
+            h,
+            "</pre><h2>The page</h2><pre>{}</pre>",
+            esc(&self.page_composition)
+        );
         let _ = writeln!(h, "<h2>Runs</h2><p>All {} runs: <a href=results.json>results.json</a>, <a href=results.csv>results.csv</a>; one pcap per run in <code>pcaps/</code>.</p>", self.runs.len());
-        let _ = writeln!(h, "<h2>Links</h2><pre>{}</pre>", esc(&serde_json::to_string_pretty(&self.link_configs)?));
+        let _ = writeln!(
+            h,
+            "<h2>Links</h2><pre>{}</pre>",
+            esc(&serde_json::to_string_pretty(&self.link_configs)?)
+        );
         let _ = writeln!(h, "</body></html>");
         Ok(h)
     }
@@ -373,5 +414,8 @@ struct ResultsJson<'a> {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }

@@ -67,7 +67,10 @@ pub struct Outcomes {
 }
 
 fn sha256_hex(b: &[u8]) -> String {
-    Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
+    Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
 }
 
 /// Kills the server process (and its process group) when dropped, also on
@@ -127,11 +130,16 @@ fn start_server(cfg: &BenchConfig, link: &Link, net: Net, root: &Path) -> Result
     fs::create_dir_all(&logs)?;
     let addr = format!("{}:{SERVER_PORT}", link.server_addr());
     let log_path = logs.join(format!("server-{net}.log"));
-    let log = fs::File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
+    let log =
+        fs::File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
     let mut cmd = match &cfg.server {
         ServerKind::Pagewire { exe } => {
             let mut c = Command::new(exe);
-            c.arg("serve").arg("--root").arg(root).arg("--addr").arg(&addr);
+            c.arg("serve")
+                .arg("--root")
+                .arg(root)
+                .arg("--addr")
+                .arg(&addr);
             c
         }
         ServerKind::Nginx => {
@@ -156,9 +164,12 @@ fn start_server(cfg: &BenchConfig, link: &Link, net: Net, root: &Path) -> Result
     cmd.stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    let child = link
-        .spawn_in_server(cmd)
-        .with_context(|| format!("start the {} server in the server namespace", cfg.server.label()))?;
+    let child = link.spawn_in_server(cmd).with_context(|| {
+        format!(
+            "start the {} server in the server namespace",
+            cfg.server.label()
+        )
+    })?;
     let mut guard = ServerGuard(child);
     let up = link.wait_server_listening(SERVER_START_TIMEOUT)?;
     if let Ok(Some(status)) = guard.0.try_wait() {
@@ -189,15 +200,29 @@ fn tail(p: &Path) -> String {
 
 /// Objects of `report` that arrived intact (first-time) or were validated
 /// (revalidation): each of the 43 expected paths counted once.
-fn objects_ok(report: &FetchReport, test: Test, expected: &BTreeMap<String, String>) -> (u64, Vec<String>) {
+fn objects_ok(
+    report: &FetchReport,
+    test: Test,
+    expected: &BTreeMap<String, String>,
+) -> (u64, Vec<String>) {
     let mut ok = std::collections::BTreeSet::new();
     for o in &report.objects {
-        let path = match o.url.find("://").and_then(|i| o.url[i + 3..].find('/').map(|j| i + 3 + j)) {
+        let path = match o
+            .url
+            .find("://")
+            .and_then(|i| o.url[i + 3..].find('/').map(|j| i + 3 + j))
+        {
             Some(i) => &o.url[i..],
             None => continue,
         };
-        let path = if path == "/" { microscape::PAGE_PATH } else { path };
-        let Some(sha) = expected.get(path) else { continue };
+        let path = if path == "/" {
+            microscape::PAGE_PATH
+        } else {
+            path
+        };
+        let Some(sha) = expected.get(path) else {
+            continue;
+        };
         let good = match test {
             Test::First => o.status == 200 && o.outcome == Outcome::Fetched,
             Test::Revalidate => o.outcome == Outcome::NotModified,
@@ -206,7 +231,11 @@ fn objects_ok(report: &FetchReport, test: Test, expected: &BTreeMap<String, Stri
             ok.insert(path.to_string());
         }
     }
-    let missing = expected.keys().filter(|p| !ok.contains(*p)).cloned().collect();
+    let missing = expected
+        .keys()
+        .filter(|p| !ok.contains(*p))
+        .cloned()
+        .collect();
     (ok.len() as u64, missing)
 }
 
@@ -228,13 +257,20 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
         .map(|(p, b)| (p, sha256_hex(&b)))
         .collect();
 
-    let total_ms: u64 = cfg.plan.runs.iter().map(|r| (r.estimate_s() * 1000.0) as u64).sum();
+    let total_ms: u64 = cfg
+        .plan
+        .runs
+        .iter()
+        .map(|r| (r.estimate_s() * 1000.0) as u64)
+        .sum();
     let pb = if cfg.progress {
         let pb = ProgressBar::with_draw_target(Some(total_ms), ProgressDrawTarget::stderr());
         pb.set_style(
-            ProgressStyle::with_template("[{elapsed_precise}] {bar:30.cyan/blue} {percent:>3}% ETA {eta:>4} {msg}")
-                .expect("static template")
-                .progress_chars("=> "),
+            ProgressStyle::with_template(
+                "[{elapsed_precise}] {bar:30.cyan/blue} {percent:>3}% ETA {eta:>4} {msg}",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
         );
         pb
     } else {
@@ -245,7 +281,13 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
     let mut link_configs = BTreeMap::new();
     let caches = cfg.out_dir.join("cache");
     for &net in &cfg.plan.nets {
-        let specs: Vec<RunSpec> = cfg.plan.runs.iter().copied().filter(|r| r.net == net).collect();
+        let specs: Vec<RunSpec> = cfg
+            .plan
+            .runs
+            .iter()
+            .copied()
+            .filter(|r| r.net == net)
+            .collect();
         if specs.is_empty() {
             continue;
         }
@@ -255,9 +297,19 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
         pb.set_message(format!("{net}: starting link and server"));
         let link = Link::start(lc).with_context(|| format!("start the {net} link"))?;
         let mut server = start_server(cfg, &link, net, &root)?;
-        let url = format!("http://{}:{SERVER_PORT}{}", link.server_addr(), microscape::PAGE_PATH);
+        let url = format!(
+            "http://{}:{SERVER_PORT}{}",
+            link.server_addr(),
+            microscape::PAGE_PATH
+        );
         for spec in specs {
-            pb.set_message(format!("{} {} {} rep {}", spec.net, spec.strategy, spec.test, spec.rep + 1));
+            pb.set_message(format!(
+                "{} {} {} rep {}",
+                spec.net,
+                spec.strategy,
+                spec.test,
+                spec.rep + 1
+            ));
             let rec = one_run(cfg, &link, &url, &caches, spec, &expected, &lc_json);
             let rec = match rec {
                 Ok(r) => r,
@@ -269,7 +321,10 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
                             tail(&cfg.out_dir.join("logs").join(format!("server-{net}.log")))
                         );
                     }
-                    return Err(e.context(format!("{} {} {} rep {}", spec.net, spec.strategy, spec.test, spec.rep)));
+                    return Err(e.context(format!(
+                        "{} {} {} rep {}",
+                        spec.net, spec.strategy, spec.test, spec.rep
+                    )));
                 }
             };
             if let Some(e) = &rec.error {
@@ -323,7 +378,10 @@ fn one_run(
         }
     }
     fs::create_dir_all(&cache)?;
-    let pcap_rel = format!("pcaps/{}-{}-{}-r{}.pcap", spec.net, spec.strategy, spec.test, spec.rep);
+    let pcap_rel = format!(
+        "pcaps/{}-{}-{}-r{}.pcap",
+        spec.net, spec.strategy, spec.test, spec.rep
+    );
     let pcap = cfg.out_dir.join(&pcap_rel);
     let mut fc = FetchConfig::new(url, client_strategy(spec.strategy));
     fc.cache_dir = Some(cache);
@@ -347,7 +405,12 @@ fn one_run(
                     ok,
                     expected.len(),
                     r.objects.len(),
-                    missing.iter().take(5).cloned().collect::<Vec<_>>().join(" "),
+                    missing
+                        .iter()
+                        .take(5)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" "),
                     if missing.len() > 5 { " ..." } else { "" }
                 ))
             } else {

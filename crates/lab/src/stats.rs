@@ -20,7 +20,11 @@ impl MeanSd {
         let xs: Vec<f64> = xs.into_iter().collect();
         let n = xs.len();
         if n == 0 {
-            return MeanSd { mean: f64::NAN, sd: f64::NAN, n };
+            return MeanSd {
+                mean: f64::NAN,
+                sd: f64::NAN,
+                n,
+            };
         }
         let mean = xs.iter().sum::<f64>() / n as f64;
         let sd = if n > 1 {
@@ -59,7 +63,10 @@ pub type Key = (Net, Strategy, Test);
 pub fn summarize(runs: &[RunRecord]) -> BTreeMap<Key, Summary> {
     let mut groups: BTreeMap<Key, Vec<&RunRecord>> = BTreeMap::new();
     for r in runs {
-        groups.entry((r.net, r.strategy, r.test)).or_default().push(r);
+        groups
+            .entry((r.net, r.strategy, r.test))
+            .or_default()
+            .push(r);
     }
     groups
         .into_iter()

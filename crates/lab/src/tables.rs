@@ -39,7 +39,7 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
         "{} — layout of paper 001 Tables {tj} (Jigsaw) and {ta} (Apache)",
         net.describe()
     );
-    let w = [34usize, 13, 15, 11, 9];
+    let w = [40usize, 13, 15, 11, 9];
     let _ = writeln!(
         s,
         "{:<w0$} {:^w$} | {:^w$}",
@@ -61,9 +61,16 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
         w4 = w[4]
     );
     let _ = writeln!(s, "{:<w0$} {head} | {head}", "", w0 = w[0]);
-    let _ = writeln!(s, "{}", "-".repeat(w[0] + 2 * (w[1] + w[2] + w[3] + w[4] + 3) + 4));
+    let _ = writeln!(
+        s,
+        "{}",
+        "-".repeat(w[0] + 2 * (w[1] + w[2] + w[3] + w[4] + 3) + 4)
+    );
     for st in Strategy::ALL {
-        let mine: Vec<Option<&Summary>> = Test::ALL.iter().map(|t| summaries.get(&(net, st, *t))).collect();
+        let mine: Vec<Option<&Summary>> = Test::ALL
+            .iter()
+            .map(|t| summaries.get(&(net, st, *t)))
+            .collect();
         let has_ref = reference::lookup(Server::Apache, net, st, Test::First).is_some();
         if mine.iter().all(Option::is_none) && !has_ref {
             continue;
@@ -99,7 +106,12 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
                     );
                 }
                 None => {
-                    let _ = write!(line, " {:>width$}", "not run", width = w[1] + w[2] + w[3] + w[4] + 3);
+                    let _ = write!(
+                        line,
+                        " {:>width$}",
+                        "not run",
+                        width = w[1] + w[2] + w[3] + w[4] + 3
+                    );
                 }
             }
             let _ = t;
@@ -109,7 +121,11 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
         for server in [Server::Apache, Server::Jigsaw] {
             let mut line = format!(
                 "  {:<w0$}",
-                format!("paper {} (T{})", server.name(), reference::table_number(server, net)),
+                format!(
+                    "paper {} (T{})",
+                    server.name(),
+                    reference::table_number(server, net)
+                ),
                 w0 = w[0] - 2
             );
             for (i, t) in Test::ALL.iter().enumerate() {
@@ -151,7 +167,12 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
 /// Table 3's socket and packet-direction columns for our runs of one
 /// network and test, with the paper's Table 3 (LAN revalidation, initial
 /// untuned implementation) for reference.
-pub fn sockets_table(net: Net, test: Test, summaries: &BTreeMap<Key, Summary>, server_label: &str) -> String {
+pub fn sockets_table(
+    net: Net,
+    test: Test,
+    summaries: &BTreeMap<Key, Summary>,
+    server_label: &str,
+) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -166,7 +187,7 @@ pub fn sockets_table(net: Net, test: Test, summaries: &BTreeMap<Key, Summary>, s
     );
     let _ = writeln!(
         s,
-        "  {:<34} {:>10} {:>10} {:>12} {:>12} {:>10} {:>9}",
+        "  {:<46} {:>10} {:>10} {:>12} {:>12} {:>10} {:>9}",
         "", "max socks", "tot socks", "pkts c->s", "pkts s->c", "pkts tot", "Sec"
     );
     for st in Strategy::ALL {
@@ -174,7 +195,7 @@ pub fn sockets_table(net: Net, test: Test, summaries: &BTreeMap<Key, Summary>, s
             if m.runs_ok > 0 {
                 let _ = writeln!(
                     s,
-                    "  {:<34} {:>10.0} {:>10.1} {:>12.1} {:>12.1} {:>10.1} {:>9.2}",
+                    "  {:<46} {:>10.0} {:>10.1} {:>12.1} {:>12.1} {:>10.1} {:>9.2}",
                     format!("{} ({server_label})", st.paper_label()),
                     m.sockets_max.mean,
                     m.sockets_total.mean,
@@ -189,7 +210,7 @@ pub fn sockets_table(net: Net, test: Test, summaries: &BTreeMap<Key, Summary>, s
             if let Some(r) = TABLE_3.iter().find(|r| r.strategy == st) {
                 let _ = writeln!(
                     s,
-                    "  {:<34} {:>10} {:>10} {:>12} {:>12} {:>10} {:>9.2}",
+                    "  {:<46} {:>10} {:>10} {:>12} {:>12} {:>10} {:>9.2}",
                     format!("{} (paper T3, Jigsaw)", st.paper_label()),
                     r.max_sockets,
                     r.total_sockets,

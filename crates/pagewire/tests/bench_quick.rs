@@ -43,7 +43,11 @@ fn pcap_records(path: &Path) -> u64 {
     };
     let (mut off, mut n) = (24usize, 0u64);
     while off < b.len() {
-        assert!(off + 16 <= b.len(), "{}: truncated record header", path.display());
+        assert!(
+            off + 16 <= b.len(),
+            "{}: truncated record header",
+            path.display()
+        );
         let incl = u32_at(off + 8) as usize;
         off += 16 + incl;
         assert!(off <= b.len(), "{}: truncated record", path.display());
@@ -83,8 +87,14 @@ fn bench_quick_fetches_everything_and_counts_match_pcaps() {
     let output = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(status.success(), "bench failed: {status}\nstdout:\n{stdout}\nstderr:\n{stderr}");
-    eprintln!("bench --quick took {:.1} s", started.elapsed().as_secs_f64());
+    assert!(
+        status.success(),
+        "bench failed: {status}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    eprintln!(
+        "bench --quick took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
@@ -92,16 +102,32 @@ fn bench_quick_fetches_everything_and_counts_match_pcaps() {
     let runs = json["runs"].as_array().expect("runs");
     // lan + wan, 4 strategies, 2 tests, 1 repetition.
     assert_eq!(runs.len(), 16, "{stdout}");
-    let get = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
+    let get =
+        |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
     for r in runs {
         let what = format!("{} {} {}", r["net"], r["strategy"], r["test"]);
         assert!(r["error"].is_null(), "{what}: {}", r["error"]);
         assert_eq!(get(r, "objects_expected"), 43, "{what}");
         assert_eq!(get(r, "objects_ok"), 43, "{what}: not every object fetched");
         let pcap = out.join(r["pcap"].as_str().unwrap());
-        assert_eq!(get(r, "packets_total"), pcap_records(&pcap), "{what}: counters vs {}", pcap.display());
+        assert_eq!(
+            get(r, "packets_total"),
+            pcap_records(&pcap),
+            "{what}: counters vs {}",
+            pcap.display()
+        );
         assert!(r["elapsed_s"].as_f64().unwrap() > 0.0, "{what}");
-        for k in ["strategy", "test", "net", "rep", "bytes_total", "overhead_pct", "sockets_total", "sockets_max", "seed"] {
+        for k in [
+            "strategy",
+            "test",
+            "net",
+            "rep",
+            "bytes_total",
+            "overhead_pct",
+            "sockets_total",
+            "sockets_max",
+            "seed",
+        ] {
             assert!(!r[k].is_null(), "{what}: {k} missing");
         }
     }
@@ -122,6 +148,9 @@ fn bench_quick_fetches_everything_and_counts_match_pcaps() {
         assert!(s.contains("pagewire"), "{f} says what made it");
     }
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(html.matches("<svg").count() >= 4 + 4, "bar charts and time-sequence plots");
+    assert!(
+        html.matches("<svg").count() >= 4 + 4,
+        "bar charts and time-sequence plots"
+    );
     assert!(stdout.contains("Claims of paper 001"), "{stdout}");
 }

@@ -26,13 +26,17 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "lan,wan,ppp")]
     net: Vec<String>,
     /// Strategies, comma-separated: http10, http11, pipeline, pipeline-deflate.
-    #[arg(long, value_delimiter = ',', default_value = "http10,http11,pipeline,pipeline-deflate")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "http10,http11,pipeline,pipeline-deflate"
+    )]
     strategy: Vec<String>,
     /// Tests, comma-separated: first, revalidate (revalidate runs after
     /// first with the same, warm, cache).
     #[arg(long, value_delimiter = ',', default_value = "first,revalidate")]
     tests: Vec<String>,
-    /// Repetitions on every network (default: 5 lan, 3 wan, 1 ppp — PPP runs
+    /// Repetitions on every network (default: 5 lan, 5 wan, 1 ppp — PPP runs
     /// take about a minute each).
     #[arg(long)]
     reps: Option<u32>,
@@ -92,7 +96,10 @@ pub struct Args {
 fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, xs: &[String]) -> Result<Vec<T>> {
     let mut out = Vec::new();
     for x in xs.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
-        out.push(x.parse::<T>().map_err(|e| anyhow::anyhow!("--{what}: {e}"))?);
+        out.push(
+            x.parse::<T>()
+                .map_err(|e| anyhow::anyhow!("--{what}: {e}"))?,
+        );
     }
     if out.is_empty() {
         bail!("--{what}: nothing to run");
@@ -157,7 +164,10 @@ fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig>>> {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     if a.suite != "microscape" {
-        bail!("--suite: only `microscape` (paper 001) is implemented, got {:?}", a.suite);
+        bail!(
+            "--suite: only `microscape` (paper 001) is implemented, got {:?}",
+            a.suite
+        );
     }
     let mut nets: Vec<Net> = parse_list("net", &a.net)?;
     if a.quick {
@@ -183,11 +193,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
             exe: std::env::current_exe().context("find this pagewire binary")?,
         },
         (None, "nginx") => ServerKind::Nginx,
-        (None, other) => bail!("--server: expected pagewire or nginx (or --server-cmd), got {other:?}"),
+        (None, other) => {
+            bail!("--server: expected pagewire or nginx (or --server-cmd), got {other:?}")
+        }
     };
     let link_config = link_factory(&a)?;
     let (date, stamp) = utc_now();
-    let out = a.out.clone().unwrap_or_else(|| PathBuf::from(format!("bench-{stamp}")));
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("bench-{stamp}")));
     std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
     let plan = Plan::new(&nets, &strategies, &tests, reps);
     eprint!("{}", plan.describe());
@@ -215,10 +230,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
          published in paper 001; the original was never published).",
     );
     if matches!(server, ServerKind::Nginx) {
-        note.push_str(" nginx has no precompressed deflate: pipeline-deflate received identity bodies.");
+        note.push_str(
+            " nginx has no precompressed deflate: pipeline-deflate received identity bodies.",
+        );
     }
     let provenance = Provenance {
-        made_by: format!("pagewire {} bench --suite microscape", env!("CARGO_PKG_VERSION")),
+        made_by: format!(
+            "pagewire {} bench --suite microscape",
+            env!("CARGO_PKG_VERSION")
+        ),
         command,
         date_utc: date,
         pagewire_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -249,11 +269,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
         results.runs.len()
     );
     let failed = results.runs.iter().filter(|r| !r.ok()).count();
-    Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn host_description() -> String {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
     format!("Linux {}, {cpus} CPUs", kernel.trim())
 }
