@@ -24,9 +24,10 @@ pub enum ConfigError {
         line: usize,
         why: String,
     },
-    #[error("trace {path}: {source}")]
+    #[error("trace {path}")]
     TraceIo {
         path: String,
+        #[source]
         source: std::io::Error,
     },
 }
@@ -305,8 +306,13 @@ pub fn parse_rate(s: &str) -> Result<Rate, ConfigError> {
     if t == "unlimited" || t == "none" || t == "inf" {
         return Ok(Rate::Unlimited);
     }
-    let t = t.strip_suffix("/s").or(t.strip_suffix("ps")).unwrap_or(&t);
-    let t = t.strip_suffix("bit").unwrap_or(t);
+    // Units: `bit`, `bit/s`, `bps`, `b/s` with an optional k/m/g prefix.
+    let t = t.strip_suffix("/s").unwrap_or(&t);
+    let t = t
+        .strip_suffix("bps")
+        .or(t.strip_suffix("bit"))
+        .or(t.strip_suffix('b'))
+        .unwrap_or(t);
     let (num, mult) = match t.chars().last() {
         Some('k') => (&t[..t.len() - 1], 1e3),
         Some('m') => (&t[..t.len() - 1], 1e6),
@@ -405,6 +411,9 @@ mod tests {
         assert_eq!(parse_rate("1.5mbit").unwrap(), Rate::Bps(1_500_000));
         assert_eq!(parse_rate("28.8kbit").unwrap(), Rate::Bps(28_800));
         assert_eq!(parse_rate("10Mbit/s").unwrap(), Rate::Bps(10_000_000));
+        assert_eq!(parse_rate("10mbps").unwrap(), Rate::Bps(10_000_000));
+        assert_eq!(parse_rate("2gbps").unwrap(), Rate::Bps(2_000_000_000));
+        assert_eq!(parse_rate("64kb/s").unwrap(), Rate::Bps(64_000));
         assert_eq!(parse_rate("1544000").unwrap(), Rate::Bps(1_544_000));
         assert_eq!(parse_rate("unlimited").unwrap(), Rate::Unlimited);
         assert!(parse_rate("fast").is_err());

@@ -153,15 +153,26 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Some(s) => {
             let mut cmd = Command::new("/bin/sh");
             cmd.arg("-c").arg(s);
-            let child = link
+            let mut child = link
                 .spawn_in_server(cmd)
                 .context("start the server command")?;
-            if !link.wait_server_listening(server_wait)? {
-                eprintln!(
-                    "pagewire link: warning: no TCP listener in the server namespace after {:?}; \
-                     starting the client anyway",
-                    server_wait
-                );
+            // Wait for a listener in 50 ms slices, noticing a server that
+            // exits instead (bounded by `server_wait`).
+            let until = std::time::Instant::now() + server_wait;
+            loop {
+                if link.wait_server_listening(Duration::from_millis(50))? {
+                    break;
+                }
+                if let Some(st) = child.try_wait()? {
+                    bail!("the server command exited ({st}) before listening: {s}");
+                }
+                if std::time::Instant::now() >= until {
+                    eprintln!(
+                        "pagewire link: warning: no TCP listener in the server namespace \
+                         after {server_wait:?}; starting the client anyway"
+                    );
+                    break;
+                }
             }
             Some(child)
         }
