@@ -213,3 +213,19 @@ async fn one_request(
         url: sess.url_of(id),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bench spawns fetches on runtimes of its own; the future must be
+    /// `Send` and the report must cross threads.
+    #[test]
+    fn fetch_future_is_send() {
+        fn assert_send<T: Send>(_: &T) {}
+        let f = fetch(FetchConfig::new("http://127.0.0.1:9/", Strategy::Pipeline));
+        assert_send(&f);
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<FetchReport>();
+    }
+}
