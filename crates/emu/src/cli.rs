@@ -74,7 +74,13 @@ pub fn exit_code(status: std::process::ExitStatus) -> u8 {
 
 /// Counters as the JSON object `pagewire link --json` prints: the counter
 /// fields at the top level, plus the configuration and the client's status.
-pub fn render_json(cfg: &LinkConfig, c: &LinkCounters, client_exit: Option<u8>) -> String {
+/// `pcap`, if any, is where the run was captured.
+pub fn render_json(
+    cfg: &LinkConfig,
+    c: &LinkCounters,
+    client_exit: Option<u8>,
+    pcap: Option<&std::path::Path>,
+) -> String {
     let mut v = serde_json::to_value(c).expect("counters serialize");
     if let Some(obj) = v.as_object_mut() {
         obj.insert(
@@ -90,6 +96,7 @@ pub fn render_json(cfg: &LinkConfig, c: &LinkCounters, client_exit: Option<u8>) 
             serde_json::to_value(cfg).expect("config serializes"),
         );
         obj.insert("client_exit".into(), client_exit.into());
+        obj.insert("pcap".into(), pcap.map(|p| p.display().to_string()).into());
     }
     serde_json::to_string_pretty(&v).expect("json")
 }
@@ -180,7 +187,8 @@ mod tests {
             bytes_total: 120,
             ..Default::default()
         };
-        let v: serde_json::Value = serde_json::from_str(&render_json(&cfg, &c, Some(0))).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&render_json(&cfg, &c, Some(0), None)).unwrap();
         assert_eq!(v["packets_total"], 3);
         assert_eq!(v["bytes_total"], 120);
         assert_eq!(v["client_exit"], 0);

@@ -434,3 +434,14 @@ impl Drop for Link {
         // any child left), namespace fds close, the kernel frees the rest.
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_can_be_shared_between_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Link>();
+    }
+}

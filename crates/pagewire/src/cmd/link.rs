@@ -212,7 +212,10 @@ pub fn run(args: Args) -> Result<ExitCode> {
     drop(link);
 
     if args.json {
-        println!("{}", emu_cli::render_json(&cfg, &counters, Some(code)));
+        println!(
+            "{}",
+            emu_cli::render_json(&cfg, &counters, Some(code), args.pcap.as_deref())
+        );
     } else {
         print!("{}", emu_cli::render_text(&cfg, &counters));
         if let Some(p) = &args.pcap {
