@@ -83,3 +83,48 @@ fn link_rejects_bad_flags_clearly() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("loss"));
 }
+
+/// Processes whose command line is exactly `sleep <secs>`.
+fn sleepers(secs: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .is_ok_and(|c| c == format!("sleep\0{secs}\0").as_bytes())
+        })
+        .count()
+}
+
+#[test]
+fn ctrl_c_tears_everything_down() {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root");
+        return;
+    }
+    // Durations unique to this test run, to find our processes.
+    let marker = format!("{}", 1000 + std::process::id() % 50_000);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args(["link", "--net", "wan", "--server-wait", "100ms", "--server"])
+        .arg(format!("sleep {marker} & exec sleep {marker}"))
+        .args(["--", "sleep", &marker])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Bounded: 5 s for all three sleepers to start.
+    for _ in 0..500 {
+        if sleepers(&marker) == 3 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(sleepers(&marker), 3, "server, its background child, client");
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(sleepers(&marker), 0, "nothing left after Ctrl-C");
+}
