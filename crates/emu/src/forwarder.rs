@@ -132,9 +132,13 @@ impl Forwarder {
             let deadline = [
                 self.pipes[0].next_deadline(),
                 self.pipes[1].next_deadline(),
-                self.pending_end
-                    .as_ref()
-                    .map(|p| (self.last_ingress + p.quiet).min(p.give_up_at).max(now)),
+                // Wake for the end of the quiet period only while it lies
+                // ahead (once it has passed, the pipes' own deadlines wake
+                // us; a past deadline here would spin).
+                self.pending_end.as_ref().and_then(|p| {
+                    let at = (self.last_ingress + p.quiet).min(p.give_up_at);
+                    (at > now).then_some(at)
+                }),
             ]
             .into_iter()
             .flatten()
@@ -237,6 +241,7 @@ impl Forwarder {
                     self.pcap = pcap;
                     let unix = (self.epoch_unix + now).as_secs_f64();
                     self.meter = Meter::new(now, unix);
+                    self.write_errors = 0;
                     let _ = reply.send(());
                 }
                 Ctl::EndRun {
@@ -273,7 +278,8 @@ impl Forwarder {
         let Some(p) = self.pending_end.take() else {
             return;
         };
-        let counters = self.meter.finish(now);
+        let mut counters = self.meter.finish(now);
+        counters.tun_write_errors = std::mem::take(&mut self.write_errors);
         let res = match self.pcap.take() {
             Some(pcap) => pcap.finish().map(|_| counters),
             None => Ok(counters),

@@ -45,6 +45,7 @@ fn counts_equal_tshark_on_the_pcap() {
     server.join().unwrap();
     let c = link.end_run().unwrap();
 
+    assert_eq!(c.tun_write_errors, 0);
     let all = tshark_count(&pcap, "frame");
     assert_eq!(all, (c.packets_total, c.bytes_total), "all packets");
     let up = tshark_count(&pcap, "ip.src == 198.18.0.1");

@@ -131,6 +131,10 @@ pub struct LinkCounters {
     pub run_started_unix_s: f64,
     /// Duration of the run as measured by the link (begin to end), seconds.
     pub run_duration_s: f64,
+    /// Packets the forwarder could not write to the receiving TUN device
+    /// (counted as delivered above; should stay 0).
+    #[serde(default)]
+    pub tun_write_errors: u64,
 }
 
 /// Accumulates one run. `run_start` is the link time the run began at.
@@ -224,6 +228,7 @@ impl Meter {
             server_to_client: down.clone(),
             run_started_unix_s: self.run_started_unix_s,
             run_duration_s: self.rel_s(now),
+            tun_write_errors: 0,
         }
     }
 }
