@@ -237,6 +237,18 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
         evidence: join(&r),
     });
 
+    // Did the server send the page deflate-coded at all? nginx cannot (no
+    // precompressed deflate), nor can many `--server-cmd` servers; then the
+    // two compression claims are untestable, not contradicted.
+    let deflate_served = Net::ALL.iter().any(|&net| {
+        matches!(
+            (c.bytes(net, Pipeline, First), c.bytes(net, PipelineDeflate, First)),
+            (Some(p), Some(pd)) if pd < 0.95 * p
+        )
+    });
+    let no_deflate =
+        "the server sent no deflate-coded page (pipeline-deflate moved as many bytes as pipeline)";
+
     // 7. Compression saves ~16% of packets and ~12% of time, first retrieval.
     let mut r = Vec::new();
     let (mut sp, mut st_, mut n) = (0.0, 0.0, 0.0);
@@ -271,6 +283,12 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
         }
     };
     let mut ev = join(&r);
+    let v = if n > 0.0 && !deflate_served {
+        ev = format!("{no_deflate}: {ev}");
+        Verdict::Inconclusive
+    } else {
+        v
+    };
     if n > 0.0 {
         let _ = write!(
             ev,
@@ -306,8 +324,16 @@ pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec
         id: "deflate-helps-everywhere",
         claim: "Transport compression helped (fewer packets and less time) in all environments",
         source: "Summary of Compression Performance",
-        verdict: over_cells(&r, Verdict::Contradicted),
-        evidence: join(&r),
+        verdict: if !r.is_empty() && !deflate_served {
+            Verdict::Inconclusive
+        } else {
+            over_cells(&r, Verdict::Contradicted)
+        },
+        evidence: if deflate_served {
+            join(&r)
+        } else {
+            format!("{no_deflate}: {}", join(&r))
+        },
     });
 
     // 9. First retrieval: bandwidth savings of pipelining only a few percent.
@@ -524,4 +550,107 @@ pub fn render(claims: &[Claim]) -> String {
         count(Verdict::Inconclusive)
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::MeanSd;
+
+    fn cell(
+        net: Net,
+        st: Strategy,
+        t: Test,
+        pa: f64,
+        bytes: f64,
+        sec: f64,
+        socks: f64,
+    ) -> (Key, Summary) {
+        let m = |x: f64| MeanSd {
+            mean: x,
+            sd: 0.0,
+            n: 1,
+        };
+        (
+            (net, st, t),
+            Summary {
+                net,
+                strategy: st,
+                test: t,
+                runs_ok: 1,
+                runs_failed: 0,
+                packets: m(pa),
+                bytes: m(bytes),
+                seconds: m(sec),
+                overhead_pct: m(5.0),
+                packets_client_to_server: m(pa / 2.0),
+                packets_server_to_client: m(pa / 2.0),
+                sockets_total: m(socks),
+                sockets_max: m(socks.min(4.0)),
+                retransmissions: m(0.0),
+            },
+        )
+    }
+
+    /// The paper's own Table 7 (Apache, WAN) must confirm the paper's claims.
+    fn table7(deflate_bytes: f64) -> BTreeMap<Key, Summary> {
+        let n = Net::Wan;
+        [
+            cell(n, Http10, First, 559.6, 248655.2, 4.09, 42.0),
+            cell(n, Http10, Revalidate, 370.0, 61887.0, 2.64, 42.0),
+            cell(n, Http11, First, 309.4, 191436.0, 6.14, 1.0),
+            cell(n, Http11, Revalidate, 104.2, 14255.0, 4.43, 1.0),
+            cell(n, Pipeline, First, 221.4, 191180.6, 2.23, 1.0),
+            cell(n, Pipeline, Revalidate, 29.8, 15352.0, 0.86, 1.0),
+            cell(n, PipelineDeflate, First, 182.0, deflate_bytes, 2.11, 1.0),
+            cell(n, PipelineDeflate, Revalidate, 29.0, 15088.0, 0.83, 1.0),
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    fn verdict(claims: &[Claim], id: &str) -> Verdict {
+        claims
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("{id}"))
+            .verdict
+    }
+
+    #[test]
+    fn the_papers_own_numbers_confirm_its_claims() {
+        let claims = check(&table7(159170.0), None);
+        for id in [
+            "pipeline-2x-packets",
+            "wan-revalidate-tenth",
+            "wan-revalidate-faster",
+            "pipeline-3x-over-http11",
+            "http11-slower-than-http10",
+            "pipeline-faster-than-http10",
+            "deflate-helps-everywhere",
+            "first-time-halved",
+            "packets-per-connection",
+            "packet-size-doubled",
+            "persistent-saves-packets",
+            "time-gain-less-dramatic",
+        ] {
+            assert_eq!(verdict(&claims, id), Verdict::Confirmed, "{id}");
+        }
+    }
+
+    #[test]
+    fn no_deflate_from_the_server_is_inconclusive_not_contradicted() {
+        let claims = check(&table7(191180.0), None);
+        assert_eq!(verdict(&claims, "deflate-16-12"), Verdict::Inconclusive);
+        assert_eq!(
+            verdict(&claims, "deflate-helps-everywhere"),
+            Verdict::Inconclusive
+        );
+    }
+
+    #[test]
+    fn unmeasured_claims_are_inconclusive() {
+        let claims = check(&BTreeMap::new(), None);
+        assert!(claims.iter().all(|c| c.verdict == Verdict::Inconclusive));
+    }
 }

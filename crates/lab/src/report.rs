@@ -101,7 +101,17 @@ impl Results {
     }
 
     fn server_label(&self) -> String {
-        format!("measured ({})", self.provenance.server)
+        format!("measured ({})", self.short_server())
+    }
+
+    /// The server's name for table rows (a custom command is named in the
+    /// header instead; it would not fit a row label).
+    fn short_server(&self) -> &str {
+        if self.provenance.server.starts_with("custom") {
+            "custom server"
+        } else {
+            &self.provenance.server
+        }
     }
 
     /// The terminal report.
@@ -110,6 +120,7 @@ impl Results {
         let p = &self.provenance;
         let _ = writeln!(s, "{} — {}", p.made_by, p.date_utc);
         let _ = writeln!(s, "command: {}", p.command.join(" "));
+        let _ = writeln!(s, "server: {}", p.server);
         let _ = writeln!(s, "{}", p.note);
         let _ = writeln!(s);
         s.push_str(&self.page_composition);
@@ -123,7 +134,12 @@ impl Results {
             let _ = writeln!(s);
             for t in Test::ALL {
                 if self.plan.tests.contains(&t) {
-                    s.push_str(&tables::sockets_table(net, t, &self.summaries, &p.server));
+                    s.push_str(&tables::sockets_table(
+                        net,
+                        t,
+                        &self.summaries,
+                        self.short_server(),
+                    ));
                 }
             }
             let _ = writeln!(s);
@@ -378,7 +394,7 @@ impl Results {
                     *net,
                     *t,
                     &self.summaries,
-                    &p.server,
+                    self.short_server(),
                 )));
             }
             h.push('\n');
