@@ -64,6 +64,9 @@ pub struct Outcomes {
     pub runs: Vec<RunRecord>,
     pub link_configs: BTreeMap<String, serde_json::Value>,
     pub wall_s: f64,
+    /// Set when SIGINT/SIGTERM/SIGHUP stopped the bench between runs; the
+    /// runs done so far are still reported.
+    pub interrupted_by: Option<i32>,
 }
 
 fn sha256_hex(b: &[u8]) -> String {
@@ -277,10 +280,14 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
         ProgressBar::hidden()
     };
 
+    // Ctrl-C stops the bench between runs, so the link and server are torn
+    // down by their guards and the runs done so far are still written.
+    pagewire_emu::cli::install_termination_handlers();
+    let mut interrupted_by = None;
     let mut runs = Vec::with_capacity(cfg.plan.runs.len());
     let mut link_configs = BTreeMap::new();
     let caches = cfg.out_dir.join("cache");
-    for &net in &cfg.plan.nets {
+    'nets: for &net in &cfg.plan.nets {
         let specs: Vec<RunSpec> = cfg
             .plan
             .runs
@@ -303,6 +310,10 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
             microscape::PAGE_PATH
         );
         for spec in specs {
+            if let Some(sig) = pagewire_emu::cli::terminated_by() {
+                interrupted_by = Some(sig);
+                break 'nets;
+            }
             pb.set_message(format!(
                 "{} {} {} rep {}",
                 spec.net,
@@ -352,6 +363,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
         runs,
         link_configs,
         wall_s: started.elapsed().as_secs_f64(),
+        interrupted_by,
     })
 }
 

@@ -224,6 +224,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         progress: !a.no_progress,
     };
     let outcomes = runner::run(&cfg)?;
+    let interrupted_by = outcomes.interrupted_by;
     let comp = outcomes.site.composition();
     let mut note = String::from(
         "The Microscape page is SYNTHETIC (generated from the seed to match the composition \
@@ -268,6 +269,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         out.display(),
         results.runs.len()
     );
+    if let Some(sig) = interrupted_by {
+        eprintln!(
+            "pagewire bench: interrupted by signal {sig} after {} of {} runs; the results above cover those runs only",
+            results.runs.len(),
+            results.plan.runs.len()
+        );
+        return Ok(ExitCode::from(130));
+    }
     let failed = results.runs.iter().filter(|r| !r.ok()).count();
     Ok(if failed == 0 {
         ExitCode::SUCCESS
