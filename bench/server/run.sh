@@ -63,7 +63,14 @@ NPATHS=$(wc -l < "$WORK/paths.txt")
 chmod -R a+rX "$WORK"
 
 # ---- servers -----------------------------------------------------------------
-PORT=18080
+# A port nobody listens on (other servers may run on this machine).
+port_free() { ! ss -Htln "sport = :$1" | grep -q .; }
+next_port() {
+    PORT=$((PORT + 1))
+    while ! port_free "$PORT"; do PORT=$((PORT + 1)); done
+}
+PORT=$((20000 + RANDOM % 20000))
+next_port
 start_pagewire() {
     taskset -c "$SERVER_CPU" "$PAGEWIRE" serve --root "$WWW" --addr "127.0.0.1:$PORT" --threads 1 \
         > "$WORK/pagewire.out" 2> "$WORK/pagewire.err" &
@@ -115,11 +122,16 @@ stop_server() {
     wait "$SERVER_PID" 2>/dev/null || true
     SERVER_PID=""
     # Let TIME_WAIT sockets of this port not matter: next server, next port.
-    PORT=$((PORT + 1))
+    next_port
 }
 wait_port() {
     for _ in $(seq 1 100); do
-        curl -s -o /dev/null "http://127.0.0.1:$PORT/1k.bin" && return 0
+        if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+            echo "server exited at start (port $PORT)" >&2
+            return 1
+        fi
+        # Must be OUR server answering 200, not anything else on the port.
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/1k.bin")" = 200 ] && return 0
         sleep 0.1
     done
     echo "server on port $PORT did not start" >&2
@@ -165,8 +177,10 @@ run_load() {
     local mode=$1 fileset=$2 out="$WORK/load.out"
     if [ "$mode" = keepalive ]; then
         if [ "$fileset" = 1k ]; then
+            echo "# bench/server/run.sh: taskset -c $LOAD_CPU wrk -t1 -c$CONNS -d${DURATION}s http://127.0.0.1:$PORT/1k.bin" > "$WORK/load.cmd"
             taskset -c "$LOAD_CPU" wrk -t1 -c$CONNS -d"${DURATION}s" "http://127.0.0.1:$PORT/1k.bin" > "$out"
         else
+            echo "# bench/server/run.sh: taskset -c $LOAD_CPU wrk -t1 -c$CONNS -d${DURATION}s -s rotate.lua (the $NPATHS Microscape paths) http://127.0.0.1:$PORT/" > "$WORK/load.cmd"
             PATHS_FILE="$WORK/paths.txt" taskset -c "$LOAD_CPU" wrk -t1 -c$CONNS -d"${DURATION}s" \
                 -s "$WORK/rotate.lua" "http://127.0.0.1:$PORT/" > "$out"
         fi
@@ -175,7 +189,11 @@ run_load() {
         rps=$(awk '/Requests\/sec/ {print $2}' "$out")
         local errors
         errors=$(awk '/Non-2xx|Socket errors/ {print}' "$out")
-        [ -z "$errors" ] || echo "  wrk: $errors" >&2
+        if [ -n "$errors" ]; then
+            # A run with failed requests does not count.
+            echo "  wrk: $errors" >&2
+            rps="INVALID"
+        fi
         echo "$reqs $rps"
     else
         if [ "$fileset" = 1k ]; then
@@ -183,15 +201,21 @@ run_load() {
         else
             sed "s|^|http://127.0.0.1:$PORT|" "$WORK/paths.txt" > "$WORK/uris.txt"
         fi
+        echo "# bench/server/run.sh: taskset -c $LOAD_CPU h2load --h1 -m$STREAMS -c$CONNS -t1 -D $DURATION -H 'accept-encoding: identity' -i ($fileset URIs)" > "$WORK/load.cmd"
         # accept-encoding: identity so no server sends a compressed page.
         taskset -c "$LOAD_CPU" h2load --h1 -m$STREAMS -c$CONNS -t1 -D "$DURATION" \
             -H 'accept-encoding: identity' -i "$WORK/uris.txt" > "$out" 2>&1
         local done_ rps
         done_=$(awk '/^requests:/ {print $8}' "$out")
         rps=$(awk '/^finished in/ {print $4}' "$out")
-        local failed
+        local failed errored non2xx
         failed=$(awk '/^requests:/ {print $10}' "$out")
-        [ "${failed:-0}" = 0 ] || echo "  h2load: $failed failed" >&2
+        errored=$(awk '/^requests:/ {print $12}' "$out")
+        non2xx=$(awk '/^status codes:/ {print $5 + $7 + $9}' "$out")
+        if [ "${failed:-0}" != 0 ] || [ "${errored:-0}" != 0 ] || [ "${non2xx:-0}" != 0 ]; then
+            echo "  h2load: $failed failed, $errored errored, $non2xx non-2xx" >&2
+            rps="INVALID"
+        fi
         echo "$done_ $rps"
     fi
 }
@@ -214,7 +238,7 @@ for server in "${SERVERS[@]}"; do
             CPU100K[$server,$fileset,$mode]=$per100k
             printf '%-9s %-10s %-9s %10s req/s  %9s requests  %7s cpu-s  %s cpu-s/100k\n' \
                 "$server" "$fileset" "$mode" "$rps" "$reqs" "$cpu_s" "$per100k" >&2
-            cp "$WORK/load.out" "$OUT/$server-$fileset-$mode.txt"
+            { cat "$WORK/load.cmd"; echo "# server: $server ($(date -u +%Y-%m-%dT%H:%M:%SZ))"; cat "$WORK/load.out"; } > "$OUT/$server-$fileset-$mode.txt"
             stop_server
         done
     done

@@ -47,6 +47,18 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
+    #[cfg(test)]
+    pub fn new_for_test(shared: Arc<Shared>, stats: WorkerStats, pools: Pools) -> Worker {
+        Worker {
+            shared,
+            stats,
+            pools,
+            log: RefCell::new(None),
+            conns: Cell::new(1),
+            all_closed: tokio::sync::Notify::new(),
+        }
+    }
+
     pub fn conn_closed(&self) {
         self.conns.set(self.conns.get() - 1);
         if self.conns.get() == 0 {

@@ -42,14 +42,19 @@ fn pipelined_43_requests_in_one_write_come_back_in_order_in_few_writes() {
     drop(r);
     let stats = server.stop();
     assert_eq!(stats.requests, 43);
-    // ~170 KB of responses: the queue is flushed when it reaches 64 KiB and
-    // once when the input runs dry, so a handful of writes, not 43.
+    eprintln!(
+        "43 responses, {} bytes: {} writes, {} flushes when full, {} when input drained",
+        stats.bytes_written, stats.writes, stats.flushes_full, stats.flushes_input_drained
+    );
+    // ~180 KB of responses: the queue is flushed twice when it reaches
+    // 64 KiB and once when the input runs dry — 3 flushes, not 43. A flush
+    // is one writev unless the socket buffer fills (then it continues).
+    let flushes = stats.flushes_full + stats.flushes_input_drained;
+    assert!(flushes <= 3, "43 responses took {flushes} flushes");
     assert!(
-        stats.writes <= 5,
-        "43 responses took {} writes ({} flushes full, {} input drained)",
-        stats.writes,
-        stats.flushes_full,
-        stats.flushes_input_drained
+        stats.writes <= 4,
+        "43 responses took {} writes",
+        stats.writes
     );
     assert_eq!(stats.flushes_each_response, 0);
 }
