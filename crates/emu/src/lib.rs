@@ -73,6 +73,8 @@ pub struct Link {
     ctl: Mutex<mpsc::Sender<Ctl>>,
     wake: OwnedFd,
     forwarder: Option<JoinHandle<()>>,
+    /// Serializes begin_run / end_run callers (one run at a time).
+    run_lock: Mutex<()>,
     epoch_unix: Duration,
     run_pcap: Mutex<Option<(std::path::PathBuf, serde_json::Value)>>,
 }
@@ -187,6 +189,7 @@ impl Link {
             ctl: Mutex::new(tx),
             wake,
             forwarder: Some(forwarder),
+            run_lock: Mutex::new(()),
             epoch_unix,
             run_pcap: Mutex::new(None),
         })
@@ -334,6 +337,7 @@ impl Link {
     /// `begin_run` with extra metadata (e.g. the bench's strategy and
     /// repetition) for the pcap sidecar.
     pub fn begin_run_with(&self, pcap: Option<&Path>, extra: serde_json::Value) -> Result<()> {
+        let _run = self.run_lock.lock().unwrap_or_else(|e| e.into_inner());
         let sink = match pcap {
             Some(p) => {
                 let sink = pagewire_link::PcapSink::create(p, self.epoch_unix)
@@ -392,6 +396,7 @@ impl Link {
     }
 
     fn end(&self, quiet: Option<Duration>) -> Result<LinkCounters> {
+        let _run = self.run_lock.lock().unwrap_or_else(|e| e.into_inner());
         let (tx, rx) = mpsc::channel();
         self.send(Ctl::EndRun {
             quiet,

@@ -102,6 +102,30 @@ pub struct DirectionCounters {
     pub last_packet_s: Option<f64>,
 }
 
+impl DirectionCounters {
+    /// Adds counts of the same run taken elsewhere (e.g. by another thread).
+    pub fn absorb(&mut self, o: &DirectionCounters) {
+        self.packets += o.packets;
+        self.bytes += o.bytes;
+        self.header_bytes += o.header_bytes;
+        self.payload_bytes += o.payload_bytes;
+        self.kinds.merge(&o.kinds);
+        self.fin_flags += o.fin_flags;
+        self.control_retransmissions += o.control_retransmissions;
+        self.connections_opened += o.connections_opened;
+        self.dropped_queue_packets += o.dropped_queue_packets;
+        self.dropped_loss_packets += o.dropped_loss_packets;
+        self.first_packet_s = match (self.first_packet_s, o.first_packet_s) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_packet_s = match (self.last_packet_s, o.last_packet_s) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
 /// Counters of one measurement run (`begin_run` .. `end_run`), both directions.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct LinkCounters {
@@ -189,6 +213,15 @@ impl Meter {
         self.dirs[dir.index()].dropped_loss_packets += 1;
     }
 
+    /// Adds what another meter of the same run counted (the forwarder runs
+    /// one per direction).
+    pub fn absorb(&mut self, o: &Meter) {
+        for (a, b) in self.dirs.iter_mut().zip(o.dirs.iter()) {
+            a.absorb(b);
+        }
+        self.max_open = self.max_open.max(o.max_open);
+    }
+
     /// Totals of the run that ends at link time `now`.
     pub fn finish(&self, now: Duration) -> LinkCounters {
         let [up, down] = &self.dirs;
@@ -274,6 +307,16 @@ mod tests {
         assert_eq!(r.first_packet_s, Some(0.1));
         assert!((r.last_packet_s.unwrap() - 0.2).abs() < 1e-9);
         assert_eq!(r.run_duration_s, 1.0);
+        // Two meters of the same run combine to the same totals.
+        let mut a = Meter::new(Duration::from_secs(10), 0.0);
+        let mut b = Meter::new(Duration::from_secs(10), 0.0);
+        let syn_c = Classifier::new().classify(&syn);
+        a.record(Direction::Up, Duration::from_millis(10_100), &syn_c);
+        a.observe_open(1);
+        b.record(Direction::Down, Duration::from_millis(10_200), &c);
+        b.record_drop_loss(Direction::Down);
+        a.absorb(&b);
+        assert_eq!(a.finish(Duration::from_secs(11)), r);
         let json = serde_json::to_value(&r).unwrap();
         assert_eq!(json["packets_total"], 2);
         assert_eq!(json["server_to_client"]["kinds"]["data"]["packets"], 1);
