@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The robot's four strategies over pagewire's emulated links, first-time
 retrieval and revalidation, beside paper 001's Apache figures (Tables 5 and
-7). A quick check of the robot's behaviour; `pagewire bench` has the full
+7, 9). A quick check of the robot's behaviour; `pagewire bench` has the full
 suite with repetitions and statistics.
 
 Usage: bench/client_link.py [--net lan,wan] [--reps N] [--pagewire PATH]
@@ -39,6 +39,17 @@ PAPER = {
         "pipeline": (221.4, 191181, 2.23, 4.4),
         "pipeline-deflate": (182.0, 159170, 2.11, 4.4),
     },
+    # Table 9 (PPP) has no HTTP/1.0 row.
+    ("ppp", "first"): {
+        "http11": (308.6, 187869, 65.6, 6.2),
+        "pipeline": (281.4, 187918, 53.4, 5.7),
+        "pipeline-deflate": (233.0, 157214, 47.2, 5.6),
+    },
+    ("ppp", "revalidate"): {
+        "http11": (89.0, 13843, 11.1, 20.5),
+        "pipeline": (26.0, 13912, 3.4, 7.0),
+        "pipeline-deflate": (26.0, 13905, 3.4, 7.0),
+    },
     ("wan", "revalidate"): {
         "http10": (370.0, 61887, 2.64, 19.3),
         "http11": (104.2, 14255, 4.43, 22.6),
@@ -59,7 +70,7 @@ def run_once(pw, site, net, strategy, cache, revalidate):
         "--server", f"{pw} serve --root {site} --addr $PAGEWIRE_SERVER_ADDR:80",
         "--", "sh", "-c", f"{fetch} > {out}",
     ]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     if p.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
     link = json.loads(p.stdout[p.stdout.index("{"):])
@@ -92,7 +103,7 @@ def main():
         subprocess.run([pw, "site", "microscape", "--out", site], check=True, capture_output=True)
         version = subprocess.run([pw, "--version"], capture_output=True, text=True).stdout.strip()
         print(f"# bench/client_link.py {' '.join(sys.argv[1:])}: {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}, {version}, "
-              f"server `pagewire serve`, --tcp 1997, median of {a.reps} runs; paper = Apache 1.2b10 (Tables 5, 7)")
+              f"server `pagewire serve`, --tcp 1997, median of {a.reps} runs; paper = Apache 1.2b10 (Tables 5, 7, 9)")
         for net in a.net.split(","):
             for test in ["first", "revalidate"]:
                 print(f"\n{net}, {test}:\n")

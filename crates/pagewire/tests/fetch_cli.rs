@@ -1,0 +1,138 @@
+//! `pagewire fetch` end to end: the binary against `pagewire serve` on
+//! loopback; exit codes, `--json`, `--save`, `--har`, `--cache --revalidate`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+const PW: &str = env!("CARGO_BIN_EXE_pagewire");
+
+/// `pagewire serve` on a free port, killed on drop.
+struct Serve {
+    child: Child,
+    url: String,
+}
+
+impl Serve {
+    fn start(root: &std::path::Path) -> Serve {
+        let mut child = Command::new(PW)
+            .args(["serve", "--root"])
+            .arg(root)
+            .args(["--addr", "127.0.0.1:0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn pagewire serve");
+        let out = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(out).read_line(&mut line).unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+            .to_string();
+        Serve { child, url }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn fetch(args: &[&str]) -> std::process::Output {
+    Command::new(PW)
+        .arg("fetch")
+        .args(args)
+        .output()
+        .expect("run pagewire fetch")
+}
+
+#[test]
+fn fetch_cli_outputs_and_exit_codes() {
+    let site = tempfile::tempdir().unwrap();
+    let out = Command::new(PW)
+        .args(["site", "microscape", "--out"])
+        .arg(site.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // A second page with a missing image: exit status 1.
+    std::fs::write(
+        site.path().join("broken.html"),
+        "<html><body><img src=/images/navbar.gif><img src=/missing.gif></body></html>",
+    )
+    .unwrap();
+    let server = Serve::start(site.path());
+    let page = format!("{}/index.html", server.url);
+    let work = tempfile::tempdir().unwrap();
+    let (save, har, cache) = (
+        work.path().join("save"),
+        work.path().join("f.har"),
+        work.path().join("cache"),
+    );
+
+    let o = fetch(&[
+        &page,
+        "--strategy",
+        "pipeline",
+        "--json",
+        "--save",
+        save.to_str().unwrap(),
+        "--har",
+        har.to_str().unwrap(),
+        "--cache",
+        cache.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["objects"].as_array().unwrap().len(), 43);
+    assert_eq!(report["strategy"], "pipeline");
+    assert_eq!(report["flush_counts"]["explicit"], 1);
+    let har: serde_json::Value = serde_json::from_slice(&std::fs::read(&har).unwrap()).unwrap();
+    assert_eq!(har["log"]["entries"].as_array().unwrap().len(), 43);
+    let host = server.url.trim_start_matches("http://");
+    assert_eq!(
+        std::fs::read(save.join(host).join("index.html")).unwrap(),
+        std::fs::read(site.path().join("index.html")).unwrap()
+    );
+
+    // Revalidation, human summary.
+    let o = fetch(&[
+        &page,
+        "--strategy",
+        "http10",
+        "--cache",
+        cache.to_str().unwrap(),
+        "--revalidate",
+    ]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("[1 GET, 42 HEAD]"), "{text}");
+    assert!(text.contains("1x304"), "{text}");
+
+    // A 404 among the objects: exit 1, named in the summary.
+    let o = fetch(&[
+        &format!("{}/broken.html", server.url),
+        "--strategy",
+        "http11",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("FAILED 404"));
+
+    // Bad flags and unreachable servers: exit 2 with a message.
+    let o = fetch(&[&page, "--strategy", "http3"]);
+    assert_eq!(o.status.code(), Some(2));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let o = fetch(&[&format!("http://127.0.0.1:{port}/")]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot connect"));
+    let o = fetch(&[&page, "--revalidate"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--cache"));
+}
