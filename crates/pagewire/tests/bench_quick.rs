@@ -154,3 +154,31 @@ fn bench_quick_fetches_everything_and_counts_match_pcaps() {
     );
     assert!(stdout.contains("Claims of paper 001"), "{stdout}");
 }
+
+/// Bad flags fail before anything starts (no root needed), naming the flag.
+#[test]
+fn bench_rejects_bad_flags_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (vec!["--net", "lan,moon"], "--net"),
+        (vec!["--strategy", "http2"], "--strategy"),
+        (vec!["--reps", "0"], "--reps"),
+        (vec!["--server", "apache"], "--server"),
+        (vec!["--tests", "revalidate"], "revalidate needs first"),
+        (vec!["--tcp", "1985"], "--tcp"),
+        (vec!["--rate", "fast"], "rate"),
+        (vec!["--suite", "surge"], "--suite"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+            .arg("bench")
+            .args(&args)
+            .arg("--out")
+            .arg(dir.path().join("never"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+        assert!(!dir.path().join("never").join("results.json").exists());
+    }
+}
