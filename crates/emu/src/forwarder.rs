@@ -120,6 +120,7 @@ impl Forwarder {
     pub fn run(mut self) {
         // SAFETY: prctl on the calling thread.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+        set_realtime_priority();
         let mut buf = vec![0u8; READ_BUF_BYTES];
         loop {
             let now = self.now();
@@ -323,4 +324,25 @@ fn poll3(tun: &[OwnedFd; 2], wake: &OwnedFd, timeout: Option<Duration>) -> io::R
     }
     let ready = |f: &libc::pollfd| f.revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP) != 0;
     Ok([ready(&fds[0]), ready(&fds[1]), ready(&fds[2])])
+}
+
+/// Real-time priority for the forwarder thread, so a packet that is due
+/// leaves when it is due even while other processes keep the cores busy: a
+/// SCHED_FIFO thread preempts normal ones at once on wake-up, where a normal
+/// thread can wait a scheduler slice (hundreds of microseconds under load,
+/// more than the `lan` RTT). The forwarder sleeps in ppoll between packets
+/// and spins only for the last SPIN_BELOW, and the kernel's RT throttling
+/// (sched_rt_runtime_us) bounds it under a flood. Best effort: without the
+/// privilege (e.g. in a user namespace) it stays a normal thread.
+fn set_realtime_priority() {
+    // Priority 10 of 1..99: above normal threads, below kernel RT threads.
+    let param = libc::sched_param { sched_priority: 10 };
+    // SAFETY: pthread_self is valid; param lives across the call.
+    let r = unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) };
+    if r != 0 && std::env::var_os("PAGEWIRE_EMU_DEBUG").is_some() {
+        eprintln!(
+            "pagewire-emu: forwarder stays a normal thread (SCHED_FIFO: {})",
+            std::io::Error::from_raw_os_error(r)
+        );
+    }
 }

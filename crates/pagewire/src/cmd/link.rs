@@ -1,5 +1,6 @@
 //! `pagewire link`: run a server command and a client command on the two
 //! sides of an emulated link and count every packet that crosses it.
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::Duration;
@@ -211,20 +212,22 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     drop(link);
 
+    // Write errors (a closed pipe) go to main, which treats EPIPE as "stop".
+    let mut out = std::io::stdout().lock();
     if args.json {
-        println!(
-            "{}",
-            emu_cli::render_json(&cfg, &counters, Some(code), args.pcap.as_deref())
-        );
+        let json = emu_cli::render_json(&cfg, &counters, Some(code), args.pcap.as_deref());
+        writeln!(out, "{json}")?;
     } else {
-        print!("{}", emu_cli::render_text(&cfg, &counters));
+        write!(out, "{}", emu_cli::render_text(&cfg, &counters))?;
         if let Some(p) = &args.pcap {
-            println!(
+            writeln!(
+                out,
                 "pcap: {} (what made it: {})",
                 p.display(),
                 pagewire_link::pcap::sidecar_path(p).display()
-            );
+            )?;
         }
     }
+    out.flush()?;
     Ok(ExitCode::from(code))
 }
