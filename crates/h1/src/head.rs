@@ -13,7 +13,9 @@
 //! - Host presence/uniqueness, Content-Length syntax and agreement,
 //!   Transfer-Encoding rules;
 //! - when httparse rejects a head, the head is re-examined (slow path, errors
-//!   only) to name the precise fault: bare CR, obs-fold, space before colon.
+//!   only) to name the precise fault: bare CR, obs-fold, space before colon;
+//!   the verdict depends only on the bytes up to the fault, so it is the same
+//!   however the input was split across reads (`diagnose`).
 //!
 //! httparse accepts a bare LF as line terminator; RFC 9112 §2.2 allows a
 //! recipient to do so, and we keep that (a bare CR is always rejected).

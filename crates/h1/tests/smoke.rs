@@ -75,3 +75,39 @@ fn path_and_query() {
     let h = parse("*");
     assert_eq!((h.path(), h.query()), ("*", None));
 }
+
+#[test]
+fn expect_continue_and_request_writer() {
+    let limits = Limits::default();
+    let mut out = BytesMut::new();
+    write_request_head(
+        &mut out,
+        "PUT",
+        "/up",
+        Version::Http11,
+        [
+            ("Host", "a"),
+            ("Expect", "100-continue"),
+            ("Content-Length", "3"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        &out[..],
+        b"PUT /up HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\n"
+    );
+    let head = parse_request(&mut out, &limits).unwrap().unwrap();
+    assert!(head.expects_continue());
+    assert_eq!(head.content_length(), Some(3));
+    assert_eq!(head.body_framing().unwrap(), BodyFraming::Length(3));
+    let mut out = Vec::new();
+    write_request_head(
+        &mut out,
+        "GET",
+        "/",
+        Version::Http10,
+        std::iter::empty::<(&str, &str)>(),
+    )
+    .unwrap();
+    assert_eq!(out, b"GET / HTTP/1.0\r\n\r\n");
+}
