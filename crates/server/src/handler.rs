@@ -133,10 +133,8 @@ impl StaticSite {
             if let Some(dir) = r.path.strip_suffix("index.html") {
                 if dir.ends_with('/') {
                     routes.insert(dir.into(), Route::File(i));
-                    if dir.len() > 1 {
-                        routes
-                            .entry(dir[..dir.len() - 1].into())
-                            .or_insert(Route::AddSlash);
+                    if let Some(bare) = dir.strip_suffix('/').filter(|b| !b.is_empty()) {
+                        routes.entry(bare.into()).or_insert(Route::AddSlash);
                     }
                 }
             }
@@ -509,7 +507,7 @@ enum Precondition {
 /// for `*`. Stops at the first malformed member.
 fn etag_list(value: &[u8]) -> impl Iterator<Item = Option<(bool, &[u8])>> {
     let mut rest = value;
-    std::iter::from_fn(move || loop {
+    std::iter::from_fn(move || {
         while let [b' ' | b'\t' | b',', tail @ ..] = rest {
             rest = tail;
         }
@@ -530,7 +528,7 @@ fn etag_list(value: &[u8]) -> impl Iterator<Item = Option<(bool, &[u8])>> {
         let end = rest[1..].iter().position(|&b| b == b'"')? + 2;
         let tag = &rest[..end];
         rest = &rest[end..];
-        return Some(Some((weak, tag)));
+        Some(Some((weak, tag)))
     })
 }
 

@@ -80,7 +80,7 @@ where
         Some(path) => Some(log::AccessLog::create(path, &config.command_line)?),
         None => None,
     };
-    let predictor = config.prefetch.clone().map(OnlinePredictor::new);
+    let predictor = config.prefetch.map(OnlinePredictor::new);
     let threads = config.threads.max(1);
     let shared = Arc::new(Shared {
         site: StaticSite::new(site),

@@ -96,10 +96,8 @@ pub fn evaluate(value: &[u8], len: u64) -> RangeOutcome {
             let last = if b.is_empty() {
                 u64::MAX
             } else {
-                match b.parse::<u64>() {
-                    Ok(l) => l,
-                    Err(_) => u64::MAX,
-                }
+                // More digits than u64 holds: beyond any end, clamped below.
+                b.parse::<u64>().unwrap_or(u64::MAX)
             };
             if last < first {
                 // RFC 9110 §14.1.1: invalid range-spec makes the set invalid.

@@ -248,29 +248,18 @@ impl Registry {
             let (phase, since) = slot.load();
             let age = now.saturating_sub(since);
             let over = |limit: Duration| age > limit.as_millis() as u64;
-            match phase {
-                p if p == Phase::Fresh as u8 || p == Phase::Idle as u8 => {
-                    if shutting_down {
-                        slot.end(Reason::Shutdown, libc::SHUT_RD);
-                    } else if p == Phase::Fresh as u8 && over(d.header) {
-                        slot.end(Reason::HeaderTimeout, libc::SHUT_RD);
-                    } else if p == Phase::Idle as u8 && over(d.idle) {
-                        slot.end(Reason::IdleTimeout, libc::SHUT_RD);
-                    }
-                }
-                p if p == Phase::ReadingHead as u8 => {
-                    if over(d.header) {
-                        slot.end(Reason::HeaderTimeout, libc::SHUT_RD);
-                    }
-                }
-                p if p == Phase::Writing as u8 => {
-                    if over(d.send) {
-                        // A write blocked on a peer that does not read only
-                        // wakes up if the write side is shut too.
-                        slot.end(Reason::SendTimeout, libc::SHUT_RDWR);
-                    }
-                }
-                _ => {}
+            let fresh = phase == Phase::Fresh as u8;
+            let idle = phase == Phase::Idle as u8;
+            if (fresh || idle) && shutting_down {
+                slot.end(Reason::Shutdown, libc::SHUT_RD);
+            } else if (fresh || phase == Phase::ReadingHead as u8) && over(d.header) {
+                slot.end(Reason::HeaderTimeout, libc::SHUT_RD);
+            } else if idle && over(d.idle) {
+                slot.end(Reason::IdleTimeout, libc::SHUT_RD);
+            } else if phase == Phase::Writing as u8 && over(d.send) {
+                // A write blocked on a peer that does not read only wakes
+                // up if the write side is shut too.
+                slot.end(Reason::SendTimeout, libc::SHUT_RDWR);
             }
         }
     }

@@ -138,7 +138,7 @@ fn httpolice_finds_no_errors_in_pipelined_connections() {
         r(
             "GET",
             gif,
-            &format!("Range: bytes=0-9\r\nIf-Range: \"other\"\r\n"),
+            "Range: bytes=0-9\r\nIf-Range: \"other\"\r\n",
         ),
         r(
             "GET",
