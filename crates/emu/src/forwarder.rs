@@ -11,7 +11,8 @@
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
 
 use pagewire_link::{
@@ -70,6 +71,8 @@ pub struct Forwarder {
     last_ingress: Duration,
     pending_end: Option<PendingEnd>,
     write_errors: u64,
+    /// Set once the thread runs: whether it got real-time priority.
+    realtime: Arc<AtomicBool>,
 }
 
 fn now_unix() -> Duration {
@@ -105,7 +108,13 @@ impl Forwarder {
             last_ingress: Duration::ZERO,
             pending_end: None,
             write_errors: 0,
+            realtime: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Flag the thread sets if it got real-time priority.
+    pub fn realtime_flag(&self) -> Arc<AtomicBool> {
+        self.realtime.clone()
     }
 
     pub fn epoch_unix(&self) -> Duration {
@@ -120,7 +129,8 @@ impl Forwarder {
     pub fn run(mut self) {
         // SAFETY: prctl on the calling thread.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-        set_realtime_priority();
+        self.realtime
+            .store(set_realtime_priority(), Ordering::SeqCst);
         let mut buf = vec![0u8; READ_BUF_BYTES];
         loop {
             let now = self.now();
@@ -334,7 +344,7 @@ fn poll3(tun: &[OwnedFd; 2], wake: &OwnedFd, timeout: Option<Duration>) -> io::R
 /// and spins only for the last SPIN_BELOW, and the kernel's RT throttling
 /// (sched_rt_runtime_us) bounds it under a flood. Best effort: without the
 /// privilege (e.g. in a user namespace) it stays a normal thread.
-fn set_realtime_priority() {
+fn set_realtime_priority() -> bool {
     // Priority 10 of 1..99: above normal threads, below kernel RT threads.
     let param = libc::sched_param { sched_priority: 10 };
     // SAFETY: pthread_self is valid; param lives across the call.
@@ -345,4 +355,5 @@ fn set_realtime_priority() {
             std::io::Error::from_raw_os_error(r)
         );
     }
+    r == 0
 }

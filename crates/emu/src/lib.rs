@@ -75,6 +75,7 @@ pub struct Link {
     forwarder: Option<JoinHandle<()>>,
     /// Serializes begin_run / end_run callers (one run at a time).
     run_lock: Mutex<()>,
+    realtime: std::sync::Arc<std::sync::atomic::AtomicBool>,
     epoch_unix: Duration,
     run_pcap: Mutex<Option<(std::path::PathBuf, serde_json::Value)>>,
 }
@@ -179,6 +180,7 @@ impl Link {
         let (tx, rx) = mpsc::channel();
         let fwd = Forwarder::new(&cfg, client_tun, server_tun, wake.try_clone()?, rx);
         let epoch_unix = fwd.epoch_unix();
+        let realtime = fwd.realtime_flag();
         let forwarder = std::thread::Builder::new()
             .name("pw-forwarder".into())
             .spawn(move || fwd.run())?;
@@ -190,6 +192,7 @@ impl Link {
             wake,
             forwarder: Some(forwarder),
             run_lock: Mutex::new(()),
+            realtime,
             epoch_unix,
             run_pcap: Mutex::new(None),
         })
@@ -213,6 +216,12 @@ impl Link {
     }
 
     /// Inodes of the (client, server) namespaces, as in /proc/<pid>/ns/net.
+    /// Whether the forwarder thread runs at real-time priority (it tries;
+    /// it needs CAP_SYS_NICE and an RT budget). Known once it has started.
+    pub fn realtime_forwarder(&self) -> bool {
+        self.realtime.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     pub fn netns_inodes(&self) -> (u64, u64) {
         (self.client.ns.inode(), self.server.ns.inode())
     }
