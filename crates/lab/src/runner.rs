@@ -133,8 +133,19 @@ fn start_server(cfg: &BenchConfig, link: &Link, net: Net, root: &Path) -> Result
     fs::create_dir_all(&logs)?;
     let addr = format!("{}:{SERVER_PORT}", link.server_addr());
     let log_path = logs.join(format!("server-{net}.log"));
-    let log =
+    let mut log =
         fs::File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
+    // Say what made the log before the server writes to it.
+    std::io::Write::write_all(
+        &mut log,
+        format!(
+            "# server log written by pagewire {} bench ({} server, {net} link, seed {})\n",
+            env!("CARGO_PKG_VERSION"),
+            cfg.server.label(),
+            cfg.seed
+        )
+        .as_bytes(),
+    )?;
     let mut cmd = match &cfg.server {
         ServerKind::Pagewire { exe } => {
             let mut c = Command::new(exe);
