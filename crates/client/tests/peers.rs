@@ -253,6 +253,15 @@ fn nginx_keepalive_requests_5_close_mid_pipeline_every_object_exactly_once() {
             // After a close, the new connection carries one request until it
             // has seen a response, then pipelines again.
             assert!(r.connections[1..].iter().any(|c| c.pipelined));
+            for c in 1..r.connections_opened {
+                let first = r.flushes.iter().find(|f| f.connection == c).unwrap();
+                assert_eq!(first.reason, pagewire_client::FlushReason::Explicit);
+                assert!(
+                    first.bytes < 200,
+                    "conn {c}: first write {} bytes, not one request",
+                    first.bytes
+                );
+            }
         } else {
             assert_eq!(
                 r.retried_requests, 0,
