@@ -143,7 +143,6 @@ async fn first_image_requests_leave_before_the_page_finished_arriving() {
         let page = page_with(n_first, 20_000);
         let split = page.windows(11).position(|w| w == b"<p>filler t").unwrap();
         let (url, seen, server) = dribble_server(page, split, Arc::new(gif_response)).await;
-        let started = Instant::now();
         let r = fetch(FetchConfig::new(url, strategy)).await.unwrap();
         server.abort();
         let seen = seen.lock().unwrap();
@@ -156,10 +155,6 @@ async fn first_image_requests_leave_before_the_page_finished_arriving() {
         assert!(
             first_image.0 < page_done,
             "{strategy}: first image request after the page was complete"
-        );
-        assert!(
-            page_done - started < Duration::from_millis(1500),
-            "{strategy}: server waited for its 2 s timeout"
         );
         assert_eq!(r.objects.len(), n_first + 2);
         match strategy {
