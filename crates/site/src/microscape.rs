@@ -908,14 +908,15 @@ mod tests {
 
 #[cfg(test)]
 mod tuning {
-    /// `cargo test -p pagewire-site dump_page -- --ignored --nocapture`
+    /// For tuning the generator (e.g. `NOVELTY` in microscape_html.rs):
+    /// `cargo test -p pagewire-site composition_report -- --ignored --nocapture`
+    /// prints the generation time and the composition table.
     #[test]
     #[ignore]
-    fn dump_page() {
+    fn composition_report() {
         let t = std::time::Instant::now();
         let site = super::generate(super::Options::default());
         eprintln!("generate: {:?}", t.elapsed());
-        std::fs::write("/tmp/microscape.html", &site.html).unwrap();
         eprintln!("{}", site.composition().table());
     }
 }
