@@ -128,3 +128,49 @@ fn ctrl_c_tears_everything_down() {
     assert_eq!(status.code(), Some(130));
     assert_eq!(sleepers(&marker), 0, "nothing left after Ctrl-C");
 }
+
+#[test]
+fn a_normal_user_gets_a_user_namespace_or_a_precise_message() {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root to become a normal user");
+        return;
+    }
+    let Ok(setpriv) = which("setpriv") else {
+        eprintln!("SKIPPED: no setpriv (util-linux)");
+        return;
+    };
+    let out = Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_pagewire"))
+        .args(["link", "--net", "lan", "--json", "--", "true"])
+        .current_dir("/")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if err.contains("setpriv:") {
+        // E.g. the build directory is not accessible to that user.
+        eprintln!("SKIPPED: setpriv could not run the binary as nobody: {err}");
+        return;
+    }
+    match out.status.code() {
+        // The unprivileged path worked: a user namespace owned the link.
+        Some(0) => {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(v["client_exit"], 0);
+        }
+        // Otherwise the message names exactly what is missing.
+        Some(2) => assert!(
+            err.contains("/dev/net/tun") || err.contains("user namespace"),
+            "unclear message: {err}"
+        ),
+        other => panic!("unexpected exit {other:?}: {err}"),
+    }
+}
+
+fn which(name: &str) -> Result<std::path::PathBuf, ()> {
+    ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+        .iter()
+        .map(|d| std::path::Path::new(d).join(name))
+        .find(|p| p.exists())
+        .ok_or(())
+}
