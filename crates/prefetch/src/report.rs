@@ -153,6 +153,8 @@ struct Series {
     label: String,
     points: Vec<(f64, f64)>,
     dashed: bool,
+    /// Draw markers only (scatter), no connecting line.
+    points_only: bool,
     color: usize,
 }
 
@@ -210,6 +212,7 @@ pub fn write_plots(
                     .map(|r| (r.p, metric(r)))
                     .collect(),
                 dashed: false,
+                points_only: false,
                 color: k,
             })
             .collect()
@@ -252,6 +255,7 @@ pub fn write_plots(
                     .map(|r| (r.p, metric(r)))
                     .collect(),
                 dashed: false,
+                points_only: false,
                 color: k,
             })
             .collect()
@@ -286,11 +290,15 @@ pub fn write_plots(
             for (k, &w) in focus.iter().enumerate() {
                 for model in [Model::Simple, Model::Realistic] {
                     v.push(Series {
-                        label: format!("{} w = {w}", model.as_str()),
+                        label: match model {
+                            Model::Simple => format!("simple w = {w}"),
+                            Model::Realistic => format!("realistic (dashed) w = {w}"),
+                        },
                         points: select(results, model, w, i_main)
                             .map(|r| (r.p, metric(r)))
                             .collect(),
                         dashed: model == Model::Realistic,
+                        points_only: false,
                         color: k,
                     });
                 }
@@ -327,7 +335,8 @@ pub fn write_plots(
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 pts
             },
-            dashed: true,
+            dashed: false,
+            points_only: true,
             color: k,
         })
         .collect();
@@ -386,7 +395,14 @@ fn line_chart(
             let color = Palette99::pick(s.color).to_rgba();
             let style = ShapeStyle::from(&color).stroke_width(2);
             let pts = s.points.clone();
-            let anno = if s.dashed {
+            let anno = if s.points_only {
+                chart
+                    .draw_series(
+                        pts.iter()
+                            .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
+                    )
+                    .map_err(to_io)?
+            } else if s.dashed {
                 chart
                     .draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style))
                     .map_err(to_io)?
