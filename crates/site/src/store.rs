@@ -51,28 +51,39 @@ pub const MIN_COMPRESS_BYTES: usize = 256;
 /// Compression levels used when the site is loaded.
 ///
 /// Variants are built once per load, so the levels trade load time against
-/// bytes on the wire. Measured on this machine (see docs/server.md):
-/// brotli quality 11 costs ~20x the time of quality 9 for ~3-5 % fewer bytes on
-/// HTML, which for a SURGE-sized site (2000 files, ~50 MB) turns a sub-second
-/// load into minutes; quality 9 keeps loading fast while still beating gzip -9.
+/// bytes on the wire. Measured on this 2-core machine with
+/// `cargo run --release -p pagewire-server --example store_load`:
+///
+/// | zlib / brotli / zstd | Microscape (43 files) | 2000 text files, 47 MB | br bytes of the page |
+/// |---|---:|---:|---:|
+/// | 6 / q5 / 9 (default) | 16 ms | 8.2 s | 10,679 |
+/// | 6 / q5 / 19 | 36 ms | 36.5 s | 10,679 |
+/// | 9 / q9 / 19 | 52 ms | 57.4 s | 10,520 |
+/// | 6 / q11 / 19 | 240 ms | minutes | 9,286 |
+///
+/// Brotli q9 saves 1-1.5 % over q5 at twice the time, zstd 19 saves 2-3 %
+/// over 9 at four times the time, zlib 9 saves nothing over 6 on HTML; only
+/// brotli q10-11 (a slower algorithm) is much smaller, at 8x the time. For a
+/// lab that reloads sites often (SURGE's 2000 files) the fast levels win.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompressionLevels {
-    /// zlib level for both deflate (zlib format) and gzip: 0..=9. Default 9
-    /// (cheap at these sizes; paper 001 used zlib 1.04's default, 6).
+    /// zlib level for both deflate (zlib format) and gzip: 0..=9. Default 6,
+    /// zlib's default, which is what paper 001 used ("we used the default
+    /// values": 42 KB -> 11 KB).
     pub zlib: u32,
-    /// Brotli quality 0..=11. Default 9 (see above).
+    /// Brotli quality 0..=11. Default 5 (see above).
     pub brotli: u32,
-    /// zstd level 1..=22. Default 19, the highest non-"ultra" level: zstd
-    /// decompression speed does not depend on the level.
+    /// zstd level 1..=22. Default 9 (see above); decompression speed does
+    /// not depend on the level.
     pub zstd: i32,
 }
 
 impl Default for CompressionLevels {
     fn default() -> Self {
         CompressionLevels {
-            zlib: 9,
-            brotli: 9,
-            zstd: 19,
+            zlib: 6,
+            brotli: 5,
+            zstd: 9,
         }
     }
 }
