@@ -554,14 +554,17 @@ impl Session {
         let o = &mut st.objs[id];
         let url = o.url.clone();
         let mut r = o.resp.take().expect("head first");
+        // Inflated text that only the end of the stream released; on the
+        // page it must reach the parser like any other body bytes.
+        let mut tail = Vec::new();
         if let Some(inf) = r.inflater.as_mut() {
-            let mut tail = Vec::new();
             inf.finish(&mut tail)
                 .map_err(|e| FetchError::object(&url, format!("Content-Encoding deflate: {e}")))?;
             r.hasher.update(&tail);
             r.size += tail.len() as u64;
             r.body.extend_from_slice(&tail);
         }
+        let page_ok = id == PAGE && r.status == 200;
         let mut next = Vec::new();
         if r.changed {
             // Fetch the new version; the HEAD's exchange is kept in totals.
@@ -631,6 +634,9 @@ impl Session {
             c.responses_received += 1;
         }
         st.last_done = st.last_done.max(now);
+        if page_ok && !tail.is_empty() {
+            next.extend(self.discover(&mut st, &tail));
+        }
         if id == PAGE {
             let mut refs = Vec::new();
             if let Some(mut d) = st.discoverer.take() {
