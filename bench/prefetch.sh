@@ -34,7 +34,7 @@ wall() {
     t0=$(date +%s.%N)
     "$@" >/dev/null 2>"$TMP/stderr" || { cat "$TMP/stderr" >&2; return 1; }
     t1=$(date +%s.%N)
-    echo "$t1 - $t0" | bc -l
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f\n", b - a }'
 }
 
 report() { # name target_s times...
@@ -45,7 +45,7 @@ report() { # name target_s times...
     best=$(echo "$sorted" | head -1)
     median=$(echo "$sorted" | sed -n "$(( ($# + 1) / 2 ))p")
     printf '%-58s best %7.2f s  median %7.2f s  target < %s s  %s\n' "$name" "$best" "$median" "$target" \
-        "$(echo "$median < $target" | bc -l | sed 's/1/OK/;s/0/MISSED/')"
+        "$(awk -v m="$median" -v t="$target" 'BEGIN { print (m < t) ? "OK" : "MISSED" }')"
 }
 
 one_point=(prefetch simulate --log "$TMP/epa-1m.log" --p 0.5 --w 4 --i all --model realistic --train 400000 --simulate rest --json)

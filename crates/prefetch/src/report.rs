@@ -45,7 +45,7 @@ impl Provenance {
                 self.cache.capacity_bytes, self.cache.block_bytes
             ),
             format!(
-                "fetch time model: y = {} + {:e} x s ({})",
+                "fetch time model: y = {:.4} + {:.4e} x s ({})",
                 self.time_model.a_s, self.time_model.b_s_per_byte, self.time_model_source
             ),
             format!("created: unix time {}", self.created_unix_s),

@@ -346,7 +346,7 @@ const NIL: u32 = u32::MAX;
 struct Entry {
     key: u64,
     host: u32,
-    blocks: u32,
+    blocks: u64,
     prev: u32,
     next: u32,
     /// Prefetched and not yet used by a real access.
@@ -441,14 +441,14 @@ impl Caches {
             let e = self.slots[victim as usize];
             self.unlink(victim);
             self.map.remove(&e.key);
-            self.hosts[host as usize].used_blocks -= u64::from(e.blocks);
+            self.hosts[host as usize].used_blocks -= e.blocks;
             self.free.push(victim);
             wasted += u64::from(e.prefetched);
         }
         let entry = Entry {
             key: Self::key(host, url),
             host,
-            blocks: blocks as u32,
+            blocks,
             prev: NIL,
             next: NIL,
             prefetched,

@@ -73,7 +73,8 @@ struct SimulateArgs {
     /// Print one JSON record per parameter point on stdout.
     #[arg(long)]
     json: bool,
-    /// Write results.csv, summary.json and SVG plots into this directory.
+    /// Write results.csv, results.jsonl, summary.json, tables.txt and SVG
+    /// plots (the paper's Figures 10-13, 15, 16) into this directory.
     #[arg(long)]
     out: Option<PathBuf>,
 }
@@ -159,9 +160,21 @@ fn simulate(a: SimulateArgs) -> anyhow::Result<ExitCode> {
     let read_s = started.elapsed().as_secs_f64();
     let trace = Trace::new(&log, split);
     if trace.simulate == 0 {
+        let st = &log.stats;
+        let reasons: Vec<String> = SkipReason::ALL
+            .iter()
+            .filter_map(|&r| {
+                let n = st.skipped_for(r);
+                (n > 0).then(|| format!("{} {n}", r.as_str()))
+            })
+            .collect();
         bail!(
-            "{}: nothing to simulate ({} file accesses; {})",
+            "{}: nothing to simulate: {} lines, {} parsed, {} skipped ({}), {} file accesses; {}",
             a.log.display(),
+            st.lines,
+            st.parsed,
+            st.skipped,
+            reasons.join(", "),
             trace.accesses.len(),
             trace.split_note
         );
@@ -261,7 +274,7 @@ fn simulate(a: SimulateArgs) -> anyhow::Result<ExitCode> {
             cache.capacity_bytes, cache.block_bytes
         ),
         format!(
-            "fetch time: y = {} + {:e} x s ({time_source})",
+            "fetch time: y = {:.4} + {:.4e} x s ({time_source})",
             time.a_s, time.b_s_per_byte
         ),
     ];
