@@ -2,7 +2,7 @@
 //! online from the requests it sees and answering with hint lists.
 
 use std::net::IpAddr;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use rustc_hash::FxHashMap;
 
@@ -12,9 +12,10 @@ use crate::PrefetchParams;
 /// Memory bounds of an [`OnlinePredictor`].
 ///
 /// Worst case the predictor holds about
-/// `max_nodes × (NODE_BYTES + max_path_bytes + max_arcs_per_node × ARC_BYTES)
+/// `max_nodes × (NODE_BYTES + max_path_bytes + 64 + max_arcs_per_node × ARC_BYTES)
 ///  + max_clients × (w × 8 + 64)` bytes: with the defaults (65,536 nodes of
-/// at most 1 KiB paths and 32 arcs, 65,536 clients) that is under 110 MiB;
+/// at most 1 KiB paths and 32 arcs, 65,536 clients) that is under 115 MiB
+/// for w <= 10 and under 140 MiB for the largest window, 64;
 /// a real site with a few thousand URLs uses a few MiB. See
 /// [`OnlineLimits::worst_case_bytes`].
 #[derive(Clone, Copy, Debug)]
@@ -63,9 +64,10 @@ struct Client {
 
 struct Inner {
     graph: DependencyGraph,
-    ids: FxHashMap<Box<str>, NodeId>,
+    /// path -> id; the path text is shared with `paths` (one allocation).
+    ids: FxHashMap<Arc<str>, NodeId>,
     /// id -> path; `None` for freed ids.
-    paths: Vec<Option<Box<str>>>,
+    paths: Vec<Option<Arc<str>>>,
     free: Vec<NodeId>,
     clients: FxHashMap<IpAddr, Client>,
     scratch: Vec<(f64, NodeId)>,
@@ -199,8 +201,9 @@ impl Inner {
                 (self.paths.len() - 1) as NodeId
             }
         };
-        self.paths[id as usize] = Some(path.into());
-        self.ids.insert(path.into(), id);
+        let shared: Arc<str> = Arc::from(path);
+        self.paths[id as usize] = Some(shared.clone());
+        self.ids.insert(shared, id);
         id
     }
 
@@ -264,6 +267,14 @@ mod tests {
         pred.advise("/b");
         pred.observe(ip(1), "/c");
         assert_eq!(pred.advise("/a"), vec!["/c".to_string()]);
+    }
+
+    /// The bound documented on `OnlineLimits` (and in docs/prefetch.md).
+    #[test]
+    fn default_worst_case_is_under_140_mib() {
+        let limits = OnlineLimits::default();
+        assert!(limits.worst_case_bytes(crate::params::MAX_WINDOW) < 140 << 20);
+        assert!(limits.worst_case_bytes(10) < 115 << 20);
     }
 
     #[test]
