@@ -278,14 +278,14 @@ impl Resource {
 /// Errors loading a site from disk.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("site root {path}: {source}")]
+    #[error("site root {path}")]
     Root {
         path: PathBuf,
         source: std::io::Error,
     },
     #[error("site root {0} is not a directory")]
     NotADirectory(PathBuf),
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}")]
     Io {
         path: PathBuf,
         source: std::io::Error,

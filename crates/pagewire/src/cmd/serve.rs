@@ -79,13 +79,45 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
         "m" => v * 60.0,
         _ => return Err(format!("bad duration unit in {s:?} (ms, s, m)")),
     };
-    if !secs.is_finite() || secs < 0.0 || secs > 86_400.0 {
+    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
         return Err(format!("duration {s:?} out of range (0 to 24 h)"));
     }
     Ok(Duration::from_secs_f64(secs))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let stats = rt.block_on(async move {
+        // Catch SIGINT/SIGTERM before the (possibly long) site load, so a
+        // signal at any moment means a clean stop, never the default action.
+        let signals = Signals::register()?;
+        let site = load_site(&args)?;
+        let config = config_from(&args);
+        let listener = tokio::net::TcpListener::bind(args.addr)
+            .await
+            .with_context(|| format!("binding {}", args.addr))?;
+        let addr = listener.local_addr()?;
+        eprintln!(
+            "pagewire serve: {} resources, {} threads",
+            site.len(),
+            config.threads
+        );
+        // Scripts and tests read this line to learn the port.
+        println!("listening on http://{addr}");
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        let stats = pagewire_server::serve(listener, Arc::new(site), config, signals.wait())
+            .await
+            .context("serving")?;
+        anyhow::Ok(stats)
+    })?;
+    eprintln!("pagewire serve: stopped\n{stats}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn load_site(args: &Args) -> anyhow::Result<Site> {
     let options = pagewire_site::store::LoadOptions {
         no_compression: args.no_compress,
         ..Default::default()
@@ -122,7 +154,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if site.is_empty() {
         anyhow::bail!("the site has no files");
     }
-    let config = ServerConfig {
+    Ok(site)
+}
+
+fn config_from(args: &Args) -> ServerConfig {
+    ServerConfig {
         threads: args
             .threads
             .unwrap_or(ServerConfig::default().threads)
@@ -134,49 +170,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         idle_timeout: args.idle_timeout,
         header_timeout: args.header_timeout,
         max_conns: args.max_conns.max(1),
-        access_log: args.access_log,
+        access_log: args.access_log.clone(),
         prefetch: args.prefetch,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
         ..Default::default()
-    };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let stats = rt.block_on(async move {
-        let listener = tokio::net::TcpListener::bind(args.addr)
-            .await
-            .with_context(|| format!("binding {}", args.addr))?;
-        let addr = listener.local_addr()?;
-        eprintln!(
-            "pagewire serve: {} resources, {} threads",
-            site.len(),
-            config.threads
-        );
-        // Scripts and tests read this line to learn the port.
-        println!("listening on http://{addr}");
-        use std::io::Write as _;
-        let _ = std::io::stdout().flush();
-        let stats = pagewire_server::serve(listener, Arc::new(site), config, shutdown_signal())
-            .await
-            .context("serving")?;
-        anyhow::Ok(stats)
-    })?;
-    eprintln!("pagewire serve: stopped\n{stats}");
-    Ok(ExitCode::SUCCESS)
+    }
 }
 
-/// SIGINT or SIGTERM starts a graceful shutdown.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+/// SIGINT and SIGTERM, registered once.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn register() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            int: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// Completes at the first SIGINT or SIGTERM: a graceful shutdown.
+    async fn wait(mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
     }
 }
