@@ -456,6 +456,13 @@ fn add_svg_desc(path: &Path, text: &str) -> io::Result<()> {
     fs::write(path, out)
 }
 
+/// `{"provenance": {...}}` and a newline: the first line of results.jsonl.
+pub fn provenance_json_line(prov: &Provenance) -> String {
+    let mut line = serde_json::json!({ "provenance": prov }).to_string();
+    line.push('\n');
+    line
+}
+
 /// `summary.json`: provenance, what the reader saw, the baseline, the
 /// time-model fit and the plot files.
 #[allow(clippy::too_many_arguments)]

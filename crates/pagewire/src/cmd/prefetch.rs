@@ -378,7 +378,8 @@ fn write_outputs(
 ) -> anyhow::Result<()> {
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     fs::write(dir.join("results.csv"), csv(results, prov))?;
-    let mut jsonl = String::new();
+    // First line: what made the file; then one record per point, as --json.
+    let mut jsonl = pagewire_prefetch::report::provenance_json_line(prov);
     for r in results {
         jsonl.push_str(&r.to_json());
         jsonl.push('\n');
