@@ -64,7 +64,11 @@ fn main() {
                 no_compression: false,
             },
         );
-        let bytes = |e| site.iter().map(|r| r.variant(e).map_or(0, |b| b.len())).sum::<usize>();
+        let bytes = |e| {
+            site.iter()
+                .map(|r| r.variant(e).map_or(0, |b| b.len()))
+                .sum::<usize>()
+        };
         println!(
             "2000 text files, {:.1} MB, zlib {zlib} brotli q{brotli} zstd {zstd}: load {:.2?}; deflate {:.2} MB, br {:.2} MB, zstd {:.2} MB ({} threads)",
             total as f64 / 1e6,

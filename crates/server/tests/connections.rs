@@ -316,3 +316,35 @@ fn prefetch_hints_are_learned_and_piggybacked() {
     assert_eq!(pf.status, 200);
     drop(server);
 }
+
+#[test]
+fn two_workers_share_the_listener_and_the_counters() {
+    let server = TestServer::start(
+        small_site(),
+        ServerConfig {
+            threads: 2,
+            ..config()
+        },
+    );
+    let addr = server.addr;
+    let clients: Vec<_> = (0..20)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let s = std::net::TcpStream::connect(addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut r = Reader::new(s);
+                let batch: String = (0..10).map(|_| req("/a.gif", "")).collect();
+                r.stream.write_all(batch.as_bytes()).unwrap();
+                for _ in 0..10 {
+                    assert_eq!(r.response(Method::Get).unwrap().body.len(), 3000);
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().unwrap();
+    }
+    let stats = server.stop();
+    assert_eq!(stats.connections, 20);
+    assert_eq!(stats.requests, 200);
+}
