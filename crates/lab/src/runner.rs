@@ -350,10 +350,16 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
                 }
             };
             if let Some(e) = &rec.error {
-                pb.println(format!(
+                let line = format!(
                     "  run failed: {} {} {} rep {}: {e}",
                     spec.net, spec.strategy, spec.test, spec.rep
-                ));
+                );
+                // A hidden bar (`--no-progress`) prints nothing: say it plainly.
+                if cfg.progress {
+                    pb.println(line);
+                } else {
+                    eprintln!("{line}");
+                }
             }
             runs.push(rec);
             pb.inc((spec.estimate_s() * 1000.0) as u64);
