@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use plotters::style::RGBColor;
@@ -49,29 +49,15 @@ pub struct Results {
     pub claims: Vec<Claim>,
 }
 
-/// UTC date and time, `YYYY-MM-DD HH:MM:SS` (civil-from-days, Howard
-/// Hinnant's algorithm; no time-zone database needed for UTC).
+/// The current UTC date and time twice: `YYYY-MM-DD HH:MM:SS UTC` for
+/// people and `YYYYMMDD-HHMMSS` for directory names.
 pub fn utc_now() -> (String, String) {
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    // "2026-11-21T06:54:00Z"
+    let iso = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let (date, time) = (&iso[..10], &iso[11..19]);
     (
-        format!("{y:04}-{m:02}-{d:02} {hh:02}:{mm:02}:{ss:02} UTC"),
-        format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}"),
+        format!("{date} {time} UTC"),
+        format!("{}-{}", date.replace('-', ""), time.replace(':', "")),
     )
 }
 
