@@ -59,30 +59,11 @@ pub fn with_clf_date<R>(f: impl FnOnce(&[u8]) -> R) -> R {
     })
 }
 
-/// "10/Oct/2000:13:55:36 +0000" for a Unix time.
+/// "10/Oct/2000:13:55:36 +0000" for a Unix time: the access log writes the
+/// same date format the prefetch crate's log reader parses, so both use one
+/// formatter.
 pub fn clf_date(unix_seconds: u64) -> String {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let days = (unix_seconds / 86_400) as i64;
-    let rem = unix_seconds % 86_400;
-    // Civil-from-days (H. Hinnant's algorithm), proleptic Gregorian.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{day:02}/{}/{year:04}:{:02}:{:02}:{:02} +0000",
-        MONTHS[(month - 1) as usize],
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    pagewire_prefetch::log::format_date(unix_seconds as i64, 0)
 }
 
 /// A monotonic millisecond clock advanced by the sweeper thread every
