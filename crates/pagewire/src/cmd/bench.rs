@@ -9,7 +9,6 @@ use pagewire_lab::plan::{Plan, Reps};
 use pagewire_lab::report::{utc_now, Provenance, Results};
 use pagewire_lab::runner::{self, BenchConfig, ServerKind};
 use pagewire_lab::{Net, Strategy, Test};
-use pagewire_link::config::{parse_duration, parse_loss, parse_queue, parse_rate};
 
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
@@ -57,37 +56,9 @@ pub struct Args {
     /// Seed of the Microscape page (and of link loss/jitter).
     #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
     seed: u64,
-    /// TCP flavour: `1997` approximates the paper's TCP (initcwnd 2, Reno,
-    /// no SACK/timestamps/window scaling); `linux` leaves today's.
-    #[arg(long, default_value = "linux")]
-    tcp: String,
-    /// Advertised TCP MSS (route advmss), e.g. 536.
-    #[arg(long)]
-    mss: Option<u32>,
-    /// MTU of the link.
-    #[arg(long)]
-    mtu: Option<u32>,
-    /// Override every network's round-trip time, e.g. 90ms.
-    #[arg(long)]
-    rtt: Option<String>,
-    /// Override every network's rate both ways, e.g. 1.5mbit.
-    #[arg(long)]
-    rate: Option<String>,
-    /// Client-to-server rate override.
-    #[arg(long)]
-    up_rate: Option<String>,
-    /// Server-to-client rate override.
-    #[arg(long)]
-    down_rate: Option<String>,
-    /// Drop-tail queue per direction: 100p or 64kb.
-    #[arg(long)]
-    queue: Option<String>,
-    /// Random loss per packet each way: 0.01 or 1%.
-    #[arg(long)]
-    loss: Option<String>,
-    /// Extra per-packet delay, uniform in [0, JITTER]; never reorders.
-    #[arg(long)]
-    jitter: Option<String>,
+    /// Link options, laid over every network's profile.
+    #[command(flatten)]
+    link: super::linkopts::LinkOptions,
     /// Don't draw the progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -109,54 +80,9 @@ fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, xs: &[String]) -> 
 
 /// Link configuration per network: the profile plus the user's overrides.
 fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig>>> {
-    let tcp1997 = match a.tcp.as_str() {
-        "1997" => true,
-        "linux" => false,
-        other => bail!("--tcp: expected 1997 or linux, got {other:?}"),
-    };
-    let rtt = a.rtt.as_deref().map(parse_duration).transpose()?;
-    let rate = a.rate.as_deref().map(parse_rate).transpose()?;
-    let up = a.up_rate.as_deref().map(parse_rate).transpose()?;
-    let down = a.down_rate.as_deref().map(parse_rate).transpose()?;
-    let queue = a.queue.as_deref().map(parse_queue).transpose()?;
-    let loss = a.loss.as_deref().map(parse_loss).transpose()?;
-    let jitter = a.jitter.as_deref().map(parse_duration).transpose()?;
-    let (mss, mtu, seed) = (a.mss, a.mtu, a.seed);
-    let make = move |net: Net| -> Result<LinkConfig> {
-        let mut c = LinkConfig::profile(net.name())?;
-        c.tcp1997 = tcp1997;
-        c.seed = seed;
-        if let Some(v) = rtt {
-            c.rtt = v;
-        }
-        if let Some(v) = &rate {
-            c.up_rate = v.clone();
-            c.down_rate = v.clone();
-        }
-        if let Some(v) = &up {
-            c.up_rate = v.clone();
-        }
-        if let Some(v) = &down {
-            c.down_rate = v.clone();
-        }
-        if let Some(v) = queue {
-            c.queue = v;
-        }
-        if let Some(v) = loss {
-            c.loss = v;
-        }
-        if let Some(v) = jitter {
-            c.jitter = v;
-        }
-        if let Some(v) = mtu {
-            c.mtu = v;
-        }
-        if mss.is_some() {
-            c.mss = mss;
-        }
-        c.validate()?;
-        Ok(c)
-    };
+    let overrides = a.link.parse()?;
+    let seed = a.seed;
+    let make = move |net: Net| overrides.config(net.name(), seed);
     // Validate once up front so a bad flag fails before anything starts.
     make(Net::Lan)?;
     Ok(Box::new(make))

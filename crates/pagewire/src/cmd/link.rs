@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use pagewire_emu::cli as emu_cli;
 use pagewire_emu::{Link, LinkConfig};
-use pagewire_link::config::{parse_duration, parse_loss, parse_queue, parse_rate, trace_rate};
+use pagewire_link::config::parse_duration;
 
 #[derive(clap::Args)]
 #[command(
@@ -23,46 +23,8 @@ pub struct Args {
     /// 150 ms), none (no delay, no rate limit).
     #[arg(long, default_value = "none")]
     net: String,
-    /// Round-trip time (half each way), e.g. 90ms.
-    #[arg(long)]
-    rtt: Option<String>,
-    /// Rate both ways, e.g. 1.5mbit, 28.8kbit, unlimited (counts IP bytes).
-    #[arg(long)]
-    rate: Option<String>,
-    /// Client-to-server rate.
-    #[arg(long)]
-    up_rate: Option<String>,
-    /// Server-to-client rate.
-    #[arg(long)]
-    down_rate: Option<String>,
-    /// MTU of both TUN devices.
-    #[arg(long)]
-    mtu: Option<u32>,
-    /// Advertised TCP MSS (route advmss), e.g. 536.
-    #[arg(long)]
-    mss: Option<u32>,
-    /// Drop-tail queue per direction: 100p (packets) or 64kb (bytes).
-    #[arg(long)]
-    queue: Option<String>,
-    /// Random loss per packet, each direction: 0.02 or 2%.
-    #[arg(long)]
-    loss: Option<String>,
-    /// Extra delay per packet, uniform in [0, JITTER]; never reorders.
-    #[arg(long)]
-    jitter: Option<String>,
-    /// Mahimahi trace for the client-to-server rate.
-    #[arg(long)]
-    trace_up: Option<PathBuf>,
-    /// Mahimahi trace for the server-to-client rate.
-    #[arg(long)]
-    trace_down: Option<PathBuf>,
-    /// Link-layer framing bytes per packet added to the serialization time.
-    #[arg(long)]
-    framing_bytes: Option<u32>,
-    /// TCP flavour: `1997` approximates the papers' TCP (initcwnd 2, Reno,
-    /// no SACK/timestamps/window scaling); `linux` leaves the kernel's.
-    #[arg(long, default_value = "linux")]
-    tcp: String,
+    #[command(flatten)]
+    link: super::linkopts::LinkOptions,
     /// Seed for loss and jitter.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -84,59 +46,7 @@ pub struct Args {
 }
 
 fn config(a: &Args) -> Result<LinkConfig> {
-    let mut c = LinkConfig::profile(&a.net)?;
-    let custom = a.rtt.is_some()
-        || a.rate.is_some()
-        || a.up_rate.is_some()
-        || a.down_rate.is_some()
-        || a.trace_up.is_some()
-        || a.trace_down.is_some();
-    if custom {
-        c.profile = format!("{}+custom", a.net);
-    }
-    if let Some(v) = &a.rtt {
-        c.rtt = parse_duration(v)?;
-    }
-    if let Some(v) = &a.rate {
-        c.up_rate = parse_rate(v)?;
-        c.down_rate = c.up_rate.clone();
-    }
-    if let Some(v) = &a.up_rate {
-        c.up_rate = parse_rate(v)?;
-    }
-    if let Some(v) = &a.down_rate {
-        c.down_rate = parse_rate(v)?;
-    }
-    if let Some(p) = &a.trace_up {
-        c.up_rate = trace_rate(p)?;
-    }
-    if let Some(p) = &a.trace_down {
-        c.down_rate = trace_rate(p)?;
-    }
-    if let Some(v) = a.mtu {
-        c.mtu = v;
-    }
-    c.mss = a.mss.or(c.mss);
-    if let Some(v) = &a.queue {
-        c.queue = parse_queue(v)?;
-    }
-    if let Some(v) = &a.loss {
-        c.loss = parse_loss(v)?;
-    }
-    if let Some(v) = &a.jitter {
-        c.jitter = parse_duration(v)?;
-    }
-    if let Some(v) = a.framing_bytes {
-        c.framing_bytes = v;
-    }
-    c.tcp1997 = match a.tcp.as_str() {
-        "1997" => true,
-        "linux" | "default" => false,
-        other => bail!("--tcp {other:?}: expected 1997 or linux"),
-    };
-    c.seed = a.seed;
-    c.validate()?;
-    Ok(c)
+    a.link.parse()?.config(&a.net, a.seed)
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {

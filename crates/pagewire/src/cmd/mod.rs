@@ -2,6 +2,7 @@
 pub mod bench;
 pub mod fetch;
 pub mod link;
+pub mod linkopts;
 pub mod prefetch;
 pub mod serve;
 pub mod site;

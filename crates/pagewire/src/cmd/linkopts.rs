@@ -1,0 +1,147 @@
+//! Link options shared by `pagewire link` and `pagewire bench`: one set of
+//! flags, parsed once into plain values, then laid over a network profile.
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use pagewire_emu::LinkConfig;
+use pagewire_link::config::{parse_duration, parse_loss, parse_queue, parse_rate, trace_rate};
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct LinkOptions {
+    /// Round-trip time (half each way), e.g. 90ms; overrides the profile's.
+    #[arg(long)]
+    rtt: Option<String>,
+    /// Rate both ways, e.g. 1.5mbit, 28.8kbit, unlimited (counts IP bytes).
+    #[arg(long)]
+    rate: Option<String>,
+    /// Client-to-server rate.
+    #[arg(long)]
+    up_rate: Option<String>,
+    /// Server-to-client rate.
+    #[arg(long)]
+    down_rate: Option<String>,
+    /// Mahimahi trace for the client-to-server rate.
+    #[arg(long)]
+    trace_up: Option<PathBuf>,
+    /// Mahimahi trace for the server-to-client rate.
+    #[arg(long)]
+    trace_down: Option<PathBuf>,
+    /// MTU of both TUN devices.
+    #[arg(long)]
+    mtu: Option<u32>,
+    /// Advertised TCP MSS (route advmss), e.g. 536.
+    #[arg(long)]
+    mss: Option<u32>,
+    /// Drop-tail queue per direction: 100p (packets) or 64kb (bytes).
+    #[arg(long)]
+    queue: Option<String>,
+    /// Random loss per packet, each direction: 0.02 or 2%.
+    #[arg(long)]
+    loss: Option<String>,
+    /// Extra delay per packet, uniform in [0, JITTER]; never reorders.
+    #[arg(long)]
+    jitter: Option<String>,
+    /// Link-layer framing bytes per packet added to the serialization time.
+    #[arg(long)]
+    framing_bytes: Option<u32>,
+    /// TCP flavour: `1997` approximates the papers' TCP (initcwnd 2, Reno,
+    /// no SACK/timestamps/window scaling); `linux` leaves the kernel's.
+    #[arg(long, default_value = "linux")]
+    tcp: String,
+}
+
+/// The flags parsed and checked, ready to lay over any profile.
+#[derive(Clone, Debug)]
+pub struct LinkOverrides {
+    rtt: Option<Duration>,
+    up_rate: Option<pagewire_link::config::Rate>,
+    down_rate: Option<pagewire_link::config::Rate>,
+    mtu: Option<u32>,
+    mss: Option<u32>,
+    queue: Option<pagewire_link::config::QueueLimit>,
+    loss: Option<f64>,
+    jitter: Option<Duration>,
+    framing_bytes: Option<u32>,
+    tcp1997: bool,
+}
+
+impl LinkOptions {
+    /// Parses every flag once (trace files are read here), so a bad value
+    /// fails before anything starts; each error names its flag.
+    pub fn parse(&self) -> Result<LinkOverrides> {
+        let both = self.rate.as_deref().map(parse_rate).transpose()?;
+        let mut up_rate = both.clone();
+        let mut down_rate = both;
+        if let Some(v) = &self.up_rate {
+            up_rate = Some(parse_rate(v)?);
+        }
+        if let Some(v) = &self.down_rate {
+            down_rate = Some(parse_rate(v)?);
+        }
+        if let Some(p) = &self.trace_up {
+            up_rate = Some(trace_rate(p)?);
+        }
+        if let Some(p) = &self.trace_down {
+            down_rate = Some(trace_rate(p)?);
+        }
+        let tcp1997 = match self.tcp.as_str() {
+            "1997" => true,
+            "linux" | "default" => false,
+            other => bail!("--tcp {other:?}: expected 1997 or linux"),
+        };
+        Ok(LinkOverrides {
+            rtt: self.rtt.as_deref().map(parse_duration).transpose()?,
+            up_rate,
+            down_rate,
+            mtu: self.mtu,
+            mss: self.mss,
+            queue: self.queue.as_deref().map(parse_queue).transpose()?,
+            loss: self.loss.as_deref().map(parse_loss).transpose()?,
+            jitter: self.jitter.as_deref().map(parse_duration).transpose()?,
+            framing_bytes: self.framing_bytes,
+            tcp1997,
+        })
+    }
+}
+
+impl LinkOverrides {
+    /// The named profile with these overrides and `seed` (loss, jitter),
+    /// validated. A profile whose delay or rate was changed is labelled
+    /// `NAME+custom` so reports don't present it as the paper's.
+    pub fn config(&self, profile: &str, seed: u64) -> Result<LinkConfig> {
+        let mut c = LinkConfig::profile(profile)?;
+        if self.rtt.is_some() || self.up_rate.is_some() || self.down_rate.is_some() {
+            c.profile = format!("{profile}+custom");
+        }
+        if let Some(v) = self.rtt {
+            c.rtt = v;
+        }
+        if let Some(v) = &self.up_rate {
+            c.up_rate = v.clone();
+        }
+        if let Some(v) = &self.down_rate {
+            c.down_rate = v.clone();
+        }
+        if let Some(v) = self.mtu {
+            c.mtu = v;
+        }
+        c.mss = self.mss.or(c.mss);
+        if let Some(v) = self.queue {
+            c.queue = v;
+        }
+        if let Some(v) = self.loss {
+            c.loss = v;
+        }
+        if let Some(v) = self.jitter {
+            c.jitter = v;
+        }
+        if let Some(v) = self.framing_bytes {
+            c.framing_bytes = v;
+        }
+        c.tcp1997 = self.tcp1997;
+        c.seed = seed;
+        c.validate()?;
+        Ok(c)
+    }
+}
