@@ -1,45 +1,10 @@
 //! `pagewire fetch` end to end: the binary against `pagewire serve` on
 //! loopback; exit codes, `--json`, `--save`, `--har`, `--cache --revalidate`.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
-const PW: &str = env!("CARGO_BIN_EXE_pagewire");
-
-/// `pagewire serve` on a free port, killed on drop.
-struct Serve {
-    child: Child,
-    url: String,
-}
-
-impl Serve {
-    fn start(root: &std::path::Path) -> Serve {
-        let mut child = Command::new(PW)
-            .args(["serve", "--root"])
-            .arg(root)
-            .args(["--addr", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn pagewire serve");
-        let out = child.stdout.take().unwrap();
-        let mut line = String::new();
-        BufReader::new(out).read_line(&mut line).unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
-        Serve { child, url }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+mod common;
+use common::{Serve, PW};
 
 fn fetch(args: &[&str]) -> std::process::Output {
     Command::new(PW)
@@ -64,7 +29,7 @@ fn fetch_cli_outputs_and_exit_codes() {
         "<html><body><img src=/images/navbar.gif><img src=/missing.gif></body></html>",
     )
     .unwrap();
-    let server = Serve::start(site.path());
+    let server = Serve::start(site.path(), &[]);
     let page = format!("{}/index.html", server.url);
     let work = tempfile::tempdir().unwrap();
     let (save, har, cache) = (

@@ -7,51 +7,13 @@
 //! Plus the CLI of the simulator on a small log: flags validated, JSON
 //! records, output files with provenance.
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
 
-const PW: &str = env!("CARGO_BIN_EXE_pagewire");
-
-/// `pagewire serve` on a free loopback port, killed on drop (also when an
-/// assertion fails).
-struct Serve {
-    child: Child,
-    url: String,
-}
-
-impl Serve {
-    fn start(root: &Path, prefetch: &str) -> Serve {
-        let mut child = Command::new(PW)
-            .args(["serve", "--root"])
-            .arg(root)
-            .args(["--addr", "127.0.0.1:0", "--prefetch", prefetch])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn pagewire serve");
-        let out = child.stdout.take().expect("piped stdout");
-        let mut line = String::new();
-        BufReader::new(out)
-            .read_line(&mut line)
-            .expect("read the listening line");
-        let url = line
-            .trim()
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-            .to_string();
-        Serve { child, url }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+mod common;
+use common::{Serve, PW};
 
 /// Run `pagewire fetch ... --json` and parse its report.
 fn fetch(url: &str, extra: &[&str]) -> Value {
@@ -96,7 +58,7 @@ fn server_hints_robot_prefetches_later_visit_is_served_from_cache() {
     let root = tempfile::tempdir().unwrap();
     site(root.path());
     // w = 3: a page, its image and the next page fall in one window.
-    let server = Serve::start(root.path(), "w=3,p=0.5,i=4");
+    let server = Serve::start(root.path(), &["--prefetch", "w=3,p=0.5,i=4"]);
     let a = format!("{}/a.html", server.url);
     let b = format!("{}/b.html", server.url);
 
