@@ -12,14 +12,19 @@
 #     load generator may saturate before the server does;
 #   * memory per idle keep-alive connection: hold $IDLE_CONNS connections that
 #     each completed one request, RSS delta / connections.
-# Every load run is bounded by DURATION (default 10 s); the whole script by
-# about 3 x 4 x (DURATION + 3) s + 3 idle-memory runs (~3 min at defaults).
+#   * how busy each of the two cores was during each run (/proc/stat): when
+#     the load generator's core is ~100% busy, the generator sets the rate.
+# Runs are repeated REPS times (default 3), interleaved across servers, and
+# each cell reports the median. Every load run is bounded by DURATION
+# (default 10 s); the whole script by about REPS x 12 x (DURATION + 3) s
+# + 3 idle-memory runs (~9 min at defaults).
 #
-# Usage: bench/server/run.sh            (env: DURATION, IDLE_CONNS, OUT, PAGEWIRE)
+# Usage: bench/server/run.sh            (env: DURATION, REPS, IDLE_CONNS, OUT, PAGEWIRE)
 # Needs root only to install missing packages (nginx-light h2o wrk nghttp2-client).
 set -euo pipefail
 
 DURATION=${DURATION:-10}
+REPS=${REPS:-3}
 IDLE_CONNS=${IDLE_CONNS:-10000}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
@@ -127,7 +132,8 @@ stop_server() {
 wait_port() {
     for _ in $(seq 1 100); do
         if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-            echo "server exited at start (port $PORT)" >&2
+            echo "server exited at start (port $PORT):" >&2
+            tail -5 "$WORK"/*.err "$WORK"/*.out 2>/dev/null >&2 || true
             return 1
         fi
         # Must be OUR server answering 200, not anything else on the port.
@@ -220,28 +226,58 @@ run_load() {
     fi
 }
 
-declare -A RPS CPU100K MEM
+# cpu_jiffies CPU -> "BUSY TOTAL" jiffies of one core since boot (/proc/stat;
+# busy = everything except idle and iowait).
+cpu_jiffies() {
+    awk -v c="cpu$1" '$1 == c {t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t}' /proc/stat
+}
+# busy_pct "B0 T0" "B1 T1" -> percent busy between two cpu_jiffies samples
+busy_pct() {
+    awk -v a="$1" -v b="$2" 'BEGIN {split(a, x, " "); split(b, y, " ");
+        t = y[2] - x[2]; printf "%.0f", (t > 0) ? 100 * (y[1] - x[1]) / t : 0}'
+}
+
+# One load run against a freshly started server; appends a row to runs.csv.
+RUNS_CSV="$OUT/runs.csv"
+echo "rep,server,fileset,mode,requests,req_per_s,server_cpu_s,cpu_s_per_100k,server_core_busy_pct,load_core_busy_pct" > "$RUNS_CSV"
+measure() {
+    local rep=$1 server=$2 fileset=$3 mode=$4
+    "start_$server"
+    wait_port
+    # Warm up (file caches, page cache) for one second.
+    taskset -c "$LOAD_CPU" wrk -t1 -c$CONNS -d1s "http://127.0.0.1:$PORT/1k.bin" > /dev/null
+    local t0 t1 s0 s1 l0 l1 reqs rps
+    t0=$(cpu_ticks); s0=$(cpu_jiffies "$SERVER_CPU"); l0=$(cpu_jiffies "$LOAD_CPU")
+    read -r reqs rps < <(run_load "$mode" "$fileset")
+    t1=$(cpu_ticks); s1=$(cpu_jiffies "$SERVER_CPU"); l1=$(cpu_jiffies "$LOAD_CPU")
+    local cpu_s per100k sbusy lbusy
+    cpu_s=$(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" 'BEGIN {printf "%.3f", (b - a) / hz}')
+    per100k=$(awk -v c="$cpu_s" -v n="$reqs" 'BEGIN {if (n > 0) printf "%.3f", c / n * 100000; else print "nan"}')
+    sbusy=$(busy_pct "$s0" "$s1"); lbusy=$(busy_pct "$l0" "$l1")
+    printf '%s %-9s %-10s %-9s %10s req/s  %9s requests  %7s cpu-s  %6s cpu-s/100k  cores busy: server %3s%% load %3s%%\n' \
+        "rep$rep" "$server" "$fileset" "$mode" "$rps" "$reqs" "$cpu_s" "$per100k" "$sbusy" "$lbusy" >&2
+    echo "$rep,$server,$fileset,$mode,$reqs,$rps,$cpu_s,$per100k,$sbusy,$lbusy" >> "$RUNS_CSV"
+    { cat "$WORK/load.cmd"; echo "# server: $server, repetition $rep ($(date -u +%Y-%m-%dT%H:%M:%SZ))"; cat "$WORK/load.out"; } \
+        > "$OUT/$server-$fileset-$mode.txt"
+    stop_server
+}
+
 SERVERS=(pagewire nginx h2o)
-for server in "${SERVERS[@]}"; do
+# Repetitions are interleaved (every server once per cell, then the next
+# cell, then the next repetition) and the servers' order rotates, so a drift
+# in the machine's speed — common on a shared VM — falls on all servers alike.
+for rep in $(seq 1 "$REPS"); do
     for fileset in 1k microscape; do
         for mode in keepalive pipelined; do
-            "start_$server"
-            wait_port
-            # Warm up (file caches, page cache) for one second.
-            taskset -c "$LOAD_CPU" wrk -t1 -c$CONNS -d1s "http://127.0.0.1:$PORT/1k.bin" > /dev/null
-            t0=$(cpu_ticks)
-            read -r reqs rps < <(run_load "$mode" "$fileset")
-            t1=$(cpu_ticks)
-            cpu_s=$(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" 'BEGIN {printf "%.3f", (b - a) / hz}')
-            per100k=$(awk -v c="$cpu_s" -v n="$reqs" 'BEGIN {if (n > 0) printf "%.3f", c / n * 100000; else print "nan"}')
-            RPS[$server,$fileset,$mode]=$rps
-            CPU100K[$server,$fileset,$mode]=$per100k
-            printf '%-9s %-10s %-9s %10s req/s  %9s requests  %7s cpu-s  %s cpu-s/100k\n' \
-                "$server" "$fileset" "$mode" "$rps" "$reqs" "$cpu_s" "$per100k" >&2
-            { cat "$WORK/load.cmd"; echo "# server: $server ($(date -u +%Y-%m-%dT%H:%M:%SZ))"; cat "$WORK/load.out"; } > "$OUT/$server-$fileset-$mode.txt"
-            stop_server
+            for i in 0 1 2; do
+                measure "$rep" "${SERVERS[$(((i + rep - 1) % 3))]}" "$fileset" "$mode"
+            done
         done
     done
+done
+
+declare -A MEM
+for server in "${SERVERS[@]}"; do
     # Idle keep-alive connections: memory.
     "start_$server"
     wait_port
@@ -256,23 +292,58 @@ done
 {
     echo "# pagewire server benchmark"
     echo
-    echo "Made by: bench/server/run.sh (DURATION=$DURATION IDLE_CONNS=$IDLE_CONNS) on $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "Made by: bench/server/run.sh (DURATION=$DURATION REPS=$REPS IDLE_CONNS=$IDLE_CONNS), finished $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r); server on CPU $SERVER_CPU, load generator on CPU $LOAD_CPU"
     echo "Versions: $("$PAGEWIRE" --version), $(nginx -v 2>&1 | sed 's/.*: //'), $(h2o --version | head -1), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), h2load $(h2load --version | head -1 | awk '{print $2}')"
     echo "Files: 1k = /1k.bin (1024 random bytes); microscape = the $NPATHS files of \`pagewire site microscape\` (seed 1997) in rotation."
     echo "Keep-alive: wrk -t1 -c$CONNS -d${DURATION}s. Pipelined: h2load --h1 -m$STREAMS -c$CONNS -t1 -D $DURATION -H 'accept-encoding: identity'."
+    echo "Each cell: the median of $REPS runs (interleaved across servers; every run in runs.csv)."
+    echo "\"load core\": how busy the load generator's core was — at ~100% the generator, not the server, sets the rate."
     echo
-    echo "| server | 1 KB keep-alive req/s | 1 KB pipelined req/s | Microscape keep-alive req/s | Microscape pipelined req/s | CPU s / 100k req (1k ka / 1k pl / ms ka / ms pl) | bytes / idle conn |"
-    echo "|---|---:|---:|---:|---:|---|---:|"
-    for s in "${SERVERS[@]}"; do
-        echo "| $s | ${RPS[$s,1k,keepalive]} | ${RPS[$s,1k,pipelined]} | ${RPS[$s,microscape,keepalive]} | ${RPS[$s,microscape,pipelined]} | ${CPU100K[$s,1k,keepalive]} / ${CPU100K[$s,1k,pipelined]} / ${CPU100K[$s,microscape,keepalive]} / ${CPU100K[$s,microscape,pipelined]} | ${MEM[$s]} |"
-    done
-    echo
-    echo "Ratios pagewire / best peer (requests/s):"
-    for fs in 1k microscape; do
-        for m in keepalive pipelined; do
-            awk -v p="${RPS[pagewire,$fs,$m]}" -v n="${RPS[nginx,$fs,$m]}" -v h="${RPS[h2o,$fs,$m]}" -v l="$fs $m" \
-                'BEGIN {b = (n > h) ? n : h; printf "- %s: %.2fx\n", l, (b > 0) ? p / b : 0}'
-        done
-    done
+    python3 - "$RUNS_CSV" "${MEM[pagewire]:-nan}" "${MEM[nginx]:-nan}" "${MEM[h2o]:-nan}" <<'PY'
+import csv, statistics, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+mem = dict(zip(["pagewire", "nginx", "h2o"], sys.argv[2:5]))
+servers = ["pagewire", "nginx", "h2o"]
+cells = [("1k", "keepalive", "1 KB keep-alive"), ("1k", "pipelined", "1 KB pipelined"),
+         ("microscape", "keepalive", "Microscape keep-alive"), ("microscape", "pipelined", "Microscape pipelined")]
+def num(x):
+    try:
+        return float(x)
+    except ValueError:
+        return float("nan")
+def med(server, fs, mode, key):
+    v = [num(r[key]) for r in rows if (r["server"], r["fileset"], r["mode"]) == (server, fs, mode)]
+    v = [x for x in v if x == x]
+    return statistics.median(v) if v else float("nan")
+def spread(server, fs, mode):
+    v = [num(r["req_per_s"]) for r in rows if (r["server"], r["fileset"], r["mode"]) == (server, fs, mode)]
+    v = [x for x in v if x == x]
+    return f"{min(v):,.0f}–{max(v):,.0f}" if v else "n/a"
+print("| cell | server | req/s (median) | req/s (min–max) | CPU s / 100k req | server core busy | load core busy |")
+print("|---|---|---:|---:|---:|---:|---:|")
+for fs, mode, label in cells:
+    for s in servers:
+        print(f"| {label} | {s} | {med(s, fs, mode, 'req_per_s'):,.0f} | {spread(s, fs, mode)} | "
+              f"{med(s, fs, mode, 'cpu_s_per_100k'):.3f} | {med(s, fs, mode, 'server_core_busy_pct'):.0f}% | "
+              f"{med(s, fs, mode, 'load_core_busy_pct'):.0f}% |")
+print()
+print("| server | bytes / idle keep-alive connection |")
+print("|---|---:|")
+for s in servers:
+    print(f"| {s} | {mem[s]} |")
+print()
+print("pagewire against the better peer in each cell:")
+print()
+print("| cell | req/s ratio | CPU-efficiency ratio (peer CPU/100k ÷ pagewire CPU/100k) | lowest CPU/100k | load core busy (pagewire / nginx / h2o) |")
+print("|---|---:|---:|---|---|")
+for fs, mode, label in cells:
+    p = med("pagewire", fs, mode, "req_per_s")
+    best_rps = max(med(s, fs, mode, "req_per_s") for s in ("nginx", "h2o"))
+    cpu = {s: med(s, fs, mode, "cpu_s_per_100k") for s in servers}
+    best_cpu = min(cpu["nginx"], cpu["h2o"])
+    lowest = min(servers, key=lambda s: cpu[s])
+    load = " / ".join(f"{med(s, fs, mode, 'load_core_busy_pct'):.0f}%" for s in servers)
+    print(f"| {label} | {p / best_rps:.2f}x | {best_cpu / cpu['pagewire']:.2f}x | {lowest} | {load} |")
+PY
 } | tee "$OUT/results.md"
