@@ -156,14 +156,14 @@ server_pids() {
     echo "${pids[@]}"
 }
 cpu_ticks() {
-    local total=0
+    local user=0 sys=0
     for p in $(server_pids); do
         [ -r "/proc/$p/stat" ] || continue
         # fields 14, 15: utime, stime (after the ")" of the command name)
         set -- $(sed 's/.*) //' "/proc/$p/stat")
-        total=$((total + ${12} + ${13}))
+        user=$((user + ${12})); sys=$((sys + ${13}))
     done
-    echo "$total"
+    echo "$user $sys"
 }
 CLK_TCK=$(getconf CLK_TCK)
 
@@ -239,7 +239,7 @@ busy_pct() {
 
 # One load run against a freshly started server; appends a row to runs.csv.
 RUNS_CSV="$OUT/runs.csv"
-echo "rep,server,fileset,mode,requests,req_per_s,server_cpu_s,cpu_s_per_100k,server_core_busy_pct,load_core_busy_pct" > "$RUNS_CSV"
+echo "rep,server,fileset,mode,requests,req_per_s,server_cpu_s,cpu_s_per_100k,user_s_per_100k,sys_s_per_100k,server_core_busy_pct,load_core_busy_pct" > "$RUNS_CSV"
 measure() {
     local rep=$1 server=$2 fileset=$3 mode=$4
     "start_$server"
@@ -250,13 +250,15 @@ measure() {
     t0=$(cpu_ticks); s0=$(cpu_jiffies "$SERVER_CPU"); l0=$(cpu_jiffies "$LOAD_CPU")
     read -r reqs rps < <(run_load "$mode" "$fileset")
     t1=$(cpu_ticks); s1=$(cpu_jiffies "$SERVER_CPU"); l1=$(cpu_jiffies "$LOAD_CPU")
-    local cpu_s per100k sbusy lbusy
-    cpu_s=$(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" 'BEGIN {printf "%.3f", (b - a) / hz}')
-    per100k=$(awk -v c="$cpu_s" -v n="$reqs" 'BEGIN {if (n > 0) printf "%.3f", c / n * 100000; else print "nan"}')
+    local cpu_s per100k user100k sys100k sbusy lbusy
+    read -r cpu_s per100k user100k sys100k < <(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" -v n="$reqs" 'BEGIN {
+        split(a, x, " "); split(b, y, " "); u = (y[1] - x[1]) / hz; s = (y[2] - x[2]) / hz
+        if (n > 0) printf "%.3f %.3f %.3f %.3f\n", u + s, (u + s) / n * 1e5, u / n * 1e5, s / n * 1e5
+        else printf "%.3f nan nan nan\n", u + s }')
     sbusy=$(busy_pct "$s0" "$s1"); lbusy=$(busy_pct "$l0" "$l1")
     printf '%s %-9s %-10s %-9s %10s req/s  %9s requests  %7s cpu-s  %6s cpu-s/100k  cores busy: server %3s%% load %3s%%\n' \
         "rep$rep" "$server" "$fileset" "$mode" "$rps" "$reqs" "$cpu_s" "$per100k" "$sbusy" "$lbusy" >&2
-    echo "$rep,$server,$fileset,$mode,$reqs,$rps,$cpu_s,$per100k,$sbusy,$lbusy" >> "$RUNS_CSV"
+    echo "$rep,$server,$fileset,$mode,$reqs,$rps,$cpu_s,$per100k,$user100k,$sys100k,$sbusy,$lbusy" >> "$RUNS_CSV"
     { cat "$WORK/load.cmd"; echo "# server: $server, repetition $rep ($(date -u +%Y-%m-%dT%H:%M:%SZ))"; cat "$WORK/load.out"; } \
         > "$OUT/$server-$fileset-$mode.txt"
     stop_server
@@ -320,12 +322,12 @@ def spread(server, fs, mode):
     v = [num(r["req_per_s"]) for r in rows if (r["server"], r["fileset"], r["mode"]) == (server, fs, mode)]
     v = [x for x in v if x == x]
     return f"{min(v):,.0f}–{max(v):,.0f}" if v else "n/a"
-print("| cell | server | req/s (median) | req/s (min–max) | CPU s / 100k req | server core busy | load core busy |")
+print("| cell | server | req/s (median) | req/s (min–max) | CPU s / 100k req (user + sys) | server core busy | load core busy |")
 print("|---|---|---:|---:|---:|---:|---:|")
 for fs, mode, label in cells:
     for s in servers:
         print(f"| {label} | {s} | {med(s, fs, mode, 'req_per_s'):,.0f} | {spread(s, fs, mode)} | "
-              f"{med(s, fs, mode, 'cpu_s_per_100k'):.3f} | {med(s, fs, mode, 'server_core_busy_pct'):.0f}% | "
+              f"{med(s, fs, mode, 'cpu_s_per_100k'):.3f} ({med(s, fs, mode, 'user_s_per_100k'):.3f} + {med(s, fs, mode, 'sys_s_per_100k'):.3f}) | {med(s, fs, mode, 'server_core_busy_pct'):.0f}% | "
               f"{med(s, fs, mode, 'load_core_busy_pct'):.0f}% |")
 print()
 print("| server | bytes / idle keep-alive connection |")

@@ -348,3 +348,53 @@ fn two_workers_share_the_listener_and_the_counters() {
     assert_eq!(stats.connections, 20);
     assert_eq!(stats.requests, 200);
 }
+
+/// RFC 9110 §10.1.1: a server that will not read a request's content may
+/// answer with the final status at once instead of `100 Continue`, and must
+/// then close (or read the content) so the unread body is never taken for
+/// the next request. A small body that has already arrived is skipped and
+/// the pipeline goes on.
+#[test]
+fn refused_request_with_a_body_gets_its_final_status_without_waiting() {
+    let server = TestServer::start(small_site(), config());
+
+    // Expect: 100-continue, body not sent: 405 at once, no interim 100,
+    // and the connection closes because the body was left unread.
+    let mut s = server.connect();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(
+        b"POST /a.gif HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+    )
+    .unwrap();
+    let started = Instant::now();
+    let mut r = Reader::new(s);
+    let resp = r.response(Method::Post).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(resp.status, 405);
+    assert_eq!(resp.header("allow"), Some("GET, HEAD, OPTIONS"));
+    assert_eq!(resp.header("connection"), Some("close"));
+    // The client, told no, sends its body anyway: lingering close absorbs it.
+    let _ = r.stream.write_all(b"hello");
+    assert!(r.at_eof().unwrap());
+
+    // A small body already here is skipped: the next request is answered on
+    // the same connection.
+    let mut s = server.connect();
+    s.write_all(
+        format!(
+            "POST /a.gif HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello{}",
+            req("/a.gif", "")
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut r = Reader::new(s);
+    let first = r.response(Method::Post).unwrap();
+    assert_eq!(first.status, 405);
+    assert_eq!(first.header("connection"), None);
+    let second = r.response(Method::Get).unwrap();
+    assert_eq!(second.status, 200);
+    assert_eq!(second.body.len(), 3000);
+    drop(r);
+    server.stop();
+}
