@@ -302,50 +302,5 @@ done
     echo "Each cell: the median of $REPS runs (interleaved across servers; every run in runs.csv)."
     echo "\"load core\": how busy the load generator's core was — at ~100% the generator, not the server, sets the rate."
     echo
-    python3 - "$RUNS_CSV" "${MEM[pagewire]:-nan}" "${MEM[nginx]:-nan}" "${MEM[h2o]:-nan}" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-mem = dict(zip(["pagewire", "nginx", "h2o"], sys.argv[2:5]))
-servers = ["pagewire", "nginx", "h2o"]
-cells = [("1k", "keepalive", "1 KB keep-alive"), ("1k", "pipelined", "1 KB pipelined"),
-         ("microscape", "keepalive", "Microscape keep-alive"), ("microscape", "pipelined", "Microscape pipelined")]
-def num(x):
-    try:
-        return float(x)
-    except ValueError:
-        return float("nan")
-def med(server, fs, mode, key):
-    v = [num(r[key]) for r in rows if (r["server"], r["fileset"], r["mode"]) == (server, fs, mode)]
-    v = [x for x in v if x == x]
-    return statistics.median(v) if v else float("nan")
-def spread(server, fs, mode):
-    v = [num(r["req_per_s"]) for r in rows if (r["server"], r["fileset"], r["mode"]) == (server, fs, mode)]
-    v = [x for x in v if x == x]
-    return f"{min(v):,.0f}–{max(v):,.0f}" if v else "n/a"
-print("| cell | server | req/s (median) | req/s (min–max) | CPU s / 100k req (user + sys) | server core busy | load core busy |")
-print("|---|---|---:|---:|---:|---:|---:|")
-for fs, mode, label in cells:
-    for s in servers:
-        print(f"| {label} | {s} | {med(s, fs, mode, 'req_per_s'):,.0f} | {spread(s, fs, mode)} | "
-              f"{med(s, fs, mode, 'cpu_s_per_100k'):.3f} ({med(s, fs, mode, 'user_s_per_100k'):.3f} + {med(s, fs, mode, 'sys_s_per_100k'):.3f}) | {med(s, fs, mode, 'server_core_busy_pct'):.0f}% | "
-              f"{med(s, fs, mode, 'load_core_busy_pct'):.0f}% |")
-print()
-print("| server | bytes / idle keep-alive connection |")
-print("|---|---:|")
-for s in servers:
-    print(f"| {s} | {mem[s]} |")
-print()
-print("pagewire against the better peer in each cell:")
-print()
-print("| cell | req/s ratio | CPU-efficiency ratio (peer CPU/100k ÷ pagewire CPU/100k) | lowest CPU/100k | load core busy (pagewire / nginx / h2o) |")
-print("|---|---:|---:|---|---|")
-for fs, mode, label in cells:
-    p = med("pagewire", fs, mode, "req_per_s")
-    best_rps = max(med(s, fs, mode, "req_per_s") for s in ("nginx", "h2o"))
-    cpu = {s: med(s, fs, mode, "cpu_s_per_100k") for s in servers}
-    best_cpu = min(cpu["nginx"], cpu["h2o"])
-    lowest = min(servers, key=lambda s: cpu[s])
-    load = " / ".join(f"{med(s, fs, mode, 'load_core_busy_pct'):.0f}%" for s in servers)
-    print(f"| {label} | {p / best_rps:.2f}x | {best_cpu / cpu['pagewire']:.2f}x | {lowest} | {load} |")
-PY
+    python3 "$ROOT/bench/server/report.py" "$RUNS_CSV" "${MEM[pagewire]:-nan}" "${MEM[nginx]:-nan}" "${MEM[h2o]:-nan}"
 } | tee "$OUT/results.md"
