@@ -16,6 +16,8 @@ DURATION=${DURATION:-5}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=bench/server/common.sh
+. "$ROOT/bench/server/common.sh"
 for t in h2o wrk python3; do
     command -v "$t" >/dev/null || { echo "pair.sh: $t is missing (bench/server/run.sh installs it)" >&2; exit 2; }
 done
@@ -33,20 +35,9 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$WORK/www"
-python3 -c 'import random,sys; random.seed(1); sys.stdout.buffer.write(bytes(random.getrandbits(8) for _ in range(1024)))' > "$WORK/www/1k.bin"
+write_1k "$WORK/www/1k.bin"
 chmod -R a+rX "$WORK"
-cat > "$WORK/h2o.conf" <<H2O
-listen:
-  host: 127.0.0.1
-  port: 18091
-num-threads: 1
-file.send-compressed: OFF
-hosts:
-  default:
-    paths:
-      /:
-        file.dir: $WORK/www
-H2O
+write_h2o_conf "$WORK/h2o.conf" 18091 "$WORK/www"
 
 if [ "${HOG:-0}" = 1 ]; then
     taskset -c "$SERVER_CPU" timeout $((PAIRS * 2 * (DURATION + 3) + 10)) sh -c 'while :; do :; done' &
@@ -54,16 +45,6 @@ if [ "${HOG:-0}" = 1 ]; then
     echo "# a CPU-bound loop shares CPU $SERVER_CPU with the server"
 fi
 
-# user and system clock ticks of a process tree
-ticks() {
-    local u=0 s=0 p
-    for p in "$@"; do
-        [ -r "/proc/$p/stat" ] || continue
-        set -- $(sed 's/.*) //' "/proc/$p/stat")
-        u=$((u + ${12})); s=$((s + ${13}))
-    done
-    echo "$u $s"
-}
 HZ=$(getconf CLK_TCK)
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) wrk -t1 -c50 -d${DURATION}s /1k.bin, server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU"
 for i in $(seq 1 "$PAIRS"); do
@@ -84,10 +65,10 @@ for i in $(seq 1 "$PAIRS"); do
         tree="$main $(pgrep -P "$main" | tr '\n' ' ' || true)"
         taskset -c "$LOAD_CPU" wrk -t1 -c50 -d1s "http://127.0.0.1:$port/1k.bin" >/dev/null
         # shellcheck disable=SC2086
-        a=$(ticks $tree)
+        a=$(proc_ticks $tree)
         taskset -c "$LOAD_CPU" wrk -t1 -c50 -d"${DURATION}s" "http://127.0.0.1:$port/1k.bin" > "$WORK/wrk.out"
         # shellcheck disable=SC2086
-        b=$(ticks $tree)
+        b=$(proc_ticks $tree)
         n=$(awk '/requests in/ {print $1}' "$WORK/wrk.out")
         rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.out")
         awk -v srv="$srv" -v a="$a" -v b="$b" -v n="$n" -v rps="$rps" -v hz="$HZ" 'BEGIN {

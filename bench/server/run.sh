@@ -31,6 +31,8 @@ LOAD_CPU=${LOAD_CPU:-1}
 CONNS=50
 STREAMS=16
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=bench/server/common.sh
+. "$ROOT/bench/server/common.sh"
 OUT=${OUT:-$ROOT/bench/server/results}
 mkdir -p "$OUT"
 
@@ -61,7 +63,7 @@ trap cleanup EXIT
 WWW=$WORK/www
 mkdir -p "$WWW"
 # 1 KB of deterministic incompressible bytes (no server may compress it).
-python3 -c 'import random,sys; random.seed(1); sys.stdout.buffer.write(bytes(random.getrandbits(8) for _ in range(1024)))' > "$WWW/1k.bin"
+write_1k "$WWW/1k.bin"
 "$PAGEWIRE" site microscape --out "$WWW/microscape" >/dev/null
 (cd "$WWW" && find microscape -type f \( -name '*.html' -o -name '*.gif' \) | sort) | sed 's|^|/|' > "$WORK/paths.txt"
 NPATHS=$(wc -l < "$WORK/paths.txt")
@@ -105,20 +107,7 @@ NGX
 }
 start_h2o() {
     mkdir -p "$WORK/h2o"
-    cat > "$WORK/h2o/h2o.conf" <<H2O
-listen:
-  host: 127.0.0.1
-  port: $PORT
-num-threads: 1
-max-connections: 20000
-http1-request-timeout: 60
-file.send-compressed: OFF
-hosts:
-  default:
-    paths:
-      /:
-        file.dir: $WWW
-H2O
+    write_h2o_conf "$WORK/h2o/h2o.conf" "$PORT" "$WWW"
     taskset -c "$SERVER_CPU" h2o -c "$WORK/h2o/h2o.conf" > "$WORK/h2o.out" 2>&1 &
     SERVER_PID=$!
 }
@@ -156,14 +145,8 @@ server_pids() {
     echo "${pids[@]}"
 }
 cpu_ticks() {
-    local user=0 sys=0
-    for p in $(server_pids); do
-        [ -r "/proc/$p/stat" ] || continue
-        # fields 14, 15: utime, stime (after the ")" of the command name)
-        set -- $(sed 's/.*) //' "/proc/$p/stat")
-        user=$((user + ${12})); sys=$((sys + ${13}))
-    done
-    echo "$user $sys"
+    # shellcheck disable=SC2046
+    proc_ticks $(server_pids)
 }
 CLK_TCK=$(getconf CLK_TCK)
 

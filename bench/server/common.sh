@@ -1,0 +1,38 @@
+# bench/server/common.sh — shared by run.sh and pair.sh (sourced, not run).
+
+# write_1k FILE: the 1 KB test file, 1024 deterministic incompressible bytes
+# (no server may compress it).
+write_1k() {
+    python3 -c 'import random,sys; random.seed(1); sys.stdout.buffer.write(bytes(random.getrandbits(8) for _ in range(1024)))' > "$1"
+}
+
+# write_h2o_conf FILE PORT ROOT: h2o with one thread, no compression, serving
+# ROOT on 127.0.0.1:PORT.
+write_h2o_conf() {
+    cat > "$1" <<H2O
+listen:
+  host: 127.0.0.1
+  port: $2
+num-threads: 1
+max-connections: 20000
+http1-request-timeout: 60
+file.send-compressed: OFF
+hosts:
+  default:
+    paths:
+      /:
+        file.dir: $3
+H2O
+}
+
+# proc_ticks PID...: "USER SYS" clock ticks used so far by these processes
+# (fields 14 and 15 of /proc/PID/stat, after the ")" of the command name).
+proc_ticks() {
+    local user=0 sys=0 p
+    for p in "$@"; do
+        [ -r "/proc/$p/stat" ] || continue
+        set -- $(sed 's/.*) //' "/proc/$p/stat")
+        user=$((user + ${12})); sys=$((sys + ${13}))
+    done
+    echo "$user $sys"
+}
