@@ -36,3 +36,12 @@ proc_ticks() {
     done
     echo "$user $sys"
 }
+
+# cpu_per_100k "U0 S0" "U1 S1" REQUESTS: from two proc_ticks samples, prints
+# "CPU_S PER_100K USER_PER_100K SYS_PER_100K" (seconds; nan without requests).
+cpu_per_100k() {
+    awk -v a="$1" -v b="$2" -v n="$3" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+        split(a, x, " "); split(b, y, " "); u = (y[1] - x[1]) / hz; s = (y[2] - x[2]) / hz
+        if (n > 0) printf "%.3f %.3f %.3f %.3f\n", u + s, (u + s) / n * 1e5, u / n * 1e5, s / n * 1e5
+        else printf "%.3f nan nan nan\n", u + s }'
+}

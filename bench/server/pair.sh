@@ -9,7 +9,7 @@
 # Usage: bench/server/pair.sh [PAIRS]       (default 5; env: DURATION=5, HOG, PAGEWIRE)
 #   HOG=1  also runs a CPU-bound loop on the server's core (a machine that is
 #          not quiet): shows whether a server degrades worse than the other.
-# Bounded: PAIRS x 2 x (DURATION + 2) s. Needs nginx-free ports 18090/18091.
+# Bounded: about PAIRS x 2 x (DURATION + 3) s. Needs nginx-free ports 18090/18091.
 set -euo pipefail
 PAIRS=${1:-5}
 DURATION=${DURATION:-5}
@@ -45,7 +45,6 @@ if [ "${HOG:-0}" = 1 ]; then
     echo "# a CPU-bound loop shares CPU $SERVER_CPU with the server"
 fi
 
-HZ=$(getconf CLK_TCK)
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) wrk -t1 -c50 -d${DURATION}s /1k.bin, server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU"
 for i in $(seq 1 "$PAIRS"); do
     for srv in pagewire h2o; do
@@ -71,9 +70,8 @@ for i in $(seq 1 "$PAIRS"); do
         b=$(proc_ticks $tree)
         n=$(awk '/requests in/ {print $1}' "$WORK/wrk.out")
         rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/wrk.out")
-        awk -v srv="$srv" -v a="$a" -v b="$b" -v n="$n" -v rps="$rps" -v hz="$HZ" 'BEGIN {
-            split(a, x, " "); split(b, y, " "); u = (y[1] - x[1]) / hz / n * 1e5; s = (y[2] - x[2]) / hz / n * 1e5
-            printf "%-8s %9.0f req/s   CPU s/100k: user %.3f + sys %.3f = %.3f\n", srv, rps, u, s, u + s }'
+        read -r _ per100k user100k sys100k < <(cpu_per_100k "$a" "$b" "$n")
+        printf '%-8s %9.0f req/s   CPU s/100k: user %s + sys %s = %s\n' "$srv" "$rps" "$user100k" "$sys100k" "$per100k"
         # shellcheck disable=SC2086
         kill $tree 2>/dev/null || true
         wait "$main" 2>/dev/null || true

@@ -20,13 +20,15 @@ def num(x):
         return float(x)
     except ValueError:
         return float("nan")
-def med(server, fs, mode, key):
+def values(server, fs, mode, key):
+    """One measure of one server in one cell, every valid repetition."""
     v = [num(r[key]) for r in rows if (r["server"], r["fileset"], r["mode"]) == (server, fs, mode)]
-    v = [x for x in v if x == x]
+    return [x for x in v if x == x]
+def med(server, fs, mode, key):
+    v = values(server, fs, mode, key)
     return statistics.median(v) if v else float("nan")
 def spread(server, fs, mode):
-    v = [num(r["req_per_s"]) for r in rows if (r["server"], r["fileset"], r["mode"]) == (server, fs, mode)]
-    v = [x for x in v if x == x]
+    v = values(server, fs, mode, "req_per_s")
     return f"{min(v):,.0f}–{max(v):,.0f}" if v else "n/a"
 print("| cell | server | req/s (median) | req/s (min–max) | CPU s / 100k req (user + sys) | server core busy | load core busy |")
 print("|---|---|---:|---:|---:|---:|---:|")

@@ -148,7 +148,6 @@ cpu_ticks() {
     # shellcheck disable=SC2046
     proc_ticks $(server_pids)
 }
-CLK_TCK=$(getconf CLK_TCK)
 
 # ---- load --------------------------------------------------------------------
 cat > "$WORK/rotate.lua" <<'LUA'
@@ -234,10 +233,7 @@ measure() {
     read -r reqs rps < <(run_load "$mode" "$fileset")
     t1=$(cpu_ticks); s1=$(cpu_jiffies "$SERVER_CPU"); l1=$(cpu_jiffies "$LOAD_CPU")
     local cpu_s per100k user100k sys100k sbusy lbusy
-    read -r cpu_s per100k user100k sys100k < <(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" -v n="$reqs" 'BEGIN {
-        split(a, x, " "); split(b, y, " "); u = (y[1] - x[1]) / hz; s = (y[2] - x[2]) / hz
-        if (n > 0) printf "%.3f %.3f %.3f %.3f\n", u + s, (u + s) / n * 1e5, u / n * 1e5, s / n * 1e5
-        else printf "%.3f nan nan nan\n", u + s }')
+    read -r cpu_s per100k user100k sys100k < <(cpu_per_100k "$t0" "$t1" "$reqs")
     sbusy=$(busy_pct "$s0" "$s1"); lbusy=$(busy_pct "$l0" "$l1")
     printf '%s %-9s %-10s %-9s %10s req/s  %9s requests  %7s cpu-s  %6s cpu-s/100k  cores busy: server %3s%% load %3s%%\n' \
         "rep$rep" "$server" "$fileset" "$mode" "$rps" "$reqs" "$cpu_s" "$per100k" "$sbusy" "$lbusy" >&2
