@@ -134,10 +134,10 @@ pub fn generate(files: usize, seed: u64, params: &Params) -> Manifest {
         objects,
     };
     // HTML pages can be no smaller than their markup: fix sizes to what is written.
-    for o in &mut m.objects {
-        if o.files.len() > 1 || o.files[0].path.ends_with(".html") {
+    for (i, o) in m.objects.iter_mut().enumerate() {
+        if o.files[0].path.ends_with(".html") {
             let embedded: Vec<String> = o.files[1..].iter().map(|f| f.path.clone()).collect();
-            let min = html_page(&embedded, "x", 0, &mut ChaCha8Rng::seed_from_u64(0)).len() as u64;
+            let min = html_page(&embedded, &title(i), 0, &mut ChaCha8Rng::seed_from_u64(0)).len() as u64;
             o.files[0].size = o.files[0].size.max(min);
         }
     }
@@ -154,7 +154,7 @@ pub fn write(manifest: &Manifest, dir: &Path) -> anyhow::Result<()> {
             let body = if j == 0 && f.path.ends_with(".html") {
                 Body::Html {
                     embedded: o.files[1..].iter().map(|f| f.path.clone()).collect(),
-                    title: format!("SURGE web object {i}"),
+                    title: title(i),
                 }
             } else {
                 Body::Binary
@@ -162,7 +162,7 @@ pub fn write(manifest: &Manifest, dir: &Path) -> anyhow::Result<()> {
             let bytes = match body {
                 Body::Html { embedded, title } => {
                     let page = html_page(&embedded, &title, f.size as usize, &mut rng);
-                    debug_assert_eq!(page.len() as u64, f.size);
+                    assert_eq!(page.len() as u64, f.size, "page size is exact");
                     page.into_bytes()
                 }
                 Body::Binary => {
@@ -183,6 +183,10 @@ pub fn write(manifest: &Manifest, dir: &Path) -> anyhow::Result<()> {
     std::fs::write(dir.join(MANIFEST), json + "\n")
         .with_context(|| format!("writing {}", dir.join(MANIFEST).display()))?;
     Ok(())
+}
+
+fn title(object: usize) -> String {
+    format!("SURGE web object {object}")
 }
 
 const WORDS: &[&str] = &[
