@@ -70,7 +70,8 @@ fn io_kind(e: &io::Error) -> ErrorKind {
 pub fn request_bytes(path: &str, host: &str, version: Version, close: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(96 + path.len());
     let conn: &[u8] = if close { b"close" } else { b"keep-alive" };
-    let mut headers: Vec<(&str, &[u8])> = vec![("Host", host.as_bytes()), ("User-Agent", b"pagewire-load")];
+    let mut headers: Vec<(&str, &[u8])> =
+        vec![("Host", host.as_bytes()), ("User-Agent", b"pagewire-load")];
     // HTTP/1.0 closes by default; HTTP/1.1 keeps alive by default: only
     // the non-default needs saying.
     if close && version == Version::Http11 {

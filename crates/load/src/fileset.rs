@@ -74,7 +74,10 @@ impl Manifest {
 
 /// What one body-content generator writes.
 enum Body {
-    Html { embedded: Vec<String>, title: String },
+    Html {
+        embedded: Vec<String>,
+        title: String,
+    },
     Binary,
 }
 
@@ -137,7 +140,8 @@ pub fn generate(files: usize, seed: u64, params: &Params) -> Manifest {
     for (i, o) in m.objects.iter_mut().enumerate() {
         if o.files[0].path.ends_with(".html") {
             let embedded: Vec<String> = o.files[1..].iter().map(|f| f.path.clone()).collect();
-            let min = html_page(&embedded, &title(i), 0, &mut ChaCha8Rng::seed_from_u64(0)).len() as u64;
+            let min =
+                html_page(&embedded, &title(i), 0, &mut ChaCha8Rng::seed_from_u64(0)).len() as u64;
             o.files[0].size = o.files[0].size.max(min);
         }
     }
@@ -148,7 +152,7 @@ pub fn generate(files: usize, seed: u64, params: &Params) -> Manifest {
 /// Writes every file and the manifest into `dir` (created if missing).
 pub fn write(manifest: &Manifest, dir: &Path) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut rng = ChaCha8Rng::seed_from_u64(manifest.seed ^ 0xB0D1_E5);
+    let mut rng = ChaCha8Rng::seed_from_u64(manifest.seed ^ 0x00B0_D1E5);
     for (i, o) in manifest.objects.iter().enumerate() {
         for (j, f) in o.files.iter().enumerate() {
             let body = if j == 0 && f.path.ends_with(".html") {
@@ -190,8 +194,24 @@ fn title(object: usize) -> String {
 }
 
 const WORDS: &[&str] = &[
-    "web", "server", "object", "page", "user", "request", "file", "session", "latency", "link",
-    "connection", "persistent", "pipeline", "cache", "popular", "locality", "think", "time",
+    "web",
+    "server",
+    "object",
+    "page",
+    "user",
+    "request",
+    "file",
+    "session",
+    "latency",
+    "link",
+    "connection",
+    "persistent",
+    "pipeline",
+    "cache",
+    "popular",
+    "locality",
+    "think",
+    "time",
 ];
 
 /// A real HTML page of exactly `size` bytes (or its minimal markup if
@@ -213,7 +233,11 @@ fn html_page(embedded: &[String], title: &str, size: usize, rng: &mut ChaCha8Rng
         while filler.len() + 5 < budget {
             let w = WORDS[rng.random_range(0..WORDS.len())];
             filler.push_str(w);
-            filler.push(if rng.random_range(0..12) == 0 { '\n' } else { ' ' });
+            filler.push(if rng.random_range(0..12) == 0 {
+                '\n'
+            } else {
+                ' '
+            });
         }
         filler.truncate(budget - 5);
         filler.push_str("</p>\n");

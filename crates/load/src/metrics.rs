@@ -61,7 +61,10 @@ impl ErrorKind {
         }
     }
     fn index(self) -> usize {
-        ErrorKind::ALL.iter().position(|&k| k == self).expect("listed")
+        ErrorKind::ALL
+            .iter()
+            .position(|&k| k == self)
+            .expect("listed")
     }
 }
 
@@ -191,7 +194,9 @@ impl Metrics {
         self.retries += o.retries;
         self.body_bytes += o.body_bytes;
         self.get_latency.add(&o.get_latency).expect("same bounds");
-        self.object_latency.add(&o.object_latency).expect("same bounds");
+        self.object_latency
+            .add(&o.object_latency)
+            .expect("same bounds");
         self.send_lag.add(&o.send_lag).expect("same bounds");
         for (i, s) in o.series.iter().enumerate() {
             self.second(i).add(s);
@@ -290,7 +295,13 @@ pub struct Summary {
 }
 
 impl Summary {
-    pub fn new(run: RunInfo, m: &Metrics, cpu_user_s: f64, cpu_system_s: f64, wall_s: f64) -> Summary {
+    pub fn new(
+        run: RunInfo,
+        m: &Metrics,
+        cpu_user_s: f64,
+        cpu_system_s: f64,
+        wall_s: f64,
+    ) -> Summary {
         Summary {
             gets_per_second: if run.duration_s > 0.0 {
                 m.gets as f64 / run.duration_s
@@ -372,7 +383,11 @@ impl Summary {
     }
 }
 
-const HISTOGRAMS: [&str; 3] = ["get_latency_us.hdr", "object_latency_us.hdr", "send_lag_us.hdr"];
+const HISTOGRAMS: [&str; 3] = [
+    "get_latency_us.hdr",
+    "object_latency_us.hdr",
+    "send_lag_us.hdr",
+];
 
 /// Writes summary.json, timeseries.csv and the three histograms (HDR V2
 /// serialization: mergeable by any HdrHistogram implementation).
@@ -438,7 +453,9 @@ pub fn read_dir(dir: &Path) -> anyhow::Result<(Summary, Metrics)> {
             .with_context(|| format!("reading {}/{name}", dir.display()))?;
         let h: Histogram<u64> = Deserializer::new()
             .deserialize(&mut &bytes[..])
-            .map_err(|e| anyhow::anyhow!("{}/{name}: not an HDR histogram: {e:?}", dir.display()))?;
+            .map_err(|e| {
+                anyhow::anyhow!("{}/{name}: not an HDR histogram: {e:?}", dir.display())
+            })?;
         let mut fixed = new_histogram();
         fixed
             .add(&h)
@@ -488,9 +505,19 @@ pub fn merge_dirs(dirs: &[impl AsRef<Path>]) -> anyhow::Result<(Summary, Metrics
         let (s, mi) = read_dir(d.as_ref())?;
         let a = &s0.run;
         let b = &s.run;
-        if (a.target.as_str(), a.mode.as_str(), a.seed, a.ues_total, a.conns_per_ue)
-            != (b.target.as_str(), b.mode.as_str(), b.seed, b.ues_total, b.conns_per_ue)
-            || a.duration_s != b.duration_s
+        if (
+            a.target.as_str(),
+            a.mode.as_str(),
+            a.seed,
+            a.ues_total,
+            a.conns_per_ue,
+        ) != (
+            b.target.as_str(),
+            b.mode.as_str(),
+            b.seed,
+            b.ues_total,
+            b.conns_per_ue,
+        ) || a.duration_s != b.duration_s
         {
             bail!(
                 "{} is a different run (target, mode, seed, UEs or duration differ)",

@@ -83,12 +83,29 @@ impl Default for Params {
 /// A continuous distribution with a sampler and a CDF.
 #[derive(Debug, Clone)]
 pub enum Model {
-    LogNormal { mu: f64, sigma: f64 },
-    Pareto { k: f64, alpha: f64 },
+    LogNormal {
+        mu: f64,
+        sigma: f64,
+    },
+    Pareto {
+        k: f64,
+        alpha: f64,
+    },
     /// Lognormal body spliced to a Pareto tail at `k` (see the module doc).
-    Hybrid { mu: f64, sigma: f64, k: f64, alpha: f64 },
-    InverseGaussian { mu: f64, lambda: f64 },
-    Weibull { scale: f64, shape: f64 },
+    Hybrid {
+        mu: f64,
+        sigma: f64,
+        k: f64,
+        alpha: f64,
+    },
+    InverseGaussian {
+        mu: f64,
+        lambda: f64,
+    },
+    Weibull {
+        scale: f64,
+        shape: f64,
+    },
 }
 
 impl Model {
@@ -99,16 +116,28 @@ impl Model {
         Model::Pareto { k, alpha }
     }
     pub fn hybrid((mu, sigma): (f64, f64), (k, alpha): (f64, f64)) -> Model {
-        Model::Hybrid { mu, sigma, k, alpha }
+        Model::Hybrid {
+            mu,
+            sigma,
+            k,
+            alpha,
+        }
     }
 
     /// One draw. Parameters are validated by `Params` construction; an
     /// invalid one here is a programming error.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {
         match *self {
-            Model::LogNormal { mu, sigma } => LogNormal::new(mu, sigma).expect("sigma > 0").sample(rng),
+            Model::LogNormal { mu, sigma } => {
+                LogNormal::new(mu, sigma).expect("sigma > 0").sample(rng)
+            }
             Model::Pareto { k, alpha } => Pareto::new(k, alpha).expect("k, alpha > 0").sample(rng),
-            Model::Hybrid { mu, sigma, k, alpha } => {
+            Model::Hybrid {
+                mu,
+                sigma,
+                k,
+                alpha,
+            } => {
                 let x = LogNormal::new(mu, sigma).expect("sigma > 0").sample(rng);
                 if x <= k {
                     x
@@ -130,7 +159,12 @@ impl Model {
         match *self {
             Model::LogNormal { mu, sigma } => lognormal_cdf(x, mu, sigma),
             Model::Pareto { k, alpha } => pareto_cdf(x, k, alpha),
-            Model::Hybrid { mu, sigma, k, alpha } => {
+            Model::Hybrid {
+                mu,
+                sigma,
+                k,
+                alpha,
+            } => {
                 if x <= k {
                     lognormal_cdf(x, mu, sigma)
                 } else {
@@ -244,7 +278,10 @@ pub fn check(params: &Params, n: usize, seed: u64) -> Vec<CheckLine> {
     let models: Vec<(&str, String, Model)> = vec![
         (
             "file size: base (body+tail)",
-            format!("lognormal({}, {}) + Pareto(k {}, a {})", p.base_body.0, p.base_body.1, p.base_tail.0, p.base_tail.1),
+            format!(
+                "lognormal({}, {}) + Pareto(k {}, a {})",
+                p.base_body.0, p.base_body.1, p.base_tail.0, p.base_tail.1
+            ),
             Model::hybrid(p.base_body, p.base_tail),
         ),
         (
@@ -264,7 +301,10 @@ pub fn check(params: &Params, n: usize, seed: u64) -> Vec<CheckLine> {
         ),
         (
             "request size (body+tail)",
-            format!("lognormal({}, {}) + Pareto(k {}, a {})", p.request_body.0, p.request_body.1, p.request_tail.0, p.request_tail.1),
+            format!(
+                "lognormal({}, {}) + Pareto(k {}, a {})",
+                p.request_body.0, p.request_body.1, p.request_tail.0, p.request_tail.1
+            ),
             Model::hybrid(p.request_body, p.request_tail),
         ),
         (
@@ -284,18 +324,32 @@ pub fn check(params: &Params, n: usize, seed: u64) -> Vec<CheckLine> {
         ),
         (
             "session length (objects)",
-            format!("inverse Gaussian(mu {}, lambda {})", p.session.0, p.session.1),
-            Model::InverseGaussian { mu: p.session.0, lambda: p.session.1 },
+            format!(
+                "inverse Gaussian(mu {}, lambda {})",
+                p.session.0, p.session.1
+            ),
+            Model::InverseGaussian {
+                mu: p.session.0,
+                lambda: p.session.1,
+            },
         ),
         (
             "active OFF time (s)",
-            format!("Weibull(scale {}, shape {})", p.active_off.0, p.active_off.1),
-            Model::Weibull { scale: p.active_off.0, shape: p.active_off.1 },
+            format!(
+                "Weibull(scale {}, shape {})",
+                p.active_off.0, p.active_off.1
+            ),
+            Model::Weibull {
+                scale: p.active_off.0,
+                shape: p.active_off.1,
+            },
         ),
     ];
     let mut out = Vec::new();
     for (i, (name, dist, model)) in models.into_iter().enumerate() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
+            seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        );
         let mut sample: Vec<f64> = (0..n).map(|_| model.sample(&mut rng)).collect();
         let d = ks_statistic(&mut sample, |x| model.cdf(x));
         let bound = ks_critical_001(n);
@@ -341,14 +395,23 @@ mod tests {
         let p = Params::default();
         for m in [
             Model::hybrid(p.base_body, p.base_tail),
-            Model::InverseGaussian { mu: 3.86, lambda: 6.08 },
-            Model::Weibull { scale: 0.382, shape: 1.46 },
+            Model::InverseGaussian {
+                mu: 3.86,
+                lambda: 6.08,
+            },
+            Model::Weibull {
+                scale: 0.382,
+                shape: 1.46,
+            },
         ] {
             let mut last = 0.0;
             for i in 1..2000 {
                 let x = i as f64 * 0.37 * (1.0 + i as f64);
                 let f = m.cdf(x);
-                assert!((0.0..=1.0).contains(&f) && f >= last - 1e-12, "{m:?} at {x}");
+                assert!(
+                    (0.0..=1.0).contains(&f) && f >= last - 1e-12,
+                    "{m:?} at {x}"
+                );
                 last = f;
             }
         }
@@ -357,7 +420,10 @@ mod tests {
     #[test]
     fn inverse_gaussian_mean_matches() {
         use rand::SeedableRng;
-        let m = Model::InverseGaussian { mu: 3.86, lambda: 6.08 };
+        let m = Model::InverseGaussian {
+            mu: 3.86,
+            lambda: 6.08,
+        };
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
         let mean = (0..200_000).map(|_| m.sample(&mut rng)).sum::<f64>() / 200_000.0;
         assert!((mean - 3.86).abs() < 0.05, "{mean}");

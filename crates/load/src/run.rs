@@ -67,7 +67,11 @@ impl std::str::FromStr for Mode {
             "http11" => Mode::Http11,
             "pipeline" => Mode::Pipeline,
             "early-close" => Mode::EarlyClose,
-            _ => return Err(format!("unknown mode {s:?} (http10, http11, pipeline, early-close)")),
+            _ => {
+                return Err(format!(
+                    "unknown mode {s:?} (http10, http11, pipeline, early-close)"
+                ))
+            }
         })
     }
 }
@@ -91,6 +95,9 @@ pub struct Config {
     pub timeout: Duration,
     pub params: Params,
     pub command_line: String,
+    /// Wall-clock start (all shards of a distributed run begin together);
+    /// `None`: 50 ms from now.
+    pub start_at: Option<std::time::SystemTime>,
 }
 
 /// Live counters for the progress line (relaxed atomics, one add per event).
@@ -111,9 +118,9 @@ pub struct Target {
 }
 
 pub fn parse_target(url: &str) -> anyhow::Result<Target> {
-    let rest = url
-        .strip_prefix("http://")
-        .with_context(|| format!("--target {url:?}: expected http://HOST[:PORT] (https is not supported)"))?;
+    let rest = url.strip_prefix("http://").with_context(|| {
+        format!("--target {url:?}: expected http://HOST[:PORT] (https is not supported)")
+    })?;
     let authority = rest.split('/').next().unwrap_or("");
     if authority.is_empty() {
         bail!("--target {url:?}: no host");
@@ -121,7 +128,9 @@ pub fn parse_target(url: &str) -> anyhow::Result<Target> {
     if rest.len() > authority.len() + 1 {
         bail!("--target {url:?}: give only scheme, host and port; paths come from the site's manifest");
     }
-    let with_port = if authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    let with_port = if authority
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
         && !authority.ends_with(']')
     {
         authority.to_string()
@@ -199,8 +208,10 @@ impl Site {
             for f in &o.files {
                 ids.push(s.sizes.len() as u32);
                 s.sizes.push(f.size);
-                s.req.push(client::request_bytes(&f.path, host, version, false));
-                s.req_close.push(client::request_bytes(&f.path, host, version, true));
+                s.req
+                    .push(client::request_bytes(&f.path, host, version, false));
+                s.req_close
+                    .push(client::request_bytes(&f.path, host, version, true));
             }
             s.objects.push(ids);
         }
@@ -226,7 +237,9 @@ impl Ctx {
         Instant::now() + self.cfg.timeout
     }
     fn error(&self, kind: ErrorKind) {
-        self.metrics.borrow_mut().record_error(self.sec(Instant::now()), kind);
+        self.metrics
+            .borrow_mut()
+            .record_error(self.sec(Instant::now()), kind);
         self.live.errors.fetch_add(1, Ordering::Relaxed);
     }
     async fn connect(&self) -> Result<Conn, Failure> {
@@ -305,7 +318,10 @@ async fn exchange(
         let mut answered = 0;
         if result.is_ok() {
             for g in &gets[i..i + batch] {
-                match conn.read_response(ctx.site.sizes[g.file as usize], ctx.deadline()).await {
+                match conn
+                    .read_response(ctx.site.sizes[g.file as usize], ctx.deadline())
+                    .await
+                {
                     Ok(r) => {
                         done = Instant::now();
                         let lat = done.saturating_duration_since(g.intended).as_micros() as u64;
@@ -530,7 +546,12 @@ pub fn run(
     let ues = local_ues(&cfg);
     let n_local = ues.end - ues.start;
     if n_local == 0 {
-        bail!("shard {}/{} of {} UEs holds no UE", cfg.shard.0, cfg.shard.1, cfg.ues);
+        bail!(
+            "shard {}/{} of {} UEs holds no UE",
+            cfg.shard.0,
+            cfg.shard.1,
+            cfg.ues
+        );
     }
     // Descriptors: every UE's connections at once, plus the runtime's own.
     let needed = n_local * cfg.conns_per_ue as u64 + 64;
@@ -554,7 +575,14 @@ pub fn run(
     let started_utc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let cpu0 = cpu_times();
     let wall0 = std::time::Instant::now();
-    let start_std = std::time::Instant::now() + Duration::from_millis(50);
+    let start_std = match cfg.start_at {
+        None => std::time::Instant::now() + Duration::from_millis(50),
+        Some(at) => match at.duration_since(std::time::SystemTime::now()) {
+            Ok(wait) if wait <= Duration::from_secs(3600) => std::time::Instant::now() + wait,
+            Ok(_) => bail!("--start-at is more than an hour away"),
+            Err(_) => bail!("--start-at is in the past"),
+        },
+    };
     let mut handles = Vec::new();
     for t in 0..threads {
         let cfg = cfg.clone();
@@ -563,37 +591,49 @@ pub fn run(
         let live = live.clone();
         let names = names.clone();
         let ues = ues.clone();
-        handles.push(std::thread::Builder::new().name(format!("load-{t}")).spawn(move || -> anyhow::Result<Metrics> {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-            let local = tokio::task::LocalSet::new();
-            let metrics = local.block_on(&rt, async move {
-                let start = Instant::from_std(start_std);
-                let ctx = Rc::new(Ctx {
-                    end: start + cfg.duration,
-                    cfg,
-                    target,
-                    site,
-                    start,
-                    metrics: RefCell::new(Metrics::default()),
-                    live,
-                });
-                let mut tasks = Vec::new();
-                for ue in ues.filter(|u| u % threads as u64 == t as u64) {
-                    tasks.push(tokio::task::spawn_local(ue_task(ctx.clone(), ue, names.clone())));
-                }
-                // Bounded: UEs stop at the end; in-flight requests end by their timeout.
-                for task in tasks {
-                    let _ = task.await;
-                }
-                let m = ctx.metrics.borrow().clone();
-                m
-            });
-            Ok(metrics)
-        })?);
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("load-{t}"))
+                .spawn(move || -> anyhow::Result<Metrics> {
+                    let rt = tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()?;
+                    let local = tokio::task::LocalSet::new();
+                    let metrics = local.block_on(&rt, async move {
+                        let start = Instant::from_std(start_std);
+                        let ctx = Rc::new(Ctx {
+                            end: start + cfg.duration,
+                            cfg,
+                            target,
+                            site,
+                            start,
+                            metrics: RefCell::new(Metrics::default()),
+                            live,
+                        });
+                        let mut tasks = Vec::new();
+                        for ue in ues.filter(|u| u % threads as u64 == t as u64) {
+                            tasks.push(tokio::task::spawn_local(ue_task(
+                                ctx.clone(),
+                                ue,
+                                names.clone(),
+                            )));
+                        }
+                        // Bounded: UEs stop at the end; in-flight requests end by their timeout.
+                        for task in tasks {
+                            let _ = task.await;
+                        }
+                        let m = ctx.metrics.borrow().clone();
+                        m
+                    });
+                    Ok(metrics)
+                })?,
+        );
     }
     let mut metrics = Metrics::default();
     for h in handles {
-        let m = h.join().map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
+        let m = h
+            .join()
+            .map_err(|_| anyhow::anyhow!("a load thread panicked"))??;
         metrics.merge(&m);
     }
     let cpu1 = cpu_times();
@@ -623,6 +663,12 @@ pub fn run(
         wall0.elapsed().as_secs_f64(),
     );
     Ok((summary, metrics))
+}
+
+/// Parses an RFC 3339 UTC time (`--start-at`).
+pub fn parse_rfc3339(s: &str) -> Result<std::time::SystemTime, String> {
+    humantime::parse_rfc3339(s)
+        .map_err(|e| format!("{s:?}: {e} (expected e.g. 2026-11-22T15:00:00Z)"))
 }
 
 /// (user, system) CPU seconds of this process.

@@ -94,6 +94,7 @@ fn config(addr: std::net::SocketAddr, ues: u64, secs: u64, mode: Mode) -> Config
         timeout: Duration::from_secs(5),
         params: Params::default(),
         command_line: "test".into(),
+        start_at: None,
     }
 }
 
@@ -138,7 +139,10 @@ fn http10_opens_several_times_more_connections_than_http11() {
         let server = Server::start(dir.path());
         let (s, _) = go(config(server.addr, 150, 3, mode), &m);
         let stats = server.stop();
-        println!("{mode:?}: generator {} connections, server {}, GETs {}", s.connections, stats.connections, s.gets);
+        println!(
+            "{mode:?}: generator {} connections, server {}, GETs {}",
+            s.connections, stats.connections, s.gets
+        );
         assert_eq!(s.errors, 0);
         assert_eq!(stats.connections, s.connections);
         per_mode.push((s.connections, s.gets));
@@ -167,22 +171,38 @@ fn shards_merge_into_one_run() {
             })
         })
         .collect();
-    let shards: Vec<(Summary, std::path::PathBuf)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let shards: Vec<(Summary, std::path::PathBuf)> =
+        handles.into_iter().map(|h| h.join().unwrap()).collect();
     server.stop();
     let dirs: Vec<_> = shards.iter().map(|s| s.1.clone()).collect();
     let (merged, mm) = merge_dirs(&dirs).unwrap();
     // Exact: counts add, histograms add.
     assert_eq!(merged.gets, shards.iter().map(|s| s.0.gets).sum::<u64>());
-    assert_eq!(merged.connections, shards.iter().map(|s| s.0.connections).sum::<u64>());
+    assert_eq!(
+        merged.connections,
+        shards.iter().map(|s| s.0.connections).sum::<u64>()
+    );
     assert_eq!(merged.run.ues, 120);
     assert_eq!(mm.get_latency.len(), merged.gets);
     assert_eq!(merged.errors, 0);
     // Same UEs, same seeds: the same work within noise (UEs are closed-loop,
     // so only response times shift the schedule).
     let rel = |a: u64, b: u64| (a as f64 - b as f64).abs() / b as f64;
-    println!("whole: {} GETs {} objects {} conns; merged: {} GETs {} objects {} conns",
-        whole.gets, whole.objects, whole.connections, merged.gets, merged.objects, merged.connections);
-    assert!(rel(merged.gets, whole.gets) < 0.10, "GETs {} vs {}", merged.gets, whole.gets);
+    println!(
+        "whole: {} GETs {} objects {} conns; merged: {} GETs {} objects {} conns",
+        whole.gets,
+        whole.objects,
+        whole.connections,
+        merged.gets,
+        merged.objects,
+        merged.connections
+    );
+    assert!(
+        rel(merged.gets, whole.gets) < 0.10,
+        "GETs {} vs {}",
+        merged.gets,
+        whole.gets
+    );
     assert!(rel(merged.connections, whole.connections) < 0.10);
     // Merging a shard twice is refused.
     assert!(merge_dirs(&[dirs[0].clone(), dirs[0].clone()]).is_err());

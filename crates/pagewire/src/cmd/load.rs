@@ -54,6 +54,10 @@ pub struct Args {
     /// Connect and each response must complete within this, else the GET counts as a timeout error.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub timeout: Duration,
+    /// Begin at this UTC time (RFC 3339, e.g. 2026-11-22T15:00:00Z) so that
+    /// shards on several machines start together.
+    #[arg(long, value_parser = parse_start_at)]
+    pub start_at: Option<std::time::SystemTime>,
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
@@ -87,10 +91,22 @@ pub enum Sub {
     },
 }
 
+fn parse_start_at(s: &str) -> Result<std::time::SystemTime, String> {
+    pagewire_load::run::parse_rfc3339(s)
+}
+
 fn parse_shard(s: &str) -> Result<(u64, u64), String> {
-    let (k, n) = s.split_once('/').ok_or_else(|| format!("--shard {s:?}: expected K/N"))?;
-    let k: u64 = k.trim().parse().map_err(|_| format!("--shard {s:?}: bad K"))?;
-    let n: u64 = n.trim().parse().map_err(|_| format!("--shard {s:?}: bad N"))?;
+    let (k, n) = s
+        .split_once('/')
+        .ok_or_else(|| format!("--shard {s:?}: expected K/N"))?;
+    let k: u64 = k
+        .trim()
+        .parse()
+        .map_err(|_| format!("--shard {s:?}: bad K"))?;
+    let n: u64 = n
+        .trim()
+        .parse()
+        .map_err(|_| format!("--shard {s:?}: bad N"))?;
     if n == 0 || k >= n {
         return Err(format!("--shard {s:?}: need 0 <= K < N"));
     }
@@ -128,6 +144,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         timeout: args.timeout,
         params: Params::default(),
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        start_at: args.start_at,
     };
     let live = Arc::new(Live::default());
     let stop = Arc::new(AtomicBool::new(false));
@@ -156,7 +173,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn progress_line(live: &Live, stop: &AtomicBool, total: Duration) {
-    let bar = ProgressBar::with_draw_target(Some(total.as_secs().max(1)), ProgressDrawTarget::stderr());
+    let bar =
+        ProgressBar::with_draw_target(Some(total.as_secs().max(1)), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:20}] {msg}")
             .expect("valid template")
