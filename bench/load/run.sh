@@ -17,7 +17,8 @@ UES=${UES:-640}
 MODE=${MODE:-http11}
 DURATION=${DURATION:-60s}
 RAMP=${RAMP:-5s}
-PORT=${PORT:-18180}
+# A free loopback port (never a fixed one: other servers may be running).
+PORT=${PORT:-$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")}
 WORK=${WORK:-$(mktemp -d /tmp/pagewire-load.XXXXXX)}
 SITE=${SITE:-$WORK/site}
 OUT=${OUT:-$WORK/out}

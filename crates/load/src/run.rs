@@ -542,6 +542,9 @@ pub fn run(
     if !(1..=2).contains(&cfg.conns_per_ue) {
         bail!("--conns-per-ue must be 1 or 2");
     }
+    if cfg.conns_per_ue == 2 && cfg.mode.pipelined() {
+        bail!("--conns-per-ue 2 applies to http10 and http11 (pipelined modes use one connection)");
+    }
     let target = parse_target(&cfg.target)?;
     let ues = local_ues(&cfg);
     let n_local = ues.end - ues.start;
