@@ -115,7 +115,8 @@ fn parse_shard(s: &str) -> Result<(u64, u64), String> {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(Sub::Merge { dirs, json, out }) = args.sub {
-        let (summary, metrics) = merge_dirs(&dirs)?;
+        let (mut summary, metrics) = merge_dirs(&dirs)?;
+        summary.run.command_line = std::env::args().collect::<Vec<_>>().join(" ");
         if let Some(out) = out {
             write_dir(&out, &summary, &metrics)?;
         }
