@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use crate::error::FetchError;
 
-/// The transfer strategies of paper 001 (DESIGN.md "Transfer strategies").
+/// The transfer strategies of paper 001 (docs/architecture.md, "Transfer
+/// strategies").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {

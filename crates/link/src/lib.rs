@@ -11,7 +11,8 @@
 //!   serialization at a constant or trace-driven rate, delay and jitter;
 //! - [`counters`]: per-run accounting (paper 001's Pa, Bytes, %ov);
 //! - [`pcap`]: capture with emulated timestamps;
-//! - [`config`]: profiles (paper 001 Table 1, DESIGN.md) and flag parsers.
+//! - [`config`]: profiles (paper 001 Table 1; docs/architecture.md) and flag
+//!   parsers.
 
 pub mod classify;
 pub mod config;
