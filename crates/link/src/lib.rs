@@ -14,6 +14,8 @@
 //! - [`config`]: profiles (paper 001 Table 1; docs/architecture.md) and flag
 //!   parsers.
 
+#![forbid(unsafe_code)]
+
 pub mod classify;
 pub mod config;
 pub mod counters;

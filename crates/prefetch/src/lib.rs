@@ -6,6 +6,8 @@
 //!   windows, arc weights, candidates) — the one predictor core.
 //! * [`OnlinePredictor`]: that core behind a mutex for `pagewire serve --prefetch`.
 
+#![forbid(unsafe_code)]
+
 pub mod fit;
 pub mod graph;
 pub mod log;
