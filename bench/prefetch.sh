@@ -55,7 +55,7 @@ sweep=(prefetch simulate --log "$LOG" --json)
 
 times=()
 for _ in $(seq "$REPS"); do times+=("$(wall "$PAGEWIRE" "${one_point[@]}")"); done
-echo "# command: pagewire ${one_point[*]}"
+echo "# command: pagewire ${one_point[*]//"$TMP"/\$TMP}"
 report "one point (w=4 p=0.5 i=all realistic), 1M lines" 5 "${times[@]}"
 
 times=()

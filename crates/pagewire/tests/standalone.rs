@@ -69,9 +69,7 @@ fn no_tracked_file_refers_outside_the_repository() {
         let text = String::from_utf8_lossy(&bytes);
         for (n, line) in text.lines().enumerate() {
             for p in &patterns {
-                if line.contains(p.as_str())
-                    && !ALLOWED.iter().any(|&(f, a)| f == name && a == p)
-                {
+                if line.contains(p.as_str()) && !ALLOWED.iter().any(|&(f, a)| f == name && a == p) {
                     hits.push(format!("{name}:{}: `{p}`: {}", n + 1, line.trim()));
                 }
             }
