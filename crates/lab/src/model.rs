@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// Network profiles of paper 001 Table 1 (the emulator's profiles of the
-/// same names; see DESIGN.md "Network profiles").
+/// same names; see docs/architecture.md, "Network profiles").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Net {
