@@ -8,8 +8,11 @@ use std::time::Duration;
 
 use crate::error::FetchError;
 
-/// The transfer strategies of paper 001 (DESIGN.md "Transfer strategies").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+/// The robot's transfer strategies: one type for the robot, the CLI and the
+/// lab's run records (paper 001's four are [`Strategy::PAPER_001`]).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Strategy {
     /// HTTP/1.0, one request per connection, up to `max_conns` at once
@@ -27,8 +30,11 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// Every strategy, in the paper's table order.
-    pub const ALL: [Strategy; 4] = [
+    /// Every strategy the robot has.
+    pub const ALL: [Strategy; 4] = Strategy::PAPER_001;
+
+    /// Paper 001's four configurations, in the order of its Tables 4-9.
+    pub const PAPER_001: [Strategy; 4] = [
         Strategy::Http10,
         Strategy::Http11,
         Strategy::Pipeline,
@@ -42,6 +48,16 @@ impl Strategy {
             Strategy::Http11 => "http11",
             Strategy::Pipeline => "pipeline",
             Strategy::PipelineDeflate => "pipeline-deflate",
+        }
+    }
+
+    /// The row label of paper 001's tables (Nielsen et al., SIGCOMM '97).
+    pub const fn paper_label(self) -> &'static str {
+        match self {
+            Strategy::Http10 => "HTTP/1.0",
+            Strategy::Http11 => "HTTP/1.1",
+            Strategy::Pipeline => "HTTP/1.1 Pipelined",
+            Strategy::PipelineDeflate => "HTTP/1.1 Pipelined w. compression",
         }
     }
 
@@ -62,9 +78,13 @@ impl FromStr for Strategy {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Strategy::ALL
             .into_iter()
-            .find(|st| st.name().eq_ignore_ascii_case(s))
+            .find(|st| st.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| {
-                format!("unknown strategy {s:?} (expected http10, http11, pipeline or pipeline-deflate)")
+                let names: Vec<&str> = Strategy::ALL.iter().map(|st| st.name()).collect();
+                format!(
+                    "unknown strategy {s:?} (expected one of: {})",
+                    names.join(", ")
+                )
             })
     }
 }

@@ -14,6 +14,8 @@
 //! connection, output buffer, early-close recovery), `outbuf` (the flush
 //! policy), `cache`, `inflate`, `report` (+ `har`, `save` for output).
 
+#![forbid(unsafe_code)]
+
 pub mod cache;
 pub mod config;
 mod conn;

@@ -10,8 +10,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
+use pagewire_discover::{resolve, same_server_path, Discoverer};
 use pagewire_h1::{Method, ResponseHead, Version};
-use pagewire_site::discover::{resolve, same_server_path, Discoverer};
 use sha2::{Digest, Sha256};
 
 use crate::cache::{hex, sha256_hex, Cache, Entry, EntryMeta, MAX_ENTRY_BODY_BYTES};
@@ -205,7 +205,7 @@ impl Session {
                 Some(path) => {
                     let path = encode_target(&path);
                     if !st.by_path.contains_key(&path)
-                        && st.objs.len() < pagewire_site::discover::MAX_REFERENCES
+                        && st.objs.len() < pagewire_discover::MAX_REFERENCES
                     {
                         ids.push(self.add_object(st, path, kind));
                     }

@@ -6,7 +6,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// Network profiles of paper 001 Table 1 (the emulator's profiles of the
-/// same names; see DESIGN.md "Network profiles").
+/// same names; see docs/architecture.md, "Network profiles").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Net {
@@ -56,68 +56,9 @@ impl FromStr for Net {
     }
 }
 
-/// The four robot configurations of Tables 4-9.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Strategy {
-    #[serde(rename = "http10")]
-    Http10,
-    #[serde(rename = "http11")]
-    Http11,
-    #[serde(rename = "pipeline")]
-    Pipeline,
-    #[serde(rename = "pipeline-deflate")]
-    PipelineDeflate,
-}
-
-impl Strategy {
-    pub const ALL: [Strategy; 4] = [
-        Strategy::Http10,
-        Strategy::Http11,
-        Strategy::Pipeline,
-        Strategy::PipelineDeflate,
-    ];
-
-    /// The CLI name (same as the robot's).
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Http10 => "http10",
-            Strategy::Http11 => "http11",
-            Strategy::Pipeline => "pipeline",
-            Strategy::PipelineDeflate => "pipeline-deflate",
-        }
-    }
-
-    /// The row label the paper's tables use.
-    pub fn paper_label(self) -> &'static str {
-        match self {
-            Strategy::Http10 => "HTTP/1.0",
-            Strategy::Http11 => "HTTP/1.1",
-            Strategy::Pipeline => "HTTP/1.1 Pipelined",
-            Strategy::PipelineDeflate => "HTTP/1.1 Pipelined w. compression",
-        }
-    }
-}
-
-impl fmt::Display for Strategy {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl FromStr for Strategy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "http10" => Ok(Strategy::Http10),
-            "http11" => Ok(Strategy::Http11),
-            "pipeline" => Ok(Strategy::Pipeline),
-            "pipeline-deflate" => Ok(Strategy::PipelineDeflate),
-            other => Err(format!(
-                "unknown strategy {other:?} (expected http10, http11, pipeline or pipeline-deflate)"
-            )),
-        }
-    }
-}
+/// The robot configurations of Tables 4-9: the robot's own type, one for the
+/// robot, the CLI and the run records ([`Strategy::PAPER_001`] are the four).
+pub use pagewire_client::Strategy;
 
 /// First-time retrieval (empty cache, 43 GETs) or cache revalidation (43
 /// conditional requests; HTTP/1.0: 1 GET + 42 HEADs), paper 001 "Test Setup".

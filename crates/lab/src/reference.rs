@@ -163,7 +163,7 @@ mod tests {
     fn every_table_is_complete() {
         for server in [Jigsaw, Apache] {
             for net in Net::ALL {
-                for st in Strategy::ALL {
+                for st in Strategy::PAPER_001 {
                     for test in Test::ALL {
                         let r = lookup(server, net, st, test);
                         // The paper has no HTTP/1.0 row on PPP.

@@ -14,7 +14,7 @@ use pagewire_emu::{Link, LinkConfig};
 use pagewire_site::microscape::{self, Microscape};
 use sha2::{Digest, Sha256};
 
-use crate::model::{Net, RunRecord, Strategy, Test};
+use crate::model::{Net, RunRecord, Test};
 use crate::plan::{Plan, RunSpec};
 
 /// Port the server listens on inside the server namespace.
@@ -384,15 +384,6 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
     })
 }
 
-fn client_strategy(s: Strategy) -> pagewire_client::Strategy {
-    match s {
-        Strategy::Http10 => pagewire_client::Strategy::Http10,
-        Strategy::Http11 => pagewire_client::Strategy::Http11,
-        Strategy::Pipeline => pagewire_client::Strategy::Pipeline,
-        Strategy::PipelineDeflate => pagewire_client::Strategy::PipelineDeflate,
-    }
-}
-
 /// One run. Infrastructure failures (the link) are errors; a failed fetch
 /// is a record with `error` set.
 fn one_run(
@@ -417,7 +408,7 @@ fn one_run(
         spec.net, spec.strategy, spec.test, spec.rep
     );
     let pcap = cfg.out_dir.join(&pcap_rel);
-    let mut fc = FetchConfig::new(url, client_strategy(spec.strategy));
+    let mut fc = FetchConfig::new(url, spec.strategy);
     fc.cache_dir = Some(cache);
     fc.revalidate = spec.test == Test::Revalidate;
     let extra = serde_json::json!({

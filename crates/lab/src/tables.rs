@@ -66,7 +66,7 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
         "{}",
         "-".repeat(w[0] + 2 * (w[1] + w[2] + w[3] + w[4] + 3) + 4)
     );
-    for st in Strategy::ALL {
+    for st in Strategy::PAPER_001 {
         let mine: Vec<Option<&Summary>> = Test::ALL
             .iter()
             .map(|t| summaries.get(&(net, st, *t)))
@@ -190,7 +190,7 @@ pub fn sockets_table(
         "  {:<46} {:>10} {:>10} {:>12} {:>12} {:>10} {:>9}",
         "", "max socks", "tot socks", "pkts c->s", "pkts s->c", "pkts tot", "Sec"
     );
-    for st in Strategy::ALL {
+    for st in Strategy::PAPER_001 {
         if let Some(m) = summaries.get(&(net, st, test)) {
             if m.runs_ok > 0 {
                 let _ = writeln!(

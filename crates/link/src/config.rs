@@ -1,5 +1,5 @@
-//! Link configuration: profiles (DESIGN.md "Network profiles", paper 001
-//! Table 1), explicit overrides, and the parsers behind the CLI flags.
+//! Link configuration: profiles (docs/architecture.md, "Network profiles";
+//! paper 001 Table 1), explicit overrides, and the parsers behind the CLI flags.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -212,8 +212,8 @@ pub struct LinkConfig {
 pub const DEFAULT_QUEUE: QueueLimit = QueueLimit::Packets(1000);
 
 impl LinkConfig {
-    /// The named profiles of DESIGN.md. Which numbers come from the papers
-    /// and which are assumptions is in docs/link.md.
+    /// The named profiles. Which numbers come from the papers and which are
+    /// assumptions is in docs/architecture.md ("Network profiles").
     pub fn profile(name: &str) -> Result<Self, ConfigError> {
         let (rtt_us, rate) = match name {
             // Paper 001 Table 1: 10 Mbit Ethernet, RTT "< 1 ms".

@@ -139,7 +139,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
              so pipeline-deflate gets identity bodies from nginx"
         );
     }
-    let command: Vec<String> = std::env::args().collect();
+    let command: Vec<String> = pagewire_emu::command_line();
     let cfg = BenchConfig {
         plan: plan.clone(),
         server: server.clone(),

@@ -172,7 +172,7 @@ fn config_from(args: &Args) -> ServerConfig {
         max_conns: args.max_conns.max(1),
         access_log: args.access_log.clone(),
         prefetch: args.prefetch,
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        command_line: pagewire_emu::command_line().join(" "),
         ..Default::default()
     }
 }
