@@ -16,6 +16,7 @@ pub mod reference;
 pub mod report;
 pub mod runner;
 pub mod stats;
+pub mod surge;
 pub mod tables;
 
 pub use model::{Net, RunRecord, Strategy, Test};

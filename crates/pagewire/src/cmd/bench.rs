@@ -18,7 +18,7 @@ use pagewire_lab::{Net, Strategy, Test};
     pagewire bench --server-cmd 'python3 -m http.server {port} -d {root}' --net lan\n  \
     pagewire bench --tcp 1997 --mss 536")]
 pub struct Args {
-    /// Experiment suite (only `microscape`, paper 001, so far).
+    /// Experiment suite: `microscape` (paper 001) or `surge` (paper 004).
     #[arg(long, default_value = "microscape")]
     suite: String,
     /// Networks, comma-separated: lan, wan, ppp.
@@ -62,6 +62,8 @@ pub struct Args {
     /// Don't draw the progress bar.
     #[arg(long)]
     no_progress: bool,
+    #[command(flatten)]
+    surge: super::bench_surge::SurgeArgs,
 }
 
 fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, xs: &[String]) -> Result<Vec<T>> {
@@ -89,9 +91,12 @@ fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig>>> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    if a.suite == "surge" {
+        return super::bench_surge::run(&a.surge, &a.server, a.quick, a.out, !a.no_progress);
+    }
     if a.suite != "microscape" {
         bail!(
-            "--suite: only `microscape` (paper 001) is implemented, got {:?}",
+            "--suite: microscape (paper 001) or surge (paper 004), got {:?}",
             a.suite
         );
     }
