@@ -210,6 +210,22 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
             .arg(&root)
             .status();
     }
+    if let Server::Pagewire { .. } = cfg.server {
+        // pagewire's server holds the whole site in its own memory (the
+        // store is built at start and never reads the disk again): under a
+        // limit it cannot page files from disk, it can only be killed.
+        if let Some(m) = cfg
+            .memories
+            .iter()
+            .find(|m| m.limit_bytes.is_some_and(|b| b < 2 * manifest.bytes + (64 << 20)))
+        {
+            bail!(
+                "--memory {}: pagewire's server keeps the whole {:.0} MB file set in its own memory                  (it never reads the disk after start), so a limit below the set cannot make it page                  files from disk; use --server nginx or apache for memory-limited runs, or --memory none",
+                m.label,
+                manifest.bytes as f64 / 1048576.0
+            );
+        }
+    }
     pagewire_emu::cli::install_termination_handlers();
     let mut memories = cfg.memories.clone();
     // Unlimited (warm, CPU-bound) first, then smaller and smaller.
@@ -384,8 +400,8 @@ fn one_run(
         major_faults: rec.mean(|s| s.major_faults),
         tcp_sent: rec.mean(|s| s.tcp_sent),
         tcp_received: rec.mean(|s| s.tcp_received),
-        established: rec.mean(|s| s.established as f64),
-        time_wait: rec.mean(|s| s.time_wait as f64),
+        established: rec.mean(|s| s.established),
+        time_wait: rec.mean(|s| s.time_wait),
         rss_mean: rec.mean(|s| s.rss as f64),
         page_cache_mean: rec.mean(|s| s.page_cache as f64),
         cwnd_mean,
@@ -400,7 +416,7 @@ fn one_run(
         mem_points: rec
             .samples
             .iter()
-            .map(|s| (s.established as f64, s.rss as f64))
+            .map(|s| (s.established, s.rss as f64))
             .collect(),
         cwnds: rec.cwnds.clone(),
     };

@@ -41,14 +41,15 @@ pub struct Sample {
     /// TCP segments sent / received per second in the server's namespace.
     pub tcp_sent: f64,
     pub tcp_received: f64,
-    /// Server sockets by state at the sample.
-    pub established: u64,
-    pub time_wait: u64,
-    pub other_states: u64,
+    /// Server sockets by state, mean of the second's sub-samples (5 a second).
+    pub established: f64,
+    pub time_wait: f64,
+    pub other_states: f64,
     /// Server memory without page cache (anon + kernel), bytes; and its page cache.
     pub rss: u64,
     pub page_cache: u64,
-    /// Congestion windows (segments) of the established connections sampled.
+    /// Congestion windows (segments) of the established connections seen
+    /// by the second's sub-samples (5 a second).
     pub cwnd_n: u64,
     pub cwnd_mean: f64,
     pub cwnd_max: u64,
@@ -91,6 +92,9 @@ pub struct Monitor {
 
 /// What to watch: a process inside the server's namespace (for its
 /// /proc/PID/net files and `nsenter`) and the server's cgroup.
+/// Sub-samples of connection states and windows per interval.
+pub const SUBSAMPLES: u32 = 5;
+
 pub struct Target {
     pub netns_pid: u32,
     pub cgroup: Arc<Cgroup>,
@@ -231,13 +235,29 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
     let mut prev_vm = vmstat();
     let mut prev_tcp = tcp_segments(target.netns_pid);
     let mut next = start + target.interval;
+    let sub = target.interval / SUBSAMPLES;
     loop {
-        // Sleep in small steps so stop is prompt.
+        // Connection states and congestion windows SUBSAMPLES times per
+        // interval (short HTTP/1.0 connections live for milliseconds);
+        // sleep in small steps so stop is prompt.
+        let (mut st, mut cw, mut subs) = ((0u64, 0u64, 0u64), Vec::new(), 0u64);
+        let mut cw_ok = false;
+        let mut next_sub = Instant::now();
         while Instant::now() < next {
             if stop.load(Ordering::Relaxed) {
                 return rec;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            if Instant::now() >= next_sub {
+                next_sub += sub;
+                let (e, t, o) = tcp_states(target.netns_pid);
+                st = (st.0 + e, st.1 + t, st.2 + o);
+                if let Some(c) = cwnds(target.netns_pid) {
+                    cw_ok = true;
+                    cw.extend(c);
+                }
+                subs += 1;
+            }
+            std::thread::sleep(Duration::from_millis(10));
         }
         next += target.interval;
         let now = Instant::now();
@@ -246,8 +266,9 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
         let cpu = proc_stat();
         let vm = vmstat();
         let tcp = tcp_segments(target.netns_pid);
-        let (est, tw, other) = tcp_states(target.netns_pid);
-        let cw = cwnds(target.netns_pid);
+        let subs = subs.max(1) as f64;
+        let (est, tw, other) = (st.0 as f64 / subs, st.1 as f64 / subs, st.2 as f64 / subs);
+        let cw = if cw_ok { Some(cw) } else { None };
         let dtot = cpu.total.saturating_sub(prev_cpu.total).max(1) as f64;
         let mut s = Sample {
             t: now.duration_since(start).as_secs_f64(),

@@ -160,7 +160,7 @@ pub fn start(
     let logf = fs::File::create(&log).with_context(|| format!("create {}", log.display()))?;
     let exec = match server {
         Server::Pagewire { exe } => format!(
-            "exec {} serve --root {} --addr {addr}",
+            "exec {} serve --root {} --addr {addr} --no-compress --idle-timeout 15s",
             sh_quote(exe),
             sh_quote(root)
         ),
