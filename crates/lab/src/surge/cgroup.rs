@@ -57,7 +57,10 @@ pub fn describe() -> String {
     if v2_has_memory() {
         let c = fs::read_to_string(Path::new(ROOT).join("cgroup.controllers")).unwrap_or_default();
         format!("cgroup v2 (controllers: {})", c.trim())
-    } else if Path::new(ROOT).join("memory/memory.limit_in_bytes").exists() {
+    } else if Path::new(ROOT)
+        .join("memory/memory.limit_in_bytes")
+        .exists()
+    {
         "cgroup v1 (memory, cpuacct, blkio hierarchies)".into()
     } else {
         "no usable cgroup memory controller".into()
@@ -77,7 +80,10 @@ impl Cgroup {
         if v2_has_memory() {
             let dir = Path::new(ROOT).join(&name);
             // Controllers must be enabled in the parent for the child.
-            let _ = fs::write(Path::new(ROOT).join("cgroup.subtree_control"), "+memory +cpu +io");
+            let _ = fs::write(
+                Path::new(ROOT).join("cgroup.subtree_control"),
+                "+memory +cpu +io",
+            );
             fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
             let cg = Cgroup {
                 flavor: Flavor::V2,
@@ -217,9 +223,9 @@ impl Cgroup {
                 }
                 r.mem_nonfile = usage.saturating_sub(r.mem_file);
                 let b = self.dir("blkio");
-                if let Some(s) =
-                    b.and_then(|d| fs::read_to_string(d.join("blkio.throttle.io_service_bytes")).ok())
-                {
+                if let Some(s) = b.and_then(|d| {
+                    fs::read_to_string(d.join("blkio.throttle.io_service_bytes")).ok()
+                }) {
                     for l in s.lines() {
                         let f: Vec<&str> = l.split_whitespace().collect();
                         if f.len() == 3 {

@@ -214,11 +214,10 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
         // pagewire's server holds the whole site in its own memory (the
         // store is built at start and never reads the disk again): under a
         // limit it cannot page files from disk, it can only be killed.
-        if let Some(m) = cfg
-            .memories
-            .iter()
-            .find(|m| m.limit_bytes.is_some_and(|b| b < 2 * manifest.bytes + (64 << 20)))
-        {
+        if let Some(m) = cfg.memories.iter().find(|m| {
+            m.limit_bytes
+                .is_some_and(|b| b < 2 * manifest.bytes + (64 << 20))
+        }) {
             bail!(
                 "--memory {}: pagewire's server keeps the whole {:.0} MB file set in its own memory                  (it never reads the disk after start), so a limit below the set cannot make it page                  files from disk; use --server nginx or apache for memory-limited runs, or --memory none",
                 m.label,
@@ -268,7 +267,9 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
                 if cold {
                     cgroup::drop_caches()?;
                 }
-                let r = one_run(cfg, &link, &cg, &server, &manifest, &target, mem, mode, ues, cold);
+                let r = one_run(
+                    cfg, &link, &cg, &server, &manifest, &target, mem, mode, ues, cold,
+                );
                 let r = match r {
                     Ok(r) => r,
                     Err(e) => {

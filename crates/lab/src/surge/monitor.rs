@@ -273,13 +273,10 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
         let mut s = Sample {
             t: now.duration_since(start).as_secs_f64(),
             usr: 100.0 * cg.user_ns.saturating_sub(prev_cg.user_ns) as f64 / (dt * 1e9 * ncpu),
-            kern: 100.0 * cg.system_ns.saturating_sub(prev_cg.system_ns) as f64
-                / (dt * 1e9 * ncpu),
+            kern: 100.0 * cg.system_ns.saturating_sub(prev_cg.system_ns) as f64 / (dt * 1e9 * ncpu),
             idle: 100.0 * cpu.idle.saturating_sub(prev_cpu.idle) as f64 / dtot,
             iowait: 100.0 * cpu.iowait.saturating_sub(prev_cpu.iowait) as f64 / dtot,
-            pages_read: cg.io_read_bytes.saturating_sub(prev_cg.io_read_bytes) as f64
-                / 4096.0
-                / dt,
+            pages_read: cg.io_read_bytes.saturating_sub(prev_cg.io_read_bytes) as f64 / 4096.0 / dt,
             pages_written: cg.io_write_bytes.saturating_sub(prev_cg.io_write_bytes) as f64
                 / 4096.0
                 / dt,
@@ -356,6 +353,9 @@ mod tests {
         let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let _s = l.accept().unwrap();
         let (est, _, _) = tcp_states(std::process::id());
-        assert!(est >= 2, "both ends of the loopback connection are ESTABLISHED");
+        assert!(
+            est >= 2,
+            "both ends of the loopback connection are ESTABLISHED"
+        );
     }
 }

@@ -194,9 +194,9 @@ pub struct Ctx {
 impl Ctx {
     fn disk_bound(&self, r: &Run) -> bool {
         let base = self.largest().and_then(|m| {
-            self.runs
-                .iter()
-                .find(|b| b.memory == m && b.mode == r.mode && b.ues == r.ues && b.limit_bytes.is_none())
+            self.runs.iter().find(|b| {
+                b.memory == m && b.mode == r.mode && b.ues == r.ues && b.limit_bytes.is_none()
+            })
         });
         disk_bound_vs(r, base)
     }
@@ -347,7 +347,10 @@ fn rule_cpu(c: &Ctx) -> Evaluation {
 fn rule_disk(c: &Ctx) -> Evaluation {
     let mut cells = Cells::new();
     let (Some(mem), Some(u)) = (c.smallest_limited(), c.max_ues()) else {
-        return cells.evaluate(Verdict::Inconclusive, "needs a memory-limited configuration");
+        return cells.evaluate(
+            Verdict::Inconclusive,
+            "needs a memory-limited configuration",
+        );
     };
     let (Some(a), Some(b)) = (c.get(&mem, "http10", u), c.get(&mem, "http11", u)) else {
         return cells.evaluate(Verdict::Inconclusive, "needs http10 and http11");
@@ -515,7 +518,10 @@ fn rule_ec_packets(c: &Ctx) -> Evaluation {
             );
             let more = per_get(e, e.packets.total) / per_get(p, p.packets.total) - 1.0;
             cells.push(
-                format!("{u} UEs: early close {:+.0}% packets/GET vs pipelined HTTP/1.1", 100.0 * more),
+                format!(
+                    "{u} UEs: early close {:+.0}% packets/GET vs pipelined HTTP/1.1",
+                    100.0 * more
+                ),
                 O::from_bool((0.0..=0.35).contains(&more)),
             );
         }
@@ -621,7 +627,12 @@ fn grid(
     out: &mut String,
     title: &str,
     runs: &[&Run],
-    rows: &[(&str, usize, &dyn Fn(&Run) -> f64, &dyn Fn(&str, usize) -> Option<f64>)],
+    rows: &[(
+        &str,
+        usize,
+        &dyn Fn(&Run) -> f64,
+        &dyn Fn(&str, usize) -> Option<f64>,
+    )],
 ) {
     let _ = writeln!(out, "{title}");
     let mut head = format!("{:<30}", "");
@@ -683,17 +694,77 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
             &format!("Table 2/7 — packets and bytes ({server}, memory {mem}; millions per 600 s)"),
             &rs,
             &[
-                ("Data Packets", 3, &|r: &Run| r.packets.data as f64 * sc(r), &|m, c| paper::table2(m).map(|t| t[0][c])),
-                ("Total Packets", 3, &|r: &Run| r.packets.total as f64 * sc(r), &|m, c| paper::table2(m).map(|t| t[1][c])),
-                ("Total Data Bytes", 1, &|r: &Run| r.packets.data_bytes as f64 * sc(r), &|m, c| paper::table2(m).map(|t| t[2][c])),
-                ("Total Bytes", 1, &|r: &Run| r.packets.bytes as f64 * sc(r), &|m, c| paper::table2(m).map(|t| t[3][c])),
-                ("Data Byts/Data Pkts", 0, &|r: &Run| r.packets.data_bytes as f64 / r.packets.data.max(1) as f64, &|m, c| paper::table2(m).map(|t| t[4][c])),
-                ("SYN (+SYN-ACK) packets", 3, &|r: &Run| r.packets.syn as f64 * sc(r), &|_, _| None),
-                ("FIN packets", 3, &|r: &Run| r.packets.fin as f64 * sc(r), &|_, _| None),
-                ("RST packets", 3, &|r: &Run| r.packets.rst as f64 * sc(r), &|_, _| None),
-                ("pure ACK packets", 3, &|r: &Run| r.packets.ack as f64 * sc(r), &|_, _| None),
-                ("GETs (thousands/600 s)", 1, &|r: &Run| r.gets as f64 * sc(r) * 1000.0, &|_, _| None),
-                ("packets per GET", 2, &|r: &Run| per_get(r, r.packets.total), &|m, c| paper::table2(m).zip(paper::table6(m)).map(|_| f64::NAN).filter(|_| c > 9)),
+                (
+                    "Data Packets",
+                    3,
+                    &|r: &Run| r.packets.data as f64 * sc(r),
+                    &|m, c| paper::table2(m).map(|t| t[0][c]),
+                ),
+                (
+                    "Total Packets",
+                    3,
+                    &|r: &Run| r.packets.total as f64 * sc(r),
+                    &|m, c| paper::table2(m).map(|t| t[1][c]),
+                ),
+                (
+                    "Total Data Bytes",
+                    1,
+                    &|r: &Run| r.packets.data_bytes as f64 * sc(r),
+                    &|m, c| paper::table2(m).map(|t| t[2][c]),
+                ),
+                (
+                    "Total Bytes",
+                    1,
+                    &|r: &Run| r.packets.bytes as f64 * sc(r),
+                    &|m, c| paper::table2(m).map(|t| t[3][c]),
+                ),
+                (
+                    "Data Byts/Data Pkts",
+                    0,
+                    &|r: &Run| r.packets.data_bytes as f64 / r.packets.data.max(1) as f64,
+                    &|m, c| paper::table2(m).map(|t| t[4][c]),
+                ),
+                (
+                    "SYN (+SYN-ACK) packets",
+                    3,
+                    &|r: &Run| r.packets.syn as f64 * sc(r),
+                    &|_, _| None,
+                ),
+                (
+                    "FIN packets",
+                    3,
+                    &|r: &Run| r.packets.fin as f64 * sc(r),
+                    &|_, _| None,
+                ),
+                (
+                    "RST packets",
+                    3,
+                    &|r: &Run| r.packets.rst as f64 * sc(r),
+                    &|_, _| None,
+                ),
+                (
+                    "pure ACK packets",
+                    3,
+                    &|r: &Run| r.packets.ack as f64 * sc(r),
+                    &|_, _| None,
+                ),
+                (
+                    "GETs (thousands/600 s)",
+                    1,
+                    &|r: &Run| r.gets as f64 * sc(r) * 1000.0,
+                    &|_, _| None,
+                ),
+                (
+                    "packets per GET",
+                    2,
+                    &|r: &Run| per_get(r, r.packets.total),
+                    &|m, c| {
+                        paper::table2(m)
+                            .zip(paper::table6(m))
+                            .map(|_| f64::NAN)
+                            .filter(|_| c > 9)
+                    },
+                ),
             ],
         );
         grid(
@@ -701,9 +772,18 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
             &format!("Table 3 — congestion window, segments ({server}, memory {mem})"),
             &rs,
             &[
-                ("CWND Average", 2, &|r: &Run| r.cwnd_mean, &|m, c| paper::cwnd(m).map(|t| t[0][c])),
-                ("CWND Max", 0, &|r: &Run| r.cwnd_max as f64, &|m, c| paper::cwnd(m).map(|t| t[1][c])),
-                ("samples (conn-seconds)", 0, &|r: &Run| r.cwnd_n as f64, &|_, _| None),
+                ("CWND Average", 2, &|r: &Run| r.cwnd_mean, &|m, c| {
+                    paper::cwnd(m).map(|t| t[0][c])
+                }),
+                ("CWND Max", 0, &|r: &Run| r.cwnd_max as f64, &|m, c| {
+                    paper::cwnd(m).map(|t| t[1][c])
+                }),
+                (
+                    "samples (conn-seconds)",
+                    0,
+                    &|r: &Run| r.cwnd_n as f64,
+                    &|_, _| None,
+                ),
             ],
         );
         grid(
@@ -711,20 +791,65 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
             &format!("Table 4 — server monitor, means of the 1 s samples ({server}, memory {mem})"),
             &rs,
             &[
-                ("USR (% of machine)", 2, &|r: &Run| r.usr, &|m, c| paper::table4(m).map(|t| t[0][c])),
-                ("KER (% of machine)", 2, &|r: &Run| r.kern, &|m, c| paper::table4(m).map(|t| t[1][c])),
-                ("IDL (machine %)", 2, &|r: &Run| r.idle, &|m, c| paper::table4(m).map(|t| t[2][c])),
+                ("USR (% of machine)", 2, &|r: &Run| r.usr, &|m, c| {
+                    paper::table4(m).map(|t| t[0][c])
+                }),
+                ("KER (% of machine)", 2, &|r: &Run| r.kern, &|m, c| {
+                    paper::table4(m).map(|t| t[1][c])
+                }),
+                ("IDL (machine %)", 2, &|r: &Run| r.idle, &|m, c| {
+                    paper::table4(m).map(|t| t[2][c])
+                }),
                 ("iowait (machine %)", 2, &|r: &Run| r.iowait, &|_, _| None),
-                ("PGR (server pages/s)", 2, &|r: &Run| r.pages_read, &|m, c| paper::table4(m).map(|t| t[3][c])),
-                ("PGW (server pages/s)", 2, &|r: &Run| r.pages_written, &|m, c| paper::table4(m).map(|t| t[4][c])),
-                ("machine pages read/s", 1, &|r: &Run| r.sys_pages_read, &|_, _| None),
+                (
+                    "PGR (server pages/s)",
+                    2,
+                    &|r: &Run| r.pages_read,
+                    &|m, c| paper::table4(m).map(|t| t[3][c]),
+                ),
+                (
+                    "PGW (server pages/s)",
+                    2,
+                    &|r: &Run| r.pages_written,
+                    &|m, c| paper::table4(m).map(|t| t[4][c]),
+                ),
+                (
+                    "machine pages read/s",
+                    1,
+                    &|r: &Run| r.sys_pages_read,
+                    &|_, _| None,
+                ),
                 ("major faults/s", 1, &|r: &Run| r.major_faults, &|_, _| None),
-                ("TPS (segments/s)", 0, &|r: &Run| r.tcp_sent, &|m, c| paper::table4(m).map(|t| t[5][c])),
-                ("TPR (segments/s)", 0, &|r: &Run| r.tcp_received, &|m, c| paper::table4(m).map(|t| t[6][c])),
-                ("server memory, no cache (MB)", 1, &|r: &Run| r.rss_mean / 1048576.0, &|_, _| None),
-                ("server page cache (MB)", 1, &|r: &Run| r.page_cache_mean / 1048576.0, &|_, _| None),
-                ("load average before", 2, &|r: &Run| r.loadavg_before, &|_, _| None),
-                ("load average after", 2, &|r: &Run| r.loadavg_after, &|_, _| None),
+                ("TPS (segments/s)", 0, &|r: &Run| r.tcp_sent, &|m, c| {
+                    paper::table4(m).map(|t| t[5][c])
+                }),
+                ("TPR (segments/s)", 0, &|r: &Run| r.tcp_received, &|m, c| {
+                    paper::table4(m).map(|t| t[6][c])
+                }),
+                (
+                    "server memory, no cache (MB)",
+                    1,
+                    &|r: &Run| r.rss_mean / 1048576.0,
+                    &|_, _| None,
+                ),
+                (
+                    "server page cache (MB)",
+                    1,
+                    &|r: &Run| r.page_cache_mean / 1048576.0,
+                    &|_, _| None,
+                ),
+                (
+                    "load average before",
+                    2,
+                    &|r: &Run| r.loadavg_before,
+                    &|_, _| None,
+                ),
+                (
+                    "load average after",
+                    2,
+                    &|r: &Run| r.loadavg_after,
+                    &|_, _| None,
+                ),
             ],
         );
         grid(
@@ -732,10 +857,30 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
             &format!("Table 6/7 — TCP connections ({server}, memory {mem}; per 600 s)"),
             &rs,
             &[
-                ("Total Connects", 0, &|r: &Run| r.packets.connections as f64 * paper::RUN_S / r.duration_s, &|m, c| paper::table6(m).map(|t| t[0][c])),
-                ("Average ESTABLISHED", 2, &|r: &Run| r.established, &|m, c| paper::table6(m).map(|t| t[1][c])),
-                ("Average Duration (s)", 2, &|r: &Run| r.established * r.duration_s / r.packets.connections.max(1) as f64, &|m, c| paper::table6(m).map(|t| t[2][c])),
-                ("Connect Seconds", 0, &|r: &Run| r.established * paper::RUN_S, &|m, c| paper::table6(m).map(|t| t[3][c])),
+                (
+                    "Total Connects",
+                    0,
+                    &|r: &Run| r.packets.connections as f64 * paper::RUN_S / r.duration_s,
+                    &|m, c| paper::table6(m).map(|t| t[0][c]),
+                ),
+                (
+                    "Average ESTABLISHED",
+                    2,
+                    &|r: &Run| r.established,
+                    &|m, c| paper::table6(m).map(|t| t[1][c]),
+                ),
+                (
+                    "Average Duration (s)",
+                    2,
+                    &|r: &Run| r.established * r.duration_s / r.packets.connections.max(1) as f64,
+                    &|m, c| paper::table6(m).map(|t| t[2][c]),
+                ),
+                (
+                    "Connect Seconds",
+                    0,
+                    &|r: &Run| r.established * paper::RUN_S,
+                    &|m, c| paper::table6(m).map(|t| t[3][c]),
+                ),
                 ("average TIME_WAIT", 1, &|r: &Run| r.time_wait, &|_, _| None),
             ],
         );
@@ -745,10 +890,27 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
             &rs,
             &[
                 ("GETs/s", 1, &|r: &Run| r.gets_per_second, &|_, _| None),
-                ("GETs/s sd over seconds", 1, &|r: &Run| r.gps_sd, &|_, _| None),
-                ("latency mean (ms)", 1, &|r: &Run| r.latency_mean_ms, &|_, _| None),
-                ("latency p99 (ms)", 1, &|r: &Run| r.latency_p99_ms, &|_, _| None),
-                ("object latency mean (ms)", 1, &|r: &Run| r.object_latency_mean_ms, &|_, _| None),
+                ("GETs/s sd over seconds", 1, &|r: &Run| r.gps_sd, &|_, _| {
+                    None
+                }),
+                (
+                    "latency mean (ms)",
+                    1,
+                    &|r: &Run| r.latency_mean_ms,
+                    &|_, _| None,
+                ),
+                (
+                    "latency p99 (ms)",
+                    1,
+                    &|r: &Run| r.latency_p99_ms,
+                    &|_, _| None,
+                ),
+                (
+                    "object latency mean (ms)",
+                    1,
+                    &|r: &Run| r.object_latency_mean_ms,
+                    &|_, _| None,
+                ),
                 ("errors", 0, &|r: &Run| r.errors as f64, &|_, _| None),
                 ("retries", 0, &|r: &Run| r.retries as f64, &|_, _| None),
             ],
@@ -764,13 +926,29 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
         let _ = writeln!(
             s,
             "{:<10} {:<8} {:<12} {:>6} {:>14.1} {:>10.1} {:>14.1} {:>6.2}",
-            f.server, f.memory, f.mode, f.n, f.slope_kb_per_conn, f.slope_se_kb, f.intercept_mb, f.r2
+            f.server,
+            f.memory,
+            f.mode,
+            f.n,
+            f.slope_kb_per_conn,
+            f.slope_se_kb,
+            f.intercept_mb,
+            f.r2
         );
     }
     let _ = writeln!(s);
-    let _ = writeln!(s, "Claims of paper 004 (Barford & Crovella) checked against these runs:");
+    let _ = writeln!(
+        s,
+        "Claims of paper 004 (Barford & Crovella) checked against these runs:"
+    );
     for c in claims {
-        let _ = writeln!(s, "  [{:<12}] {} ({})", c.verdict.to_string(), c.claim, c.source);
+        let _ = writeln!(
+            s,
+            "  [{:<12}] {} ({})",
+            c.verdict.to_string(),
+            c.claim,
+            c.source
+        );
         let _ = writeln!(s, "                 {}", c.evidence);
     }
     let count = |v: Verdict| claims.iter().filter(|c| c.verdict == v).count();
@@ -831,7 +1009,9 @@ fn line_plot(
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// Everything a suite run writes.
@@ -855,11 +1035,41 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
     fs::write(dir.join("results.json"), serde_json::to_string_pretty(res)?)?;
     let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
     w.write_record([
-        "server", "memory", "mode", "ues", "duration_s", "gets", "gets_per_second", "gps_sd",
-        "latency_mean_ms", "latency_p99_ms", "errors", "packets", "bytes", "data_packets",
-        "data_bytes", "syn", "fin", "rst", "ack", "connections", "usr", "kern", "idle",
-        "iowait", "pages_read", "pages_written", "tcp_sent", "tcp_received", "established",
-        "time_wait", "rss_mb", "cwnd_mean", "cwnd_max", "loadavg_before", "loadavg_after",
+        "server",
+        "memory",
+        "mode",
+        "ues",
+        "duration_s",
+        "gets",
+        "gets_per_second",
+        "gps_sd",
+        "latency_mean_ms",
+        "latency_p99_ms",
+        "errors",
+        "packets",
+        "bytes",
+        "data_packets",
+        "data_bytes",
+        "syn",
+        "fin",
+        "rst",
+        "ack",
+        "connections",
+        "usr",
+        "kern",
+        "idle",
+        "iowait",
+        "pages_read",
+        "pages_written",
+        "tcp_sent",
+        "tcp_received",
+        "established",
+        "time_wait",
+        "rss_mb",
+        "cwnd_mean",
+        "cwnd_max",
+        "loadavg_before",
+        "loadavg_after",
         "error",
     ])?;
     for r in res.runs {

@@ -175,10 +175,7 @@ pub fn start(
             }
             let conf = dir.join("apache2.conf");
             fs::write(&conf, apache_conf(root, dir, addr))?;
-            format!(
-                "exec {APACHE_BIN} -f {} -DFOREGROUND",
-                sh_quote(&conf)
-            )
+            format!("exec {APACHE_BIN} -f {} -DFOREGROUND", sh_quote(&conf))
         }
     };
     let line = format!("{}{exec}", cg.enter_prefix());

@@ -21,7 +21,11 @@ pub struct SurgeArgs {
     #[arg(long, value_delimiter = ',')]
     pub ues: Vec<u64>,
     /// [surge] Modes: http10, http11, pipeline, early-close.
-    #[arg(long, value_delimiter = ',', default_value = "http10,http11,pipeline,early-close")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "http10,http11,pipeline,early-close"
+    )]
     pub modes: Vec<String>,
     /// [surge] Length of each run (the ramp included). Default 30s (--quick: 10s).
     #[arg(long, value_parser = super::serve::parse_duration)]
@@ -77,7 +81,11 @@ pub fn run(
     let modes = s
         .modes
         .iter()
-        .map(|m| m.trim().parse::<Mode>().map_err(|e| anyhow::anyhow!("--modes: {e}")))
+        .map(|m| {
+            m.trim()
+                .parse::<Mode>()
+                .map_err(|e| anyhow::anyhow!("--modes: {e}"))
+        })
         .collect::<Result<Vec<_>>>()?;
     if modes.is_empty() {
         bail!("--modes: nothing to run");
@@ -165,7 +173,9 @@ pub fn run(
         out.display()
     );
     if let Some(sig) = o.interrupted_by {
-        eprintln!("pagewire bench: interrupted by signal {sig}; the results above cover the runs done");
+        eprintln!(
+            "pagewire bench: interrupted by signal {sig}; the results above cover the runs done"
+        );
         return Ok(ExitCode::from(130));
     }
     let failed = o.runs.iter().filter(|r| !r.ok()).count();
