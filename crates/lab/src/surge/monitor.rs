@@ -243,7 +243,8 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
         let (mut st, mut cw, mut subs) = ((0u64, 0u64, 0u64), Vec::new(), 0u64);
         let mut cw_ok = false;
         let mut next_sub = Instant::now();
-        while Instant::now() < next {
+        // Always at least one sub-sample, even when the previous interval overran.
+        while subs == 0 || Instant::now() < next {
             if stop.load(Ordering::Relaxed) {
                 return rec;
             }
@@ -259,7 +260,9 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
-        next += target.interval;
+        // A slow sample (a loaded machine) moves the schedule instead of
+        // producing back-to-back catch-up samples of a few microseconds.
+        next = (next + target.interval).max(Instant::now() + target.interval / 2);
         let now = Instant::now();
         let dt = now.duration_since(prev_t).as_secs_f64().max(1e-3);
         let cg = target.cgroup.read();
