@@ -14,7 +14,7 @@ use pagewire_load::run::Mode;
 #[derive(clap::Args, Debug, Clone)]
 pub struct SurgeArgs {
     /// [surge] Server memory limits (cgroup), comma-separated: e.g. 32M,64M,none.
-    /// Default none,64M,32M (--quick: none,24M).
+    /// Default none,64M,32M (--quick: none,24M; pagewire: none).
     #[arg(long, value_delimiter = ',')]
     pub memory: Vec<String>,
     /// [surge] Load levels in user equivalents. Default 40,280,520 (--quick: 10,40).
@@ -59,6 +59,9 @@ pub fn run(
     };
     let mem_specs: Vec<String> = if !s.memory.is_empty() {
         s.memory.clone()
+    } else if matches!(server, Server::Pagewire { .. }) {
+        // pagewire's server holds the file set in its own memory: only unlimited runs.
+        vec!["none".into()]
     } else if quick {
         vec!["none".into(), "24M".into()]
     } else {
