@@ -30,7 +30,8 @@ pub struct Sample {
     /// The machine's idle and iowait, % (global: /proc/stat).
     pub idle: f64,
     pub iowait: f64,
-    /// 4 KiB pages read from / written to disk by the server's cgroup per second.
+    /// 4 KiB pages read from / written to disk by the server per second: its
+    /// cgroup's block I/O, or its processes' /proc/PID/io, whichever is larger.
     pub pages_read: f64,
     pub pages_written: f64,
     /// Pages read / written per second by the whole machine (/proc/vmstat pgpgin/pgpgout).
@@ -122,6 +123,47 @@ fn proc_stat() -> CpuTimes {
         total: v.iter().take(8).sum(),
         idle: v.get(3).copied().unwrap_or(0),
         iowait: v.get(4).copied().unwrap_or(0),
+    }
+}
+
+/// Storage I/O the server's processes caused (`read_bytes`, `write_bytes` of
+/// /proc/PID/io: the bytes fetched from / sent to the block layer, i.e. page
+/// cache misses and write-back), summed as positive deltas per process so
+/// processes that come and go (Apache's children) are counted while alive.
+#[derive(Default)]
+struct ProcIo {
+    last: std::collections::HashMap<u32, (u64, u64)>,
+    read: u64,
+    written: u64,
+}
+
+impl ProcIo {
+    fn update(&mut self, pids: &[u32]) {
+        let mut seen = std::collections::HashMap::new();
+        for &pid in pids {
+            let Ok(s) = fs::read_to_string(format!("/proc/{pid}/io")) else {
+                continue;
+            };
+            let mut r = (0u64, 0u64);
+            for l in s.lines() {
+                if let Some(v) = l.strip_prefix("read_bytes: ") {
+                    r.0 = v.trim().parse().unwrap_or(0);
+                } else if let Some(v) = l.strip_prefix("write_bytes: ") {
+                    r.1 = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let prev = self.last.get(&pid).copied().unwrap_or((0, 0));
+            // A new process (or a reused pid) counts from its start.
+            let prev = if r.0 < prev.0 || r.1 < prev.1 {
+                (0, 0)
+            } else {
+                prev
+            };
+            self.read += r.0 - prev.0;
+            self.written += r.1 - prev.1;
+            seen.insert(pid, r);
+        }
+        self.last = seen;
     }
 }
 
@@ -234,6 +276,9 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
     let mut prev_cpu = proc_stat();
     let mut prev_vm = vmstat();
     let mut prev_tcp = tcp_segments(target.netns_pid);
+    let mut pio = ProcIo::default();
+    pio.update(&target.cgroup.pids());
+    let mut prev_pio = (pio.read, pio.written);
     let mut next = start + target.interval;
     let sub = target.interval / SUBSAMPLES;
     loop {
@@ -269,6 +314,14 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
         let cpu = proc_stat();
         let vm = vmstat();
         let tcp = tcp_segments(target.netns_pid);
+        pio.update(&target.cgroup.pids());
+        // The cgroup's block I/O when the kernel attributes it (cgroup v2
+        // io.stat), else the processes' own I/O accounting.
+        let cg_read = cg.io_read_bytes.saturating_sub(prev_cg.io_read_bytes);
+        let cg_written = cg.io_write_bytes.saturating_sub(prev_cg.io_write_bytes);
+        let read_b = cg_read.max(pio.read - prev_pio.0);
+        let written_b = cg_written.max(pio.written - prev_pio.1);
+        prev_pio = (pio.read, pio.written);
         let subs = subs.max(1) as f64;
         let (est, tw, other) = (st.0 as f64 / subs, st.1 as f64 / subs, st.2 as f64 / subs);
         let cw = if cw_ok { Some(cw) } else { None };
@@ -279,10 +332,8 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
             kern: 100.0 * cg.system_ns.saturating_sub(prev_cg.system_ns) as f64 / (dt * 1e9 * ncpu),
             idle: 100.0 * cpu.idle.saturating_sub(prev_cpu.idle) as f64 / dtot,
             iowait: 100.0 * cpu.iowait.saturating_sub(prev_cpu.iowait) as f64 / dtot,
-            pages_read: cg.io_read_bytes.saturating_sub(prev_cg.io_read_bytes) as f64 / 4096.0 / dt,
-            pages_written: cg.io_write_bytes.saturating_sub(prev_cg.io_write_bytes) as f64
-                / 4096.0
-                / dt,
+            pages_read: read_b as f64 / 4096.0 / dt,
+            pages_written: written_b as f64 / 4096.0 / dt,
             // pgpgin/pgpgout count KiB.
             sys_pages_read: vm.0.saturating_sub(prev_vm.0) as f64 / 4.0 / dt,
             sys_pages_written: vm.1.saturating_sub(prev_vm.1) as f64 / 4.0 / dt,

@@ -264,21 +264,16 @@ fn cwnd_est(r: &Run) -> Interval {
     .interval()
 }
 
-/// Pages read from disk per second for the server: its cgroup's block I/O
-/// when the kernel attributes reads to it, else the machine's (pgpgin), which
-/// also counts other programs' reads (the report shows the unlimited
-/// configuration's rate as the baseline).
+/// Pages the server read from disk per second (its cgroup's or its
+/// processes' I/O accounting; never the machine-wide pgpgin, which counts
+/// every other program's reads too).
 pub fn server_pages_read(r: &Run) -> f64 {
-    if r.pages_read > 0.0 {
-        r.pages_read
-    } else {
-        r.sys_pages_read
-    }
+    r.pages_read
 }
 
-/// Disk-bound: a memory-limited run that read at least 500 pages (2 MB) a
-/// second from disk and at least 5 times the unlimited configuration's rate
-/// at the same mode and load.
+/// Disk-bound: a memory-limited run whose server read at least 500 pages
+/// (2 MB) a second from disk and at least 5 times the unlimited
+/// configuration's rate at the same mode and load.
 fn disk_bound_vs(r: &Run, base: Option<&Run>) -> bool {
     let p = server_pages_read(r);
     r.limit_bytes.is_some() && p >= 500.0 && base.is_none_or(|b| p >= 5.0 * server_pages_read(b))
