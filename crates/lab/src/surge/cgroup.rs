@@ -35,6 +35,8 @@ pub struct Reading {
     pub mem_file: u64,
     /// Major faults (pages read in on a fault).
     pub major_faults: u64,
+    /// Processes the kernel's OOM killer killed in the cgroup.
+    pub oom_kills: u64,
 }
 
 /// The server's cgroup: one directory (v2) or one per controller (v1).
@@ -198,6 +200,11 @@ impl Cgroup {
                     }
                 }
                 r.mem_nonfile = current.saturating_sub(r.mem_file);
+                for (k, v) in stat(d, "memory.events") {
+                    if k == "oom_kill" {
+                        r.oom_kills = v;
+                    }
+                }
                 if let Some(io) = d.and_then(|d| fs::read_to_string(d.join("io.stat")).ok()) {
                     for tok in io.split_whitespace() {
                         if let Some(v) = tok.strip_prefix("rbytes=") {
@@ -222,6 +229,11 @@ impl Cgroup {
                     }
                 }
                 r.mem_nonfile = usage.saturating_sub(r.mem_file);
+                for (k, v) in stat(m, "memory.oom_control") {
+                    if k == "oom_kill" {
+                        r.oom_kills = v;
+                    }
+                }
                 let b = self.dir("blkio");
                 if let Some(s) = b.and_then(|d| {
                     fs::read_to_string(d.join("blkio.throttle.io_service_bytes")).ok()

@@ -123,6 +123,8 @@ pub struct Run {
     pub pages_written: f64,
     pub sys_pages_read: f64,
     pub major_faults: f64,
+    /// Server processes the OOM killer killed during the run.
+    pub oom_kills: u64,
     pub tcp_sent: f64,
     pub tcp_received: f64,
     pub established: f64,
@@ -399,6 +401,7 @@ fn one_run(
         pages_written: rec.mean(|s| s.pages_written),
         sys_pages_read: rec.mean(|s| s.sys_pages_read),
         major_faults: rec.mean(|s| s.major_faults),
+        oom_kills: rec.samples.iter().map(|s| s.oom_kills).sum(),
         tcp_sent: rec.mean(|s| s.tcp_sent),
         tcp_received: rec.mean(|s| s.tcp_received),
         established: rec.mean(|s| s.established),

@@ -39,6 +39,8 @@ pub struct Sample {
     pub sys_pages_written: f64,
     /// Major page faults of the server per second.
     pub major_faults: f64,
+    /// Server processes killed by the OOM killer in the second (memory.oom_control / memory.events).
+    pub oom_kills: u64,
     /// TCP segments sent / received per second in the server's namespace.
     pub tcp_sent: f64,
     pub tcp_received: f64,
@@ -338,6 +340,7 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
             sys_pages_read: vm.0.saturating_sub(prev_vm.0) as f64 / 4.0 / dt,
             sys_pages_written: vm.1.saturating_sub(prev_vm.1) as f64 / 4.0 / dt,
             major_faults: cg.major_faults.saturating_sub(prev_cg.major_faults) as f64 / dt,
+            oom_kills: cg.oom_kills.saturating_sub(prev_cg.oom_kills),
             tcp_sent: tcp.0.saturating_sub(prev_tcp.0) as f64 / dt,
             tcp_received: tcp.1.saturating_sub(prev_tcp.1) as f64 / dt,
             established: est,

@@ -448,46 +448,63 @@ fn rule_cwnd(c: &Ctx) -> Evaluation {
     )
 }
 
+/// A mode's GETs/s in configuration `mem` over its GETs/s without a limit
+/// at the same load: how much of its throughput it keeps. The pipelined
+/// modes of `pagewire load` offer more GETs per UE than the sequential ones
+/// (one active OFF time per object instead of one per file), so modes are
+/// compared by what they keep, never by raw GETs/s.
+fn retention(c: &Ctx, mem: &str, mode: &str, u: u64) -> Option<Interval> {
+    let base = c.largest()?;
+    if base == mem {
+        return None;
+    }
+    Some(gps(c.get(mem, mode, u)?) / gps(c.get(&base, mode, u)?))
+}
+
 fn rule_ec_throughput(c: &Ctx) -> Evaluation {
     let mut cells = Cells::new();
-    let Some(u) = c.max_ues() else {
+    let (Some(u), Some(base)) = (c.max_ues(), c.largest()) else {
         return cells.evaluate(Verdict::Inconclusive, "not measured");
     };
     for (mem, _) in c.memories() {
-        let (Some(a), Some(e)) = (c.get(&mem, "http10", u), c.get(&mem, "early-close", u)) else {
+        if mem == base {
+            continue;
+        }
+        let (Some(e), Some(a)) = (
+            retention(c, &mem, "early-close", u),
+            retention(c, &mem, "http10", u),
+        ) else {
             continue;
         };
-        let r = gps(e) / gps(a);
+        let r = e / a;
         cells.push(
-            format!("{mem}, {u} UEs: early-close/HTTP/1.0 GETs/s {}", r.show(3)),
+            format!(
+                "{mem}, {u} UEs: early close keeps {} of its unlimited GETs/s, HTTP/1.0 {}: ratio {}",
+                e.show(2),
+                a.show(2),
+                r.show(2)
+            ),
             r.within(0.9..=1.1),
         );
-    }
-    if let Some(mem) = c.smallest_limited() {
-        if let (Some(b), Some(e)) = (c.get(&mem, "http11", u), c.get(&mem, "early-close", u)) {
-            if c.disk_bound(b) || c.disk_bound(e) {
+        if let (Some(b), Some(rb)) = (c.get(&mem, "http11", u), retention(c, &mem, "http11", u)) {
+            let disk = c.disk_bound(b)
+                || c.get(&mem, "early-close", u)
+                    .is_some_and(|r| c.disk_bound(r));
+            if disk {
                 cells.push(
                     format!(
-                        "{mem} (disk-bound), {u} UEs: early-close {} vs HTTP/1.1 {} GETs/s",
-                        gps(e).show(1),
-                        gps(b).show(1)
+                        "{mem} (disk-bound), {u} UEs: early close keeps {} vs persistent HTTP/1.1 {}",
+                        e.show(2),
+                        rb.show(2)
                     ),
-                    gps(e).greater(&gps(b)),
-                );
-            } else {
-                cells.push(
-                    format!(
-                        "{mem}, {u} UEs: the disk was not the bottleneck ({:.0} pages read/s): 'disk constrained' part not tested",
-                        server_pages_read(b)
-                    ),
-                    O::WithinNoise,
+                    e.greater(&rb),
                 );
             }
         }
     }
     cells.evaluate(
         Verdict::Contradicted,
-        "read as: early close within ±10% of HTTP/1.0's GETs/s in every memory configuration, and more GETs/s than persistent HTTP/1.1 (intervals apart) in the disk-bound one, at the highest load",
+        "read as: in every memory-limited configuration at the highest load, early close keeps as large a share of its unlimited GETs/s as HTTP/1.0 does (ratio within ±10%), and a larger share than persistent HTTP/1.1 (intervals apart) where the disk is the bottleneck; the unlimited configuration is the reference (the pipelined modes offer more GETs per UE, so raw GETs/s do not compare)",
     )
 }
 
@@ -815,6 +832,12 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
                     &|_, _| None,
                 ),
                 ("major faults/s", 1, &|r: &Run| r.major_faults, &|_, _| None),
+                (
+                    "OOM kills (run)",
+                    0,
+                    &|r: &Run| r.oom_kills as f64,
+                    &|_, _| None,
+                ),
                 ("TPS (segments/s)", 0, &|r: &Run| r.tcp_sent, &|m, c| {
                     paper::table4(m).map(|t| t[5][c])
                 }),
