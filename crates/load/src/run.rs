@@ -389,6 +389,7 @@ async fn fetch_object(
     slots: &mut [Option<Conn>],
     object: &[u32],
     t0: Instant,
+    session_ends: bool,
 ) -> Result<Instant, Stop> {
     let mode = ctx.cfg.mode;
     let single = object.len() == 1;
@@ -396,8 +397,10 @@ async fn fetch_object(
         file: object[0],
         intended: t0,
     }];
-    let early_close = mode == Mode::EarlyClose;
-    let mut done = exchange(ctx, &mut slots[0], &base, false, early_close && single)
+    // The object's (early close) or the session's last request asks the
+    // server to close, so the server, not the generator, holds TIME_WAIT.
+    let close_at_end = mode == Mode::EarlyClose || (session_ends && mode != Mode::Http10);
+    let mut done = exchange(ctx, &mut slots[0], &base, false, close_at_end && single)
         .await
         .map_err(|()| Stop::Failed)?;
     if single {
@@ -415,7 +418,7 @@ async fn fetch_object(
             .iter()
             .map(|&file| Get { file, intended: t1 })
             .collect();
-        return exchange(ctx, &mut slots[0], &gets, true, early_close)
+        return exchange(ctx, &mut slots[0], &gets, true, close_at_end)
             .await
             .map_err(|()| Stop::Failed);
     }
@@ -426,12 +429,29 @@ async fn fetch_object(
     let (first, rest) = slots.split_at_mut(1);
     if let Some(second) = rest.first_mut() {
         let (a, b) = tokio::join!(
-            sequential(ctx, &user, &queue, &failed, &mut first[0], done),
-            sequential(ctx, &user, &queue, &failed, second, done)
+            sequential(
+                ctx,
+                &user,
+                &queue,
+                &failed,
+                &mut first[0],
+                done,
+                close_at_end
+            ),
+            sequential(ctx, &user, &queue, &failed, second, done, close_at_end)
         );
         done = a.max(b);
     } else {
-        done = sequential(ctx, &user, &queue, &failed, &mut first[0], done).await;
+        done = sequential(
+            ctx,
+            &user,
+            &queue,
+            &failed,
+            &mut first[0],
+            done,
+            close_at_end,
+        )
+        .await;
     }
     match failed.get() {
         Some(stop) => Err(stop),
@@ -448,6 +468,7 @@ async fn sequential(
     failed: &Cell<Option<Stop>>,
     slot: &mut Option<Conn>,
     mut prev: Instant,
+    close_at_end: bool,
 ) -> Instant {
     loop {
         let file = match queue.borrow_mut().pop_front() {
@@ -460,7 +481,8 @@ async fn sequential(
             return prev;
         }
         sleep_until(t).await;
-        match exchange(ctx, slot, &[Get { file, intended: t }], false, false).await {
+        let last = close_at_end && queue.borrow().is_empty();
+        match exchange(ctx, slot, &[Get { file, intended: t }], false, last).await {
             Ok(d) => prev = d,
             Err(()) => {
                 failed.set(Some(Stop::Failed));
@@ -489,7 +511,8 @@ async fn ue_task(ctx: Rc<Ctx>, ue: u64, names: NameSequence) {
             }
         }
         let object = ctx.site.objects[next.object as usize % ctx.site.objects.len()].clone();
-        match fetch_object(&ctx, &mut user, &mut slots, &object, t).await {
+        let session_ends = user.session_ends();
+        match fetch_object(&ctx, &mut user, &mut slots, &object, t, session_ends).await {
             Ok(done) => {
                 let lat = done.saturating_duration_since(t).as_micros() as u64;
                 ctx.metrics.borrow_mut().record_object(ctx.sec(done), lat);
