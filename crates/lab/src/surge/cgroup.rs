@@ -256,12 +256,11 @@ impl Cgroup {
     }
 }
 
-impl Drop for Cgroup {
-    fn drop(&mut self) {
-        // Kill anything left (the server's guard normally stopped it), then
-        // wait for the cgroup to empty before removing its directories.
+impl Cgroup {
+    /// Kills every process still in the cgroup (orphans of a killed server
+    /// parent) and waits up to 3 s for it to empty.
+    pub fn kill_all(&self) {
         for pid in self.pids() {
-            // SAFETY-free: plain kill(2) through the standard library's Command.
             let _ = std::process::Command::new("kill")
                 .arg("-9")
                 .arg(pid.to_string())
@@ -271,6 +270,14 @@ impl Drop for Cgroup {
         while !self.pids().is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        // Kill anything left (the server's guard normally stopped it), then
+        // remove the directories.
+        self.kill_all();
         for d in self.dirs.iter().rev() {
             let _ = fs::remove_dir(d);
         }

@@ -242,12 +242,18 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
         )?);
         let link = Link::start(cfg.link.clone()).context("start the lan100 link")?;
         let addr = format!("{}:{PORT}", link.server_addr());
-        let sdir = cfg
-            .out_dir
-            .join(format!("server-{}-{}", cfg.server.label(), mem.label));
-        let mut server = servers::start(&cfg.server, &link, &cg, &root, &sdir, &addr)?;
         let target = format!("http://{addr}");
         for &mode in &cfg.modes {
+            // A fresh server per mode: under a limit the OOM killer may kill
+            // a server process (Apache's parent included), which must not
+            // carry over into the next mode's runs.
+            let sdir = cfg.out_dir.join(format!(
+                "server-{}-{}-{}",
+                cfg.server.label(),
+                mem.label,
+                mode.name()
+            ));
+            let mut server = servers::start(&cfg.server, &link, &cg, &root, &sdir, &addr)?;
             for &ues in &cfg.ues {
                 if let Some(sig) = pagewire_emu::cli::terminated_by() {
                     interrupted_by = Some(sig);
@@ -293,8 +299,10 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
                 // run not overlap the next run's first seconds too much.
                 std::thread::sleep(Duration::from_millis(500));
             }
+            drop(server);
+            // Whatever the server left in the cgroup goes with it.
+            cg.kill_all();
         }
-        drop(server);
         drop(link);
         drop(cg);
     }

@@ -183,9 +183,44 @@ fn vmstat() -> (u64, u64) {
     r
 }
 
-/// (OutSegs, InSegs) of the namespace `pid` lives in.
-pub fn tcp_segments(pid: u32) -> (u64, u64) {
-    let s = fs::read_to_string(format!("/proc/{pid}/net/snmp")).unwrap_or_default();
+/// Where the server namespace's /proc/net files are read: the monitor thread
+/// itself enters the namespace (so a server process that dies — Apache's
+/// parent, OOM-killed — does not blind it); `/proc/PID` when it cannot.
+#[derive(Clone, Debug)]
+pub struct NetView {
+    pub proc_dir: String,
+    /// The calling thread is inside the namespace (spawned `ss` inherits it).
+    pub inside: bool,
+    pub pid: u32,
+}
+
+impl NetView {
+    pub fn of_pid(pid: u32) -> NetView {
+        NetView {
+            proc_dir: format!("/proc/{pid}"),
+            inside: false,
+            pid,
+        }
+    }
+    /// Moves the calling thread into `pid`'s network namespace.
+    pub fn enter(pid: u32) -> NetView {
+        let entered = fs::File::open(format!("/proc/{pid}/ns/net"))
+            .map(std::os::fd::OwnedFd::from)
+            .and_then(|fd| pagewire_emu::ns::enter_fd(&fd));
+        match entered {
+            Ok(()) => NetView {
+                proc_dir: "/proc/thread-self".into(),
+                inside: true,
+                pid,
+            },
+            Err(_) => NetView::of_pid(pid),
+        }
+    }
+}
+
+/// (OutSegs, InSegs) of the namespace.
+pub fn tcp_segments(v: &NetView) -> (u64, u64) {
+    let s = fs::read_to_string(format!("{}/net/snmp", v.proc_dir)).unwrap_or_default();
     let tcp: Vec<&str> = s.lines().filter(|l| l.starts_with("Tcp:")).collect();
     if tcp.len() < 2 {
         return (0, 0);
@@ -203,9 +238,9 @@ pub fn tcp_segments(pid: u32) -> (u64, u64) {
     (get("OutSegs"), get("InSegs"))
 }
 
-/// (ESTABLISHED, TIME_WAIT, other non-LISTEN) sockets in /proc/PID/net/tcp.
-pub fn tcp_states(pid: u32) -> (u64, u64, u64) {
-    let s = fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+/// (ESTABLISHED, TIME_WAIT, other non-LISTEN) sockets in the namespace's net/tcp.
+pub fn tcp_states(v: &NetView) -> (u64, u64, u64) {
+    let s = fs::read_to_string(format!("{}/net/tcp", v.proc_dir)).unwrap_or_default();
     let (mut est, mut tw, mut other) = (0, 0, 0);
     for l in s.lines().skip(1) {
         match l.split_whitespace().nth(3) {
@@ -220,12 +255,19 @@ pub fn tcp_states(pid: u32) -> (u64, u64, u64) {
 
 /// Congestion windows of the namespace's established TCP connections.
 /// None when `ss` cannot be run.
-pub fn cwnds(pid: u32) -> Option<Vec<u32>> {
-    let out = Command::new("nsenter")
-        .arg(format!("--net=/proc/{pid}/ns/net"))
-        .args(["ss", "-tinH", "state", "established"])
-        .output()
-        .ok()?;
+pub fn cwnds(v: &NetView) -> Option<Vec<u32>> {
+    let out = if v.inside {
+        Command::new("ss")
+            .args(["-tinH", "state", "established"])
+            .output()
+            .ok()?
+    } else {
+        Command::new("nsenter")
+            .arg(format!("--net=/proc/{}/ns/net", v.pid))
+            .args(["ss", "-tinH", "state", "established"])
+            .output()
+            .ok()?
+    };
     if !out.status.success() {
         return None;
     }
@@ -271,13 +313,14 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
     let ncpu = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1) as f64;
+    let view = NetView::enter(target.netns_pid);
     let start = Instant::now();
     let mut rec = Record::default();
     let mut prev_t = Instant::now();
     let mut prev_cg: Reading = target.cgroup.read();
     let mut prev_cpu = proc_stat();
     let mut prev_vm = vmstat();
-    let mut prev_tcp = tcp_segments(target.netns_pid);
+    let mut prev_tcp = tcp_segments(&view);
     let mut pio = ProcIo::default();
     pio.update(&target.cgroup.pids());
     let mut prev_pio = (pio.read, pio.written);
@@ -297,9 +340,9 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
             }
             if Instant::now() >= next_sub {
                 next_sub += sub;
-                let (e, t, o) = tcp_states(target.netns_pid);
+                let (e, t, o) = tcp_states(&view);
                 st = (st.0 + e, st.1 + t, st.2 + o);
-                if let Some(c) = cwnds(target.netns_pid) {
+                if let Some(c) = cwnds(&view) {
                     cw_ok = true;
                     cw.extend(c);
                 }
@@ -315,7 +358,7 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
         let cg = target.cgroup.read();
         let cpu = proc_stat();
         let vm = vmstat();
-        let tcp = tcp_segments(target.netns_pid);
+        let tcp = tcp_segments(&view);
         pio.update(&target.cgroup.pids());
         // The cgroup's block I/O when the kernel attributes it (cgroup v2
         // io.stat), else the processes' own I/O accounting.
@@ -394,11 +437,11 @@ mod tests {
 
     #[test]
     fn reads_own_namespace() {
-        let me = std::process::id();
-        let (out, inn) = tcp_segments(me);
+        let me = NetView::of_pid(std::process::id());
+        let (out, inn) = tcp_segments(&me);
         // Any Linux that ran anything has sent segments; at least parse.
         let _ = (out, inn);
-        let (e, t, o) = tcp_states(me);
+        let (e, t, o) = tcp_states(&me);
         let _ = (e, t, o);
         let c = proc_stat();
         assert!(c.total > 0, "/proc/stat parsed");
@@ -409,7 +452,7 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let _c = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let _s = l.accept().unwrap();
-        let (est, _, _) = tcp_states(std::process::id());
+        let (est, _, _) = tcp_states(&NetView::of_pid(std::process::id()));
         assert!(
             est >= 2,
             "both ends of the loopback connection are ESTABLISHED"
