@@ -348,6 +348,7 @@ fn one_run(
     link.begin_run(None)?;
     let mon = Monitor::start(Target {
         netns_pid: server.pid(),
+        netns: server.netns.clone(),
         cgroup: cg.clone(),
         interval: Duration::from_secs(1),
     });

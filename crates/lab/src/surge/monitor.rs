@@ -100,6 +100,8 @@ pub const SUBSAMPLES: u32 = 5;
 
 pub struct Target {
     pub netns_pid: u32,
+    /// The server namespace, opened when the server started.
+    pub netns: Option<Arc<std::os::fd::OwnedFd>>,
     pub cgroup: Arc<Cgroup>,
     pub interval: Duration,
 }
@@ -202,11 +204,14 @@ impl NetView {
             pid,
         }
     }
-    /// Moves the calling thread into `pid`'s network namespace.
-    pub fn enter(pid: u32) -> NetView {
-        let entered = fs::File::open(format!("/proc/{pid}/ns/net"))
-            .map(std::os::fd::OwnedFd::from)
-            .and_then(|fd| pagewire_emu::ns::enter_fd(&fd));
+    /// Moves the calling thread into the namespace `fd` (else `pid`'s).
+    pub fn enter(pid: u32, fd: Option<&std::os::fd::OwnedFd>) -> NetView {
+        let entered = match fd {
+            Some(fd) => pagewire_emu::ns::enter_fd(fd),
+            None => fs::File::open(format!("/proc/{pid}/ns/net"))
+                .map(std::os::fd::OwnedFd::from)
+                .and_then(|fd| pagewire_emu::ns::enter_fd(&fd)),
+        };
         match entered {
             Ok(()) => NetView {
                 proc_dir: "/proc/thread-self".into(),
@@ -313,7 +318,7 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
     let ncpu = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1) as f64;
-    let view = NetView::enter(target.netns_pid);
+    let view = NetView::enter(target.netns_pid, target.netns.as_deref());
     let start = Instant::now();
     let mut rec = Record::default();
     let mut prev_t = Instant::now();

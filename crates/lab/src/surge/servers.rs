@@ -124,6 +124,9 @@ pub fn nginx_conf(root: &Path, dir: &Path, addr: &str) -> String {
 pub struct Running {
     child: Child,
     pub log: PathBuf,
+    /// The server namespace, held open from the start so the monitor can
+    /// enter it even after the server's first process died.
+    pub netns: Option<std::sync::Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Running {
@@ -188,7 +191,10 @@ pub fn start(
     let child = link
         .spawn_in_server(cmd)
         .with_context(|| format!("start {} in the server namespace", server.label()))?;
-    let mut r = Running { child, log };
+    let netns = fs::File::open(format!("/proc/{}/ns/net", child.id()))
+        .ok()
+        .map(|f| std::sync::Arc::new(std::os::fd::OwnedFd::from(f)));
+    let mut r = Running { child, log, netns };
     let up = link.wait_server_listening(Duration::from_secs(20))?;
     if let Some(st) = r.exited() {
         bail!(
