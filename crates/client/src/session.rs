@@ -168,7 +168,7 @@ impl Session {
         if let Some(cache) = &self.cache {
             match cache.get(&url) {
                 Ok(e) => cached = e,
-                Err(w) => st.warnings.push(w),
+                Err(w) => st.warnings.push(w.to_string()),
             }
         }
         let revalidating = self.cfg.revalidate && cached.is_some();

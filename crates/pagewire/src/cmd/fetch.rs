@@ -66,7 +66,7 @@ pub struct Args {
     pub nagle: bool,
 }
 
-fn parse_strategy(s: &str) -> Result<Strategy, String> {
+fn parse_strategy(s: &str) -> Result<Strategy, pagewire_client::config::UnknownStrategy> {
     s.parse()
 }
 
