@@ -64,7 +64,11 @@ pub struct Args {
     no_progress: bool,
 }
 
-fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, xs: &[String]) -> Result<Vec<T>> {
+fn parse_list<T>(what: &str, xs: &[String]) -> Result<Vec<T>>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
     let mut out = Vec::new();
     for x in xs.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
         out.push(
