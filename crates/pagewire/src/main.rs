@@ -45,6 +45,8 @@ enum Command {
     Site(cmd::site::Args),
     /// Prefetching: the log-driven simulator of paper 003.
     Prefetch(cmd::prefetch::Args),
+    /// SURGE load: user equivalents against a server (paper 004), merge, model check.
+    Load(cmd::load::Args),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +60,7 @@ fn main() -> ExitCode {
         Command::Link(a) => cmd::link::run(a),
         Command::Site(a) => cmd::site::run(a),
         Command::Prefetch(a) => cmd::prefetch::run(a),
+        Command::Load(a) => cmd::load::run(a),
     };
     match result {
         Ok(code) => code,

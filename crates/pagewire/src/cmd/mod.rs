@@ -3,6 +3,7 @@ pub mod bench;
 pub mod fetch;
 pub mod link;
 pub mod linkopts;
+pub mod load;
 pub mod prefetch;
 pub mod serve;
 pub mod site;
