@@ -81,6 +81,15 @@ impl Slot {
         );
     }
 
+    /// Changes the phase and keeps its start time (a fresh connection whose
+    /// first head started: the head deadline still counts from the accept).
+    /// Only the connection's own thread writes `state`.
+    pub fn relabel(&self, phase: Phase) {
+        let since = self.state.load(Ordering::Acquire) & SINCE_MASK;
+        self.state
+            .store((phase as u64) << PHASE_SHIFT | since, Ordering::Release);
+    }
+
     /// Marks busy (no timestamp needed: busy is never timed).
     pub fn set_busy(&self) {
         self.state.store(0, Ordering::Release);
