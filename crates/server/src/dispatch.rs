@@ -476,22 +476,16 @@ impl Conn {
                         } else {
                             predictor.observe(self.peer.ip(), path)
                         };
-                        let mut n = 0;
-                        for hint in hints
+                        for (n, hint) in hints
                             .iter()
                             .filter(|h| h.as_str() != path && shared.site.contains(h))
+                            .take(MAX_PREFETCH_HINTS)
+                            .enumerate()
                         {
-                            if n == MAX_PREFETCH_HINTS {
-                                break;
-                            }
                             self.link
-                                .extend_from_slice(if n == 0 { b"Link: <" } else { b", <" });
+                                .extend_from_slice(if n == 0 { b"<" } else { b", <" });
                             handler::encode_link_target(hint, &mut self.link);
                             self.link.extend_from_slice(b">; rel=prefetch");
-                            n += 1;
-                        }
-                        if n > 0 {
-                            self.link.extend_from_slice(b"\r\n");
                         }
                     }
                 }

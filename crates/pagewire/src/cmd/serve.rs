@@ -54,6 +54,16 @@ pub struct Args {
     /// connection is closed.
     #[arg(long, default_value_t = 100_000)]
     pub max_conns: usize,
+    /// Largest request head in bytes (request line, fields, blank line);
+    /// larger gets 431.
+    #[arg(long, default_value_t = pagewire_h1::Limits::default().max_head_bytes)]
+    pub max_head_bytes: usize,
+    /// Most field lines in a request head (at most 256); more gets 431.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub max_headers: u16,
+    /// Longest single field line in bytes; longer gets 431.
+    #[arg(long, default_value_t = pagewire_h1::Limits::default().max_header_line_bytes)]
+    pub max_header_line_bytes: usize,
     /// Write a Common Log Format access log here.
     #[arg(long)]
     pub access_log: Option<PathBuf>,
@@ -170,6 +180,12 @@ fn config_from(args: &Args) -> ServerConfig {
         idle_timeout: args.idle_timeout,
         header_timeout: args.header_timeout,
         max_conns: args.max_conns.max(1),
+        limits: pagewire_h1::Limits {
+            max_head_bytes: args.max_head_bytes,
+            max_headers: usize::from(args.max_headers),
+            max_header_line_bytes: args.max_header_line_bytes,
+            ..Default::default()
+        },
         access_log: args.access_log.clone(),
         prefetch: args.prefetch,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
