@@ -8,13 +8,21 @@
 # of all its processes, /proc/PID/stat, before and after the drip) and, with
 # STRACE=1, a second drip under `strace -c -f` (system calls per byte).
 #
-# Limits are raised on both sides so the heads are accepted:
-#   pagewire serve --max-head-bytes 65536 --max-headers 256
+# Heads are field lines of LINE bytes (560: a 54 KB head is 97 lines). Limits
+# are set on both sides so the heads are accepted:
+#   pagewire serve --max-head-bytes 65536 --max-headers 256 (PAGEWIRE_FLAGS;
+#          64 KiB and 100 fields are also the defaults, so a pagewire
+#          without these flags runs the same drip with PAGEWIRE_FLAGS="")
 #   nginx: large_client_header_buffers 8 16k (each field line fits one
-#          buffer, the whole head fits the 8).
+#          buffer, the whole head fits the 8; the default 4 8k refuses
+#          heads over 32 KB).
+# PACE_US paces the drip: one round (a byte to every connection) at most
+# every PACE_US microseconds; 0 sends as fast as the client can, so a server
+# that falls behind reads several bytes per read.
 #
 # Usage: bench/server/drip.sh        (env: CLIENTS=8 SIZES="24000 54000"
-#        REPS=3 LIMIT=120 PAGEWIRE=path STRACE=0 SERVER_CPU=0 LOAD_CPU=1)
+#        LINE=560 PACE_US=0 REPS=3 LIMIT=120 PAGEWIRE=path PAGEWIRE_FLAGS=...
+#        STRACE=0 SERVER_CPU=0 LOAD_CPU=1)
 set -euo pipefail
 
 CLIENTS=${CLIENTS:-8}
@@ -22,6 +30,9 @@ SIZES=${SIZES:-"24000 54000"}
 REPS=${REPS:-3}
 LIMIT=${LIMIT:-120}
 STRACE=${STRACE:-0}
+LINE=${LINE:-560}
+PACE_US=${PACE_US:-0}
+PAGEWIRE_FLAGS=${PAGEWIRE_FLAGS---max-head-bytes 65536 --max-headers 256}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -64,7 +75,7 @@ wait_port() {
 
 start_pagewire() {
     taskset -c "$SERVER_CPU" "$PAGEWIRE" serve --root "$WORK/www" --addr "127.0.0.1:$PORT" \
-        --threads 1 --no-compress --max-head-bytes 65536 --max-headers 256 \
+        --threads 1 --no-compress $PAGEWIRE_FLAGS \
         > "$WORK/pagewire.out" 2> "$WORK/pagewire.err" &
     SERVER_PID=$!
     wait_port
@@ -100,10 +111,11 @@ server_pids() { echo "$SERVER_PID" $(pgrep -P "$SERVER_PID" || true); }
 
 drip() {
     timeout $((LIMIT + 10)) taskset -c "$LOAD_CPU" python3 "$ROOT/bench/server/drip.py" \
-        127.0.0.1 "$PORT" "$CLIENTS" "$1" "$LIMIT"
+        127.0.0.1 "$PORT" "$CLIENTS" "$1" "$LIMIT" "$LINE" "$PACE_US"
 }
 
-echo "# drip: $CLIENTS clients, heads of $SIZES bytes, 1 byte per segment; $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "# drip: $CLIENTS clients, heads of $SIZES bytes ($LINE-byte lines), 1 byte per segment, pace ${PACE_US} us; $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "# pagewire: $PAGEWIRE serve --threads 1 --no-compress $PAGEWIRE_FLAGS"
 echo "# $("$PAGEWIRE" --version), $(nginx -v 2>&1 | sed 's/.*: //'), kernel $(uname -r)"
 printf '%-9s %7s %4s %8s %8s %8s %8s\n' server head rep cpu_s user_s sys_s wall_s
 for size in $SIZES; do

@@ -23,6 +23,7 @@ use bytes::{Buf, BytesMut};
 use pagewire_h1::{BodyFraming, Decoded, Decoder, HeadScanner, Method, RequestHead, Version};
 use tokio::net::TcpStream;
 
+use crate::context::Worker;
 use crate::handler::{self, Answered, ConnHeader, Ctx};
 use crate::io::{WriteBuf, WriteStep};
 use crate::policy::{
@@ -32,7 +33,6 @@ use crate::policy::{
 use crate::registry::{Phase, Reason, Slot};
 use crate::stats::bump;
 use crate::target::{self, Target};
-use crate::worker::Worker;
 
 /// How a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -589,12 +589,12 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::Shared;
     use crate::handler::StaticSite;
     use crate::io::Pools;
     use crate::policy::ServerConfig;
     use crate::registry::{Deadlines, Registry};
     use crate::stats::WorkerStats;
-    use crate::worker::Shared;
     use std::time::Duration;
 
     /// Every open connection costs one task holding this future; an idle one
@@ -624,6 +624,8 @@ mod tests {
                     grace: d,
                 }),
                 predictor: None,
+                max_conns: 1,
+                totals: Default::default(),
             });
             let w = Rc::new(Worker::new_for_test(shared, WorkerStats::default(), Pools::default()));
             let fut = run_conn(w, stream, peer);

@@ -51,9 +51,10 @@ pub struct Args {
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub header_timeout: Duration,
     /// Most open connections; at the limit the least recently active idle
-    /// connection is closed.
-    #[arg(long, default_value_t = 100_000)]
-    pub max_conns: usize,
+    /// connection is closed. Default: the open-files limit (soft raised to
+    /// hard) minus a reserve of 64 for files and the log.
+    #[arg(long)]
+    pub max_conns: Option<usize>,
     /// Largest request head in bytes (request line, fields, blank line);
     /// larger gets 431.
     #[arg(long, default_value_t = pagewire_h1::Limits::default().max_head_bytes)]
@@ -114,6 +115,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             site.len(),
             config.threads
         );
+        let budget = pagewire_server::fd_budget();
+        match config.max_conns {
+            None => eprintln!("pagewire serve: {budget}"),
+            Some(n) => eprintln!(
+                "pagewire serve: --max-conns {n}; open files: soft limit {} (hard {})",
+                budget.soft, budget.hard
+            ),
+        }
         // Scripts and tests read this line to learn the port.
         println!("listening on http://{addr}");
         use std::io::Write as _;
@@ -179,7 +188,7 @@ fn config_from(args: &Args) -> ServerConfig {
         max_requests: args.max_requests,
         idle_timeout: args.idle_timeout,
         header_timeout: args.header_timeout,
-        max_conns: args.max_conns.max(1),
+        max_conns: args.max_conns.map(|n| n.max(1)),
         limits: pagewire_h1::Limits {
             max_head_bytes: args.max_head_bytes,
             max_headers: usize::from(args.max_headers),
