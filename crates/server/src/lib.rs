@@ -197,18 +197,14 @@ pub struct FdBudget {
 
 impl std::fmt::Display for FdBudget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "open files: soft limit {} (", self.soft)?;
+        if self.soft_before < self.soft {
+            write!(f, "raised from {}; ", self.soft_before)?;
+        }
         write!(
             f,
-            "open files: soft limit {}{} (hard {}); connection cap {} = limit - {} kept for files and the log",
-            self.soft,
-            if self.soft_before < self.soft {
-                format!(" (raised from {})", self.soft_before)
-            } else {
-                String::new()
-            },
-            self.hard,
-            self.max_conns,
-            self.reserve
+            "hard {}); connection cap {} = limit - {} kept for files and the log",
+            self.hard, self.max_conns, self.reserve
         )
     }
 }

@@ -94,3 +94,33 @@ fn malformed_chunked_body_gets_400() {
     let stats = server.stop();
     assert_eq!(stats.malformed_requests, 3);
 }
+
+/// Two accept threads, a cap of 8, 40 clients whose heads never complete
+/// (not idle, so not evictable): never more than 8 connections count
+/// against the cap at once (before: each thread checked, then counted, and
+/// the two overshot the cap by about 1 % under a flood).
+#[test]
+fn the_cap_is_exact_across_accept_threads() {
+    let server = TestServer::start(
+        small_site(),
+        ServerConfig {
+            threads: 2,
+            max_conns: Some(8),
+            header_timeout: Duration::from_secs(60),
+            ..config()
+        },
+    );
+    let mut clients = Vec::new();
+    for _ in 0..40 {
+        let mut s = server.connect();
+        s.write_all(b"GET /b.gif HTTP/1.1\r\n").unwrap();
+        clients.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // Closing them lets the waiting ones in, each still within the cap.
+    drop(clients);
+    std::thread::sleep(Duration::from_millis(300));
+    let stats = server.stop();
+    assert_eq!(stats.peak_connections, 8, "{stats}");
+    assert_eq!(stats.connections, 40, "{stats}");
+}
