@@ -7,14 +7,20 @@
 //! server starts; per request only `Date` (cached per second), `Connection`
 //! and optional prefetch hints are appended. Nothing on the 200/304 path
 //! allocates.
+//!
+//! Every head byte goes through the `pagewire-h1` writers (`write_status_line`,
+//! `write_header`, `end_head`): the one place that validates what a field
+//! may contain (no CR, LF or NUL can split a response).
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use pagewire_h1::{reason_phrase, Method, RequestHead};
+use pagewire_h1::{
+    end_head, write_header, write_header_u64, write_status_line, Method, Output, RequestHead,
+    Version,
+};
 use pagewire_site::store::{Encoding, Resource, Site};
 
 use crate::io::WriteBuf;
@@ -84,7 +90,7 @@ pub struct Answered {
 /// Per-request inputs besides the head.
 pub struct Ctx<'a> {
     pub conn: ConnHeader,
-    /// Extra field lines (already CRLF-terminated), e.g. prefetch `Link`.
+    /// The value of a prefetch `Link` field (empty: none).
     pub extra: &'a [u8],
     /// Reusable scratch for decoding targets.
     pub scratch: &'a mut String,
@@ -92,30 +98,36 @@ pub struct Ctx<'a> {
 
 fn render_variant(r: &Resource, enc: Encoding, vary: bool) -> Option<VariantHeads> {
     let v = r.variant_full(enc)?;
+    // Site data (media type, entity tag) is validated here, once: a value
+    // the encoder refuses leaves this representation unserved (500), never
+    // a split response.
     let mut common = Vec::with_capacity(256);
-    let _ = write!(
-        common,
-        "Server: {SERVER}\r\nContent-Type: {}\r\nETag: {}\r\nLast-Modified: {}\r\nAccept-Ranges: bytes\r\n",
-        r.media_type, v.etag, r.last_modified_http
-    );
+    write_header(&mut common, "Server", SERVER.as_bytes()).ok()?;
+    write_header(&mut common, "Content-Type", r.media_type.as_bytes()).ok()?;
+    write_header(&mut common, "ETag", v.etag.as_bytes()).ok()?;
+    write_header(
+        &mut common,
+        "Last-Modified",
+        r.last_modified_http.as_bytes(),
+    )
+    .ok()?;
+    write_header(&mut common, "Accept-Ranges", b"bytes").ok()?;
     if vary {
-        common.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+        write_header(&mut common, "Vary", b"Accept-Encoding").ok()?;
     }
     if enc != Encoding::Identity {
-        let _ = write!(common, "Content-Encoding: {}\r\n", enc.token());
+        write_header(&mut common, "Content-Encoding", enc.token().as_bytes()).ok()?;
     }
     let mut ok = Vec::with_capacity(common.len() + 64);
-    ok.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+    write_status_line(&mut ok, Version::Http11, 200).ok()?;
     ok.extend_from_slice(&common);
-    let _ = write!(ok, "Content-Length: {}\r\n", v.body.len());
+    write_header_u64(&mut ok, "Content-Length", v.body.len() as u64).ok()?;
     let mut nm = Vec::with_capacity(128);
-    let _ = write!(
-        nm,
-        "HTTP/1.1 304 Not Modified\r\nServer: {SERVER}\r\nETag: {}\r\n",
-        v.etag
-    );
+    write_status_line(&mut nm, Version::Http11, 304).ok()?;
+    write_header(&mut nm, "Server", SERVER.as_bytes()).ok()?;
+    write_header(&mut nm, "ETag", v.etag.as_bytes()).ok()?;
     if vary {
-        nm.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+        write_header(&mut nm, "Vary", b"Accept-Encoding").ok()?;
     }
     Some(VariantHeads {
         ok: ok.into(),
@@ -332,20 +344,33 @@ impl StaticSite {
     }
 }
 
-/// Date, Connection, extra fields and the blank line ending the head.
-fn finish_head(out: &mut WriteBuf, conn: ConnHeader, extra: &[u8]) {
-    with_http_date(|d| {
-        out.put(b"Date: ");
-        out.put(d);
-        out.put(b"\r\n");
-    });
+/// Appends a field the server generated itself (digits, constants,
+/// percent-encoded paths): the encoder still checks it, and a refusal, which
+/// would be a bug, leaves nothing appended rather than a split response.
+fn field(out: &mut WriteBuf, name: &str, value: &[u8]) {
+    let written = write_header(out, name, value);
+    debug_assert!(written.is_ok(), "refused field {name}: {value:?}");
+}
+
+/// Date, Connection, the prefetch `Link` field (its value, if any) and the
+/// blank line ending the head.
+fn finish_head(out: &mut WriteBuf, conn: ConnHeader, link: &[u8]) {
+    with_http_date(|d| field(out, "Date", d));
     match conn {
         ConnHeader::None => {}
-        ConnHeader::KeepAlive => out.put(b"Connection: keep-alive\r\n"),
-        ConnHeader::Close => out.put(b"Connection: close\r\n"),
+        ConnHeader::KeepAlive => field(out, "Connection", b"keep-alive"),
+        ConnHeader::Close => field(out, "Connection", b"close"),
     }
-    out.put(extra);
-    out.put(b"\r\n");
+    if !link.is_empty() {
+        field(out, "Link", link);
+    }
+    end_head(out);
+}
+
+/// Appends `HTTP/1.1 <status> <reason>` (status is always one of ours).
+fn status_line(out: &mut WriteBuf, status: u16) {
+    let written = write_status_line(out, Version::Http11, status);
+    debug_assert!(written.is_ok(), "status {status}");
 }
 
 fn single_range(
@@ -356,20 +381,11 @@ fn single_range(
     conn: ConnHeader,
     extra: &[u8],
 ) -> u64 {
-    out.put(b"HTTP/1.1 206 Partial Content\r\n");
+    status_line(out, 206);
     out.put(&vh.common);
-    let flat = out.flat_mut();
-    let before = flat.len();
-    let _ = write!(
-        flat,
-        "Content-Range: bytes {}-{}/{}\r\nContent-Length: {}\r\n",
-        r.first,
-        r.last,
-        body.len(),
-        r.len()
-    );
-    let n = flat.len() - before;
-    out.note_appended(n);
+    let range = format!("bytes {}-{}/{}", r.first, r.last, body.len());
+    field(out, "Content-Range", range.as_bytes());
+    let _ = write_header_u64(out, "Content-Length", r.len());
     finish_head(out, conn, extra);
     out.put_body(&body.slice(r.first as usize..=r.last as usize));
     r.len()
@@ -390,17 +406,21 @@ fn multipart(
     // before it; multipart responses are rare and bounded by MAX_RANGES.
     let mut payload = Vec::new();
     for r in ranges {
-        let _ = write!(
-            payload,
-            "\r\n--{boundary}\r\nContent-Type: {media_type}\r\nContent-Range: bytes {}-{}/{}\r\n\r\n",
-            r.first,
-            r.last,
-            body.len()
-        );
+        payload.put(b"\r\n--");
+        payload.put(boundary.as_bytes());
+        payload.put(b"\r\n");
+        // Part heads are heads too: same writer, same validation (the media
+        // type was validated when the representation's head was rendered).
+        let _ = write_header(&mut payload, "Content-Type", media_type.as_bytes());
+        let range = format!("bytes {}-{}/{}", r.first, r.last, body.len());
+        let _ = write_header(&mut payload, "Content-Range", range.as_bytes());
+        end_head(&mut payload);
         payload.extend_from_slice(&body[r.first as usize..=r.last as usize]);
     }
-    let _ = write!(payload, "\r\n--{boundary}--\r\n");
-    out.put(b"HTTP/1.1 206 Partial Content\r\n");
+    payload.put(b"\r\n--");
+    payload.put(boundary.as_bytes());
+    payload.put(b"--\r\n");
+    status_line(out, 206);
     // The representation's Content-Type is replaced by the multipart type;
     // the other representation fields stay.
     for line in vh.common.split_inclusive(|&b| b == b'\n') {
@@ -408,15 +428,9 @@ fn multipart(
             out.put(line);
         }
     }
-    let flat = out.flat_mut();
-    let before = flat.len();
-    let _ = write!(
-        flat,
-        "Content-Type: multipart/byteranges; boundary={boundary}\r\nContent-Length: {}\r\n",
-        payload.len()
-    );
-    let n = flat.len() - before;
-    out.note_appended(n);
+    let content_type = format!("multipart/byteranges; boundary={boundary}");
+    field(out, "Content-Type", content_type.as_bytes());
+    let _ = write_header_u64(out, "Content-Length", payload.len() as u64);
     finish_head(out, conn, extra);
     let len = payload.len() as u64;
     out.put_body(&Bytes::from(payload));
@@ -432,22 +446,15 @@ pub fn simple(
     body: &str,
     head_only: bool,
 ) -> Answered {
-    let flat = out.flat_mut();
-    let before = flat.len();
-    let _ = write!(
-        flat,
-        "HTTP/1.1 {status} {}\r\nServer: {SERVER}\r\n",
-        reason_phrase(status)
-    );
+    status_line(out, status);
+    field(out, "Server", SERVER.as_bytes());
     for (k, v) in fields {
-        let _ = write!(flat, "{k}: {v}\r\n");
+        field(out, k, v.as_bytes());
     }
     if !body.is_empty() {
-        flat.extend_from_slice(b"Content-Type: text/plain; charset=utf-8\r\n");
+        field(out, "Content-Type", b"text/plain; charset=utf-8");
     }
-    let _ = write!(flat, "Content-Length: {}\r\n", body.len());
-    let n = flat.len() - before;
-    out.note_appended(n);
+    let _ = write_header_u64(out, "Content-Length", body.len() as u64);
     finish_head(out, conn, b"");
     if !head_only {
         out.put(body.as_bytes());
