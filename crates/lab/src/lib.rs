@@ -6,6 +6,8 @@
 //! [`tables`] and [`claims`] compare, [`report`] writes the files.
 
 pub mod claims;
+pub mod claimspec;
+pub mod connlen;
 pub mod model;
 pub mod pcapread;
 pub mod plan;

@@ -18,7 +18,8 @@ use pagewire_lab::{Net, Strategy, Test};
     pagewire bench --server-cmd 'python3 -m http.server {port} -d {root}' --net lan\n  \
     pagewire bench --tcp 1997 --mss 536")]
 pub struct Args {
-    /// Experiment suite (only `microscape`, paper 001, so far).
+    /// Experiment suite: `microscape` (paper 001) or `conn-length`
+    /// (Padmanabhan & Mogul, Figures 2-3; takes --quick, --reps, --tcp, --out).
     #[arg(long, default_value = "microscape")]
     suite: String,
     /// Networks, comma-separated: lan, wan, ppp.
@@ -89,6 +90,9 @@ fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig>>> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    if a.suite == "conn-length" {
+        return conn_length(&a);
+    }
     if a.suite != "microscape" {
         bail!(
             "--suite: only `microscape` (paper 001) is implemented, got {:?}",
@@ -209,6 +213,33 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--suite conn-length`: its own configurations (local, remote,
+/// remote-536); of the link options only `--tcp` applies.
+fn conn_length(a: &Args) -> Result<ExitCode> {
+    let tcp1997 = a.link.parse()?.config("lan", a.seed)?.tcp1997;
+    let (_, stamp) = utc_now();
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("bench-conn-length-{stamp}")));
+    let r = pagewire_lab::connlen::suite(&pagewire_lab::connlen::SuiteOptions {
+        quick: a.quick,
+        tcp1997,
+        trials: a.reps,
+        out: out.clone(),
+        command: std::env::args().collect(),
+        progress: !a.no_progress,
+        host: host_description(),
+        parallel: pagewire_lab::connlen::DEFAULT_PARALLEL,
+    })?;
+    print!("{}", r.render_text());
+    println!(
+        "Wrote results.json, results.csv, report.txt and the figures in {}.",
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn host_description() -> String {
