@@ -365,6 +365,7 @@ impl Conn {
         // A body we do not want: skip it if it is small and already here,
         // otherwise answer and close (reading it would be waste).
         let mut body_left_behind = false;
+        let mut body = Vec::new();
         match head.body_framing() {
             Ok(BodyFraming::Empty) => {}
             Ok(framing) => {
@@ -376,6 +377,7 @@ impl Conn {
                     BodyFraming::Length(n)
                         if n <= MAX_SKIPPED_BODY_BYTES && (buf.len() as u64) >= n =>
                     {
+                        body = buf[..n as usize].to_vec(); // GETLIST's uri-list (getall.rs)
                         buf.advance(n as usize);
                     }
                     BodyFraming::Chunked => {
@@ -457,6 +459,7 @@ impl Conn {
                 conn,
                 extra: &self.link,
                 scratch: &mut self.scratch,
+                body: &body,
             },
             &mut self.out,
         );

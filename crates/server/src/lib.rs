@@ -29,6 +29,7 @@
 //! ```
 
 mod dispatch;
+pub mod getall;
 pub mod handler;
 mod io;
 mod log;
