@@ -28,6 +28,10 @@ pub enum Outcome {
     NotModified,
     /// A HEAD showed the object changed; it was fetched again with GET.
     Changed,
+    /// Arrived as a part of the page's GETALL answer (no request of its own).
+    GetallPart,
+    /// `getall` on a later visit: in the cache, so not requested at all.
+    FromCache,
 }
 
 /// Why an object was requested.

@@ -53,6 +53,8 @@ struct InProgress {
     not_modified: bool,
     /// A HEAD showed a change: fetch again with GET.
     changed: bool,
+    /// The page came as a GETALL answer with this multipart boundary.
+    getall_boundary: Option<String>,
 }
 
 struct Obj {
@@ -117,6 +119,9 @@ pub struct Session {
     pub start: Instant,
     started_wall: SystemTime,
     pub cache: Option<Cache>,
+    /// `getall`: the URLs the page referenced on an earlier visit (from the
+    /// cache); None on a first visit.
+    getall_known: Option<HashSet<String>>,
     st: Mutex<State>,
 }
 
@@ -128,6 +133,18 @@ impl Session {
         cache: Option<Cache>,
     ) -> Session {
         let page_url = target.url_of(&target.path);
+        let getall_known = match (&cache, cfg.strategy) {
+            (Some(c), Strategy::Getall) => match c.get(&crate::getall::refs_key(&page_url)) {
+                Ok(Some(e)) => Some(
+                    String::from_utf8_lossy(&e.body)
+                        .lines()
+                        .map(str::to_string)
+                        .collect(),
+                ),
+                _ => None,
+            },
+            _ => None,
+        };
         let mut st = State {
             discoverer: Some(Discoverer::new(&page_url)),
             ..State::default()
@@ -140,6 +157,7 @@ impl Session {
             start: Instant::now(),
             started_wall: SystemTime::now(),
             cache,
+            getall_known,
             st: Mutex::new(State::default()),
         };
         let path = s.target.path.clone();
@@ -207,7 +225,10 @@ impl Session {
                     if !st.by_path.contains_key(&path)
                         && st.objs.len() < pagewire_discover::MAX_REFERENCES
                     {
-                        ids.push(self.add_object(st, path, kind));
+                        let id = self.add_object(st, path, kind);
+                        if !self.getall_from_cache(st, id) {
+                            ids.push(id);
+                        }
                     }
                 }
                 None => {
@@ -270,6 +291,9 @@ impl Session {
         }
         if o.kind == ObjectKind::Prefetch {
             headers.push(("Sec-Purpose", "prefetch".to_string()));
+        }
+        if strategy == Strategy::Getall && id == PAGE && self.getall_known.is_none() {
+            headers.push((crate::getall::GETALL_FIELD, "1".to_string()));
         }
         let mut out = Vec::with_capacity(256);
         let method = o.method.as_str().unwrap_or("GET");
@@ -464,6 +488,15 @@ impl Session {
             }
             _ => None,
         };
+        let getall_boundary =
+            (self.cfg.strategy == Strategy::Getall && id == PAGE && status == 200)
+                .then(|| {
+                    content_type
+                        .as_deref()
+                        .and_then(crate::getall::boundary)
+                        .map(str::to_string)
+                })
+                .flatten();
         o.resp = Some(InProgress {
             conn,
             status,
@@ -482,6 +515,7 @@ impl Session {
             last_modified,
             not_modified,
             changed,
+            getall_boundary,
         });
         let closing = !head.wants_keep_alive();
         let mut new_ids = Vec::new();
@@ -497,6 +531,147 @@ impl Session {
             },
             new_ids,
         ))
+    }
+
+    /// `getall`, later visit: an object the cache holds is not requested
+    /// (the paper's GETLIST asks only for "the images not in its cache");
+    /// its record says so and its body comes from the cache.
+    fn getall_from_cache(&self, st: &mut State, id: ObjId) -> bool {
+        if self.cfg.strategy != Strategy::Getall
+            || self.getall_known.is_none()
+            || self.cfg.revalidate
+        {
+            return false;
+        }
+        let Some(cache) = &self.cache else {
+            return false;
+        };
+        let o = &mut st.objs[id];
+        let Ok(Some(e)) = cache.get(&o.url) else {
+            return false;
+        };
+        let now = ms(self.now());
+        o.record = Some(ObjectRecord {
+            url: o.url.clone(),
+            kind: o.kind,
+            method: "(cache)",
+            status: e.meta.status,
+            outcome: Outcome::FromCache,
+            size: e.meta.body_len,
+            sha256: e.meta.body_sha256.clone(),
+            body_bytes_received: 0,
+            header_bytes_received: 0,
+            request_bytes_sent: 0,
+            content_type: e.meta.content_type.clone(),
+            content_encoding: None,
+            etag: e.meta.etag.clone(),
+            last_modified: e.meta.last_modified.clone(),
+            connection: 0,
+            attempts: 0,
+            requested_ms: now,
+            first_byte_ms: now,
+            done_ms: now,
+            request_head: String::new(),
+            response_headers: Vec::new(),
+            http_version: "",
+            body: None,
+        });
+        o.body = Some(e.body.clone());
+        true
+    }
+
+    /// The page's response was a GETALL answer: the page part becomes the
+    /// page's content, every other part an object of its own.
+    fn take_getall_parts(
+        &self,
+        st: &mut State,
+        r: &mut InProgress,
+        boundary: &str,
+        now: Duration,
+    ) -> Result<(), FetchError> {
+        let whole = Bytes::from(std::mem::take(&mut r.body));
+        let parts = crate::getall::split(boundary, &whole)
+            .map_err(|e| FetchError::object(&self.page_url, format!("GETALL answer: {e}")))?;
+        let requested = st.objs[PAGE].requested;
+        let mut page_found = false;
+        for p in parts {
+            let Some(loc) = p.header("content-location") else {
+                st.warnings
+                    .push("GETALL part without Content-Location (ignored)".into());
+                continue;
+            };
+            let Some(path) = resolve(&self.page_url, loc)
+                .and_then(|u| same_server_path(&self.page_url, &u))
+                .map(|p| encode_target(&p))
+            else {
+                st.warnings
+                    .push(format!("GETALL part for another server: {loc} (ignored)"));
+                continue;
+            };
+            let status = p.status();
+            let text = |k: &str| p.header(k).map(str::to_string);
+            // The first part is the page (docs/getall.md), whatever its
+            // Content-Location says (`/` is answered with `/index.html`).
+            if !page_found {
+                page_found = true;
+                r.hasher = Sha256::new();
+                r.hasher.update(&p.body);
+                r.size = p.body.len() as u64;
+                r.body = p.body.to_vec();
+                r.content_type = text("content-type");
+                r.etag = text("etag");
+                r.last_modified = text("last-modified");
+                continue;
+            }
+            // A 304 part needs a cached copy this visit did not offer; such
+            // objects (and any not included) are fetched by pipelining.
+            if status == 304 || st.by_path.contains_key(&path) {
+                continue;
+            }
+            if st.objs.len() >= pagewire_discover::MAX_REFERENCES {
+                break;
+            }
+            let id = self.add_object(st, path, ObjectKind::Embedded);
+            let head_len: u64 = p
+                .headers
+                .iter()
+                .map(|(k, v)| (k.len() + v.len() + 4) as u64)
+                .sum();
+            let o = &mut st.objs[id];
+            o.record = Some(ObjectRecord {
+                url: o.url.clone(),
+                kind: o.kind,
+                method: "(part)",
+                status,
+                outcome: Outcome::GetallPart,
+                size: p.body.len() as u64,
+                sha256: sha256_hex(&p.body),
+                body_bytes_received: p.body.len() as u64,
+                header_bytes_received: head_len,
+                request_bytes_sent: 0,
+                content_type: text("content-type"),
+                content_encoding: None,
+                etag: text("etag"),
+                last_modified: text("last-modified"),
+                connection: r.conn,
+                attempts: 0,
+                requested_ms: ms(requested),
+                first_byte_ms: ms(r.first_byte),
+                done_ms: ms(now),
+                request_head: String::new(),
+                response_headers: p.headers.clone(),
+                http_version: r.http_version,
+                body: None,
+            });
+            o.body = Some(p.body);
+        }
+        if !page_found {
+            return Err(FetchError::object(
+                &self.page_url,
+                "GETALL answer without the page itself",
+            ));
+        }
+        Ok(())
     }
 
     fn discover(&self, st: &mut State, content: &[u8]) -> Vec<ObjId> {
@@ -534,7 +709,7 @@ impl Session {
             }
             r.body.extend_from_slice(content);
         }
-        if id == PAGE && r.status == 200 {
+        if id == PAGE && r.status == 200 && r.getall_boundary.is_none() {
             let content = content.to_vec();
             return Ok(self.discover(&mut st, &content));
         }
@@ -566,6 +741,15 @@ impl Session {
         }
         let page_ok = id == PAGE && r.status == 200;
         let mut next = Vec::new();
+        if let Some(b) = r.getall_boundary.take() {
+            self.take_getall_parts(&mut st, &mut r, &b, now)?;
+            // The page part is parsed whole now; objects that came as parts
+            // are already known, so discovery yields only missing ones.
+            let page = std::mem::take(&mut r.body);
+            next.extend(self.discover(&mut st, &page));
+            r.body = page;
+        }
+        let o = &mut st.objs[id];
         if r.changed {
             // Fetch the new version; the HEAD's exchange is kept in totals.
             o.method = Method::Get;
@@ -713,7 +897,11 @@ impl Session {
                     continue;
                 };
                 let cacheable = rec.status == 200 || rec.outcome == Outcome::NotModified;
-                if !cacheable || rec.method != "GET" && rec.outcome != Outcome::NotModified {
+                if !cacheable
+                    || rec.outcome == Outcome::FromCache
+                    || rec.method != "GET"
+                        && !matches!(rec.outcome, Outcome::NotModified | Outcome::GetallPart)
+                {
                     continue;
                 }
                 let meta = EntryMeta {
@@ -727,6 +915,30 @@ impl Session {
                     prefetched: o.kind == ObjectKind::Prefetch,
                 };
                 if let Err(e) = cache.put(&meta, body) {
+                    warnings.push(e.to_string());
+                }
+            }
+            if self.cfg.strategy == Strategy::Getall {
+                // "listing for each known image URL the URL of the document
+                // that contained it": the page's references, for next time.
+                let list: String = st
+                    .objs
+                    .iter()
+                    .skip(1)
+                    .filter(|o| o.kind == ObjectKind::Embedded)
+                    .map(|o| format!("{}\n", o.url))
+                    .collect();
+                let meta = EntryMeta {
+                    url: crate::getall::refs_key(&self.page_url),
+                    status: 200,
+                    etag: None,
+                    last_modified: None,
+                    content_type: Some("text/uri-list".into()),
+                    body_len: list.len() as u64,
+                    body_sha256: sha256_hex(list.as_bytes()),
+                    prefetched: false,
+                };
+                if let Err(e) = cache.put(&meta, list.as_bytes()) {
                     warnings.push(e.to_string());
                 }
             }
