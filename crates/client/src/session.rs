@@ -76,6 +76,9 @@ struct Obj {
     record: Option<ObjectRecord>,
     /// Content kept for the cache, `--save` or the report.
     body: Option<Bytes>,
+    /// `getall`, later visit: this entry is a GETLIST request for these
+    /// objects, not an object of the page (no record of its own).
+    getlist: Vec<ObjId>,
 }
 
 #[derive(Default)]
@@ -100,6 +103,9 @@ struct State {
     prefetched: usize,
     by_method: BTreeMap<String, u32>,
     warnings: Vec<String>,
+    /// `getall`, later visit: uncached objects waiting for the page's end,
+    /// to be asked for in one GETLIST.
+    getlist_pending: Vec<ObjId>,
 }
 
 /// What a response head means for its connection.
@@ -210,6 +216,7 @@ impl Session {
             resp: None,
             record: None,
             body: None,
+            getlist: Vec::new(),
         });
         id
     }
@@ -226,7 +233,11 @@ impl Session {
                         && st.objs.len() < pagewire_discover::MAX_REFERENCES
                     {
                         let id = self.add_object(st, path, kind);
-                        if !self.getall_from_cache(st, id) {
+                        if self.getall_from_cache(st, id) {
+                            // In the cache: not requested.
+                        } else if self.getall_later_visit() && kind == ObjectKind::Embedded {
+                            st.getlist_pending.push(id);
+                        } else {
                             ids.push(id);
                         }
                     }
@@ -296,7 +307,19 @@ impl Session {
             headers.push((crate::getall::GETALL_FIELD, "1".to_string()));
         }
         let mut out = Vec::with_capacity(256);
-        let method = o.method.as_str().unwrap_or("GET");
+        let mut method = o.method.as_str().unwrap_or("GET");
+        let mut list = String::new();
+        if !o.getlist.is_empty() {
+            // RFC 2483 text/uri-list, CRLF-terminated lines.
+            method = "GETLIST";
+            for i in o.getlist.clone() {
+                list.push_str(&st.objs[i].path);
+                list.push_str("\r\n");
+            }
+            headers.push(("Content-Type", "text/uri-list".to_string()));
+            headers.push(("Content-Length", list.len().to_string()));
+        }
+        let o = &mut st.objs[id];
         if pagewire_h1::write_request_head(&mut out, method, &o.path, version, headers).is_err() {
             let url = o.url.clone();
             return Err(FetchError::object(
@@ -304,6 +327,7 @@ impl Session {
                 "cannot write a valid request (bad bytes in a cached validator?)",
             ));
         }
+        out.extend_from_slice(list.as_bytes());
         o.attempts += 1;
         // A GET after a HEAD that showed a change is not a retry.
         let retry = o.attempts > 1 && !(o.changed && o.attempts == 2);
@@ -314,7 +338,8 @@ impl Session {
         if retry {
             st.retried += 1;
         }
-        st.bytes.header_bytes_sent += out.len() as u64;
+        st.bytes.header_bytes_sent += (out.len() - list.len()) as u64;
+        st.bytes.payload_bytes_sent += list.len() as u64;
         if let Some(c) = st.conns.get_mut(conn) {
             c.requests_sent += 1;
         }
@@ -488,15 +513,16 @@ impl Session {
             }
             _ => None,
         };
-        let getall_boundary =
-            (self.cfg.strategy == Strategy::Getall && id == PAGE && status == 200)
-                .then(|| {
-                    content_type
-                        .as_deref()
-                        .and_then(crate::getall::boundary)
-                        .map(str::to_string)
-                })
-                .flatten();
+        let getall_boundary = (self.cfg.strategy == Strategy::Getall
+            && (id == PAGE || !o.getlist.is_empty())
+            && status == 200)
+            .then(|| {
+                content_type
+                    .as_deref()
+                    .and_then(crate::getall::boundary)
+                    .map(str::to_string)
+            })
+            .flatten();
         o.resp = Some(InProgress {
             conn,
             status,
@@ -531,6 +557,107 @@ impl Session {
             },
             new_ids,
         ))
+    }
+
+    /// `getall` on a page visited before (not revalidating): uncached
+    /// objects are asked for in one GETLIST once the page is parsed.
+    fn getall_later_visit(&self) -> bool {
+        self.cfg.strategy == Strategy::Getall && self.getall_known.is_some() && !self.cfg.revalidate
+    }
+
+    /// A GETLIST request entry for `ids` (not an object of the page).
+    fn new_getlist(&self, st: &mut State, ids: Vec<ObjId>) -> ObjId {
+        let id = st.objs.len();
+        st.objs.push(Obj {
+            path: "/".to_string(),
+            url: self.target.url_of("/"),
+            kind: ObjectKind::Embedded,
+            method: Method::Get,
+            cached: None,
+            conditional: false,
+            attempts: 0,
+            changed: false,
+            requested: Duration::ZERO,
+            request_head: String::new(),
+            request_len: 0,
+            resp: None,
+            record: None,
+            body: None,
+            getlist: ids,
+        });
+        id
+    }
+
+    /// The GETLIST answer is complete: its parts become the listed objects;
+    /// whatever did not come (an unmodified server's 405/501, a 404 part) is
+    /// returned to be fetched by pipelined GETs.
+    fn end_getlist(&self, st: &mut State, id: ObjId, r: InProgress, now: Duration) -> Vec<ObjId> {
+        let ids = std::mem::take(&mut st.objs[id].getlist);
+        let requested = st.objs[id].requested;
+        let mut delivered = HashSet::new();
+        if let Some(b) = &r.getall_boundary {
+            match crate::getall::split(b, &Bytes::from(r.body)) {
+                Ok(parts) => {
+                    for p in parts.into_iter().filter(|p| p.status() == 200) {
+                        let Some(path) = p
+                            .header("content-location")
+                            .and_then(|l| resolve(&self.page_url, l))
+                            .and_then(|u| same_server_path(&self.page_url, &u))
+                            .map(|p| encode_target(&p))
+                        else {
+                            continue;
+                        };
+                        let Some(&oid) = st.by_path.get(&path) else {
+                            continue;
+                        };
+                        if !ids.contains(&oid) || !delivered.insert(oid) {
+                            continue;
+                        }
+                        let text = |k: &str| p.header(k).map(str::to_string);
+                        let o = &mut st.objs[oid];
+                        o.record = Some(ObjectRecord {
+                            url: o.url.clone(),
+                            kind: o.kind,
+                            method: "(part)",
+                            status: 200,
+                            outcome: Outcome::GetallPart,
+                            size: p.body.len() as u64,
+                            sha256: sha256_hex(&p.body),
+                            body_bytes_received: p.body.len() as u64,
+                            header_bytes_received: 0,
+                            request_bytes_sent: 0,
+                            content_type: text("content-type"),
+                            content_encoding: None,
+                            etag: text("etag"),
+                            last_modified: text("last-modified"),
+                            connection: r.conn,
+                            attempts: 0,
+                            requested_ms: ms(requested),
+                            first_byte_ms: ms(r.first_byte),
+                            done_ms: ms(now),
+                            request_head: String::new(),
+                            response_headers: p.headers.clone(),
+                            http_version: r.http_version,
+                            body: None,
+                        });
+                        o.body = Some(p.body);
+                    }
+                }
+                Err(e) => st
+                    .warnings
+                    .push(format!("GETLIST answer: {e} (fetching by GET)")),
+            }
+        } else {
+            st.warnings.push(format!(
+                "GETLIST answered {} without parts (fetching by GET)",
+                r.status
+            ));
+        }
+        if let Some(c) = st.conns.get_mut(r.conn) {
+            c.responses_received += 1;
+        }
+        st.last_done = st.last_done.max(now);
+        ids.into_iter().filter(|i| !delivered.contains(i)).collect()
     }
 
     /// `getall`, later visit: an object the cache holds is not requested
@@ -729,6 +856,9 @@ impl Session {
         let o = &mut st.objs[id];
         let url = o.url.clone();
         let mut r = o.resp.take().expect("head first");
+        if !o.getlist.is_empty() {
+            return Ok(self.end_getlist(&mut st, id, r, now));
+        }
         // Inflated text that only the end of the stream released; on the
         // page it must reach the parser like any other body bytes.
         let mut tail = Vec::new();
@@ -831,6 +961,13 @@ impl Session {
                 }
             }
             next.extend(self.admit(&mut st, refs, ObjectKind::Embedded));
+            let pending = std::mem::take(&mut st.getlist_pending);
+            match pending.len() {
+                0 => {}
+                // One object: a plain GET says the same in fewer bytes.
+                1 => next.extend(pending),
+                _ => next.push(self.new_getlist(&mut st, pending)),
+            }
             st.discovery_done = true;
             st.page_done = Some(now);
         }

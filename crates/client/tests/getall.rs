@@ -53,7 +53,7 @@ fn first_visit_is_one_request_then_only_missing_objects() {
         .iter()
         .all(|o| o.outcome == Outcome::FromCache));
 
-    // Two images gone from the cache: page + those two, pipelined.
+    // Two images gone from the cache: the page, then one GETLIST for both.
     let c = pagewire_client::Cache::open(cache.path()).unwrap();
     let gone: Vec<String> = r.objects[5..7].iter().map(|o| o.url.clone()).collect();
     for u in &gone {
@@ -61,15 +61,17 @@ fn first_visit_is_one_request_then_only_missing_objects() {
     }
     let r = fetch(&server.url(PAGE), Some(cache.path()));
     assert_byte_exact(&site, &r);
-    assert_eq!(r.requests, 3);
-    let fetched: Vec<&str> = r
+    assert_eq!(r.requests, 2);
+    assert_eq!(r.requests_by_method.get("GETLIST"), Some(&1));
+    let parts: Vec<&str> = r
         .objects
         .iter()
-        .filter(|o| o.outcome == Outcome::Fetched && o.kind == ObjectKind::Embedded)
+        .filter(|o| o.outcome == Outcome::GetallPart)
         .map(|o| o.url.as_str())
         .collect();
-    assert_eq!(fetched, gone.iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(r.requests_per_connection, vec![3]);
+    assert_eq!(parts, gone.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(r.requests_per_connection, vec![2]);
+    assert!(r.warnings.is_empty(), "{:?}", r.warnings);
 }
 
 #[test]
@@ -86,4 +88,34 @@ fn nginx_ignores_the_field_and_the_robot_pipelines_the_rest() {
     assert!(r.objects[0].request_head.contains("Getall: 1\r\n"));
     let log = nginx.access_log();
     assert_eq!(log.len(), 43, "{log:?}");
+}
+
+#[test]
+fn nginx_refuses_getlist_and_the_robot_falls_back_to_gets() {
+    let site = make_site();
+    let nginx = Nginx::start(site.root(), "");
+    let cache = tempfile::tempdir().unwrap();
+    let first = fetch(&nginx.url(PAGE), Some(cache.path()));
+    assert_byte_exact(&site, &first);
+    let c = pagewire_client::Cache::open(cache.path()).unwrap();
+    for o in &first.objects[10..13] {
+        std::fs::remove_file(c.path_of(&o.url)).unwrap();
+    }
+    let r = fetch(&nginx.url(PAGE), Some(cache.path()));
+    assert_byte_exact(&site, &r);
+    // The page, a GETLIST nginx does not know, then the three by GET.
+    assert_eq!(r.requests_by_method.get("GETLIST"), Some(&1));
+    assert_eq!(r.requests_by_method.get("GET"), Some(&4));
+    assert_eq!(
+        r.objects
+            .iter()
+            .filter(|o| o.outcome == Outcome::Fetched)
+            .count(),
+        4
+    );
+    assert!(
+        r.warnings.iter().any(|w| w.contains("GETLIST answered")),
+        "{:?}",
+        r.warnings
+    );
 }
