@@ -270,6 +270,11 @@ impl Conn {
         };
         match parsed {
             Ok(Some(head)) => {
+                if let Some(buf) = self.inbuf.as_mut() {
+                    if crate::getall::wait_for_body(&head, buf) {
+                        return Step::Drained; // GETLIST's uri-list is still arriving
+                    }
+                }
                 self.out.ensure(&self.w.pools, flush_bytes);
                 if prefetch_on && is_prefetch(&head) {
                     return Step::LowPriority(Box::new(head));

@@ -63,6 +63,28 @@ pub fn kind(req: &RequestHead) -> Option<Kind> {
     }
 }
 
+/// A GETLIST whose `text/uri-list` body (at most MAX_SKIPPED_BODY_BYTES)
+/// has not fully arrived: puts the head back in front of `buf` and returns
+/// true, so the connection loop reads more and parses the request again
+/// (the list may span several TCP segments). Copies only on this path.
+pub fn wait_for_body(head: &RequestHead, buf: &mut bytes::BytesMut) -> bool {
+    if head.method() != Method::Other || head.method_bytes() != b"GETLIST" {
+        return false;
+    }
+    match head.body_framing() {
+        Ok(BodyFraming::Length(n))
+            if n <= crate::policy::MAX_SKIPPED_BODY_BYTES && (buf.len() as u64) < n =>
+        {
+            let mut whole = bytes::BytesMut::with_capacity(head.raw().len() + n as usize);
+            whole.extend_from_slice(head.raw());
+            whole.extend_from_slice(buf);
+            *buf = whole;
+            true
+        }
+        _ => false,
+    }
+}
+
 /// Per-page cache of discovered references (resolved against the page's
 /// path; absolute URLs stay absolute until a request's Host filters them).
 pub struct Index {

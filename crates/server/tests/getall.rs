@@ -190,3 +190,34 @@ fn getall_of_a_missing_page_is_404_and_other_origins_are_left_out() {
         .collect();
     assert_eq!(locs, ["/p.html", "/a.gif", "/c.gif"]);
 }
+
+/// A uri-list longer than one TCP segment arrives in pieces: the server
+/// waits for the whole body before answering.
+#[test]
+fn getlist_body_arriving_later_is_waited_for() {
+    let (site, files) = microscape_site();
+    let srv = TestServer::start(site, config());
+    let mut r = Reader::new(srv.connect());
+    let list: String = files[1..].iter().map(|(p, _)| format!("{p}\r\n")).collect();
+    let head = format!(
+        "GETLIST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/uri-list\r\nContent-Length: {}\r\n\r\n",
+        list.len()
+    );
+    r.stream.write_all(head.as_bytes()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let (a, b) = list.split_at(list.len() / 2);
+    r.stream.write_all(a.as_bytes()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    r.stream.write_all(b.as_bytes()).unwrap();
+    let resp = r.response(Method::Get).unwrap();
+    assert_eq!(resp.status, 200);
+    let ps = parts(&resp);
+    assert_eq!(ps.len(), files.len() - 1);
+    for (p, (path, body)) in ps.iter().zip(&files[1..]) {
+        assert_eq!(&p.headers["content-location"], path);
+        assert_eq!(&p.body, body);
+    }
+    // And the connection is still in step: a GET after it.
+    let after = send(&mut r, "GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(after.body, files[0].1);
+}
