@@ -8,13 +8,13 @@
 #      points, for both models = 648 simulations) over the EPA log
 #      (target: under 120 s).
 #
-# Usage: bench/prefetch.sh [REPS]   (env: LOG=path/to/epa-http.log,
-#        CARGO_TARGET_DIR, PAGEWIRE=prebuilt binary)
+# Usage: bench/prefetch.sh [REPS]   (env: LOG=another CLF log, plain or gzip;
+#        default data/logs/epa-http.log.gz; CARGO_TARGET_DIR, PAGEWIRE=prebuilt binary)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${1:-3}
-LOG=${LOG:-../shared/data/logs/epa-http.log}
-[ -f "$LOG" ] || LOG=/work/shared/data/logs/epa-http.log
+LOG=${LOG:-data/logs/epa-http.log.gz}
+[ -f "$LOG" ] || { echo "bench/prefetch.sh: no log at $LOG" >&2; exit 1; }
 if [ -z "${PAGEWIRE:-}" ]; then
     cargo build --release -q -p pagewire
     PAGEWIRE=${CARGO_TARGET_DIR:-target}/release/pagewire
@@ -23,7 +23,9 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 echo "# bench/prefetch.sh — $("$PAGEWIRE" --version), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
-echo "# log: $LOG ($(wc -c <"$LOG") bytes, $(wc -l <"$LOG") lines)"
+# Line count of the log's text (gzip or plain).
+text() { if [ "$(head -c2 "$1" | od -An -tx1 | tr -d ' ')" = 1f8b ]; then gzip -dc "$1"; else cat "$1"; fi; }
+echo "# log: $LOG ($(wc -c <"$LOG") bytes, $(text "$LOG" | wc -l) lines)"
 
 "$PAGEWIRE" prefetch synth-log --log "$LOG" --lines 1000000 --out "$TMP/epa-1m.log" 2>/dev/null
 echo "# synthetic log: 1,000,000 lines ($(wc -c <"$TMP/epa-1m.log") bytes), time-shifted copies of the EPA log"
@@ -53,7 +55,7 @@ sweep=(prefetch simulate --log "$LOG" --json)
 
 times=()
 for _ in $(seq "$REPS"); do times+=("$(wall "$PAGEWIRE" "${one_point[@]}")"); done
-echo "# command: pagewire ${one_point[*]}"
+echo "# command: pagewire ${one_point[*]//"$TMP"/\$TMP}"
 report "one point (w=4 p=0.5 i=all realistic), 1M lines" 5 "${times[@]}"
 
 times=()

@@ -90,19 +90,18 @@ impl fmt::Display for Strategy {
     }
 }
 
+/// A strategy name that is none of [`Strategy::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown strategy {0:?} (expected one of: {names})", names = Strategy::ALL.map(Strategy::name).join(", "))]
+pub struct UnknownStrategy(pub String);
+
 impl FromStr for Strategy {
-    type Err = String;
+    type Err = UnknownStrategy;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Strategy::ALL
             .into_iter()
             .find(|st| st.name().eq_ignore_ascii_case(s.trim()))
-            .ok_or_else(|| {
-                let names: Vec<&str> = Strategy::ALL.iter().map(|st| st.name()).collect();
-                format!(
-                    "unknown strategy {s:?} (expected one of: {})",
-                    names.join(", ")
-                )
-            })
+            .ok_or_else(|| UnknownStrategy(s.to_string()))
     }
 }
 

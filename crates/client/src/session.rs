@@ -20,8 +20,8 @@ use crate::error::FetchError;
 use crate::inflate::Inflater;
 use crate::outbuf::FlushReason;
 use crate::report::{
-    rfc3339, ByteCounts, ConnectionRecord, FetchReport, FlushRecord, ObjectKind, ObjectRecord,
-    Outcome,
+    rfc3339, ByteCounts, ConnEnd, ConnectionRecord, FetchReport, FlushRecord, ObjectKind,
+    ObjectRecord, Outcome, RequestMethod,
 };
 
 /// Objects fetched because of prefetch hints, per fetch: hints are advice,
@@ -61,7 +61,7 @@ struct Obj {
     path: String,
     url: String,
     kind: ObjectKind,
-    method: Method,
+    method: RequestMethod,
     /// Cache entry used for a conditional request.
     cached: Option<Entry>,
     /// Send validators (revalidation); false after a HEAD showed a change.
@@ -101,7 +101,7 @@ struct State {
     hints: Vec<String>,
     hint_set: HashSet<String>,
     prefetched: usize,
-    by_method: BTreeMap<String, u32>,
+    by_method: BTreeMap<RequestMethod, u32>,
     warnings: Vec<String>,
     /// `getall`, later visit: uncached objects waiting for the page's end,
     /// to be asked for in one GETLIST.
@@ -137,6 +137,7 @@ impl Session {
         target: Target,
         addr: SocketAddr,
         cache: Option<Cache>,
+        start: Instant,
     ) -> Session {
         let page_url = target.url_of(&target.path);
         let getall_known = match (&cache, cfg.strategy) {
@@ -160,7 +161,7 @@ impl Session {
             target,
             page_url,
             addr,
-            start: Instant::now(),
+            start,
             started_wall: SystemTime::now(),
             cache,
             getall_known,
@@ -178,8 +179,10 @@ impl Session {
         self.st.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn now(&self) -> Duration {
-        self.start.elapsed()
+    /// Time since the fetch started. The session reads no clock: callers
+    /// pass the current time, as to the output buffer and the link model.
+    fn since_start(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.start)
     }
 
     fn add_object(&self, st: &mut State, path: String, kind: ObjectKind) -> ObjId {
@@ -189,16 +192,16 @@ impl Session {
         if let Some(cache) = &self.cache {
             match cache.get(&url) {
                 Ok(e) => cached = e,
-                Err(w) => st.warnings.push(w),
+                Err(w) => st.warnings.push(w.to_string()),
             }
         }
         let revalidating = self.cfg.revalidate && cached.is_some();
         let method = if revalidating && self.cfg.strategy == Strategy::Http10 && id != PAGE {
             // Paper 001 "Revalidate Test": the HTTP/1.0 robot "simulated the
             // cache validation behavior by issuing HEAD requests on the images".
-            Method::Head
+            RequestMethod::Head
         } else {
-            Method::Get
+            RequestMethod::Get
         };
         st.by_path.insert(path.clone(), id);
         st.objs.push(Obj {
@@ -257,15 +260,15 @@ impl Session {
     }
 
     pub fn method_of(&self, id: ObjId) -> Method {
-        self.lock().objs[id].method
+        self.lock().objs[id].method.h1()
     }
 
     /// The request for `id`, as small as the paper's robot made them
     /// ("very careful not to generate unnecessary headers"): request line,
     /// Host, a short User-Agent, and only what the strategy needs.
-    pub fn request(&self, id: ObjId, conn: usize) -> Result<Vec<u8>, FetchError> {
+    pub fn request(&self, id: ObjId, conn: usize, now: Instant) -> Result<Vec<u8>, FetchError> {
         let mut st = self.lock();
-        let now = self.now();
+        let now = self.since_start(now);
         let strategy = self.cfg.strategy;
         let version = if strategy == Strategy::Http10 {
             Version::Http10
@@ -279,7 +282,7 @@ impl Session {
         ];
         if o.conditional {
             if let Some(c) = &o.cached {
-                if o.method == Method::Get {
+                if o.method == RequestMethod::Get {
                     // RFC 9110 §13.1.2/§13.1.3. HTTP/1.0 has only dates.
                     if strategy != Strategy::Http10 {
                         if let Some(etag) = &c.meta.etag {
@@ -293,7 +296,7 @@ impl Session {
             }
         }
         if strategy == Strategy::PipelineDeflate
-            && o.method == Method::Get
+            && o.method == RequestMethod::Get
             && !is_image_path(&o.path)
         {
             // Paper 001 compresses the HTML only; images are already
@@ -307,11 +310,11 @@ impl Session {
             headers.push((crate::getall::GETALL_FIELD, "1".to_string()));
         }
         let mut out = Vec::with_capacity(256);
-        let mut method = o.method.as_str().unwrap_or("GET");
+        let mut method = o.method;
         let mut list = String::new();
         if !o.getlist.is_empty() {
             // RFC 2483 text/uri-list, CRLF-terminated lines.
-            method = "GETLIST";
+            method = RequestMethod::Getlist;
             for i in o.getlist.clone() {
                 list.push_str(&st.objs[i].path);
                 list.push_str("\r\n");
@@ -320,7 +323,9 @@ impl Session {
             headers.push(("Content-Length", list.len().to_string()));
         }
         let o = &mut st.objs[id];
-        if pagewire_h1::write_request_head(&mut out, method, &o.path, version, headers).is_err() {
+        if pagewire_h1::write_request_head(&mut out, method.as_str(), &o.path, version, headers)
+            .is_err()
+        {
             let url = o.url.clone();
             return Err(FetchError::object(
                 &url,
@@ -334,7 +339,7 @@ impl Session {
         o.requested = now;
         o.request_len = out.len() as u64;
         o.request_head = String::from_utf8_lossy(&out).into_owned();
-        *st.by_method.entry(method.to_string()).or_default() += 1;
+        *st.by_method.entry(method).or_default() += 1;
         if retry {
             st.retried += 1;
         }
@@ -348,12 +353,12 @@ impl Session {
 
     // ---- connections and flushes ------------------------------------------
 
-    pub fn conn_opened(&self) -> usize {
+    pub fn conn_opened(&self, now: Instant) -> usize {
         let mut st = self.lock();
         st.open_now += 1;
         st.max_open = st.max_open.max(st.open_now);
         let id = st.conns.len();
-        let now = ms(self.now());
+        let now = ms(self.since_start(now));
         st.conns.push(ConnectionRecord {
             opened_ms: now,
             closed_ms: now,
@@ -365,18 +370,18 @@ impl Session {
             reads: 0,
             unanswered: 0,
             pipelined: false,
-            end: String::new(),
+            end: ConnEnd::Open,
         });
         id
     }
 
-    pub fn conn_closed(&self, conn: usize, end: &str) {
+    pub fn conn_closed(&self, conn: usize, end: ConnEnd, now: Instant) {
         let mut st = self.lock();
         st.open_now = st.open_now.saturating_sub(1);
-        let now = ms(self.now());
+        let now = ms(self.since_start(now));
         let c = &mut st.conns[conn];
         c.closed_ms = now;
-        c.end = end.to_string();
+        c.end = end;
     }
 
     pub fn conn_unanswered(&self, conn: usize, n: usize) {
@@ -387,9 +392,9 @@ impl Session {
         self.lock().conns[conn].pipelined = true;
     }
 
-    pub fn flushed(&self, conn: usize, reason: FlushReason, bytes: usize) {
+    pub fn flushed(&self, conn: usize, reason: FlushReason, bytes: usize, now: Instant) {
         let mut st = self.lock();
-        let at_ms = ms(self.now());
+        let at_ms = ms(self.since_start(now));
         st.flushes.push(FlushRecord {
             connection: conn,
             at_ms,
@@ -406,8 +411,8 @@ impl Session {
         c.bytes_sent += n as u64;
     }
 
-    pub fn read(&self, conn: usize, n: usize) {
-        let now = self.now();
+    pub fn read(&self, conn: usize, n: usize, now: Instant) {
+        let now = self.since_start(now);
         let mut st = self.lock();
         // Connection 0 carries the page's request first in every strategy.
         if conn == 0 && st.ttfb.is_none() {
@@ -427,8 +432,9 @@ impl Session {
         id: ObjId,
         conn: usize,
         head: &ResponseHead,
+        now: Instant,
     ) -> Result<(HeadInfo, Vec<ObjId>), FetchError> {
-        let now = self.now();
+        let now = self.since_start(now);
         let mut st = self.lock();
         st.bytes.header_bytes_received += head.raw().len() as u64;
         let status = head.status();
@@ -491,7 +497,7 @@ impl Session {
                 ));
             }
             not_modified = true;
-        } else if o.method == Method::Head && status == 200 {
+        } else if o.method == RequestMethod::Head && status == 200 {
             let c = o.cached.as_ref().expect("HEAD only for cached objects");
             // A strong ETag match, else an equal Last-Modified, means the
             // cached copy is current (RFC 9110 §8.8.3.2, §8.8.2.2).
@@ -504,7 +510,7 @@ impl Session {
         }
         let inflater = match &content_encoding {
             Some(e) if e.eq_ignore_ascii_case("deflate") => Some(Inflater::new()),
-            Some(e) if !not_modified && o.method == Method::Get => {
+            Some(e) if !not_modified && o.method == RequestMethod::Get => {
                 let url = o.url.clone();
                 return Err(FetchError::object(
                     &url,
@@ -572,7 +578,7 @@ impl Session {
             path: "/".to_string(),
             url: self.target.url_of("/"),
             kind: ObjectKind::Embedded,
-            method: Method::Get,
+            method: RequestMethod::Getlist,
             cached: None,
             conditional: false,
             attempts: 0,
@@ -618,7 +624,7 @@ impl Session {
                         o.record = Some(ObjectRecord {
                             url: o.url.clone(),
                             kind: o.kind,
-                            method: "(part)",
+                            method: RequestMethod::Getlist,
                             status: 200,
                             outcome: Outcome::GetallPart,
                             size: p.body.len() as u64,
@@ -673,15 +679,16 @@ impl Session {
         let Some(cache) = &self.cache else {
             return false;
         };
+        // No request and no transfer: its times are the page's request time.
+        let now = ms(st.objs[PAGE].requested);
         let o = &mut st.objs[id];
         let Ok(Some(e)) = cache.get(&o.url) else {
             return false;
         };
-        let now = ms(self.now());
         o.record = Some(ObjectRecord {
             url: o.url.clone(),
             kind: o.kind,
-            method: "(cache)",
+            method: RequestMethod::Get,
             status: e.meta.status,
             outcome: Outcome::FromCache,
             size: e.meta.body_len,
@@ -768,7 +775,7 @@ impl Session {
             o.record = Some(ObjectRecord {
                 url: o.url.clone(),
                 kind: o.kind,
-                method: "(part)",
+                method: RequestMethod::Get,
                 status,
                 outcome: Outcome::GetallPart,
                 size: p.body.len() as u64,
@@ -849,8 +856,8 @@ impl Session {
 
     /// The response for `id` is complete. Returns ids to request next: newly
     /// found objects, or `id` itself again (GET after a HEAD showed a change).
-    pub fn on_end(&self, id: ObjId) -> Result<Vec<ObjId>, FetchError> {
-        let now = self.now();
+    pub fn on_end(&self, id: ObjId, now: Instant) -> Result<Vec<ObjId>, FetchError> {
+        let now = self.since_start(now);
         let mut st = self.lock();
         let keep = self.keep_bodies();
         let o = &mut st.objs[id];
@@ -882,7 +889,7 @@ impl Session {
         let o = &mut st.objs[id];
         if r.changed {
             // Fetch the new version; the HEAD's exchange is kept in totals.
-            o.method = Method::Get;
+            o.method = RequestMethod::Get;
             o.changed = true;
             o.conditional = false;
             o.cached = None;
@@ -910,7 +917,7 @@ impl Session {
         o.record = Some(ObjectRecord {
             url: o.url.clone(),
             kind: o.kind,
-            method: o.method.as_str().unwrap_or("GET"),
+            method: o.method,
             status: r.status,
             outcome,
             size,
@@ -1016,7 +1023,7 @@ impl Session {
             // A prefetch is never conditional: the object is not cached.
             st.objs[id].conditional = false;
             st.objs[id].cached = None;
-            st.objs[id].method = Method::Get;
+            st.objs[id].method = RequestMethod::Get;
             ids.push(id);
         }
         ids
@@ -1036,7 +1043,7 @@ impl Session {
                 let cacheable = rec.status == 200 || rec.outcome == Outcome::NotModified;
                 if !cacheable
                     || rec.outcome == Outcome::FromCache
-                    || rec.method != "GET"
+                    || rec.method != RequestMethod::Get
                         && !matches!(rec.outcome, Outcome::NotModified | Outcome::GetallPart)
                 {
                     continue;

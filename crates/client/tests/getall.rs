@@ -7,7 +7,9 @@ mod common;
 use std::collections::HashSet;
 
 use common::{make_site, pw_config, Nginx, PwServer, SiteDir};
-use pagewire_client::{fetch_blocking, FetchConfig, FetchReport, ObjectKind, Outcome, Strategy};
+use pagewire_client::{
+    fetch_blocking, FetchConfig, FetchReport, ObjectKind, Outcome, RequestMethod, Strategy,
+};
 
 const PAGE: &str = "/index.html";
 
@@ -62,7 +64,7 @@ fn first_visit_is_one_request_then_only_missing_objects() {
     let r = fetch(&server.url(PAGE), Some(cache.path()));
     assert_byte_exact(&site, &r);
     assert_eq!(r.requests, 2);
-    assert_eq!(r.requests_by_method.get("GETLIST"), Some(&1));
+    assert_eq!(r.requests_by_method.get(&RequestMethod::Getlist), Some(&1));
     let parts: Vec<&str> = r
         .objects
         .iter()
@@ -104,8 +106,8 @@ fn nginx_refuses_getlist_and_the_robot_falls_back_to_gets() {
     let r = fetch(&nginx.url(PAGE), Some(cache.path()));
     assert_byte_exact(&site, &r);
     // The page, a GETLIST nginx does not know, then the three by GET.
-    assert_eq!(r.requests_by_method.get("GETLIST"), Some(&1));
-    assert_eq!(r.requests_by_method.get("GET"), Some(&4));
+    assert_eq!(r.requests_by_method.get(&RequestMethod::Getlist), Some(&1));
+    assert_eq!(r.requests_by_method.get(&RequestMethod::Get), Some(&4));
     assert_eq!(
         r.objects
             .iter()

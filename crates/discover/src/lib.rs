@@ -15,6 +15,8 @@
 //! the page URL (or a `<base href>`) with RFC 3986 §5.2, fragments removed.
 //! [`same_server_path`] filters them to the page's own server.
 
+#![forbid(unsafe_code)]
+
 use std::sync::{Arc, Mutex};
 
 use lol_html::send::{Element, HtmlRewriter, Settings};

@@ -89,7 +89,7 @@ pub fn render_json(
         );
         obj.insert(
             "command".into(),
-            serde_json::to_value(std::env::args().collect::<Vec<_>>()).expect("strings"),
+            serde_json::to_value(crate::command_line()).expect("strings"),
         );
         obj.insert(
             "config".into(),

@@ -373,7 +373,7 @@ impl Link {
     ) -> serde_json::Value {
         serde_json::json!({
             "made_by": format!("pagewire-emu {}", env!("CARGO_PKG_VERSION")),
-            "command": std::env::args().collect::<Vec<_>>(),
+            "command": command_line(),
             "format": "pcap, LINKTYPE_RAW (101): raw IPv4 packets, as they left the emulated link",
             "timestamps": "emulated: link epoch (wall clock at link start) + the link-model time \
                            at which the packet left the link (after queueing, serialization, delay)",
@@ -458,4 +458,22 @@ mod tests {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<Link>();
     }
+}
+
+/// This process's command line as recorded in output files: the program by
+/// its file name only, so that no file records a path of the machine that
+/// made it.
+pub fn command_line() -> Vec<String> {
+    std::env::args()
+        .enumerate()
+        .map(|(i, a)| {
+            if i == 0 {
+                std::path::Path::new(&a)
+                    .file_name()
+                    .map_or(a.clone(), |n| n.to_string_lossy().into_owned())
+            } else {
+                a
+            }
+        })
+        .collect()
 }

@@ -5,6 +5,8 @@
 //! [`stats`] summarises repetitions, [`reference`] holds the paper's values,
 //! [`tables`] and [`claims`] compare, [`report`] writes the files.
 
+#![forbid(unsafe_code)]
+
 pub mod claims;
 pub mod claimspec;
 pub mod connlen;

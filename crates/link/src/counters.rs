@@ -1,5 +1,5 @@
 //! Per-run accounting at the measuring point (the forwarder), with the
-//! definitions of paper 001 (DESIGN.md "What is measured"):
+//! definitions of paper 001 (docs/architecture.md, "What is measured"):
 //! Pa = IP packets of every kind, both directions; Bytes = IP bytes with
 //! headers; %ov = share of those bytes that are IP + TCP headers (options
 //! included).

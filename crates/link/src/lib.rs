@@ -11,7 +11,10 @@
 //!   serialization at a constant or trace-driven rate, delay and jitter;
 //! - [`counters`]: per-run accounting (paper 001's Pa, Bytes, %ov);
 //! - [`pcap`]: capture with emulated timestamps;
-//! - [`config`]: profiles (paper 001 Table 1, DESIGN.md) and flag parsers.
+//! - [`config`]: profiles (paper 001 Table 1; docs/architecture.md) and flag
+//!   parsers.
+
+#![forbid(unsafe_code)]
 
 pub mod classify;
 pub mod config;

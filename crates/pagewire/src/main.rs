@@ -3,6 +3,8 @@
 //! This binary is thin: each command parses its flags into plain values in
 //! `cmd::<name>` and hands them to the library crate that does the work.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -14,10 +16,15 @@ mod cmd;
     name = "pagewire",
     version,
     about = "A laboratory for how web pages cross the network",
-    long_about = "pagewire implements the transfer techniques of five classic web-performance \
-                  papers (HTTP/1.0 vs persistent vs pipelined connections, object packaging, \
-                  GETALL/GETLIST and prefetching, SURGE load) and measures them over emulated \
-                  links the way those papers did."
+    long_about = "pagewire implements the transfer techniques of classic web-performance papers \
+                  and measures them the way those papers did: packets, bytes and seconds on an \
+                  emulated link between a real server and a real client.\n\n\
+                  Built: HTTP/1.0 vs persistent vs pipelined (+deflate) transfers of paper 001 \
+                  (bench, serve, fetch, link, site) and prefetching of paper 003 (prefetch \
+                  simulate, serve --prefetch, fetch --prefetch).\n\
+                  Coming: object packaging (paper 002), GETALL/GETLIST (paper 003), SURGE load \
+                  and early close (paper 004).\n\n\
+                  Papers and design: docs/papers.md, docs/architecture.md."
 )]
 struct Cli {
     #[command(subcommand)]

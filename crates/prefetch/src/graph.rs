@@ -303,7 +303,7 @@ impl DependencyGraph {
         }
         self.ranked(from, out);
         let keep = out.iter().take_while(|(w, _)| params.passes(*w)).count();
-        out.truncate(params.max_hints.map_or(keep, |i| keep.min(i)));
+        out.truncate(keep.min(params.max_hints.count()));
     }
 
     /// Remove nodes not requested within the last `idle_horizon` observations

@@ -5,6 +5,13 @@
 //! * [`graph`]: the dependency graph (one node per URL, per-client lookahead
 //!   windows, arc weights, candidates) — the one predictor core.
 //! * [`OnlinePredictor`]: that core behind a mutex for `pagewire serve --prefetch`.
+//! * [`log`]: the Common Log Format reader (plain or gzip).
+//! * [`sim`]: the simulator; [`run`]: a whole `pagewire prefetch simulate`
+//!   job (read, sweep, print, write files); [`report`]: tables, CSV, JSON,
+//!   SVG plots.
+//! * [`MaxCandidates`]: the predictor's `i`, a number or `all`.
+
+#![forbid(unsafe_code)]
 
 pub mod fit;
 pub mod graph;
@@ -12,10 +19,11 @@ pub mod log;
 pub mod online;
 pub mod params;
 pub mod report;
+pub mod run;
 pub mod sim;
 pub mod spec;
 pub mod synth;
 
 pub use graph::{DependencyGraph, GraphLimits, NodeId, Window};
 pub use online::{OnlineLimits, OnlinePredictor};
-pub use params::{ParamsError, PrefetchParams};
+pub use params::{MaxCandidates, ParamsError, PrefetchParams};

@@ -514,6 +514,15 @@ impl AccessLog {
     }
 
     /// Parse an in-memory log (tests, fuzzing).
+    ///
+    /// ```
+    /// use pagewire_prefetch::log::AccessLog;
+    ///
+    /// let log = AccessLog::from_bytes(
+    ///     b"a - - [30/Aug/1995:00:00:01 -0400] \"GET / HTTP/1.0\" 200 100\nnot a log line\n",
+    /// );
+    /// assert_eq!((log.stats.parsed, log.stats.skipped), (1, 1));
+    /// ```
     pub fn from_bytes(text: &[u8]) -> AccessLog {
         Self::read(text).expect("reading from memory cannot fail")
     }

@@ -1,7 +1,10 @@
 //! Predictor parameters `w`, `p`, `i` (paper 003 §7.2 and §8).
 
 use std::fmt;
+use std::num::NonZeroU32;
 use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Largest lookahead window accepted. The per-request work of the predictor is
 /// O(w) and each client's ring buffer holds `w` ids; the paper sweeps w = 2..10,
@@ -20,13 +23,89 @@ pub const THRESHOLD_EPSILON: f64 = 1e-9;
 ///   `w - 1` requests the same client makes after A (w = 2 looks one step ahead).
 /// * `threshold` (p): an arc A->B is a candidate when its weight is >= p.
 ///   Weights never exceed 1.0, so p > 1 (the paper's 1.1) disables prefetching.
-/// * `max_hints` (i): at most this many candidates, best first; `None` = no limit
-///   (the paper's "i = ∞").
+/// * `max_hints` (i): at most this many candidates, best first (see
+///   [`MaxCandidates`]; `All` is the paper's "i = ∞").
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PrefetchParams {
     pub window: usize,
     pub threshold: f64,
-    pub max_hints: Option<usize>,
+    pub max_hints: MaxCandidates,
+}
+
+/// The predictor's `i`: how many candidates (prefetch hints) to give at most,
+/// best first. Spelled `1`, `2`, ... or `all` on the command line, in CSV and
+/// in JSON (a string there, as before: `"1"`, `"all"`). Orders as numbers,
+/// with `All` last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MaxCandidates {
+    /// At most this many (>= 1).
+    Limit(NonZeroU32),
+    /// No limit: every arc that passes the threshold.
+    All,
+}
+
+impl MaxCandidates {
+    /// i = 1.
+    pub const ONE: MaxCandidates = MaxCandidates::Limit(NonZeroU32::MIN);
+    /// i = 2.
+    pub const TWO: MaxCandidates = match NonZeroU32::new(2) {
+        Some(n) => MaxCandidates::Limit(n),
+        None => unreachable!(),
+    };
+
+    /// `Limit(n)` for n >= 1; `None` for 0.
+    pub fn limit(n: u32) -> Option<Self> {
+        NonZeroU32::new(n).map(MaxCandidates::Limit)
+    }
+
+    /// How many candidates to take: `n`, or `usize::MAX` for `All`.
+    #[inline]
+    pub fn count(self) -> usize {
+        match self {
+            MaxCandidates::Limit(n) => n.get() as usize,
+            MaxCandidates::All => usize::MAX,
+        }
+    }
+}
+
+impl FromStr for MaxCandidates {
+    type Err = ParamsError;
+
+    /// `all` / `inf` / `unlimited` / `∞` -> `All`; a positive integer ->
+    /// `Limit(n)`.
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "all" | "inf" | "unlimited" | "∞" => Ok(MaxCandidates::All),
+            n => n
+                .parse::<u32>()
+                .ok()
+                .and_then(MaxCandidates::limit)
+                .ok_or_else(|| ParamsError::MaxHints(n.to_string())),
+        }
+    }
+}
+
+impl fmt::Display for MaxCandidates {
+    /// `1`, `2`, ... or `all`: the way the CLI, CSV and JSON spell it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MaxCandidates::Limit(n) => write!(f, "{n}"),
+            MaxCandidates::All => f.write_str("all"),
+        }
+    }
+}
+
+impl Serialize for MaxCandidates {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MaxCandidates {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 impl Default for PrefetchParams {
@@ -37,7 +116,7 @@ impl Default for PrefetchParams {
         PrefetchParams {
             window: 4,
             threshold: 0.5,
-            max_hints: Some(2),
+            max_hints: MaxCandidates::TWO,
         }
     }
 }
@@ -50,9 +129,6 @@ impl PrefetchParams {
         }
         if !self.threshold.is_finite() || self.threshold < 0.0 {
             return Err(ParamsError::Threshold(self.threshold.to_string()));
-        }
-        if self.max_hints == Some(0) {
-            return Err(ParamsError::MaxHints("0".into()));
         }
         Ok(())
     }
@@ -112,7 +188,7 @@ impl FromStr for PrefetchParams {
                         .map_err(|_| ParamsError::Threshold(value.to_string()))?;
                 }
                 "i" | "max_hints" => {
-                    params.max_hints = parse_max_hints(value)?;
+                    params.max_hints = value.parse()?;
                 }
                 other => return Err(ParamsError::UnknownKey(other.to_string())),
             }
@@ -122,33 +198,12 @@ impl FromStr for PrefetchParams {
     }
 }
 
-/// `all` / `inf` / `unlimited` -> `None`, a positive integer -> `Some(n)`.
-pub fn parse_max_hints(value: &str) -> Result<Option<usize>, ParamsError> {
-    match value {
-        "all" | "inf" | "unlimited" | "∞" => Ok(None),
-        n => match n.parse::<usize>() {
-            Ok(0) | Err(_) => Err(ParamsError::MaxHints(n.to_string())),
-            Ok(n) => Ok(Some(n)),
-        },
-    }
-}
-
-/// Formats `i` the way the CLI, CSV and JSON spell it.
-pub fn max_hints_label(max_hints: Option<usize>) -> String {
-    match max_hints {
-        Some(n) => n.to_string(),
-        None => "all".to_string(),
-    }
-}
-
 impl fmt::Display for PrefetchParams {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
             "w={},p={},i={}",
-            self.window,
-            self.threshold,
-            max_hints_label(self.max_hints)
+            self.window, self.threshold, self.max_hints
         )
     }
 }
@@ -165,7 +220,7 @@ mod tests {
             PrefetchParams {
                 window: 4,
                 threshold: 0.5,
-                max_hints: Some(2)
+                max_hints: MaxCandidates::limit(2).unwrap()
             }
         );
         assert_eq!(p.to_string(), "w=4,p=0.5,i=2");
@@ -176,7 +231,7 @@ mod tests {
         let p: PrefetchParams = "i=all, p=0.7 ,w=10".parse().unwrap();
         assert_eq!(p.window, 10);
         assert_eq!(p.threshold, 0.7);
-        assert_eq!(p.max_hints, None);
+        assert_eq!(p.max_hints, MaxCandidates::All);
         assert_eq!(p.to_string(), "w=10,p=0.7,i=all");
         let round: PrefetchParams = p.to_string().parse().unwrap();
         assert_eq!(round, p);
@@ -212,6 +267,34 @@ mod tests {
             "w4".parse::<PrefetchParams>(),
             Err(ParamsError::Syntax(_))
         ));
+    }
+
+    #[test]
+    fn max_candidates_spellings_order_and_serde() {
+        let two: MaxCandidates = "2".parse().unwrap();
+        assert_eq!(two, MaxCandidates::limit(2).unwrap());
+        assert_eq!(two.count(), 2);
+        for all in ["all", "inf", "unlimited", "∞"] {
+            assert_eq!(all.parse::<MaxCandidates>().unwrap(), MaxCandidates::All);
+        }
+        assert_eq!(MaxCandidates::All.count(), usize::MAX);
+        for bad in ["0", "-1", "x", "", "1.5", "4294967296"] {
+            assert!(
+                matches!(bad.parse::<MaxCandidates>(), Err(ParamsError::MaxHints(_))),
+                "{bad}"
+            );
+        }
+        assert!(MaxCandidates::limit(1).unwrap() < two && two < MaxCandidates::All);
+        assert_eq!(two.to_string(), "2");
+        assert_eq!(MaxCandidates::All.to_string(), "all");
+        assert_eq!(
+            serde_json::to_string(&MaxCandidates::All).unwrap(),
+            "\"all\""
+        );
+        assert_eq!(serde_json::to_string(&two).unwrap(), "\"2\"");
+        let back: MaxCandidates = serde_json::from_str("\"2\"").unwrap();
+        assert_eq!(back, two);
+        assert!(serde_json::from_str::<MaxCandidates>("\"0\"").is_err());
     }
 
     #[test]

@@ -10,6 +10,7 @@ use plotters::prelude::*;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::params::MaxCandidates;
 use crate::sim::{CacheConfig, Model, PointResult, TimeModel};
 
 /// What made a result.
@@ -162,7 +163,7 @@ fn select<'a>(
     results: &'a [PointResult],
     model: Model,
     w: usize,
-    i: &'a str,
+    i: MaxCandidates,
 ) -> impl Iterator<Item = &'a PointResult> + 'a {
     results
         .iter()
@@ -187,14 +188,14 @@ pub fn write_plots(
 ) -> io::Result<Vec<String>> {
     let mut written = Vec::new();
     let windows = distinct(results.iter().map(|r| r.w));
-    let hints = distinct(results.iter().map(|r| r.i.as_str()));
+    let hints = distinct(results.iter().map(|r| r.i));
     let models = distinct(results.iter().map(|r| r.model));
     // The paper's Figures 10 and 11 use i = unlimited; fall back to the
     // largest i present.
-    let i_main = if hints.contains(&"all") {
-        "all"
+    let i_main = if hints.contains(&MaxCandidates::All) {
+        MaxCandidates::All
     } else {
-        hints.last().copied().unwrap_or("all")
+        hints.last().copied().unwrap_or(MaxCandidates::All)
     };
     let model_main = if models.contains(&Model::Simple) {
         Model::Simple
@@ -515,7 +516,7 @@ pub fn text_tables(results: &[PointResult]) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let models = distinct(results.iter().map(|r| r.model));
-    let hints = distinct(results.iter().map(|r| r.i.as_str()));
+    let hints = distinct(results.iter().map(|r| r.i));
     let windows = distinct(results.iter().map(|r| r.w));
     let mut ps: Vec<f64> = distinct(results.iter().map(|r| r.p));
     ps.sort_by(f64::total_cmp);
@@ -571,7 +572,10 @@ pub fn paper_comparison(results: &[PointResult]) -> String {
     );
     for (w, p, paper_miss, paper_traffic) in PAPER_POINTS {
         if let Some(r) = results.iter().find(|r| {
-            r.model == Model::Simple && r.w == w && r.i == "all" && (r.p - p).abs() < 1e-9
+            r.model == Model::Simple
+                && r.w == w
+                && r.i == MaxCandidates::All
+                && (r.p - p).abs() < 1e-9
         }) {
             let _ = writeln!(
                 out,

@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use crate::graph::{DependencyGraph, GraphLimits, NodeId, Window};
 use crate::log::{AccessLog, Method};
-use crate::params::{max_hints_label, PrefetchParams, THRESHOLD_EPSILON};
+use crate::params::{MaxCandidates, PrefetchParams, THRESHOLD_EPSILON};
 
 /// The paper's split: 50,000 entries to train, 70,000 to simulate (§8).
 pub const PAPER_TRAIN: usize = 50_000;
@@ -279,8 +279,8 @@ pub struct PointResult {
     pub model: Model,
     pub p: f64,
     pub w: usize,
-    /// "1", "2", ... or "all".
-    pub i: String,
+    /// At most this many candidates (`"1"`, `"2"`, ... or `"all"` in JSON).
+    pub i: MaxCandidates,
     pub miss_rate: f64,
     pub avg_access_time_s: f64,
     /// (traffic with prefetching) / (traffic without) - 1.
@@ -559,7 +559,7 @@ pub fn train(trace: &Trace, w: usize, opts: &SimOptions) -> Trained {
 pub fn simulate_lanes(
     trace: &Trace,
     w: usize,
-    max_hints: Option<usize>,
+    max_hints: MaxCandidates,
     lanes: &[LaneSpec],
     trained: Trained,
     opts: &SimOptions,
@@ -588,7 +588,7 @@ pub fn simulate_lanes(
         if !any_prefetching {
             continue;
         }
-        let limit = max_hints.unwrap_or(usize::MAX);
+        let limit = max_hints.count();
         for lane in &mut lanes {
             let p = lane.threshold - THRESHOLD_EPSILON;
             for (weight, to) in graph.ranked_iter(a.url).take(limit) {
@@ -620,7 +620,7 @@ pub fn baseline(trace: &Trace, opts: &SimOptions) -> Counters {
         windows: vec![None; trace.hosts],
     };
     // Without prefetching the graph is irrelevant: skip training.
-    simulate_lanes(trace, 2, None, &lanes, trained, opts)[0]
+    simulate_lanes(trace, 2, MaxCandidates::All, &lanes, trained, opts)[0]
 }
 
 fn ratio(num: f64, den: f64) -> f64 {
@@ -641,7 +641,7 @@ pub fn derive(model: Model, params: &PrefetchParams, c: Counters, base: &Counter
         model,
         p: params.threshold,
         w: params.window,
-        i: max_hints_label(params.max_hints),
+        i: params.max_hints,
         miss_rate,
         avg_access_time_s: ratio(c.access_time_s, c.accesses as f64),
         traffic_increase: if base_bytes > 0.0 {
@@ -669,7 +669,7 @@ pub fn derive(model: Model, params: &PrefetchParams, c: Counters, base: &Counter
 pub struct Grid {
     pub thresholds: Vec<f64>,
     pub windows: Vec<usize>,
-    pub max_hints: Vec<Option<usize>>,
+    pub max_hints: Vec<MaxCandidates>,
     pub models: Vec<Model>,
 }
 
@@ -680,7 +680,7 @@ impl Grid {
         Grid {
             thresholds: (0..=11).map(|k| f64::from(k) / 10.0).collect(),
             windows: (2..=10).collect(),
-            max_hints: vec![Some(1), Some(2), None],
+            max_hints: vec![MaxCandidates::ONE, MaxCandidates::TWO, MaxCandidates::All],
             models: vec![Model::Simple, Model::Realistic],
         }
     }
@@ -705,7 +705,7 @@ pub fn sweep(
         .par_iter()
         .map(|&w| (w, train(trace, w, opts)))
         .collect();
-    let tasks: Vec<(usize, Option<usize>)> = grid
+    let tasks: Vec<(usize, MaxCandidates)> = grid
         .windows
         .iter()
         .flat_map(|&w| grid.max_hints.iter().map(move |&i| (w, i)))
@@ -744,15 +744,11 @@ pub fn sweep(
         })
         .collect();
     results.sort_by(|a, b| {
-        (a.model, a.w, hints_order(&a.i))
-            .cmp(&(b.model, b.w, hints_order(&b.i)))
+        (a.model, a.w, a.i)
+            .cmp(&(b.model, b.w, b.i))
             .then(a.p.total_cmp(&b.p))
     });
     (base, results)
-}
-
-fn hints_order(i: &str) -> usize {
-    i.parse().unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]
@@ -873,7 +869,7 @@ mod tests {
         let grid = Grid {
             thresholds: vec![0.0, 0.3, 0.6, 1.1],
             windows: vec![2, 5],
-            max_hints: vec![Some(1), None],
+            max_hints: vec![MaxCandidates::ONE, MaxCandidates::All],
             models: vec![Model::Simple, Model::Realistic],
         };
         let (_, results) = sweep(&trace, &grid, &SimOptions::default(), &|_| {});

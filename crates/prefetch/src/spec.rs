@@ -1,7 +1,7 @@
 //! Sweep specifications as the CLI spells them: `--p 0:1.1:0.1`,
 //! `--w 2..10`, `--i 1,2,all`.
 
-use crate::params::{parse_max_hints, ParamsError, MAX_WINDOW};
+use crate::params::{MaxCandidates, ParamsError, MAX_WINDOW};
 use crate::sim::Model;
 
 /// Most values one axis may expand to. A sweep is the product of its axes,
@@ -90,14 +90,12 @@ pub fn parse_windows(spec: &str) -> Result<Vec<usize>, SpecError> {
 }
 
 /// Hint limits: `1,2,all`.
-pub fn parse_hints(spec: &str) -> Result<Vec<Option<usize>>, SpecError> {
+pub fn parse_hints(spec: &str) -> Result<Vec<MaxCandidates>, SpecError> {
     let mut out = Vec::new();
     for part in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        out.push(parse_max_hints(part)?);
+        out.push(part.parse()?);
     }
-    finish(spec, out, |a, b| {
-        a.unwrap_or(usize::MAX).cmp(&b.unwrap_or(usize::MAX))
-    })
+    finish(spec, out, Ord::cmp)
 }
 
 /// Models: `simple`, `realistic` or `both`.
@@ -145,7 +143,11 @@ mod tests {
         assert_eq!(parse_windows("2..=4,8").unwrap(), vec![2, 3, 4, 8]);
         assert_eq!(
             parse_hints("1,2,all").unwrap(),
-            vec![Some(1), Some(2), None]
+            vec![
+                MaxCandidates::limit(1).unwrap(),
+                MaxCandidates::limit(2).unwrap(),
+                MaxCandidates::All
+            ]
         );
         assert_eq!(parse_thresholds("0.7,0.5").unwrap(), vec![0.5, 0.7]);
     }

@@ -7,7 +7,9 @@
 //! With `distinct_hosts`, copy k>0 renames host `h` to `h.cK` (a new client
 //! population each "day"); by default the same hosts come back.
 
-use std::io::{self, Write};
+use std::fs::File;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
 
 use memchr::memchr;
 
@@ -116,9 +118,81 @@ pub fn gzip_writer<W: Write>(w: W) -> flate2::write::GzEncoder<W> {
     flate2::write::GzEncoder::new(w, flate2::Compression::fast())
 }
 
+/// Why [`synth_file`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SynthError {
+    #[error("opening {}", path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("decompressing the source log")]
+    Decompress(#[source] io::Error),
+    #[error("creating {}", path.display())]
+    Create {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// `pagewire prefetch synth-log`: reads the log at `source` (plain or gzip,
+/// by magic bytes), writes `opts.lines` lines to `out` (gzip when its name
+/// ends in `.gz`) after a `#` header that says what made it (`made_by`: tool
+/// and command line) and how.
+pub fn synth_file(
+    source: &Path,
+    out: &Path,
+    opts: SynthOptions,
+    made_by: &str,
+) -> Result<SynthStats, SynthError> {
+    let mut raw = Vec::new();
+    File::open(source)
+        .map_err(|e| SynthError::Open {
+            path: source.to_path_buf(),
+            source: e,
+        })?
+        .read_to_end(&mut raw)?;
+    let text = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut text = Vec::new();
+        gunzip(&raw, &mut text).map_err(SynthError::Decompress)?;
+        text
+    } else {
+        raw
+    };
+    let header = format!(
+        "made by: {made_by}\nsource: {} ({} bytes of text)\ntime-shifted copies of the source, each moved forward by its time span + 1 s{}",
+        source.display(),
+        text.len(),
+        if opts.distinct_hosts {
+            "; copy K renames host H to H.cK"
+        } else {
+            "; the same hosts return in every copy"
+        }
+    );
+    let file = File::create(out).map_err(|e| SynthError::Create {
+        path: out.to_path_buf(),
+        source: e,
+    })?;
+    let stats = if out.extension().is_some_and(|e| e == "gz") {
+        let mut enc = gzip_writer(BufWriter::new(file));
+        let s = synth_log(&text, opts, &header, &mut enc)?;
+        enc.finish()?.flush()?;
+        s
+    } else {
+        let mut w = BufWriter::new(file);
+        let s = synth_log(&text, opts, &header, &mut w)?;
+        w.flush()?;
+        s
+    };
+    Ok(stats)
+}
+
 /// Decompress a whole gzip stream (all members) into `out`.
 pub fn gunzip(raw: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
-    use std::io::Read;
     flate2::read::MultiGzDecoder::new(raw).read_to_end(out)?;
     Ok(())
 }

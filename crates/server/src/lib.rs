@@ -2,7 +2,7 @@
 //! pipelining, exact in the buffering and closing behaviour paper 001
 //! measured.
 //!
-//! Cut like hyper's `proto/h1` (see STYLE.md):
+//! Cut like hyper's `proto/h1` (the HTTP/1 connection of the hyper crate):
 //!
 //! | module     | what                                                            |
 //! |------------|-----------------------------------------------------------------|

@@ -3,7 +3,9 @@
 //! the figures plot the best trial, which the evidence also shows.
 
 use crate::claims::Verdict;
-use crate::claimspec::{below, ratio, within, ClaimKind, ClaimSpec, Evaluation, RatioEstimate};
+use crate::claimspec::{
+    below, ratio, unmeasured, within, ClaimKind, ClaimSpec, Evaluation, RatioEstimate,
+};
 
 use super::{Buffer, Config, Point, LEN_20K, LEN_2K};
 
@@ -68,7 +70,7 @@ fn share_of_best(ctx: &Ctx, c: Config, len: u64) -> Option<(RatioEstimate, f64, 
 
 fn remote_2k(ctx: &Ctx) -> Evaluation {
     match share_of_best(ctx, Config::Remote, LEN_2K) {
-        None => Evaluation::unmeasured("remote, 2 KB"),
+        None => unmeasured("remote, 2 KB"),
         Some((r, b, note)) => Evaluation::new(
             below(r, 0.10),
             format!("{}: {note}; bound < 10%", describe(r, b)),
@@ -78,7 +80,7 @@ fn remote_2k(ctx: &Ctx) -> Evaluation {
 
 fn remote_20k(ctx: &Ctx) -> Evaluation {
     match share_of_best(ctx, Config::Remote, LEN_20K) {
-        None => Evaluation::unmeasured("remote, 20 KB"),
+        None => unmeasured("remote, 20 KB"),
         Some((r, b, note)) => Evaluation::new(
             within(r, 0.40, 0.60),
             format!("{}: {note}; \"about 50%\" read as 40-60%", describe(r, b)),
@@ -95,11 +97,11 @@ fn small_window(ctx: &Ctx) -> Evaluation {
         .filter_map(|p| p.buffer.bytes())
         .min()
     else {
-        return Evaluation::unmeasured("remote with a fixed buffer size");
+        return unmeasured("remote with a fixed buffer size");
     };
     let small = Buffer::Bytes(small);
     let (Some(best), Some(long)) = (ctx.best(c), ctx.longest(c)) else {
-        return Evaluation::unmeasured("remote");
+        return unmeasured("remote");
     };
     let mut lens: Vec<u64> = ctx
         .points
@@ -110,7 +112,7 @@ fn small_window(ctx: &Ctx) -> Evaluation {
     lens.sort_unstable();
     lens.dedup();
     if long < 64 * 1024 || lens.len() < 2 {
-        return Evaluation::unmeasured("two lengths of at least 64 KB");
+        return unmeasured("two lengths of at least 64 KB");
     }
     let prev = lens[lens.len() - 2];
     let (Some(sl), Some(sp), Some(bl)) = (
@@ -118,7 +120,7 @@ fn small_window(ctx: &Ctx) -> Evaluation {
         ctx.at(c, small, prev),
         ctx.at(c, best.buffer, long),
     ) else {
-        return Evaluation::unmeasured("remote, longest lengths");
+        return unmeasured("remote, longest lengths");
     };
     // Limited: far below the best buffer at the longest length ...
     let vs_best = ratio(sl.throughput_trials, bl.throughput_trials);
@@ -156,16 +158,16 @@ fn small_window(ctx: &Ctx) -> Evaluation {
 fn decline_500k(ctx: &Ctx) -> Evaluation {
     let c = Config::Remote;
     let (Some(best), Some(long)) = (ctx.best(c), ctx.longest(c)) else {
-        return Evaluation::unmeasured("remote");
+        return unmeasured("remote");
     };
     if long < 1 << 20 {
-        return Evaluation::unmeasured("remote transfers of 1 MB or more");
+        return unmeasured("remote transfers of 1 MB or more");
     }
     let (Some(mid), Some(end)) = (
         ctx.at(c, best.buffer, 512 * 1024),
         ctx.at(c, best.buffer, long),
     ) else {
-        return Evaluation::unmeasured("remote, 512 KB and the longest length");
+        return unmeasured("remote, 512 KB and the longest length");
     };
     let r = ratio(end.throughput_trials, mid.throughput_trials);
     // "significant decline": at least 10% lower.
@@ -186,13 +188,13 @@ fn decline_500k(ctx: &Ctx) -> Evaluation {
 
 fn larger_mss(ctx: &Ctx) -> Evaluation {
     let (Some(best), Some(long)) = (ctx.best(Config::Remote), ctx.longest(Config::Remote)) else {
-        return Evaluation::unmeasured("remote");
+        return unmeasured("remote");
     };
     let (Some(a), Some(b)) = (
         ctx.at(Config::Remote, best.buffer, long),
         ctx.at(Config::Remote536, best.buffer, long),
     ) else {
-        return Evaluation::unmeasured("remote-536 beside remote");
+        return unmeasured("remote-536 beside remote");
     };
     let r = ratio(b.throughput_trials, a.throughput_trials);
     let v = match below(r, 1.0) {
@@ -220,7 +222,7 @@ fn local_overhead(ctx: &Ctx) -> Evaluation {
         share_of_best(ctx, c, LEN_2K),
         share_of_best(ctx, c, LEN_20K),
     ) else {
-        return Evaluation::unmeasured("local, 2 KB and 20 KB");
+        return unmeasured("local, 2 KB and 20 KB");
     };
     let v2 = within(r2, 0.15, 0.35);
     let v20 = within(r20, 0.60, 0.80);

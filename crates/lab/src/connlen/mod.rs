@@ -22,7 +22,7 @@ use anyhow::{bail, Context, Result};
 use pagewire_emu::{Link, LinkConfig};
 use serde::Serialize;
 
-use crate::claimspec::Estimate;
+use crate::claimspec::{estimate_of, ser_estimate, Estimate};
 
 /// The paper's three configurations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -251,6 +251,7 @@ pub struct Point {
     /// Best trial's throughput, bytes per second (the figure's value).
     pub throughput: f64,
     /// Throughput over all trials (for the claims' intervals).
+    #[serde(serialize_with = "ser_estimate")]
     pub throughput_trials: Estimate,
     /// Seconds of every trial, from `connect` to the server's FIN.
     pub trial_s: Vec<f64>,
@@ -382,7 +383,7 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
                 client_rcvbuf: rcvbuf,
                 length,
                 throughput: tputs.iter().copied().fold(0.0, f64::max),
-                throughput_trials: Estimate::of(&tputs),
+                throughput_trials: estimate_of(&tputs),
                 trial_s: secs,
                 tcp: if plan.tcp1997 { "1997" } else { "today" },
             }

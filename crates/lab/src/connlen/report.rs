@@ -7,7 +7,7 @@ use anyhow::{anyhow, Context, Result};
 use plotters::prelude::*;
 use serde::Serialize;
 
-use crate::claimspec::{check_all, tally, CheckedClaim};
+use crate::claimspec::{check_all, tally, Claim};
 use crate::report::Provenance;
 
 use super::claims::{Ctx, CLAIMS};
@@ -19,7 +19,7 @@ pub struct Results {
     pub plan: Plan,
     pub wall_s: f64,
     pub points: Vec<Point>,
-    pub claims: Vec<CheckedClaim>,
+    pub claims: Vec<Claim>,
 }
 
 impl Results {
@@ -151,7 +151,7 @@ impl Results {
             let _ = writeln!(
                 s,
                 "- [{}] {} \"{}\"\n    {}",
-                c.claim.verdict, c.claim.id, c.claim.claim, c.claim.evidence
+                c.verdict, c.id, c.claim, c.evidence
             );
         }
         s

@@ -3,7 +3,9 @@
 //! ratios take the widest ratio the two intervals allow.
 
 use crate::claims::Verdict;
-use crate::claimspec::{below, ratio, within, ClaimKind, ClaimSpec, Evaluation, RatioEstimate};
+use crate::claimspec::{
+    below, ratio, unmeasured, within, ClaimKind, ClaimSpec, Evaluation, RatioEstimate,
+};
 
 use super::{Cell, Method, Net};
 
@@ -55,7 +57,7 @@ fn pct(r: RatioEstimate) -> String {
 
 fn fig5_half(c: &Ctx) -> Evaluation {
     let Some((r, n)) = c.r(Net::Remote, SMALL, Method::Getall, Method::Http10) else {
-        return Evaluation::unmeasured("remote, 2544-byte images");
+        return unmeasured("remote, 2544-byte images");
     };
     Evaluation::new(
         below(r, 0.5),
@@ -71,7 +73,7 @@ fn fig5_share(c: &Ctx) -> Evaluation {
         c.r(Net::Remote, SMALL, Method::Persistent, Method::Http10),
         c.r(Net::Remote, SMALL, Method::Getall, Method::Http10),
     ) else {
-        return Evaluation::unmeasured("remote, 2544-byte images");
+        return unmeasured("remote, 2544-byte images");
     };
     // Persistent connections help: T(persistent) < T(1.0). Pipelining gives
     // more than half of the gain: T(persistent) above the midpoint of T(1.0)
@@ -104,7 +106,7 @@ fn fig5_share(c: &Ctx) -> Evaluation {
 
 fn fig6_22(c: &Ctx) -> Evaluation {
     let Some((r, n)) = c.r(Net::Remote, LARGE, Method::Getall, Method::Http10) else {
-        return Evaluation::unmeasured("remote, 45566-byte images");
+        return unmeasured("remote, 45566-byte images");
     };
     Evaluation::new(
         within(r, 0.70, 0.85),
@@ -141,7 +143,7 @@ fn small_images(c: &Ctx) -> Evaluation {
         ));
     }
     if verdicts.is_empty() {
-        return Evaluation::unmeasured("2544 and 45566-byte images");
+        return unmeasured("2544 and 45566-byte images");
     }
     let v = if verdicts.iter().all(|v| *v == Verdict::Confirmed) {
         Verdict::Confirmed
@@ -171,7 +173,7 @@ fn local_persistent(c: &Ctx) -> Evaluation {
         }
     }
     if verdicts.is_empty() {
-        return Evaluation::unmeasured("local");
+        return unmeasured("local");
     }
     let v = if verdicts.iter().all(|v| *v == Verdict::Confirmed) {
         Verdict::Confirmed
@@ -191,7 +193,7 @@ fn local_persistent(c: &Ctx) -> Evaluation {
 
 fn local_significant(c: &Ctx) -> Evaluation {
     let Some((r, n)) = c.r(Net::Local, SMALL, Method::Getall, Method::Http10) else {
-        return Evaluation::unmeasured("local, 2544-byte images");
+        return unmeasured("local, 2544-byte images");
     };
     Evaluation::new(
         below(r, 0.9),

@@ -20,7 +20,7 @@ use pagewire_client::{fetch_blocking, FetchConfig, Strategy};
 use pagewire_emu::{Link, LinkConfig};
 use serde::Serialize;
 
-use crate::claimspec::Estimate;
+use crate::claimspec::{estimate_of, ser_estimate, Estimate};
 
 /// The paper's two servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -142,6 +142,7 @@ pub struct Cell {
     pub images: usize,
     pub method: Method,
     /// Load time, seconds: fetch start to the last byte of the last object.
+    #[serde(serialize_with = "ser_estimate")]
     pub load_s: Estimate,
     pub trials_s: Vec<f64>,
     /// Requests the robot sent (GETALL: 1).
@@ -317,7 +318,7 @@ fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cel
                 size,
                 images: n,
                 method: m,
-                load_s: Estimate::of(&secs),
+                load_s: estimate_of(&secs),
                 trials_s: secs,
                 requests: t.last().map_or(0, |x| x.1),
                 connections: t.last().map_or(0, |x| x.2),

@@ -66,7 +66,11 @@ pub struct Args {
     no_progress: bool,
 }
 
-fn parse_list<T: std::str::FromStr<Err = String>>(what: &str, xs: &[String]) -> Result<Vec<T>> {
+fn parse_list<T>(what: &str, xs: &[String]) -> Result<Vec<T>>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
     let mut out = Vec::new();
     for x in xs.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
         out.push(
@@ -147,7 +151,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
              so pipeline-deflate gets identity bodies from nginx"
         );
     }
-    let command: Vec<String> = std::env::args().collect();
+    let command: Vec<String> = pagewire_emu::command_line();
     let cfg = BenchConfig {
         plan: plan.clone(),
         server: server.clone(),
@@ -233,7 +237,7 @@ fn conn_length(a: &Args) -> Result<ExitCode> {
         tcp1997,
         trials: a.reps,
         out: out.clone(),
-        command: std::env::args().collect(),
+        command: pagewire_emu::command_line(),
         progress: !a.no_progress,
         host: host_description(),
         parallel: pagewire_lab::connlen::DEFAULT_PARALLEL,
@@ -259,7 +263,7 @@ fn getall(a: &Args) -> Result<ExitCode> {
         tcp1997,
         reps: a.reps,
         out: out.clone(),
-        command: std::env::args().collect(),
+        command: pagewire_emu::command_line(),
         progress: !a.no_progress,
         host: host_description(),
         exe: std::env::current_exe().context("find this pagewire binary")?,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use pagewire_link::config::parse_duration;
 use pagewire_prefetch::PrefetchParams;
 use pagewire_server::{ClosePolicy, FlushPolicy, ServerConfig};
 use pagewire_site::microscape;
@@ -45,10 +46,10 @@ pub struct Args {
     #[arg(long, default_value = "linger")]
     pub close: ClosePolicy,
     /// Idle keep-alive timeout, e.g. 60s, 500ms.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
     /// Time allowed to receive a request head (slowloris defence).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub header_timeout: Duration,
     /// Most open connections; at the limit the least recently active idle
     /// connection is closed.
@@ -63,26 +64,6 @@ pub struct Args {
     /// Build no precompressed variants (faster start).
     #[arg(long)]
     pub no_compress: bool,
-}
-
-/// "250ms", "2s", "1.5s", "3m", or plain seconds.
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let v: f64 = num.parse().map_err(|_| format!("bad duration {s:?}"))?;
-    let secs = match unit {
-        "ms" => v / 1000.0,
-        "s" => v,
-        "m" => v * 60.0,
-        _ => return Err(format!("bad duration unit in {s:?} (ms, s, m)")),
-    };
-    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
-        return Err(format!("duration {s:?} out of range (0 to 24 h)"));
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -172,7 +153,7 @@ fn config_from(args: &Args) -> ServerConfig {
         max_conns: args.max_conns.max(1),
         access_log: args.access_log.clone(),
         prefetch: args.prefetch,
-        command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        command_line: pagewire_emu::command_line().join(" "),
         ..Default::default()
     }
 }
