@@ -27,11 +27,23 @@ pub enum Strategy {
     /// `Pipeline` plus `Accept-Encoding: deflate`, inflating and parsing the
     /// page on the fly.
     PipelineDeflate,
+    /// Padmanabhan & Mogul's GETALL (section 5): the page request asks for
+    /// the page and all its same-server objects in one response (`Getall:
+    /// 1`); later visits fetch the page and, pipelined, only the objects not
+    /// in the cache (the paper's GETLIST, implemented as the paper did);
+    /// objects a server did not include are fetched by pipelining.
+    Getall,
 }
 
 impl Strategy {
     /// Every strategy the robot has.
-    pub const ALL: [Strategy; 4] = Strategy::PAPER_001;
+    pub const ALL: [Strategy; 5] = [
+        Strategy::Http10,
+        Strategy::Http11,
+        Strategy::Pipeline,
+        Strategy::PipelineDeflate,
+        Strategy::Getall,
+    ];
 
     /// Paper 001's four configurations, in the order of its Tables 4-9.
     pub const PAPER_001: [Strategy; 4] = [
@@ -48,6 +60,7 @@ impl Strategy {
             Strategy::Http11 => "http11",
             Strategy::Pipeline => "pipeline",
             Strategy::PipelineDeflate => "pipeline-deflate",
+            Strategy::Getall => "getall",
         }
     }
 
@@ -58,12 +71,16 @@ impl Strategy {
             Strategy::Http11 => "HTTP/1.1",
             Strategy::Pipeline => "HTTP/1.1 Pipelined",
             Strategy::PipelineDeflate => "HTTP/1.1 Pipelined w. compression",
+            Strategy::Getall => "GETALL",
         }
     }
 
     /// Whether requests may be outstanding ahead of responses.
     pub const fn pipelines(self) -> bool {
-        matches!(self, Strategy::Pipeline | Strategy::PipelineDeflate)
+        matches!(
+            self,
+            Strategy::Pipeline | Strategy::PipelineDeflate | Strategy::Getall
+        )
     }
 }
 

@@ -65,6 +65,9 @@ fn assert_byte_exact(site: &SiteDir, r: &FetchReport, page: &str, expect_objects
 
 fn check_all_strategies(site: &SiteDir, url_of: &dyn Fn(&str) -> String, server: &str) {
     for strategy in Strategy::ALL {
+        if strategy == Strategy::Getall && server == "pagewire" {
+            continue; // one GETALL request, not 43: tests/getall.rs
+        }
         let r = fetch(&url_of(PAGE), strategy, None, false);
         assert_byte_exact(site, &r, PAGE, 43);
         assert_eq!(r.requests, 43, "{server} {strategy}");

@@ -8,6 +8,9 @@
 #![forbid(unsafe_code)]
 
 pub mod claims;
+pub mod claimspec;
+pub mod connlen;
+pub mod loadtime;
 pub mod model;
 pub mod pcapread;
 pub mod plan;

@@ -294,6 +294,11 @@ impl Conn {
         }
         match parsed {
             Ok(Some(head)) => {
+                if let Some(buf) = self.inbuf.as_mut() {
+                    if crate::getall::wait_for_body(&head, buf) {
+                        return Step::Drained; // GETLIST's uri-list is still arriving
+                    }
+                }
                 self.out.ensure(&self.w.pools, flush_bytes);
                 if prefetch_on && is_prefetch(&head) {
                     return Step::LowPriority(Box::new(head));
@@ -400,6 +405,7 @@ impl Conn {
         // otherwise answer and close (reading it would be waste).
         let mut body_left_behind = false;
         let mut body_error = None;
+        let mut body = Vec::new();
         match head.body_framing() {
             Ok(BodyFraming::Empty) => {}
             Ok(framing) => {
@@ -411,6 +417,7 @@ impl Conn {
                     BodyFraming::Length(n)
                         if n <= MAX_SKIPPED_BODY_BYTES && (buf.len() as u64) >= n =>
                     {
+                        body = buf[..n as usize].to_vec(); // GETLIST's uri-list (getall.rs)
                         buf.advance(n as usize);
                     }
                     BodyFraming::Chunked => {
@@ -498,6 +505,7 @@ impl Conn {
                 conn,
                 extra: &self.link,
                 scratch: &mut self.scratch,
+                body: &body,
             },
             &mut self.out,
         );

@@ -64,6 +64,7 @@ pub struct StaticSite {
     site: Arc<Site>,
     routes: HashMap<Box<str>, Route>,
     heads: Vec<ResourceHeads>,
+    getall: crate::getall::Index,
 }
 
 /// How the response ends the message exchange on this connection.
@@ -94,6 +95,9 @@ pub struct Ctx<'a> {
     pub extra: &'a [u8],
     /// Reusable scratch for decoding targets.
     pub scratch: &'a mut String,
+    /// The request body when one was small and already read (GETLIST's
+    /// uri-list); empty otherwise.
+    pub body: &'a [u8],
 }
 
 fn render_variant(r: &Resource, enc: Encoding, vary: bool) -> Option<VariantHeads> {
@@ -159,6 +163,7 @@ impl StaticSite {
             });
         }
         StaticSite {
+            getall: crate::getall::Index::new(site.len()),
             site,
             routes,
             heads,
@@ -179,8 +184,23 @@ impl StaticSite {
         matches!(self.routes.get(path), Some(Route::File(_)))
     }
 
+    /// The resource a decoded path names, if any.
+    pub fn index_of(&self, path: &str) -> Option<usize> {
+        match self.routes.get(path) {
+            Some(Route::File(i)) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn getall_index(&self) -> &crate::getall::Index {
+        &self.getall
+    }
+
     /// Answers one request. The response is appended to `out`.
     pub fn answer(&self, req: &RequestHead, ctx: Ctx<'_>, out: &mut WriteBuf) -> Answered {
+        if let Some(kind) = crate::getall::kind(req) {
+            return crate::getall::answer(self, kind, req, ctx, out);
+        }
         let method = req.method();
         let head_only = method == Method::Head;
         match method {
@@ -354,7 +374,7 @@ fn field(out: &mut WriteBuf, name: &str, value: &[u8]) {
 
 /// Date, Connection, the prefetch `Link` field (its value, if any) and the
 /// blank line ending the head.
-fn finish_head(out: &mut WriteBuf, conn: ConnHeader, link: &[u8]) {
+pub(crate) fn finish_head(out: &mut WriteBuf, conn: ConnHeader, link: &[u8]) {
     with_http_date(|d| field(out, "Date", d));
     match conn {
         ConnHeader::None => {}
@@ -466,7 +486,7 @@ pub fn simple(
     }
 }
 
-fn encode_location(path: &str) -> String {
+pub(crate) fn encode_location(path: &str) -> String {
     use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
     // Everything that cannot appear raw in a URI path or query.
     const SET: &AsciiSet = &CONTROLS
@@ -539,14 +559,14 @@ fn etag_list(value: &[u8]) -> impl Iterator<Item = Option<(bool, &[u8])>> {
     })
 }
 
-fn etag_matches(list: &[u8], current: &str, weak_ok: bool) -> bool {
+pub(crate) fn etag_matches(list: &[u8], current: &str, weak_ok: bool) -> bool {
     etag_list(list).any(|m| match m {
         None => true,
         Some((weak, tag)) => (weak_ok || !weak) && tag == current.as_bytes(),
     })
 }
 
-fn parse_date(value: &[u8]) -> Option<SystemTime> {
+pub(crate) fn parse_date(value: &[u8]) -> Option<SystemTime> {
     httpdate::parse_http_date(std::str::from_utf8(value).ok()?.trim()).ok()
 }
 

@@ -31,6 +31,7 @@
 
 mod context;
 mod dispatch;
+pub mod getall;
 pub mod handler;
 mod io;
 mod log;

@@ -17,7 +17,7 @@ use pagewire_link::config::parse_duration;
 pub struct Args {
     /// Page URL (http://host[:port]/path).
     pub url: String,
-    /// Transfer strategy: http10, http11, pipeline, pipeline-deflate.
+    /// Transfer strategy: http10, http11, pipeline, pipeline-deflate, getall.
     #[arg(long, default_value = "pipeline", value_parser = parse_strategy)]
     pub strategy: Strategy,
     /// Pipeline output buffer size in bytes (flushed when full).
