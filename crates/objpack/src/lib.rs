@@ -33,6 +33,8 @@ mod name;
 mod reader;
 mod writer;
 
+pub mod unpack;
+
 pub use attrs::{Attributes, ATTR_BYTES, ETAG_FIELD_BYTES, MEDIA_TYPE_FIELD_BYTES};
 pub use name::{check_name, NameError};
 pub use reader::{Event, Reader, Step};
@@ -145,3 +147,8 @@ impl Error {
 pub fn crc32(bytes: &[u8]) -> u32 {
     crc32fast::hash(bytes)
 }
+
+#[cfg(feature = "site")]
+pub mod page;
+#[cfg(feature = "site")]
+pub use page::{page_package, PagePackage};

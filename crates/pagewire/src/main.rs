@@ -38,6 +38,10 @@ enum Command {
     Site(cmd::site::Args),
     /// Prefetching: the log-driven simulator of paper 003.
     Prefetch(cmd::prefetch::Args),
+    /// Write a page and the objects it embeds as one object package (paper 002).
+    Pack(cmd::pack::Args),
+    /// Unpack an object package into a directory as it streams in.
+    Unpack(cmd::unpack::Args),
 }
 
 fn main() -> ExitCode {
@@ -51,6 +55,8 @@ fn main() -> ExitCode {
         Command::Link(a) => cmd::link::run(a),
         Command::Site(a) => cmd::site::run(a),
         Command::Prefetch(a) => cmd::prefetch::run(a),
+        Command::Pack(a) => cmd::pack::run(a),
+        Command::Unpack(a) => cmd::unpack::run(a),
     };
     match result {
         Ok(code) => code,

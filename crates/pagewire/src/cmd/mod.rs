@@ -3,6 +3,8 @@ pub mod bench;
 pub mod fetch;
 pub mod link;
 pub mod linkopts;
+pub mod pack;
 pub mod prefetch;
 pub mod serve;
 pub mod site;
+pub mod unpack;
