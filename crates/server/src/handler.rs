@@ -56,6 +56,7 @@ struct ResourceHeads {
 /// A site ready to be served.
 pub struct StaticSite {
     site: Arc<Site>,
+    packages: crate::objpack::Packages,
     routes: HashMap<Box<str>, Route>,
     heads: Vec<ResourceHeads>,
 }
@@ -90,7 +91,19 @@ pub struct Ctx<'a> {
     pub scratch: &'a mut String,
 }
 
-fn render_variant(r: &Resource, enc: Encoding, vary: bool) -> Option<VariantHeads> {
+fn render_variant(
+    r: &Resource,
+    enc: Encoding,
+    vary: bool,
+    vary_accept: bool,
+) -> Option<VariantHeads> {
+    // A page with an object package is also negotiated on Accept.
+    let vary_line: &[u8] = match (vary, vary_accept) {
+        (true, true) => b"Vary: Accept-Encoding, Accept\r\n",
+        (true, false) => b"Vary: Accept-Encoding\r\n",
+        (false, true) => b"Vary: Accept\r\n",
+        (false, false) => b"",
+    };
     let v = r.variant_full(enc)?;
     let mut common = Vec::with_capacity(256);
     let _ = write!(
@@ -98,9 +111,7 @@ fn render_variant(r: &Resource, enc: Encoding, vary: bool) -> Option<VariantHead
         "Server: {SERVER}\r\nContent-Type: {}\r\nETag: {}\r\nLast-Modified: {}\r\nAccept-Ranges: bytes\r\n",
         r.media_type, v.etag, r.last_modified_http
     );
-    if vary {
-        common.extend_from_slice(b"Vary: Accept-Encoding\r\n");
-    }
+    common.extend_from_slice(vary_line);
     if enc != Encoding::Identity {
         let _ = write!(common, "Content-Encoding: {}\r\n", enc.token());
     }
@@ -114,9 +125,7 @@ fn render_variant(r: &Resource, enc: Encoding, vary: bool) -> Option<VariantHead
         "HTTP/1.1 304 Not Modified\r\nServer: {SERVER}\r\nETag: {}\r\n",
         v.etag
     );
-    if vary {
-        nm.extend_from_slice(b"Vary: Accept-Encoding\r\n");
-    }
+    nm.extend_from_slice(vary_line);
     Some(VariantHeads {
         ok: ok.into(),
         common: common.into(),
@@ -128,6 +137,7 @@ impl StaticSite {
     pub fn new(site: Arc<Site>) -> StaticSite {
         let mut routes = HashMap::with_capacity(site.len() * 2);
         let mut heads = Vec::with_capacity(site.len());
+        let packages = crate::objpack::Packages::build(&site);
         for (i, r) in site.resources().iter().enumerate() {
             routes.insert(r.path.clone().into_boxed_str(), Route::File(i));
             if let Some(dir) = r.path.strip_suffix("index.html") {
@@ -139,7 +149,7 @@ impl StaticSite {
                 }
             }
             let vary = r.has_compressed();
-            let variants = Encoding::ALL.map(|e| render_variant(r, e, vary));
+            let variants = Encoding::ALL.map(|e| render_variant(r, e, vary, packages.has(i)));
             let tag = r.etag.trim_matches('"');
             heads.push(ResourceHeads {
                 variants,
@@ -148,6 +158,7 @@ impl StaticSite {
         }
         StaticSite {
             site,
+            packages,
             routes,
             heads,
         }
@@ -231,6 +242,9 @@ impl StaticSite {
             }
             None => return simple(out, 404, ctx.conn, &[], "not found\n", head_only),
         };
+        if let Some(p) = self.packages.wanted(index, req) {
+            return p.answer(req, ctx, head_only, index, out);
+        }
         let resource = &self.site.resources()[index];
         let heads = &self.heads[index];
         let enc = match negotiate::choose(resource, req.headers("accept-encoding")) {
@@ -333,7 +347,7 @@ impl StaticSite {
 }
 
 /// Date, Connection, extra fields and the blank line ending the head.
-fn finish_head(out: &mut WriteBuf, conn: ConnHeader, extra: &[u8]) {
+pub(crate) fn finish_head(out: &mut WriteBuf, conn: ConnHeader, extra: &[u8]) {
     with_http_date(|d| {
         out.put(b"Date: ");
         out.put(d);
@@ -496,7 +510,7 @@ pub fn encode_link_target(path: &str, out: &mut Vec<u8>) {
     }
 }
 
-enum Precondition {
+pub(crate) enum Precondition {
     Proceed,
     NotModified,
     Failed,
@@ -544,7 +558,11 @@ fn parse_date(value: &[u8]) -> Option<SystemTime> {
 }
 
 /// RFC 9110 §13.2.2, steps 1-4 (5, If-Range, is `if_range_holds`).
-fn preconditions(req: &RequestHead, etag: &str, last_modified: SystemTime) -> Precondition {
+pub(crate) fn preconditions(
+    req: &RequestHead,
+    etag: &str,
+    last_modified: SystemTime,
+) -> Precondition {
     // 1. If-Match: strong comparison (§13.1.1).
     if let Some(v) = req.header("if-match") {
         if !etag_matches(v, etag, false) {
