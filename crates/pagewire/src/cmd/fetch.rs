@@ -79,6 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.revalidate = args.revalidate;
     cfg.prefetch = args.prefetch;
     cfg.keep_bodies = args.save.is_some() || args.har.is_some();
+    cfg.save_dir = args.save.clone();
     cfg.nodelay = !args.nagle;
     cfg.timeouts = Timeouts {
         connect: Duration::from_millis(args.connect_timeout),
