@@ -1,0 +1,855 @@
+//! Paper 001's findings (Nielsen, Gettys, Baird-Smith, Prud'hommeaux, Lie,
+//! Lilley, "Network Performance Effects of HTTP/1.1, CSS1, and PNG", ACM
+//! SIGCOMM '97), each checked against the microscape suite's measurements.
+//!
+//! One [`ClaimSpec`] per finding: the paper's whole sentence, its section,
+//! and a rule whose evidence starts with how the sentence was read (the
+//! thresholds). A claim whose inputs were not measured (e.g. `--net lan`
+//! only) is inconclusive, never confirmed; differences within run-to-run
+//! noise (overlapping 95% intervals) are inconclusive too.
+
+use std::collections::BTreeMap;
+
+use super::spec::{check_all, Cells, ClaimKind, ClaimSpec, Evaluation, Interval, Outcome, Verdict};
+use super::Claim;
+use crate::model::{Net, Strategy, Test};
+use crate::stats::{Key, MeanSd, Summary};
+use Strategy::*;
+use Test::*;
+
+/// Facts about the page, for the two content checks (section 8).
+#[derive(Clone, Copy, Debug)]
+pub struct PageFacts {
+    pub html_bytes: usize,
+    pub html_deflate_bytes: usize,
+    pub ratio_mixed_case: f64,
+    pub ratio_lower_case: f64,
+}
+
+/// What the microscape rules read: the summarised cells and the page.
+pub struct MicroscapeCtx {
+    pub summaries: BTreeMap<Key, Summary>,
+    pub page: Option<PageFacts>,
+}
+
+impl MicroscapeCtx {
+    fn get(&self, net: Net, st: Strategy, t: Test, q: fn(&Summary) -> MeanSd) -> Option<Interval> {
+        self.summaries
+            .get(&(net, st, t))
+            .filter(|m| m.runs_ok > 0)
+            .map(|m| q(m).estimate().interval())
+    }
+    fn pa(&self, net: Net, st: Strategy, t: Test) -> Option<Interval> {
+        self.get(net, st, t, |m| m.packets)
+    }
+    fn sec(&self, net: Net, st: Strategy, t: Test) -> Option<Interval> {
+        self.get(net, st, t, |m| m.seconds)
+    }
+    fn bytes(&self, net: Net, st: Strategy, t: Test) -> Option<Interval> {
+        self.get(net, st, t, |m| m.bytes)
+    }
+    fn socks(&self, net: Net, st: Strategy, t: Test) -> Option<Interval> {
+        self.get(net, st, t, |m| m.sockets_total)
+    }
+
+    /// Did the server send the page deflate-coded at all? nginx cannot (no
+    /// precompressed deflate), nor can many `--server-cmd` servers; then the
+    /// two compression claims are untestable, not contradicted.
+    fn deflate_served(&self) -> bool {
+        Net::ALL.iter().any(|&net| {
+            matches!(
+                (self.bytes(net, Pipeline, First), self.bytes(net, PipelineDeflate, First)),
+                (Some(p), Some(pd)) if pd.value < 0.95 * p.value
+            )
+        })
+    }
+}
+
+const NO_DEFLATE: &str =
+    "the server sent no deflate-coded page (pipeline-deflate moved as many bytes as pipeline)";
+
+/// Every (net, test) cell, in table order.
+fn cells() -> impl Iterator<Item = (Net, Test)> {
+    Net::ALL
+        .into_iter()
+        .flat_map(|n| Test::ALL.into_iter().map(move |t| (n, t)))
+}
+
+fn pct(x: &Interval) -> String {
+    let y = Interval {
+        value: x.value * 100.0,
+        lo: x.lo * 100.0,
+        hi: x.hi * 100.0,
+        single: x.single,
+    };
+    y.show_unit(0, "%")
+}
+
+const TEN_TIMES: &str = "The savings were at least a factor of two, and sometimes as much as a factor of ten, in terms of packets transmitted.";
+const REVALIDATE: &str = "For a common operation in the Web (revisiting a page cached locally), our HTTP/1.1 with buffered pipelining implementation uses less than 1/10 of the total number of packets that HTTP/1.0 does, and executes in much less elapsed time, using a single TCP connection on a WAN.";
+const COMPRESSION: &str = "Transport compression helped in all environments and enabled significant savings (about 16% of the packets and 12% of the elapsed time in our first time retrieval test); the decompression time for the client is more than offset by the savings in data transmission.";
+const OBSERVATIONS: &str = "Observations on HTTP/1.0 and 1.1 Data";
+
+/// Paper 001's claims, in the order of the report.
+pub static CLAIMS: &[ClaimSpec<MicroscapeCtx>] = &[
+    ClaimSpec {
+        id: "pipeline-2x-packets",
+        quote: TEN_TIMES,
+        source: "Abstract",
+        kind: ClaimKind::Claim,
+        rule: pipeline_2x_packets,
+    },
+    ClaimSpec {
+        id: "wan-revalidate-tenth",
+        quote: REVALIDATE,
+        source: OBSERVATIONS,
+        kind: ClaimKind::Claim,
+        rule: wan_revalidate_tenth,
+    },
+    ClaimSpec {
+        id: "wan-revalidate-faster",
+        quote: REVALIDATE,
+        source: OBSERVATIONS,
+        kind: ClaimKind::Claim,
+        rule: wan_revalidate_faster,
+    },
+    ClaimSpec {
+        id: "pipeline-3x-over-http11",
+        quote: "This is a factor of three improvement over HTTP/1.1 implemented without buffering of requests and responses.",
+        source: OBSERVATIONS,
+        kind: ClaimKind::Claim,
+        rule: pipeline_3x_over_http11,
+    },
+    ClaimSpec {
+        id: "http11-slower-than-http10",
+        quote: "An HTTP/1.1 implementation that does not implement pipelining will perform worse (have higher elapsed time) than an HTTP/1.0 implementation using multiple connections.",
+        source: OBSERVATIONS,
+        kind: ClaimKind::Claim,
+        rule: http11_slower_than_http10,
+    },
+    ClaimSpec {
+        id: "pipeline-faster-than-http10",
+        quote: "HTTP/1.1 implemented with pipelining outperformed HTTP/1.0, even when the HTTP/1.0 implementation uses multiple connections in parallel, under all circumstances tested.",
+        source: "Conclusions",
+        kind: ClaimKind::Claim,
+        rule: pipeline_faster_than_http10,
+    },
+    ClaimSpec {
+        id: "deflate-16-12",
+        quote: COMPRESSION,
+        source: "Summary of Compression Performance",
+        kind: ClaimKind::Claim,
+        rule: deflate_16_12,
+    },
+    ClaimSpec {
+        id: "deflate-helps-everywhere",
+        quote: COMPRESSION,
+        source: "Summary of Compression Performance",
+        kind: ClaimKind::Claim,
+        rule: deflate_helps_everywhere,
+    },
+    ClaimSpec {
+        id: "first-bytes-few-percent",
+        quote: "For the first time retrieval test, bandwidth savings due to pipelining and persistent connections of HTTP/1.1 is only a few percent.",
+        source: OBSERVATIONS,
+        kind: ClaimKind::Claim,
+        rule: first_bytes_few_percent,
+    },
+    ClaimSpec {
+        id: "first-time-halved",
+        quote: "Elapsed time on both WAN and LAN roughly halved.",
+        source: OBSERVATIONS,
+        kind: ClaimKind::Claim,
+        rule: first_time_halved,
+    },
+    ClaimSpec {
+        id: "packets-per-connection",
+        quote: "The mean number of packets in a TCP session increased between a factor of two and a factor of ten.",
+        source: OBSERVATIONS,
+        kind: ClaimKind::Claim,
+        rule: packets_per_connection,
+    },
+    ClaimSpec {
+        id: "packet-size-doubled",
+        quote: "The mean size of a packet in our traffic roughly doubled.",
+        source: OBSERVATIONS,
+        kind: ClaimKind::Claim,
+        rule: packet_size_doubled,
+    },
+    ClaimSpec {
+        id: "bandwidth-2-40",
+        quote: "Bandwidth savings due to HTTP/1.1 and associated techniques are more modest (between 2% and 40% depending on the techniques used).",
+        source: "Conclusions",
+        kind: ClaimKind::Claim,
+        rule: bandwidth_2_40,
+    },
+    ClaimSpec {
+        id: "persistent-saves-packets",
+        quote: "The results as seen in Table 3 was a significant saving in TCP packets using HTTP/1.1 but also a big increase in elapsed time.",
+        source: "Initial Investigations and Tuning; Table 3",
+        kind: ClaimKind::Claim,
+        rule: persistent_saves_packets,
+    },
+    ClaimSpec {
+        id: "time-gain-less-dramatic",
+        quote: "Elapsed time improvement is less dramatic, and strongly depends on your network connection.",
+        source: "Abstract",
+        kind: ClaimKind::Claim,
+        rule: time_gain_less_dramatic,
+    },
+    ClaimSpec {
+        id: "page-42k-to-11k",
+        quote: "In our case this caused the Microscape HTML page to be compressed more than a factor of three from 42K to 11K.",
+        source: "Changing Web Content Representation",
+        kind: ClaimKind::PageCheck,
+        rule: page_42k_to_11k,
+    },
+    ClaimSpec {
+        id: "lowercase-tags-compress-better",
+        quote: "Compression is significantly worse (.35 rather than .27) if mixed case HTML tags are used.",
+        source: "Further Compression Experiments",
+        kind: ClaimKind::PageCheck,
+        rule: lowercase_tags_compress_better,
+    },
+];
+
+/// Check every claim of paper 001.
+pub fn check(summaries: &BTreeMap<Key, Summary>, page: Option<PageFacts>) -> Vec<Claim> {
+    let ctx = MicroscapeCtx {
+        summaries: summaries.clone(),
+        page,
+    };
+    check_all(CLAIMS, &ctx)
+}
+
+fn pipeline_2x_packets(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    for (net, t) in cells() {
+        if let (Some(a), Some(b)) = (c.pa(net, Http10, t), c.pa(net, Pipeline, t)) {
+            let f = a / b;
+            r.push(
+                format!(
+                    "{net}/{t} {:.0}/{:.0} = {}",
+                    a.value,
+                    b.value,
+                    f.show_unit(1, "x")
+                ),
+                f.at_least(2.0),
+            );
+        }
+    }
+    r.evaluate(
+        Verdict::Contradicted,
+        "http10/pipeline packets >= 2 in every network and test",
+    )
+}
+
+fn wan_revalidate_tenth(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    if let (Some(a), Some(b)) = (
+        c.pa(Net::Wan, Http10, Revalidate),
+        c.pa(Net::Wan, Pipeline, Revalidate),
+    ) {
+        let f = b / a;
+        r.push(
+            format!(
+                "wan/revalidate pipeline {:.0} vs http10 {:.0} packets = {}",
+                b.value,
+                a.value,
+                f.show(3)
+            ),
+            f.below(0.1),
+        );
+    }
+    r.evaluate(
+        Verdict::Contradicted,
+        "wan revalidation, pipeline/http10 packets < 0.1",
+    )
+}
+
+fn wan_revalidate_faster(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    if let (Some(a), Some(b)) = (
+        c.sec(Net::Wan, Http10, Revalidate),
+        c.sec(Net::Wan, Pipeline, Revalidate),
+    ) {
+        let f = b / a;
+        r.push(
+            format!(
+                "wan/revalidate pipeline {} vs http10 {} = {}",
+                b.show_unit(2, " s"),
+                a.show_unit(2, " s"),
+                f.show(2)
+            ),
+            f.below(0.75),
+        );
+    }
+    r.evaluate(
+        Verdict::Contradicted,
+        "\"much less elapsed time\" read as pipeline/http10 seconds < 0.75 (wan revalidation)",
+    )
+}
+
+fn pipeline_3x_over_http11(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    let mut v = Verdict::Inconclusive;
+    if let (Some(a), Some(b)) = (
+        c.pa(Net::Wan, Http11, Revalidate),
+        c.pa(Net::Wan, Pipeline, Revalidate),
+    ) {
+        let f = a / b;
+        let o = f.at_least(2.5);
+        r.push(
+            format!(
+                "wan/revalidate http11 {:.0} / pipeline {:.0} = {}",
+                a.value,
+                b.value,
+                f.show_unit(1, "x")
+            ),
+            o,
+        );
+        v = match (o, f.below(1.5)) {
+            (Outcome::Pass, _) => Verdict::Confirmed,
+            (_, Outcome::Pass) => Verdict::Contradicted,
+            _ => Verdict::Inconclusive,
+        };
+    }
+    Evaluation::new(
+        v,
+        r.evidence("\"factor of three\" on wan revalidation packets: http11/pipeline >= 2.5 confirms, < 1.5 contradicts"),
+    )
+}
+
+fn http11_slower_than_http10(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    for (net, t) in cells() {
+        if let (Some(a), Some(b)) = (c.sec(net, Http10, t), c.sec(net, Http11, t)) {
+            r.push(
+                format!(
+                    "{net}/{t} http11 {} vs http10 {}",
+                    b.show_unit(2, " s"),
+                    a.show_unit(2, " s")
+                ),
+                b.greater(&a),
+            );
+        }
+    }
+    r.evaluate(
+        Verdict::Inconclusive,
+        "http11 seconds > http10 seconds in every network and test",
+    )
+}
+
+fn pipeline_faster_than_http10(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    for (net, t) in cells() {
+        if let (Some(a), Some(b)) = (c.sec(net, Http10, t), c.sec(net, Pipeline, t)) {
+            r.push(
+                format!(
+                    "{net}/{t} pipeline {} vs http10 {}",
+                    b.show_unit(2, " s"),
+                    a.show_unit(2, " s")
+                ),
+                b.less(&a),
+            );
+        }
+    }
+    r.evaluate(
+        Verdict::Contradicted,
+        "pipeline seconds < http10 seconds in every network and test",
+    )
+}
+
+fn deflate_16_12(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    let (mut dps, mut dss) = (Vec::new(), Vec::new());
+    for net in Net::ALL {
+        if let (Some(p), Some(pd), Some(s), Some(sd)) = (
+            c.pa(net, Pipeline, First),
+            c.pa(net, PipelineDeflate, First),
+            c.sec(net, Pipeline, First),
+            c.sec(net, PipelineDeflate, First),
+        ) {
+            let (dp, ds) = ((pd / p).one_minus(), (sd / s).one_minus());
+            r.push(
+                format!("{net}: packets -{}, time -{}", pct(&dp), pct(&ds)),
+                dp.at_least(0.0).and(ds.at_least(0.0)),
+            );
+            dps.push(dp);
+            dss.push(ds);
+        }
+    }
+    let reading = "first retrieval, pipeline-deflate vs pipeline; \"about\" read as within 2x: mean savings 8-32% of packets and 6-24% of time";
+    let (Some(mp), Some(mt)) = (Interval::mean(&dps), Interval::mean(&dss)) else {
+        return r.evaluate(Verdict::Inconclusive, reading);
+    };
+    let v = match (mp.within(0.08..=0.32), mt.within(0.06..=0.24)) {
+        (Outcome::Pass, Outcome::Pass) => Verdict::Confirmed,
+        _ if mp.value <= 0.0 || mt.value <= 0.0 => Verdict::Contradicted,
+        _ => Verdict::Inconclusive,
+    };
+    let mut ev = format!(
+        "{}; mean packets -{}, time -{} (paper: -16%, -12%)",
+        r.evidence(reading),
+        pct(&mp),
+        pct(&mt)
+    );
+    let v = if c.deflate_served() {
+        v
+    } else {
+        ev = format!("{NO_DEFLATE}: {ev}");
+        Verdict::Inconclusive
+    };
+    Evaluation::new(v, ev)
+}
+
+fn deflate_helps_everywhere(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    for net in Net::ALL {
+        if let (Some(s), Some(sd), Some(p), Some(pd)) = (
+            c.sec(net, Pipeline, First),
+            c.sec(net, PipelineDeflate, First),
+            c.pa(net, Pipeline, First),
+            c.pa(net, PipelineDeflate, First),
+        ) {
+            r.push(
+                format!(
+                    "{net}: {:.0} vs {:.0} packets, {} vs {}",
+                    pd.value,
+                    p.value,
+                    sd.show_unit(2, " s"),
+                    s.show_unit(2, " s")
+                ),
+                pd.less(&p).and(sd.less(&s)),
+            );
+        }
+    }
+    let reading =
+        "\"helped\": pipeline-deflate fewer packets and fewer seconds than pipeline, first retrieval, every network";
+    let e = r.evaluate(Verdict::Contradicted, reading);
+    if !r.is_empty() && !c.deflate_served() {
+        Evaluation::new(
+            Verdict::Inconclusive,
+            format!("{NO_DEFLATE}: {}", e.evidence),
+        )
+    } else {
+        e
+    }
+}
+
+fn first_bytes_few_percent(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    for net in Net::ALL {
+        if let (Some(a), Some(b)) = (c.bytes(net, Http10, First), c.bytes(net, Pipeline, First)) {
+            let d = (b / a).one_minus();
+            r.push(format!("{net}: bytes -{}", pct(&d)), d.within(-0.02..=0.25));
+        }
+    }
+    r.evaluate(
+        Verdict::Contradicted,
+        "\"a few percent\" read as a pipeline-vs-http10 first-retrieval byte saving below 25% (the paper's own tables show 11-23%)",
+    )
+}
+
+fn first_time_halved(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    for net in [Net::Lan, Net::Wan] {
+        if let (Some(a), Some(b)) = (c.sec(net, Http10, First), c.sec(net, Pipeline, First)) {
+            let f = b / a;
+            r.push(
+                format!(
+                    "{net}: {} vs {} = {}",
+                    b.show_unit(2, " s"),
+                    a.show_unit(2, " s"),
+                    f.show(2)
+                ),
+                f.within(0.3..=0.75),
+            );
+        }
+    }
+    r.evaluate(
+        Verdict::Inconclusive,
+        "\"roughly halved\": pipeline/http10 first-retrieval seconds 0.3-0.75 on lan and wan",
+    )
+}
+
+fn packets_per_connection(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    for (net, t) in cells() {
+        if let (Some(a), Some(ca), Some(b), Some(cb)) = (
+            c.pa(net, Http10, t),
+            c.socks(net, Http10, t),
+            c.pa(net, Pipeline, t),
+            c.socks(net, Pipeline, t),
+        ) {
+            if ca.value > 0.0 && cb.value > 0.0 {
+                let (pb, pa) = (b / cb, a / ca);
+                let f = pb / pa;
+                r.push(
+                    format!(
+                        "{net}/{t}: {:.0} vs {:.1} packets/connection = {}",
+                        pb.value,
+                        pa.value,
+                        f.show_unit(1, "x")
+                    ),
+                    f.within(2.0..=10.0),
+                );
+            }
+        }
+    }
+    r.evaluate(
+        Verdict::Inconclusive,
+        "pipeline vs http10 packets per connection, 2-10x in every network and test (the upper bound too)",
+    )
+}
+
+fn packet_size_doubled(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    for net in Net::ALL {
+        if let (Some(a), Some(ba), Some(b), Some(bb)) = (
+            c.pa(net, Http10, First),
+            c.bytes(net, Http10, First),
+            c.pa(net, Pipeline, First),
+            c.bytes(net, Pipeline, First),
+        ) {
+            let (sb, sa) = (bb / b, ba / a);
+            let f = sb / sa;
+            r.push(
+                format!(
+                    "{net}: {:.0} vs {:.0} bytes/packet = {}",
+                    sb.value,
+                    sa.value,
+                    f.show_unit(2, "x")
+                ),
+                f.within(1.5..=3.5),
+            );
+        }
+    }
+    r.evaluate(
+        Verdict::Inconclusive,
+        "\"roughly doubled\": pipeline vs http10 bytes per packet 1.5-3.5x, first retrieval",
+    )
+}
+
+fn bandwidth_2_40(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    for net in Net::ALL {
+        for st in [Http11, Pipeline, PipelineDeflate] {
+            if let (Some(a), Some(b)) = (c.bytes(net, Http10, First), c.bytes(net, st, First)) {
+                let d = (b / a).one_minus();
+                r.push(format!("{net}/{st}: -{}", pct(&d)), d.within(0.02..=0.40));
+            }
+        }
+    }
+    r.evaluate(
+        Verdict::Inconclusive,
+        "first-retrieval byte saving of each HTTP/1.1 strategy vs http10 within 2-40%",
+    )
+}
+
+fn persistent_saves_packets(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    for net in Net::ALL {
+        if let (Some(a), Some(b)) = (c.pa(net, Http10, Revalidate), c.pa(net, Http11, Revalidate)) {
+            let f = b / a;
+            r.push(
+                format!(
+                    "{net}/revalidate http11 {:.0} vs http10 {:.0} packets = {}",
+                    b.value,
+                    a.value,
+                    f.show(2)
+                ),
+                f.below(1.0 / 1.5),
+            );
+        }
+    }
+    r.evaluate(
+        Verdict::Contradicted,
+        "\"significant saving\" read as http11/http10 revalidation packets < 2/3, every network",
+    )
+}
+
+fn time_gain_less_dramatic(c: &MicroscapeCtx) -> Evaluation {
+    let mut r = Cells::new();
+    for net in Net::ALL {
+        if let (Some(a), Some(b), Some(sa), Some(sb)) = (
+            c.pa(net, Http10, First),
+            c.pa(net, Pipeline, First),
+            c.sec(net, Http10, First),
+            c.sec(net, Pipeline, First),
+        ) {
+            let (fp, ft) = (a / b, sa / sb);
+            r.push(
+                format!(
+                    "{net}: packets {}, time {}",
+                    fp.show_unit(1, "x"),
+                    ft.show_unit(1, "x")
+                ),
+                fp.greater(&ft),
+            );
+        }
+    }
+    r.evaluate(
+        Verdict::Inconclusive,
+        "http10/pipeline factor in packets > the factor in seconds, first retrieval",
+    )
+}
+
+fn page_42k_to_11k(c: &MicroscapeCtx) -> Evaluation {
+    let Some(p) = c.page else {
+        return Evaluation::new(Verdict::Inconclusive, "no page facts given");
+    };
+    let ratio = p.html_deflate_bytes as f64 / p.html_bytes as f64;
+    Evaluation::new(
+        if (0.22..=0.30).contains(&ratio) {
+            Verdict::Confirmed
+        } else {
+            Verdict::Contradicted
+        },
+        format!(
+            "synthetic page, a check of the generator (deflate ratio 0.22-0.30): {} -> {} bytes = {ratio:.3} (paper 0.26)",
+            p.html_bytes, p.html_deflate_bytes
+        ),
+    )
+}
+
+fn lowercase_tags_compress_better(c: &MicroscapeCtx) -> Evaluation {
+    let Some(p) = c.page else {
+        return Evaluation::new(Verdict::Inconclusive, "no page facts given");
+    };
+    Evaluation::new(
+        if p.ratio_lower_case < p.ratio_mixed_case {
+            Verdict::Confirmed
+        } else {
+            Verdict::Contradicted
+        },
+        format!(
+            "synthetic page, a check of the generator (lower-case ratio < mixed-case ratio): lower {:.3} vs mixed {:.3} ({:+.0}%; paper {:+.0}%)",
+            p.ratio_lower_case,
+            p.ratio_mixed_case,
+            (p.ratio_lower_case / p.ratio_mixed_case - 1.0) * 100.0,
+            (0.27 / 0.35 - 1.0) * 100.0
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::MeanSd;
+
+    fn cell(
+        net: Net,
+        st: Strategy,
+        t: Test,
+        pa: f64,
+        bytes: f64,
+        sec: f64,
+        socks: f64,
+    ) -> (Key, Summary) {
+        let m = |x: f64| MeanSd {
+            mean: x,
+            sd: 0.0,
+            n: 1,
+        };
+        (
+            (net, st, t),
+            Summary {
+                net,
+                strategy: st,
+                test: t,
+                runs_ok: 1,
+                runs_failed: 0,
+                packets: m(pa),
+                bytes: m(bytes),
+                seconds: m(sec),
+                overhead_pct: m(5.0),
+                packets_client_to_server: m(pa / 2.0),
+                packets_server_to_client: m(pa / 2.0),
+                sockets_total: m(socks),
+                sockets_max: m(socks.min(4.0)),
+                retransmissions: m(0.0),
+            },
+        )
+    }
+
+    /// The paper's own Table 7 (Apache, WAN) must confirm the paper's claims.
+    fn table7(deflate_bytes: f64) -> BTreeMap<Key, Summary> {
+        let n = Net::Wan;
+        [
+            cell(n, Http10, First, 559.6, 248655.2, 4.09, 42.0),
+            cell(n, Http10, Revalidate, 370.0, 61887.0, 2.64, 42.0),
+            cell(n, Http11, First, 309.4, 191436.0, 6.14, 1.0),
+            cell(n, Http11, Revalidate, 104.2, 14255.0, 4.43, 1.0),
+            cell(n, Pipeline, First, 221.4, 191180.6, 2.23, 1.0),
+            cell(n, Pipeline, Revalidate, 29.8, 15352.0, 0.86, 1.0),
+            cell(n, PipelineDeflate, First, 182.0, deflate_bytes, 2.11, 1.0),
+            cell(n, PipelineDeflate, Revalidate, 29.0, 15088.0, 0.83, 1.0),
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    fn verdict(claims: &[Claim], id: &str) -> Verdict {
+        claims
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("{id}"))
+            .verdict
+    }
+
+    #[test]
+    fn the_papers_own_numbers_confirm_its_claims() {
+        let claims = check(&table7(159170.0), None);
+        for id in [
+            "pipeline-2x-packets",
+            "wan-revalidate-tenth",
+            "wan-revalidate-faster",
+            "pipeline-3x-over-http11",
+            "http11-slower-than-http10",
+            "pipeline-faster-than-http10",
+            "deflate-helps-everywhere",
+            "first-time-halved",
+            "packet-size-doubled",
+            "persistent-saves-packets",
+            "time-gain-less-dramatic",
+        ] {
+            assert_eq!(verdict(&claims, id), Verdict::Confirmed, "{id}");
+        }
+    }
+
+    /// The sentence says "between a factor of two and a factor of ten"; the
+    /// paper's own Table 7 gives 16.6x for first retrieval (559.6/42 vs
+    /// 221.4/1 packets per connection), beyond its upper bound.
+    #[test]
+    fn packets_per_connection_reads_the_upper_bound_too() {
+        let claims = check(&table7(159170.0), None);
+        let c = claims
+            .iter()
+            .find(|c| c.id == "packets-per-connection")
+            .unwrap();
+        assert_eq!(c.verdict, Verdict::Inconclusive);
+        assert!(
+            c.evidence
+                .contains("wan/first: 221 vs 13.3 packets/connection = 16.6x (1 run) ✗"),
+            "{}",
+            c.evidence
+        );
+    }
+
+    /// Differences within run-to-run noise are inconclusive: pipeline
+    /// 2.0 +- 0.5 s and http10 2.2 +- 0.5 s over 5 runs overlap.
+    #[test]
+    fn overlapping_intervals_are_inconclusive() {
+        let mut s = table7(159170.0);
+        for (st, sec) in [(Http10, 2.2), (Pipeline, 2.0)] {
+            let m = s.get_mut(&(Net::Wan, st, First)).unwrap();
+            m.seconds = MeanSd {
+                mean: sec,
+                sd: 0.5,
+                n: 5,
+            };
+            m.runs_ok = 5;
+        }
+        let claims = check(&s, None);
+        let c = claims
+            .iter()
+            .find(|c| c.id == "pipeline-faster-than-http10")
+            .unwrap();
+        assert_eq!(c.verdict, Verdict::Inconclusive, "{}", c.evidence);
+        assert!(c.evidence.contains("wan/first pipeline 2.00 s [1.38, 2.62] vs http10 2.20 s [1.58, 2.82] (within noise)"), "{}", c.evidence);
+        // Far apart, the same spread decides.
+        for (st, sec) in [(Http10, 4.0), (Pipeline, 2.0)] {
+            s.get_mut(&(Net::Wan, st, First)).unwrap().seconds.mean = sec;
+        }
+        assert_eq!(
+            verdict(&check(&s, None), "pipeline-faster-than-http10"),
+            Verdict::Confirmed
+        );
+    }
+
+    #[test]
+    fn page_checks_are_kind_page_check() {
+        let page = PageFacts {
+            html_bytes: 43128,
+            html_deflate_bytes: 11062,
+            ratio_mixed_case: 0.256,
+            ratio_lower_case: 0.242,
+        };
+        let claims = check(&table7(159170.0), Some(page));
+        for id in ["page-42k-to-11k", "lowercase-tags-compress-better"] {
+            let c = claims.iter().find(|c| c.id == id).unwrap();
+            assert_eq!(
+                (c.kind, c.verdict),
+                (ClaimKind::PageCheck, Verdict::Confirmed)
+            );
+        }
+        let text = crate::claims::render(&claims);
+        let (counted, pages) = text.split_once("Page checks").unwrap();
+        assert!(
+            !counted.contains("42K to 11K") && pages.contains("42K to 11K"),
+            "{text}"
+        );
+    }
+
+    /// The committed full bench (docs/bench-results) keeps its verdicts;
+    /// the ones the noise and bound rules changed are named here.
+    #[test]
+    fn committed_results_verdicts() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/bench-results/results.json"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let runs: Vec<crate::model::RunRecord> =
+            serde_json::from_value(json["runs"].clone()).unwrap();
+        let claims = check(&crate::stats::summarize(&runs), None);
+        let got: Vec<(&str, Verdict)> = claims
+            .iter()
+            .filter(|c| c.kind == ClaimKind::Claim)
+            .map(|c| (c.id, c.verdict))
+            .collect();
+        use Verdict::*;
+        let want = [
+            ("pipeline-2x-packets", Confirmed),
+            ("wan-revalidate-tenth", Confirmed),
+            ("wan-revalidate-faster", Confirmed),
+            ("pipeline-3x-over-http11", Confirmed),
+            // Was confirmed on the means: on the lan, http11 and http10
+            // seconds overlap (0.20 [0.18, 0.23] vs 0.17 [0.16, 0.18]).
+            ("http11-slower-than-http10", Inconclusive),
+            // Was contradicted by lan/revalidate on the means: 0.06 s vs
+            // 0.04 s [0.02, 0.07] is within noise.
+            ("pipeline-faster-than-http10", Inconclusive),
+            ("deflate-16-12", Confirmed),
+            ("deflate-helps-everywhere", Confirmed),
+            ("first-bytes-few-percent", Confirmed),
+            ("first-time-halved", Inconclusive),
+            // Was confirmed reading ">= 2x" only: first retrieval is 13-14x,
+            // beyond the sentence's "factor of ten".
+            ("packets-per-connection", Inconclusive),
+            ("packet-size-doubled", Confirmed),
+            ("bandwidth-2-40", Confirmed),
+            ("persistent-saves-packets", Confirmed),
+            ("time-gain-less-dramatic", Confirmed),
+        ];
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn no_deflate_from_the_server_is_inconclusive_not_contradicted() {
+        let claims = check(&table7(191180.0), None);
+        assert_eq!(verdict(&claims, "deflate-16-12"), Verdict::Inconclusive);
+        assert_eq!(
+            verdict(&claims, "deflate-helps-everywhere"),
+            Verdict::Inconclusive
+        );
+    }
+
+    #[test]
+    fn unmeasured_claims_are_inconclusive() {
+        let claims = check(&BTreeMap::new(), None);
+        assert!(claims.iter().all(|c| c.verdict == Verdict::Inconclusive));
+    }
+}
