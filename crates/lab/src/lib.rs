@@ -7,6 +7,7 @@
 
 pub mod claims;
 pub mod model;
+pub mod objpack;
 pub mod pcapread;
 pub mod plan;
 pub mod plots;
