@@ -16,7 +16,9 @@ use pagewire_client::{FetchConfig, Strategy, Timeouts};
 pub struct Args {
     /// Page URL (http://host[:port]/path).
     pub url: String,
-    /// Transfer strategy: http10, http11, pipeline, pipeline-deflate.
+    /// Transfer strategy: http10, http11, pipeline, pipeline-deflate, objpack
+    /// (object package by content negotiation, paper 002; pipeline against
+    /// servers without packages).
     #[arg(long, default_value = "pipeline", value_parser = parse_strategy)]
     pub strategy: Strategy,
     /// Pipeline output buffer size in bytes (flushed when full).
