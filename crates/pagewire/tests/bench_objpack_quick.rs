@@ -27,7 +27,14 @@ fn quick_objpack_suite_runs_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("res");
     let mut child = Command::new(env!("CARGO_BIN_EXE_pagewire"))
-        .args(["bench", "--suite", "objpack", "--quick", "--no-progress", "--out"])
+        .args([
+            "bench",
+            "--suite",
+            "objpack",
+            "--quick",
+            "--no-progress",
+            "--out",
+        ])
         .arg(&out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -52,7 +59,14 @@ fn quick_objpack_suite_runs_end_to_end() {
         "stdout: {stdout}\nstderr: {}",
         String::from_utf8_lossy(&o.stderr)
     );
-    for t in ["Table 3", "Table 4", "Table 5", "Table 6", "Table 7", "Claims of the paper"] {
+    for t in [
+        "Table 3",
+        "Table 4",
+        "Table 5",
+        "Table 6",
+        "Table 7",
+        "Claims of the paper",
+    ] {
         assert!(stdout.contains(t), "{t} missing:\n{stdout}");
     }
     let v: serde_json::Value =
