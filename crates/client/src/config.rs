@@ -33,16 +33,23 @@ pub enum Strategy {
     /// in the cache (the paper's GETLIST, implemented as the paper did);
     /// objects a server did not include are fetched by pipelining.
     Getall,
+    /// Object packaging (Fujinoki, Sanjay, Shah): one request for the page
+    /// with `Accept: application/vnd.pagewire.objpack`; the page and its
+    /// objects arrive as one package, each object complete as soon as its
+    /// bytes are in. Objects the package lacks, or every object when the
+    /// server answers with plain HTML, are pipelined as `Pipeline` does.
+    Objpack,
 }
 
 impl Strategy {
     /// Every strategy the robot has.
-    pub const ALL: [Strategy; 5] = [
+    pub const ALL: [Strategy; 6] = [
         Strategy::Http10,
         Strategy::Http11,
         Strategy::Pipeline,
         Strategy::PipelineDeflate,
         Strategy::Getall,
+        Strategy::Objpack,
     ];
 
     /// Paper 001's four configurations, in the order of its Tables 4-9.
@@ -61,6 +68,7 @@ impl Strategy {
             Strategy::Pipeline => "pipeline",
             Strategy::PipelineDeflate => "pipeline-deflate",
             Strategy::Getall => "getall",
+            Strategy::Objpack => "objpack",
         }
     }
 
@@ -72,6 +80,7 @@ impl Strategy {
             Strategy::Pipeline => "HTTP/1.1 Pipelined",
             Strategy::PipelineDeflate => "HTTP/1.1 Pipelined w. compression",
             Strategy::Getall => "GETALL",
+            Strategy::Objpack => "Object Packaging",
         }
     }
 
@@ -79,7 +88,7 @@ impl Strategy {
     pub const fn pipelines(self) -> bool {
         matches!(
             self,
-            Strategy::Pipeline | Strategy::PipelineDeflate | Strategy::Getall
+            Strategy::Pipeline | Strategy::PipelineDeflate | Strategy::Getall | Strategy::Objpack
         )
     }
 }
@@ -177,6 +186,9 @@ pub struct FetchConfig {
     /// Most reconnections after a server closed with requests unanswered,
     /// per fetch; bounds a server that closes every connection early.
     pub max_reconnects: usize,
+    /// Write objects that arrive in an object package here (`wget -p`
+    /// layout, see `save`) the moment each is complete.
+    pub save_dir: Option<PathBuf>,
 }
 
 impl FetchConfig {
@@ -197,6 +209,7 @@ impl FetchConfig {
             user_agent: format!("pagewire/{}", env!("CARGO_PKG_VERSION")),
             nodelay: true,
             max_reconnects: 64,
+            save_dir: None,
         }
     }
 

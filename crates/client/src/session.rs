@@ -19,6 +19,8 @@ use crate::config::{FetchConfig, Strategy, Target};
 use crate::error::FetchError;
 use crate::inflate::Inflater;
 use crate::outbuf::FlushReason;
+mod package;
+
 use crate::report::{
     rfc3339, ByteCounts, ConnEnd, ConnectionRecord, FetchReport, FlushRecord, ObjectKind,
     ObjectRecord, Outcome, RequestMethod,
@@ -55,6 +57,8 @@ struct InProgress {
     changed: bool,
     /// The page came as a GETALL answer with this multipart boundary.
     getall_boundary: Option<String>,
+    /// The body is an object package being unpacked (strategy objpack).
+    package: Option<package::PackageRx>,
 }
 
 struct Obj {
@@ -79,6 +83,8 @@ struct Obj {
     /// `getall`, later visit: this entry is a GETLIST request for these
     /// objects, not an object of the page (no record of its own).
     getlist: Vec<ObjId>,
+    /// Already written to the cache (an object that came in a package).
+    stored: bool,
 }
 
 #[derive(Default)]
@@ -220,6 +226,7 @@ impl Session {
             record: None,
             body: None,
             getlist: Vec::new(),
+            stored: false,
         });
         id
     }
@@ -302,6 +309,17 @@ impl Session {
             // Paper 001 compresses the HTML only; images are already
             // compressed, so their requests do not carry the header.
             headers.push(("Accept-Encoding", "deflate".to_string()));
+        }
+        if strategy == Strategy::Objpack && id == PAGE && o.method == RequestMethod::Get {
+            // The package if the server has one, else the page (RFC 9110
+            // §12.5.1); */* keeps error pages and other types acceptable.
+            headers.push((
+                "Accept",
+                format!(
+                    "{}, text/html;q=0.9, */*;q=0.8",
+                    pagewire_objpack::MEDIA_TYPE
+                ),
+            ));
         }
         if o.kind == ObjectKind::Prefetch {
             headers.push(("Sec-Purpose", "prefetch".to_string()));
@@ -485,6 +503,17 @@ impl Session {
                 }
             }
         }
+        let package = (self.cfg.strategy == Strategy::Objpack
+            && id == PAGE
+            && status == 200
+            && content_type.as_deref().is_some_and(|t| {
+                t.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .eq_ignore_ascii_case(pagewire_objpack::MEDIA_TYPE)
+            }))
+        .then(package::PackageRx::new);
         let o = &mut st.objs[id];
         let mut not_modified = false;
         let mut changed = false;
@@ -548,6 +577,7 @@ impl Session {
             not_modified,
             changed,
             getall_boundary,
+            package,
         });
         let closing = !head.wants_keep_alive();
         let mut new_ids = Vec::new();
@@ -590,6 +620,7 @@ impl Session {
             record: None,
             body: None,
             getlist: ids,
+            stored: false,
         });
         id
     }
@@ -817,7 +848,7 @@ impl Session {
     }
 
     /// Body bytes (framing removed) for `id`; returns newly found objects.
-    pub fn on_body(&self, id: ObjId, data: &[u8]) -> Result<Vec<ObjId>, FetchError> {
+    pub fn on_body(&self, id: ObjId, data: &[u8], now: Instant) -> Result<Vec<ObjId>, FetchError> {
         let mut st = self.lock();
         st.bytes.payload_bytes_received += data.len() as u64;
         let keep = self.keep_bodies();
@@ -825,6 +856,14 @@ impl Session {
         let url = o.url.clone();
         let r = o.resp.as_mut().expect("head first");
         r.wire_bytes += data.len() as u64;
+        if let Some(mut rx) = r.package.take() {
+            let result = self.package_body(&mut st, &mut rx, data, self.since_start(now));
+            if let Some(r) = st.objs[id].resp.as_mut() {
+                r.package = Some(rx);
+            }
+            result?;
+            return Ok(Vec::new());
+        }
         let mut inflated = Vec::new();
         let content: &[u8] = match r.inflater.as_mut() {
             Some(inf) => {
@@ -860,6 +899,11 @@ impl Session {
         let now = self.since_start(now);
         let mut st = self.lock();
         let keep = self.keep_bodies();
+        let rx = st.objs[id].resp.as_mut().and_then(|r| r.package.take());
+        let unpacked = rx.is_some();
+        if let Some(rx) = rx {
+            self.package_end(&mut st, rx, now)?;
+        }
         let o = &mut st.objs[id];
         let url = o.url.clone();
         let mut r = o.resp.take().expect("head first");
@@ -958,6 +1002,12 @@ impl Session {
         if page_ok && !tail.is_empty() {
             next.extend(self.discover(&mut st, &tail));
         }
+        if unpacked {
+            // The page came in the package: parse it now, so that only what
+            // the package lacked is requested.
+            let page = st.objs[PAGE].body.clone().unwrap_or_default();
+            next.extend(self.discover(&mut st, &page));
+        }
         if id == PAGE {
             let mut refs = Vec::new();
             if let Some(mut d) = st.discoverer.take() {
@@ -1040,6 +1090,9 @@ impl Session {
                 let (Some(rec), Some(body)) = (&o.record, &o.body) else {
                     continue;
                 };
+                if o.stored {
+                    continue;
+                }
                 let cacheable = rec.status == 200 || rec.outcome == Outcome::NotModified;
                 if !cacheable
                     || rec.outcome == Outcome::FromCache

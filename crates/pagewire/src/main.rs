@@ -47,6 +47,10 @@ enum Command {
     Prefetch(cmd::prefetch::Args),
     /// SURGE load: user equivalents against a server (paper 004), merge, model check.
     Load(cmd::load::Args),
+    /// Write a page and the objects it embeds as one object package (paper 002).
+    Pack(cmd::pack::Args),
+    /// Unpack an object package into a directory as it streams in.
+    Unpack(cmd::unpack::Args),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +65,8 @@ fn main() -> ExitCode {
         Command::Site(a) => cmd::site::run(a),
         Command::Prefetch(a) => cmd::prefetch::run(a),
         Command::Load(a) => cmd::load::run(a),
+        Command::Pack(a) => cmd::pack::run(a),
+        Command::Unpack(a) => cmd::unpack::run(a),
     };
     match result {
         Ok(code) => code,

@@ -62,6 +62,7 @@ struct ResourceHeads {
 /// A site ready to be served.
 pub struct StaticSite {
     site: Arc<Site>,
+    packages: crate::objpack::Packages,
     routes: HashMap<Box<str>, Route>,
     heads: Vec<ResourceHeads>,
     getall: crate::getall::Index,
@@ -100,7 +101,19 @@ pub struct Ctx<'a> {
     pub body: &'a [u8],
 }
 
-fn render_variant(r: &Resource, enc: Encoding, vary: bool) -> Option<VariantHeads> {
+fn render_variant(
+    r: &Resource,
+    enc: Encoding,
+    vary: bool,
+    vary_accept: bool,
+) -> Option<VariantHeads> {
+    // A page with an object package is also negotiated on Accept.
+    let vary_value: &[u8] = match (vary, vary_accept) {
+        (true, true) => b"Accept-Encoding, Accept",
+        (true, false) => b"Accept-Encoding",
+        (false, true) => b"Accept",
+        (false, false) => b"",
+    };
     let v = r.variant_full(enc)?;
     // Site data (media type, entity tag) is validated here, once: a value
     // the encoder refuses leaves this representation unserved (500), never
@@ -116,8 +129,8 @@ fn render_variant(r: &Resource, enc: Encoding, vary: bool) -> Option<VariantHead
     )
     .ok()?;
     write_header(&mut common, "Accept-Ranges", b"bytes").ok()?;
-    if vary {
-        write_header(&mut common, "Vary", b"Accept-Encoding").ok()?;
+    if !vary_value.is_empty() {
+        write_header(&mut common, "Vary", vary_value).ok()?;
     }
     if enc != Encoding::Identity {
         write_header(&mut common, "Content-Encoding", enc.token().as_bytes()).ok()?;
@@ -130,8 +143,8 @@ fn render_variant(r: &Resource, enc: Encoding, vary: bool) -> Option<VariantHead
     write_status_line(&mut nm, Version::Http11, 304).ok()?;
     write_header(&mut nm, "Server", SERVER.as_bytes()).ok()?;
     write_header(&mut nm, "ETag", v.etag.as_bytes()).ok()?;
-    if vary {
-        write_header(&mut nm, "Vary", b"Accept-Encoding").ok()?;
+    if !vary_value.is_empty() {
+        write_header(&mut nm, "Vary", vary_value).ok()?;
     }
     Some(VariantHeads {
         ok: ok.into(),
@@ -144,6 +157,7 @@ impl StaticSite {
     pub fn new(site: Arc<Site>) -> StaticSite {
         let mut routes = HashMap::with_capacity(site.len() * 2);
         let mut heads = Vec::with_capacity(site.len());
+        let packages = crate::objpack::Packages::build(&site);
         for (i, r) in site.resources().iter().enumerate() {
             routes.insert(r.path.clone().into_boxed_str(), Route::File(i));
             if let Some(dir) = r.path.strip_suffix("index.html") {
@@ -155,7 +169,7 @@ impl StaticSite {
                 }
             }
             let vary = r.has_compressed();
-            let variants = Encoding::ALL.map(|e| render_variant(r, e, vary));
+            let variants = Encoding::ALL.map(|e| render_variant(r, e, vary, packages.has(i)));
             let tag = r.etag.trim_matches('"');
             heads.push(ResourceHeads {
                 variants,
@@ -165,6 +179,7 @@ impl StaticSite {
         StaticSite {
             getall: crate::getall::Index::new(site.len()),
             site,
+            packages,
             routes,
             heads,
         }
@@ -263,6 +278,9 @@ impl StaticSite {
             }
             None => return simple(out, 404, ctx.conn, &[], "not found\n", head_only),
         };
+        if let Some(p) = self.packages.wanted(index, req) {
+            return p.answer(req, ctx, head_only, index, out);
+        }
         let resource = &self.site.resources()[index];
         let heads = &self.heads[index];
         let enc = match negotiate::choose(resource, req.headers("accept-encoding")) {
@@ -523,7 +541,7 @@ pub fn encode_link_target(path: &str, out: &mut Vec<u8>) {
     }
 }
 
-enum Precondition {
+pub(crate) enum Precondition {
     Proceed,
     NotModified,
     Failed,
@@ -571,7 +589,11 @@ pub(crate) fn parse_date(value: &[u8]) -> Option<SystemTime> {
 }
 
 /// RFC 9110 §13.2.2, steps 1-4 (5, If-Range, is `if_range_holds`).
-fn preconditions(req: &RequestHead, etag: &str, last_modified: SystemTime) -> Precondition {
+pub(crate) fn preconditions(
+    req: &RequestHead,
+    etag: &str,
+    last_modified: SystemTime,
+) -> Precondition {
     // 1. If-Match: strong comparison (§13.1.1).
     if let Some(v) = req.header("if-match") {
         if !etag_matches(v, etag, false) {

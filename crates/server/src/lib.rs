@@ -10,6 +10,7 @@
 //! | `io`       | output queue (one `writev` per flush), buffer pools             |
 //! | `dispatch` | the connection loop: read, answer in order, flush, close        |
 //! | `handler`  | the static handler: what the bytes of a response are            |
+//! | `objpack`  | object packages of the pages (paper 002), chosen by `Accept`     |
 //! | `negotiate`, `range`, `target` | Accept-Encoding, Range, request targets     |
 //! | `registry` | open connections, deadlines (sweeper), eviction at max_conns    |
 //! | `worker`   | one single-threaded runtime per thread, the accept loop         |
@@ -36,6 +37,7 @@ pub mod handler;
 mod io;
 mod log;
 pub mod negotiate;
+pub mod objpack;
 pub mod policy;
 pub mod range;
 mod registry;

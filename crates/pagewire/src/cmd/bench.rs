@@ -10,6 +10,9 @@ use pagewire_lab::report::{utc_now, Provenance, Results};
 use pagewire_lab::runner::{self, BenchConfig, ServerKind};
 use pagewire_lab::{Net, Strategy, Test};
 
+#[path = "bench_objpack.rs"]
+mod objpack;
+
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
     pagewire bench                      # all networks (~6 min), results in ./bench-YYYYMMDD-HHMMSS/\n  \
@@ -18,9 +21,10 @@ use pagewire_lab::{Net, Strategy, Test};
     pagewire bench --server-cmd 'python3 -m http.server {port} -d {root}' --net lan\n  \
     pagewire bench --tcp 1997 --mss 536")]
 pub struct Args {
-    /// Experiment suite: `microscape` (paper 001), `conn-length` or `getall`
-    /// (Padmanabhan & Mogul, Figures 2-3 and 5-8; these two take --quick,
-    /// --reps, --tcp, --out).
+    /// Experiment suite: `microscape` (paper 001), `objpack` (paper 002:
+    /// lan100 and wan; `--reps` sets per group, `--quick` 2 sets on lan100),
+    /// `conn-length` or `getall` (Padmanabhan & Mogul, Figures 2-3 and 5-8;
+    /// these two take --quick, --reps, --tcp, --out).
     #[arg(long, default_value = "microscape")]
     suite: String,
     /// Networks, comma-separated: lan, wan, ppp.
@@ -101,9 +105,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if a.suite == "getall" {
         return getall(&a);
     }
+    if a.suite == "objpack" {
+        return objpack::run(&a);
+    }
     if a.suite != "microscape" {
         bail!(
-            "--suite: only `microscape` (paper 001) is implemented, got {:?}",
+            "--suite: `microscape` (paper 001) or `objpack` (paper 002), got {:?}",
             a.suite
         );
     }
