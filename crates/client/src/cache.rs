@@ -18,6 +18,41 @@ use sha2::{Digest, Sha256};
 
 use crate::error::FetchError;
 
+/// A cache entry that cannot be used; the fetch goes on without it and
+/// reports this as a warning.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheWarning {
+    #[error("cache entry {} unreadable: {source}", .path.display())]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("ignoring corrupt cache entry {} for {url}: {why}", .path.display())]
+    Corrupt {
+        path: PathBuf,
+        url: String,
+        why: Corruption,
+    },
+}
+
+/// What is wrong with a corrupt entry.
+#[derive(Debug, thiserror::Error)]
+pub enum Corruption {
+    #[error("bad magic")]
+    BadMagic,
+    #[error("no header line")]
+    NoHeaderLine,
+    #[error("bad header: {0}")]
+    BadHeader(#[from] serde_json::Error),
+    #[error("entry is for {0}")]
+    OtherUrl(String),
+    #[error("body is {got} bytes, header says {header}")]
+    BodyLength { got: u64, header: u64 },
+    #[error("body SHA-256 mismatch")]
+    Sha256Mismatch,
+}
+
 const MAGIC: &[u8] = b"PAGEWIRE-CACHE 1\n";
 
 /// The header line is at most 64 KiB (validators and URL are short; a
@@ -97,43 +132,42 @@ impl Cache {
 
     /// Reads `url`'s entry. `Ok(None)`: not cached. `Err(warning)`: an entry
     /// exists but is corrupt (and must be ignored).
-    pub fn get(&self, url: &str) -> Result<Option<Entry>, String> {
+    pub fn get(&self, url: &str) -> Result<Option<Entry>, CacheWarning> {
         let path = self.path_of(url);
         let data = match fs::read(&path) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cache entry {} unreadable: {e}", path.display())),
+            Err(source) => return Err(CacheWarning::Unreadable { path, source }),
         };
-        Self::decode(url, &data).map(Some).map_err(|why| {
-            format!(
-                "ignoring corrupt cache entry {} for {url}: {why}",
-                path.display()
-            )
-        })
+        Self::decode(url, &data)
+            .map(Some)
+            .map_err(|why| CacheWarning::Corrupt {
+                path,
+                url: url.to_string(),
+                why,
+            })
     }
 
-    fn decode(url: &str, data: &[u8]) -> Result<Entry, String> {
-        let rest = data.strip_prefix(MAGIC).ok_or("bad magic")?;
+    fn decode(url: &str, data: &[u8]) -> Result<Entry, Corruption> {
+        let rest = data.strip_prefix(MAGIC).ok_or(Corruption::BadMagic)?;
         let nl = rest
             .iter()
             .take(MAX_META_BYTES)
             .position(|&b| b == b'\n')
-            .ok_or("no header line")?;
-        let meta: EntryMeta =
-            serde_json::from_slice(&rest[..nl]).map_err(|e| format!("bad header: {e}"))?;
+            .ok_or(Corruption::NoHeaderLine)?;
+        let meta: EntryMeta = serde_json::from_slice(&rest[..nl])?;
         let body = &rest[nl + 1..];
         if meta.url != url {
-            return Err(format!("entry is for {}", meta.url));
+            return Err(Corruption::OtherUrl(meta.url));
         }
         if body.len() as u64 != meta.body_len {
-            return Err(format!(
-                "body is {} bytes, header says {}",
-                body.len(),
-                meta.body_len
-            ));
+            return Err(Corruption::BodyLength {
+                got: body.len() as u64,
+                header: meta.body_len,
+            });
         }
         if sha256_hex(body) != meta.body_sha256 {
-            return Err("body SHA-256 mismatch".into());
+            return Err(Corruption::Sha256Mismatch);
         }
         Ok(Entry {
             meta,
@@ -213,7 +247,8 @@ mod tests {
         for bad in cases {
             fs::write(&p, &bad).unwrap();
             let err = c.get("http://h/a").unwrap_err();
-            assert!(err.contains("http://h/a"), "{err}");
+            assert!(matches!(err, CacheWarning::Corrupt { .. }), "{err}");
+            assert!(err.to_string().contains("http://h/a"), "{err}");
         }
     }
 }

@@ -17,6 +17,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::error::FetchError;
 use crate::outbuf::{Batch, FlushReason, OutBuffer};
+use crate::report::ConnEnd;
 use crate::session::{ObjId, Session, PAGE};
 
 /// Bytes asked of the kernel per read. 64 KiB drains a LAN burst in one
@@ -117,7 +118,7 @@ pub async fn drive(
         // Paper 001 "Nagle Interaction": the robot does its own buffering.
         let _ = stream.set_nodelay(true);
     }
-    let id = sess.conn_opened();
+    let id = sess.conn_opened(Instant::now());
     let mut conn = Conn {
         sess,
         id,
@@ -139,14 +140,16 @@ pub async fn drive(
     };
     let result = conn.run(queue, plan, sink).await;
     let end = match &result {
-        Ok(End::Done) => "done".to_string(),
+        Ok(End::Done) => ConnEnd::Done,
         Ok(End::Closed { unanswered, .. }) => {
             sess.conn_unanswered(id, unanswered.len());
-            format!("server closed, {} requests unanswered", unanswered.len())
+            ConnEnd::ServerClosed {
+                unanswered: unanswered.len(),
+            }
         }
-        Err(e) => format!("error: {e}"),
+        Err(e) => ConnEnd::Error(e.to_string()),
     };
-    sess.conn_closed(id, &end);
+    sess.conn_closed(id, end, Instant::now());
     result
 }
 
@@ -215,16 +218,16 @@ impl Conn<'_> {
         };
         while !self.closing && !self.eof && !self.write_closed && self.in_flight.len() < depth {
             let Some(id) = queue.pop_front() else { break };
-            let req = self.sess.request(id, self.id)?;
+            let now = Instant::now();
+            let req = self.sess.request(id, self.id, now)?;
             if self.in_flight.is_empty() && self.resp.is_none() {
                 // The read timeout counts from when an answer is first owed.
-                self.last_progress = Instant::now();
+                self.last_progress = now;
             }
             self.in_flight.push_back(id);
             if self.in_flight.len() > 1 {
                 self.sess.conn_pipelined(self.id);
             }
-            let now = Instant::now();
             for batch in self.out.push(&req, now) {
                 self.emit(batch);
             }
@@ -248,7 +251,8 @@ impl Conn<'_> {
     }
 
     fn emit(&mut self, batch: Batch) {
-        self.sess.flushed(self.id, batch.reason, batch.bytes.len());
+        self.sess
+            .flushed(self.id, batch.reason, batch.bytes.len(), Instant::now());
         if self.write_closed {
             return;
         }
@@ -332,8 +336,9 @@ impl Conn<'_> {
                 self.on_eof(queue, sink)
             }
             Ok(n) => {
-                self.last_progress = Instant::now();
-                self.sess.read(self.id, n);
+                let now = Instant::now();
+                self.last_progress = now;
+                self.sess.read(self.id, n, now);
                 self.process(queue, sink)
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(()),
@@ -392,7 +397,7 @@ impl Conn<'_> {
                         ));
                     }
                 };
-                let (info, new) = self.sess.on_head(id, self.id, &head)?;
+                let (info, new) = self.sess.on_head(id, self.id, &head, Instant::now())?;
                 self.route(new, queue, sink);
                 if info.interim {
                     continue;
@@ -406,7 +411,7 @@ impl Conn<'_> {
             let id = *id;
             match dec.decode(&mut self.rbuf) {
                 Ok(Decoded::Data(b)) => {
-                    let new = self.sess.on_body(id, &b)?;
+                    let new = self.sess.on_body(id, &b, Instant::now())?;
                     self.route(new, queue, sink);
                 }
                 Ok(Decoded::NeedMore) => return Ok(()),
@@ -435,7 +440,7 @@ impl Conn<'_> {
         if id == PAGE && self.sess.cfg.flush_at_page_end {
             self.page_end_flush = true;
         }
-        let new = self.sess.on_end(id)?;
+        let new = self.sess.on_end(id, Instant::now())?;
         self.route(new, queue, sink);
         Ok(())
     }
@@ -449,7 +454,7 @@ impl Conn<'_> {
             let remaining = dec.remaining();
             match dec.decode_eof(&mut self.rbuf) {
                 Ok(Decoded::Data(b)) => {
-                    let new = self.sess.on_body(id, &b)?;
+                    let new = self.sess.on_body(id, &b, Instant::now())?;
                     self.route(new, queue, sink);
                 }
                 Ok(Decoded::Done) => self.complete(id, queue, sink)?,

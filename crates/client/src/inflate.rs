@@ -15,6 +15,21 @@ pub const MAX_INFLATED_BYTES: u64 = 256 << 20;
 /// Output is produced in steps of this size.
 const STEP_BYTES: usize = 32 * 1024;
 
+/// Why a deflate body could not be inflated.
+#[derive(Debug, thiserror::Error)]
+pub enum InflateError {
+    #[error("bad deflate data: {0}")]
+    Bad(#[from] flate2::DecompressError),
+    #[error("inflates to more than {MAX_INFLATED_BYTES} bytes")]
+    TooLarge,
+    #[error("data after the end of the deflate stream")]
+    TrailingData,
+    #[error("empty deflate body")]
+    Empty,
+    #[error("deflate stream truncated")]
+    Truncated,
+}
+
 #[derive(Debug, Default)]
 pub struct Inflater {
     /// Decided after the first two bytes.
@@ -36,7 +51,7 @@ impl Inflater {
     }
 
     /// Inflates `input`, appending to `out`.
-    pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), InflateError> {
         let mut input = input;
         if self.inner.is_none() {
             self.head.extend_from_slice(input);
@@ -53,13 +68,13 @@ impl Inflater {
                 // Some servers pad; zeros after the end are harmless.
                 input = &[];
             } else {
-                return Err("data after the end of the deflate stream".into());
+                return Err(InflateError::TrailingData);
             }
         }
         self.run(input, out)
     }
 
-    fn run(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+    fn run(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), InflateError> {
         let d = self.inner.as_mut().expect("decided");
         // Bounded: every pass consumes input or produces output, else stops
         // (and the output is bounded by MAX_INFLATED_BYTES).
@@ -67,15 +82,13 @@ impl Inflater {
             out.reserve(STEP_BYTES);
             let room = out.capacity() - out.len();
             let (in0, out0) = (d.total_in(), d.total_out());
-            let status = d
-                .decompress_vec(input, out, FlushDecompress::None)
-                .map_err(|e| format!("bad deflate data: {e}"))?;
+            let status = d.decompress_vec(input, out, FlushDecompress::None)?;
             let used = (d.total_in() - in0) as usize;
             let made = d.total_out() - out0;
             input = &input[used..];
             self.produced += made;
             if self.produced > MAX_INFLATED_BYTES {
-                return Err(format!("inflates to more than {MAX_INFLATED_BYTES} bytes"));
+                return Err(InflateError::TooLarge);
             }
             if status == Status::StreamEnd {
                 self.finished = true;
@@ -92,30 +105,28 @@ impl Inflater {
             }
         }
         if self.finished && input.iter().any(|&b| b != 0) {
-            return Err("data after the end of the deflate stream".into());
+            return Err(InflateError::TrailingData);
         }
         Ok(())
     }
 
     /// The body ended: the deflate stream must have ended too.
-    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<(), InflateError> {
         if self.inner.is_none() && !self.head.is_empty() {
             let head = std::mem::take(&mut self.head);
             self.inner = Some(Decompress::new(false));
             self.run(&head, out)?;
         }
         if self.inner.is_none() {
-            return Err("empty deflate body".into());
+            return Err(InflateError::Empty);
         }
         if !self.finished {
             // Drain with Finish in case the stream end is only implied.
             let d = self.inner.as_mut().expect("decided");
             out.reserve(STEP_BYTES);
-            let status = d
-                .decompress_vec(&[], out, FlushDecompress::Finish)
-                .map_err(|e| format!("bad deflate data: {e}"))?;
+            let status = d.decompress_vec(&[], out, FlushDecompress::Finish)?;
             if status != Status::StreamEnd {
-                return Err("deflate stream truncated".into());
+                return Err(InflateError::Truncated);
             }
             self.finished = true;
         }
@@ -136,7 +147,7 @@ mod tests {
             .collect()
     }
 
-    fn inflate_in_chunks(data: &[u8], chunk: usize) -> Result<Vec<u8>, String> {
+    fn inflate_in_chunks(data: &[u8], chunk: usize) -> Result<Vec<u8>, InflateError> {
         let mut inf = Inflater::new();
         let mut out = Vec::new();
         for c in data.chunks(chunk) {
@@ -167,12 +178,24 @@ mod tests {
         let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
         z.write_all(&text()).unwrap();
         let zlib = z.finish().unwrap();
-        assert!(inflate_in_chunks(&zlib[..zlib.len() / 2], 100).is_err());
-        assert!(inflate_in_chunks(b"this is not deflate at all, not even close", 7).is_err());
+        assert!(matches!(
+            inflate_in_chunks(&zlib[..zlib.len() / 2], 100),
+            Err(InflateError::Truncated)
+        ));
+        assert!(matches!(
+            inflate_in_chunks(b"this is not deflate at all, not even close", 7),
+            Err(InflateError::Bad(_))
+        ));
         let mut extra = zlib.clone();
         extra.extend_from_slice(b"junk");
-        assert!(inflate_in_chunks(&extra, 64).is_err());
-        assert!(inflate_in_chunks(b"", 1).is_err());
+        assert!(matches!(
+            inflate_in_chunks(&extra, 64),
+            Err(InflateError::TrailingData)
+        ));
+        assert!(matches!(
+            inflate_in_chunks(b"", 1),
+            Err(InflateError::Empty)
+        ));
     }
 
     /// Bug "deflate tail withheld": the last body chunk inflated to more

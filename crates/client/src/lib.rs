@@ -20,6 +20,7 @@ pub mod cache;
 pub mod config;
 mod conn;
 pub mod error;
+pub mod getall;
 pub mod har;
 pub mod inflate;
 pub mod outbuf;
@@ -38,7 +39,7 @@ pub use cache::Cache;
 pub use config::{FetchConfig, Strategy, Target, Timeouts};
 pub use error::FetchError;
 pub use outbuf::FlushReason;
-pub use report::{FetchReport, ObjectKind, ObjectRecord, Outcome};
+pub use report::{ConnEnd, FetchReport, ObjectKind, ObjectRecord, Outcome, RequestMethod};
 pub use session::prefetch_links;
 
 use conn::{drive, End, Plan, Sink};
@@ -58,7 +59,13 @@ pub async fn fetch(config: FetchConfig) -> Result<FetchReport, FetchError> {
     let cache = config.cache_dir.as_deref().map(Cache::open).transpose()?;
     let addr = lookup(&target, &config).await?;
     let total = config.timeouts.total;
-    let sess = Arc::new(Session::new(config, target, addr, cache));
+    let sess = Arc::new(Session::new(
+        config,
+        target,
+        addr,
+        cache,
+        std::time::Instant::now(),
+    ));
     let work = async {
         match sess.cfg.strategy {
             Strategy::Http10 => run_http10(Arc::clone(&sess)).await,

@@ -28,6 +28,10 @@ pub enum Outcome {
     NotModified,
     /// A HEAD showed the object changed; it was fetched again with GET.
     Changed,
+    /// Arrived as a part of the page's GETALL answer (no request of its own).
+    GetallPart,
+    /// `getall` on a later visit: in the cache, so not requested at all.
+    FromCache,
 }
 
 /// Why an object was requested.
@@ -40,6 +44,79 @@ pub enum ObjectKind {
     Prefetch,
 }
 
+/// Method of a request the robot sent (it sends no others).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum RequestMethod {
+    Get,
+    /// HTTP/1.0 revalidation (paper 001 "Revalidate Test").
+    Head,
+    /// `getall`: the objects a later visit lacks, in one request
+    /// (Padmanabhan & Mogul's GETLIST, docs/getall.md).
+    Getlist,
+}
+
+impl RequestMethod {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestMethod::Get => "GET",
+            RequestMethod::Head => "HEAD",
+            RequestMethod::Getlist => "GETLIST",
+        }
+    }
+
+    /// The codec's method (a HEAD response has no body).
+    pub fn h1(self) -> pagewire_h1::Method {
+        match self {
+            RequestMethod::Get => pagewire_h1::Method::Get,
+            RequestMethod::Head => pagewire_h1::Method::Head,
+            // Framed like a GET's: the answer has a Content-Length body.
+            RequestMethod::Getlist => pagewire_h1::Method::Get,
+        }
+    }
+}
+
+impl std::fmt::Display for RequestMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a connection ended; serialized as the text the records always had
+/// ("done", "server closed, N requests unanswered", "error: ...", "" while
+/// open).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ConnEnd {
+    /// Still open (a report taken mid-fetch).
+    #[default]
+    Open,
+    /// Every request on it was answered.
+    Done,
+    /// The server closed it with requests unanswered (they were re-sent).
+    ServerClosed { unanswered: usize },
+    /// The fetch failed on it.
+    Error(String),
+}
+
+impl std::fmt::Display for ConnEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnEnd::Open => Ok(()),
+            ConnEnd::Done => f.write_str("done"),
+            ConnEnd::ServerClosed { unanswered } => {
+                write!(f, "server closed, {unanswered} requests unanswered")
+            }
+            ConnEnd::Error(e) => write!(f, "error: {e}"),
+        }
+    }
+}
+
+impl serde::Serialize for ConnEnd {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// One object of the fetch.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ObjectRecord {
@@ -47,7 +124,7 @@ pub struct ObjectRecord {
     pub kind: ObjectKind,
     /// Method of the last request for it (`GET`, or `HEAD` for HTTP/1.0
     /// revalidation).
-    pub method: &'static str,
+    pub method: RequestMethod,
     pub status: u16,
     pub outcome: Outcome,
     /// Size of the object's content (after any Content-Encoding), from the
@@ -110,7 +187,7 @@ pub struct ConnectionRecord {
     pub unanswered: u32,
     /// Whether we sent requests ahead of responses on it.
     pub pipelined: bool,
-    pub end: String,
+    pub end: ConnEnd,
 }
 
 /// Byte totals (application layer; IP/TCP overhead is the link's business).
@@ -149,7 +226,7 @@ pub struct FetchReport {
     pub objects: Vec<ObjectRecord>,
     pub requests: u32,
     /// Requests by method.
-    pub requests_by_method: BTreeMap<String, u32>,
+    pub requests_by_method: BTreeMap<RequestMethod, u32>,
     /// Responses by status code.
     pub statuses: BTreeMap<u16, u32>,
     pub bytes: ByteCounts,
@@ -305,6 +382,25 @@ pub(crate) fn rfc3339(t: std::time::SystemTime) -> String {
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    /// The records' JSON keeps the strings it had before these were enums.
+    #[test]
+    fn ends_and_methods_serialize_as_before() {
+        fn j(v: &impl serde::Serialize) -> String {
+            serde_json::to_string(v).unwrap()
+        }
+        assert_eq!(j(&ConnEnd::Done), r#""done""#);
+        assert_eq!(
+            j(&ConnEnd::ServerClosed { unanswered: 3 }),
+            r#""server closed, 3 requests unanswered""#
+        );
+        assert_eq!(j(&ConnEnd::Error("x".into())), r#""error: x""#);
+        assert_eq!(j(&ConnEnd::Open), r#""""#);
+        assert_eq!(j(&RequestMethod::Head), r#""HEAD""#);
+        let m: BTreeMap<RequestMethod, u32> =
+            [(RequestMethod::Head, 42), (RequestMethod::Get, 1)].into();
+        assert_eq!(serde_json::to_string(&m).unwrap(), r#"{"GET":1,"HEAD":42}"#);
+    }
 
     #[test]
     fn rfc3339_known_dates() {

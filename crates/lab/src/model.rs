@@ -42,16 +42,23 @@ impl fmt::Display for Net {
     }
 }
 
+/// A name that is no network or test of the run matrix.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UnknownName {
+    #[error("unknown network {0:?} (expected lan, wan or ppp)")]
+    Net(String),
+    #[error("unknown test {0:?} (expected first or revalidate)")]
+    Test(String),
+}
+
 impl FromStr for Net {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
         match s.trim().to_ascii_lowercase().as_str() {
             "lan" => Ok(Net::Lan),
             "wan" => Ok(Net::Wan),
             "ppp" => Ok(Net::Ppp),
-            other => Err(format!(
-                "unknown network {other:?} (expected lan, wan or ppp)"
-            )),
+            other => Err(UnknownName::Net(other.to_string())),
         }
     }
 }
@@ -94,14 +101,12 @@ impl fmt::Display for Test {
 }
 
 impl FromStr for Test {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownName;
+    fn from_str(s: &str) -> Result<Self, UnknownName> {
         match s.trim().to_ascii_lowercase().as_str() {
             "first" | "first-time" => Ok(Test::First),
             "revalidate" | "reval" | "validation" => Ok(Test::Revalidate),
-            other => Err(format!(
-                "unknown test {other:?} (expected first or revalidate)"
-            )),
+            other => Err(UnknownName::Test(other.to_string())),
         }
     }
 }

@@ -330,25 +330,46 @@ pub fn parse_rate(s: &str) -> Result<Rate, ConfigError> {
     Ok(Rate::Bps(bps.round() as u64))
 }
 
-/// Parses a duration: `90ms`, `0.5ms`, `1s`, `250us`; a bare number is ms.
+/// Longest duration any flag takes.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
+/// The one duration syntax of every command-line flag: a decimal number and
+/// a unit, `us`, `ms`, `s`, `m` or `h` (`250us`, `50ms`, `1.5s`, `2m`), from 0
+/// to 24 h. A bare number is rejected: flags used to read it as milliseconds
+/// or as seconds, and a wrong guess would be off by 1000.
 pub fn parse_duration(s: &str) -> Result<Duration, ConfigError> {
     let t = s.trim().to_ascii_lowercase();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix("us") {
-        (n, 1e-6)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (t.as_str(), 1e-3)
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = (&t[..split], t[split..].trim());
+    let scale = match unit {
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        "" => {
+            return Err(invalid(
+                "duration",
+                s,
+                "needs a unit: us, ms, s, m or h (e.g. 50ms, 1.5s, 2m)",
+            ))
+        }
+        _ => {
+            return Err(invalid(
+                "duration",
+                s,
+                "unknown unit (us, ms, s, m or h; e.g. 50ms, 1.5s, 2m)",
+            ))
+        }
     };
     let v: f64 = num
-        .trim()
         .parse()
-        .map_err(|_| invalid("duration", s, "expected e.g. 90ms, 0.5ms, 1s"))?;
+        .map_err(|_| invalid("duration", s, "expected e.g. 50ms, 1.5s, 2m"))?;
     let secs = v * scale;
-    if !(secs.is_finite() && (0.0..=3600.0).contains(&secs)) {
-        return Err(invalid("duration", s, "must be between 0 and 1 h"));
+    if !(secs.is_finite() && secs <= MAX_DURATION.as_secs_f64()) {
+        return Err(invalid("duration", s, "must be between 0 and 24 h"));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -421,8 +442,15 @@ mod tests {
         assert_eq!(parse_duration("90ms").unwrap(), Duration::from_millis(90));
         assert_eq!(parse_duration("0.5ms").unwrap(), Duration::from_micros(500));
         assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
-        assert_eq!(parse_duration("90").unwrap(), Duration::from_millis(90));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("0ms").unwrap(), Duration::ZERO);
+        let bare = parse_duration("90").unwrap_err().to_string();
+        assert!(bare.contains("needs a unit"), "{bare}");
         assert!(parse_duration("-1ms").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("25h").is_err());
         assert_eq!(parse_queue("100p").unwrap(), QueueLimit::Packets(100));
         assert_eq!(parse_queue("64KB").unwrap(), QueueLimit::Bytes(65536));
         assert_eq!(parse_queue("3000b").unwrap(), QueueLimit::Bytes(3000));

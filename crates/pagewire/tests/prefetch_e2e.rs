@@ -18,7 +18,7 @@ use common::{Serve, PW};
 /// Run `pagewire fetch ... --json` and parse its report.
 fn fetch(url: &str, extra: &[&str]) -> Value {
     let out = Command::new(PW)
-        .args(["fetch", url, "--json", "--read-timeout", "10000"])
+        .args(["fetch", url, "--json", "--read-timeout", "10s"])
         .args(extra)
         .output()
         .expect("run pagewire fetch");

@@ -62,10 +62,25 @@ const ONE_BLOCK_COMMENT_OVERHEAD: usize = 4;
 /// Largest dimension we will try; GIF allows 65535 but 1996 pages didn't.
 const MAX_SIDE_PX: u32 = 1024;
 
+/// Why an image could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum GifError {
+    #[error(
+        "a {look:?} image cannot be as small as {target_bytes} bytes (minimum {minimum_bytes})"
+    )]
+    TooSmall {
+        look: Look,
+        target_bytes: usize,
+        minimum_bytes: usize,
+    },
+    #[error("GIF encoder: {0}")]
+    Encode(#[from] gif::EncodingError),
+}
+
 /// Build the image for `target`. Fails only if even the smallest image of
 /// this look is larger than the target (the generator's targets are chosen so
 /// that this never happens; a test checks it).
-pub fn make(target: &GifTarget) -> Result<GifImage, String> {
+pub fn make(target: &GifTarget) -> Result<GifImage, GifError> {
     // Budget for pixels: leave room for a comment unless we hit exactly.
     let fits = |size: usize| -> bool {
         size == target.target_bytes
@@ -87,12 +102,11 @@ pub fn make(target: &GifTarget) -> Result<GifImage, String> {
         // Even one row is too big at this aspect: try a 1x1 image.
         let one = encode(target, 1, 1)?;
         if !fits(one.len()) {
-            return Err(format!(
-                "a {:?} image cannot be as small as {} bytes (minimum {})",
-                target.look,
-                target.target_bytes,
-                one.len()
-            ));
+            return Err(GifError::TooSmall {
+                look: target.look,
+                target_bytes: target.target_bytes,
+                minimum_bytes: one.len(),
+            });
         }
         return finish(target, one, 1, 1);
     }
@@ -153,7 +167,7 @@ pub fn make(target: &GifTarget) -> Result<GifImage, String> {
     finish(target, bytes, w, h0)
 }
 
-fn finish(target: &GifTarget, mut bytes: Vec<u8>, w: u16, h: u16) -> Result<GifImage, String> {
+fn finish(target: &GifTarget, mut bytes: Vec<u8>, w: u16, h: u16) -> Result<GifImage, GifError> {
     let pad = target.target_bytes - bytes.len();
     if pad > 0 {
         insert_comment(&mut bytes, pad, &target.comment);
@@ -314,16 +328,15 @@ fn pixels(target: &GifTarget, w: u16, h: u16, f: u16, ncolors: usize) -> Vec<u8>
 }
 
 /// Encode a `w` x `h` image of `target`'s look with the `gif` crate.
-fn encode(target: &GifTarget, w: u16, h: u16) -> Result<Vec<u8>, String> {
+fn encode(target: &GifTarget, w: u16, h: u16) -> Result<Vec<u8>, GifError> {
     let mut rng = ChaCha8Rng::seed_from_u64(target.seed);
     let pal = palette(target.look, &mut rng);
     let ncolors = pal.len() / 3;
     let mut out = Vec::with_capacity(target.target_bytes + 64);
     {
-        let mut enc = Encoder::new(&mut out, w, h, &pal).map_err(|e| e.to_string())?;
+        let mut enc = Encoder::new(&mut out, w, h, &pal)?;
         if target.frames > 1 {
-            enc.set_repeat(Repeat::Infinite)
-                .map_err(|e| e.to_string())?;
+            enc.set_repeat(Repeat::Infinite)?;
         }
         for f in 0..target.frames {
             let mut frame =
@@ -335,9 +348,9 @@ fn encode(target: &GifTarget, w: u16, h: u16) -> Result<Vec<u8>, String> {
                 frame.delay = 20; // 200 ms per frame, 1/100 s units.
                 frame.dispose = DisposalMethod::Keep;
             }
-            enc.write_frame(&frame).map_err(|e| e.to_string())?;
+            enc.write_frame(&frame)?;
         }
-        enc.into_inner().map_err(|e| e.to_string())?;
+        enc.into_inner()?;
     }
     Ok(out)
 }

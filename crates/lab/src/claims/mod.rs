@@ -12,11 +12,16 @@ pub mod spec;
 pub use microscape::{check, PageFacts};
 pub use spec::{Claim, ClaimKind, Verdict};
 
-/// One line per claim; page checks (true by construction) listed apart and
-/// not counted.
+/// Paper 001's claims as text (the microscape suite's report).
 pub fn render(claims: &[Claim]) -> String {
+    render_titled("Claims of paper 001 checked against these runs:", claims)
+}
+
+/// One line per claim under `title`, then the counts; page checks (true by
+/// construction) listed apart and not counted.
+pub fn render_titled(title: &str, claims: &[Claim]) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "Claims of paper 001 checked against these runs:");
+    let _ = writeln!(s, "{title}");
     let line = |s: &mut String, c: &Claim| {
         let _ = writeln!(
             s,

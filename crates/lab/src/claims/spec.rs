@@ -8,6 +8,41 @@
 //! [`Outcome::WithinNoise`], which makes the claim inconclusive. A cell
 //! measured once has no interval: its rule compares the means and the
 //! evidence says "1 run".
+//!
+//! A suite adds its paper's claims as a table:
+//!
+//! ```
+//! use pagewire_lab::claims::spec::{
+//!     check_all, ratio, Cells, ClaimKind, ClaimSpec, Estimate, Evaluation, Verdict,
+//! };
+//!
+//! /// What the rules read (here: seconds of two strategies, 5 runs each).
+//! struct MyCtx {
+//!     packed: Estimate,
+//!     http10: Estimate,
+//! }
+//!
+//! fn faster(c: &MyCtx) -> Evaluation {
+//!     let mut cells = Cells::new();
+//!     let f = ratio(c.packed, c.http10);
+//!     cells.push(format!("packed/http10 seconds = {}", f.show(2)), f.below(1.0));
+//!     cells.evaluate(Verdict::Contradicted, "packed/http10 seconds < 1")
+//! }
+//!
+//! static CLAIMS: &[ClaimSpec<MyCtx>] = &[ClaimSpec {
+//!     id: "packed-faster",
+//!     quote: "The whole sentence of the paper, bounds included.",
+//!     source: "Section 5",
+//!     kind: ClaimKind::Claim,
+//!     rule: faster,
+//! }];
+//!
+//! let est = |mean| Estimate { mean, sd: 0.05, n: 5 };
+//! let claims = check_all(CLAIMS, &MyCtx { packed: est(0.6), http10: est(1.0) });
+//! assert_eq!(claims[0].verdict, Verdict::Confirmed);
+//! let claims = check_all(CLAIMS, &MyCtx { packed: est(0.98), http10: est(1.0) });
+//! assert_eq!(claims[0].verdict, Verdict::Inconclusive); // within noise
+//! ```
 
 use std::fmt;
 use std::ops::{Div, RangeInclusive};

@@ -28,10 +28,10 @@ pub struct SurgeArgs {
     )]
     pub modes: Vec<String>,
     /// [surge] Length of each run (the ramp included). Default 30s (--quick: 10s).
-    #[arg(long, value_parser = super::serve::parse_duration)]
+    #[arg(long, value_parser = pagewire_link::config::parse_duration)]
     pub duration: Option<Duration>,
     /// [surge] UEs start spread over this much time. Default 5s (--quick: 2s).
-    #[arg(long, value_parser = super::serve::parse_duration)]
+    #[arg(long, value_parser = pagewire_link::config::parse_duration)]
     pub ramp: Option<Duration>,
     /// [surge] Files in the SURGE set (paper: 2000, about 50 MB).
     #[arg(long, default_value_t = pagewire_load::fileset::DEFAULT_FILES)]

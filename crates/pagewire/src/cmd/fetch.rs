@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use pagewire_client::{FetchConfig, Strategy, Timeouts};
+use pagewire_link::config::parse_duration;
 
 #[derive(clap::Args)]
 #[command(
@@ -16,15 +17,18 @@ use pagewire_client::{FetchConfig, Strategy, Timeouts};
 pub struct Args {
     /// Page URL (http://host[:port]/path).
     pub url: String,
-    /// Transfer strategy: http10, http11, pipeline, pipeline-deflate.
+    /// Transfer strategy: http10, http11, pipeline, pipeline-deflate,
+    /// getall (GETALL/GETLIST, paper 003), objpack (object package by content
+    /// negotiation, paper 002). Both fall back to pipelining against servers
+    /// that do not offer them.
     #[arg(long, default_value = "pipeline", value_parser = parse_strategy)]
     pub strategy: Strategy,
     /// Pipeline output buffer size in bytes (flushed when full).
     #[arg(long, default_value_t = pagewire_client::config::DEFAULT_OUT_BUFFER_BYTES)]
     pub out_buffer: usize,
-    /// Pipeline flush timer, milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 50)]
-    pub flush_after: u64,
+    /// Pipeline flush timer, e.g. 50ms.
+    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = parse_duration)]
+    pub flush_after: Duration,
     /// Pipeline: flush explicitly also when the page has been parsed to its
     /// end (the paper's robot left the last batch to the timer).
     #[arg(long)]
@@ -50,12 +54,12 @@ pub struct Args {
     /// Write an HTTP Archive (HAR 1.2) file.
     #[arg(long, value_name = "FILE")]
     pub har: Option<PathBuf>,
-    /// Connect timeout, milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 10_000)]
-    pub connect_timeout: u64,
-    /// Read timeout (silence while a response is awaited), milliseconds.
-    #[arg(long, value_name = "MS", default_value_t = 30_000)]
-    pub read_timeout: u64,
+    /// Connect timeout, e.g. 10s.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub connect_timeout: Duration,
+    /// Read timeout (silence while a response is awaited), e.g. 30s.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    pub read_timeout: Duration,
     /// Fetch this many times in a row (each a separate record; with --cache
     /// and --revalidate, the first fills the cache).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -65,24 +69,25 @@ pub struct Args {
     pub nagle: bool,
 }
 
-fn parse_strategy(s: &str) -> Result<Strategy, String> {
+fn parse_strategy(s: &str) -> Result<Strategy, pagewire_client::config::UnknownStrategy> {
     s.parse()
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut cfg = FetchConfig::new(args.url.clone(), args.strategy);
     cfg.out_buffer_bytes = args.out_buffer;
-    cfg.flush_after = Duration::from_millis(args.flush_after);
+    cfg.flush_after = args.flush_after;
     cfg.flush_at_page_end = args.flush_at_page_end;
     cfg.max_conns = args.max_conns;
     cfg.cache_dir = args.cache.clone();
     cfg.revalidate = args.revalidate;
     cfg.prefetch = args.prefetch;
     cfg.keep_bodies = args.save.is_some() || args.har.is_some();
+    cfg.save_dir = args.save.clone();
     cfg.nodelay = !args.nagle;
     cfg.timeouts = Timeouts {
-        connect: Duration::from_millis(args.connect_timeout),
-        read: Duration::from_millis(args.read_timeout),
+        connect: args.connect_timeout,
+        read: args.read_timeout,
         ..Timeouts::default()
     };
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -38,8 +38,8 @@ pub struct Args {
     #[arg(long)]
     server: Option<String>,
     /// How long to wait for the server to listen before starting the client.
-    #[arg(long, default_value = "5s")]
-    server_wait: String,
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    server_wait: Duration,
     /// Client command and its arguments, run in the client namespace.
     #[arg(last = true, required = true)]
     client: Vec<String>,
@@ -51,7 +51,7 @@ fn config(a: &Args) -> Result<LinkConfig> {
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let cfg = config(&args)?;
-    let server_wait = parse_duration(&args.server_wait)?;
+    let server_wait = args.server_wait;
     // Still single-threaded here: the only moment a user namespace can be
     // entered (a no-op as root).
     pagewire_emu::privilege::enter_user_namespace()?;

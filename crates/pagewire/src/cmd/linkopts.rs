@@ -10,8 +10,8 @@ use pagewire_link::config::{parse_duration, parse_loss, parse_queue, parse_rate,
 #[derive(clap::Args, Clone, Debug)]
 pub struct LinkOptions {
     /// Round-trip time (half each way), e.g. 90ms; overrides the profile's.
-    #[arg(long)]
-    rtt: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    rtt: Option<Duration>,
     /// Rate both ways, e.g. 1.5mbit, 28.8kbit, unlimited (counts IP bytes).
     #[arg(long)]
     rate: Option<String>,
@@ -39,9 +39,10 @@ pub struct LinkOptions {
     /// Random loss per packet, each direction: 0.02 or 2%.
     #[arg(long)]
     loss: Option<String>,
-    /// Extra delay per packet, uniform in [0, JITTER]; never reorders.
-    #[arg(long)]
-    jitter: Option<String>,
+    /// Extra delay per packet, uniform in [0, JITTER], e.g. 5ms; never
+    /// reorders.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    jitter: Option<Duration>,
     /// Link-layer framing bytes per packet added to the serialization time.
     #[arg(long)]
     framing_bytes: Option<u32>,
@@ -91,14 +92,14 @@ impl LinkOptions {
             other => bail!("--tcp {other:?}: expected 1997 or linux"),
         };
         Ok(LinkOverrides {
-            rtt: self.rtt.as_deref().map(parse_duration).transpose()?,
+            rtt: self.rtt,
             up_rate,
             down_rate,
             mtu: self.mtu,
             mss: self.mss,
             queue: self.queue.as_deref().map(parse_queue).transpose()?,
             loss: self.loss.as_deref().map(parse_loss).transpose()?,
-            jitter: self.jitter.as_deref().map(parse_duration).transpose()?,
+            jitter: self.jitter,
             framing_bytes: self.framing_bytes,
             tcp1997,
         })

@@ -14,7 +14,7 @@ use pagewire_load::metrics::{merge_dirs, write_dir};
 use pagewire_load::model::{self, Params};
 use pagewire_load::run::{self, Config, Live, Mode};
 
-use super::serve::parse_duration;
+use pagewire_link::config::parse_duration;
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -31,13 +31,13 @@ pub struct Args {
     #[arg(long, default_value_t = 640)]
     pub ues: u64,
     /// How long UEs start new requests (e.g. 30s, 10m); in-flight requests then finish or time out.
-    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, default_value = "30s", value_name = "DURATION", value_parser = parse_duration)]
     pub duration: Duration,
     /// http10 | http11 | pipeline | early-close.
     #[arg(long, default_value = "http11")]
     pub mode: Mode,
     /// Start the UEs evenly over this time instead of all at once.
-    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration)]
     pub ramp: Duration,
     /// Connections per UE for embedded files (paper 004 Figure 10 used 2); http10 and http11 only.
     #[arg(long, default_value_t = 1)]
@@ -52,7 +52,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Connect and each response must complete within this, else the GET counts as a timeout error.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_duration)]
     pub timeout: Duration,
     /// Begin at this UTC time (RFC 3339, e.g. 2026-11-22T15:00:00Z) so that
     /// shards on several machines start together.

@@ -5,6 +5,8 @@ pub mod fetch;
 pub mod link;
 pub mod linkopts;
 pub mod load;
+pub mod pack;
 pub mod prefetch;
 pub mod serve;
 pub mod site;
+pub mod unpack;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use pagewire_link::config::parse_duration;
 use pagewire_prefetch::PrefetchParams;
 use pagewire_server::{ClosePolicy, FlushPolicy, ServerConfig};
 use pagewire_site::microscape;
@@ -45,15 +46,26 @@ pub struct Args {
     #[arg(long, default_value = "linger")]
     pub close: ClosePolicy,
     /// Idle keep-alive timeout, e.g. 60s, 500ms.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
     pub idle_timeout: Duration,
     /// Time allowed to receive a request head (slowloris defence).
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub header_timeout: Duration,
     /// Most open connections; at the limit the least recently active idle
-    /// connection is closed.
-    #[arg(long, default_value_t = 100_000)]
-    pub max_conns: usize,
+    /// connection is closed. Default: the open-files limit (soft raised to
+    /// hard) minus a reserve of 64 for files and the log.
+    #[arg(long)]
+    pub max_conns: Option<usize>,
+    /// Largest request head in bytes (request line, fields, blank line);
+    /// larger gets 431.
+    #[arg(long, default_value_t = pagewire_h1::Limits::default().max_head_bytes)]
+    pub max_head_bytes: usize,
+    /// Most field lines in a request head (at most 256); more gets 431.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub max_headers: u16,
+    /// Longest single field line in bytes; longer gets 431.
+    #[arg(long, default_value_t = pagewire_h1::Limits::default().max_header_line_bytes)]
+    pub max_header_line_bytes: usize,
     /// Write a Common Log Format access log here.
     #[arg(long)]
     pub access_log: Option<PathBuf>,
@@ -63,26 +75,6 @@ pub struct Args {
     /// Build no precompressed variants (faster start).
     #[arg(long)]
     pub no_compress: bool,
-}
-
-/// "250ms", "2s", "1.5s", "3m", or plain seconds.
-pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => (&s[..i], &s[i..]),
-        None => (s, "s"),
-    };
-    let v: f64 = num.parse().map_err(|_| format!("bad duration {s:?}"))?;
-    let secs = match unit {
-        "ms" => v / 1000.0,
-        "s" => v,
-        "m" => v * 60.0,
-        _ => return Err(format!("bad duration unit in {s:?} (ms, s, m)")),
-    };
-    if !secs.is_finite() || !(0.0..=86_400.0).contains(&secs) {
-        return Err(format!("duration {s:?} out of range (0 to 24 h)"));
-    }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -104,6 +96,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             site.len(),
             config.threads
         );
+        let budget = pagewire_server::fd_budget();
+        match config.max_conns {
+            None => eprintln!("pagewire serve: {budget}"),
+            Some(n) => eprintln!(
+                "pagewire serve: --max-conns {n}; open files: soft limit {} (hard {})",
+                budget.soft, budget.hard
+            ),
+        }
         // Scripts and tests read this line to learn the port.
         println!("listening on http://{addr}");
         use std::io::Write as _;
@@ -169,7 +169,13 @@ fn config_from(args: &Args) -> ServerConfig {
         max_requests: args.max_requests,
         idle_timeout: args.idle_timeout,
         header_timeout: args.header_timeout,
-        max_conns: args.max_conns.max(1),
+        max_conns: args.max_conns.map(|n| n.max(1)),
+        limits: pagewire_h1::Limits {
+            max_head_bytes: args.max_head_bytes,
+            max_headers: usize::from(args.max_headers),
+            max_header_line_bytes: args.max_header_line_bytes,
+            ..Default::default()
+        },
         access_log: args.access_log.clone(),
         prefetch: args.prefetch,
         command_line: pagewire_emu::command_line().join(" "),
