@@ -25,8 +25,7 @@ mod cmd;
                   connection-length and load-time experiments and prefetching of paper 003 \
                   (fetch --strategy getall, bench --suite conn-length|getall, prefetch simulate, \
                   serve --prefetch, fetch --prefetch); the SURGE workload and load generator of \
-                  paper 004 (site surge, load).\n\
-                  Coming: paper 004's server experiments (bench --suite surge).\n\n\
+                  paper 004 and its server experiments (site surge, load, bench --suite surge).\n\n\
                   Papers and design: docs/papers.md, docs/architecture.md."
 )]
 struct Cli {
