@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::model::{Net, Strategy, Test};
+use crate::model::{Net, Strategy, Test, Tuning};
 
 /// Repetitions per network. The paper repeated every run 5 times; PPP runs
 /// are ~1 minute each at 28.8 kbit/s (a first-time fetch is ~170 KB), so the
@@ -56,6 +56,8 @@ pub struct RunSpec {
     pub strategy: Strategy,
     pub test: Test,
     pub rep: u32,
+    /// The paper's tuned robot (Tables 4-9) or its initial one (Table 3).
+    pub tuning: Tuning,
 }
 
 impl RunSpec {
@@ -71,6 +73,15 @@ impl RunSpec {
             Net::Ppp => 0.4,
         };
         // Measured on the 2-core development machine (docs/bench-results).
+        if self.tuning == Tuning::Initial && self.strategy.pipelines() {
+            // The 1 s flush timer: the page request waits for it, then
+            // each partial batch of image requests (measured, LAN).
+            return settle
+                + match self.test {
+                    Test::First => 2.1,
+                    Test::Revalidate => 2.1,
+                };
+        }
         let work = match (self.net, self.test, self.strategy) {
             (Net::Lan, First, _) => 0.2,
             (Net::Lan, Revalidate, _) => 0.1,
@@ -101,6 +112,8 @@ pub struct Plan {
     pub strategies: Vec<Strategy>,
     pub tests: Vec<Test>,
     pub reps: Reps,
+    /// Networks that also run the initial configuration (Table 3).
+    pub initial_nets: Vec<Net>,
     pub runs: Vec<RunSpec>,
 }
 
@@ -116,6 +129,7 @@ impl Plan {
                             strategy,
                             test,
                             rep,
+                            tuning: Tuning::Tuned,
                         });
                     }
                 }
@@ -126,8 +140,41 @@ impl Plan {
             strategies: strategies.to_vec(),
             tests: tests.to_vec(),
             reps,
+            initial_nets: Vec::new(),
             runs,
         }
+    }
+
+    /// Adds the paper's initial, untuned configuration (Table 3) on `nets`
+    /// for the strategies Table 3 has (HTTP/1.0, HTTP/1.1, pipelined), each
+    /// repetition after that network's tuned runs of the same repetition.
+    pub fn with_initial(mut self, nets: &[Net]) -> Plan {
+        let mut runs = Vec::with_capacity(self.runs.len());
+        for (i, r) in self.runs.iter().enumerate() {
+            runs.push(*r);
+            let last_of_rep = self
+                .runs
+                .get(i + 1)
+                .is_none_or(|n| n.net != r.net || n.rep != r.rep);
+            if last_of_rep && nets.contains(&r.net) {
+                for &strategy in &self.strategies {
+                    if strategy == Strategy::PipelineDeflate {
+                        continue;
+                    }
+                    for &test in &self.tests {
+                        runs.push(RunSpec {
+                            tuning: Tuning::Initial,
+                            strategy,
+                            test,
+                            ..*r
+                        });
+                    }
+                }
+            }
+        }
+        self.runs = runs;
+        self.initial_nets = nets.to_vec();
+        self
     }
 
     pub fn estimate_s(&self) -> f64 {
@@ -166,6 +213,17 @@ impl Plan {
                 net.describe()
             );
         }
+        if !self.initial_nets.is_empty() {
+            let _ = writeln!(
+                s,
+                "  + Table 3's initial robot (1 s flush timer, no explicit flush, GET + HEAD revalidation) on {}",
+                self.initial_nets
+                    .iter()
+                    .map(|n| n.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
         let _ = writeln!(s, "  estimated total ~{:.0} s", self.estimate_s());
         s
     }
@@ -180,6 +238,18 @@ mod tests {
         let p = Plan::new(&Net::ALL, &Strategy::PAPER_001, &Test::ALL, Reps::DEFAULT);
         assert_eq!(p.runs.len(), (5 + 5 + 1) * 8);
         assert!(p.estimate_s() < 8.0 * 60.0, "{}", p.estimate_s());
+        let p = p.with_initial(&[Net::Lan]);
+        assert_eq!(p.runs.len(), (5 + 5 + 1) * 8 + 5 * 6);
+        assert!(p.estimate_s() < 8.0 * 60.0, "{}", p.estimate_s());
+        // Initial runs follow the tuned runs of their repetition; a
+        // revalidation follows its first-time run.
+        let i = p
+            .runs
+            .iter()
+            .position(|r| r.tuning == Tuning::Initial)
+            .unwrap();
+        assert_eq!(i, 8);
+        assert_eq!(p.runs[i + 1].test, Test::Revalidate);
         let q = Plan::new(
             &[Net::Lan, Net::Wan],
             &Strategy::PAPER_001,

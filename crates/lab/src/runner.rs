@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use pagewire_client::{fetch_blocking, FetchConfig, FetchReport, Outcome};
+use pagewire_client::{
+    fetch_blocking, FetchConfig, FetchReport, ObjectKind, Outcome, RequestProfile, Revalidation,
+};
 use pagewire_emu::{Link, LinkConfig};
 use pagewire_site::microscape::{self, Microscape};
 use sha2::{Digest, Sha256};
 
-use crate::model::{Net, RunRecord, Test};
+use crate::model::{Net, RobotConfig, RunRecord, Test, Tuning};
 use crate::plan::{Plan, RunSpec};
 
 /// Port the server listens on inside the server namespace.
@@ -56,6 +58,13 @@ pub struct BenchConfig {
     pub link_config: Box<dyn Fn(Net) -> Result<LinkConfig>>,
     /// Draw a progress bar on stderr.
     pub progress: bool,
+    /// The robot's request headers (the bench's default: libwww-1997).
+    pub request_profile: RequestProfile,
+    /// HTTP/1.0 revalidation style of the tuned runs (default get-head,
+    /// as libwww 4.1D).
+    pub http10_revalidation: Revalidation,
+    /// Leave Nagle's algorithm on in the server (`serve --nagle`).
+    pub server_nagle: bool,
 }
 
 /// What a finished bench hands to the report.
@@ -154,6 +163,9 @@ fn start_server(cfg: &BenchConfig, link: &Link, net: Net, root: &Path) -> Result
                 .arg(root)
                 .arg("--addr")
                 .arg(&addr);
+            if cfg.server_nagle {
+                c.arg("--nagle");
+            }
             c
         }
         ServerKind::Nginx => {
@@ -217,6 +229,7 @@ fn tail(p: &Path) -> String {
 fn objects_ok(
     report: &FetchReport,
     test: Test,
+    revalidation: Revalidation,
     expected: &BTreeMap<String, String>,
 ) -> (u64, Vec<String>) {
     let mut ok = std::collections::BTreeSet::new();
@@ -239,7 +252,14 @@ fn objects_ok(
         };
         let good = match test {
             Test::First => o.status == 200 && o.outcome == Outcome::Fetched,
-            Test::Revalidate => o.outcome == Outcome::NotModified,
+            // GET + HEAD revalidation fetches the page again (libwww 4.1D).
+            Test::Revalidate => {
+                o.outcome == Outcome::NotModified
+                    || (o.kind == ObjectKind::Page
+                        && o.status == 200
+                        && o.outcome == Outcome::Fetched
+                        && revalidation == Revalidation::GetHead)
+            }
         };
         if good && &o.sha256 == sha {
             ok.insert(path.to_string());
@@ -326,11 +346,16 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
                 break 'nets;
             }
             pb.set_message(format!(
-                "{} {} {} rep {}",
+                "{} {} {} rep {}{}",
                 spec.net,
                 spec.strategy,
                 spec.test,
-                spec.rep + 1
+                spec.rep + 1,
+                if spec.tuning == Tuning::Initial {
+                    " (initial)"
+                } else {
+                    ""
+                }
             ));
             let rec = one_run(cfg, &link, &url, &caches, spec, &expected, &lc_json);
             let rec = match rec {
@@ -395,7 +420,12 @@ fn one_run(
     expected: &BTreeMap<String, String>,
     link_json: &serde_json::Value,
 ) -> Result<RunRecord> {
-    let cache = caches.join(format!("{}-{}-r{}", spec.net, spec.strategy, spec.rep));
+    // Initial (Table 3) runs have their own caches and pcaps.
+    let tag = match spec.tuning {
+        Tuning::Tuned => String::new(),
+        Tuning::Initial => "-initial".to_string(),
+    };
+    let cache = caches.join(format!("{}-{}{tag}-r{}", spec.net, spec.strategy, spec.rep));
     if spec.test == Test::First {
         // First-time retrieval starts from an empty cache.
         if cache.exists() {
@@ -404,24 +434,54 @@ fn one_run(
     }
     fs::create_dir_all(&cache)?;
     let pcap_rel = format!(
-        "pcaps/{}-{}-{}-r{}.pcap",
+        "pcaps/{}-{}{tag}-{}-r{}.pcap",
         spec.net, spec.strategy, spec.test, spec.rep
     );
     let pcap = cfg.out_dir.join(&pcap_rel);
     let mut fc = FetchConfig::new(url, spec.strategy);
     fc.cache_dir = Some(cache);
     fc.revalidate = spec.test == Test::Revalidate;
+    fc.request_profile = cfg.request_profile;
+    if spec.strategy == pagewire_client::Strategy::Http10 {
+        fc.revalidation = cfg.http10_revalidation;
+    }
+    if spec.tuning == Tuning::Initial {
+        // Paper 001, Table 3: "Initially we used a 1 second delay", no
+        // explicit flush yet ("Buffer Tuning" came after), and HEAD-based
+        // revalidation on HTTP/1.1 too (conditional GETs came for "our
+        // final round of tests").
+        fc.flush_after = std::time::Duration::from_secs(1);
+        fc.explicit_flush = false;
+        fc.revalidation = Revalidation::GetHead;
+    }
+    let revalidation = fc.revalidation;
+    let robot = RobotConfig {
+        tuning: spec.tuning,
+        flush_after_ms: fc.flush_after.as_secs_f64() * 1e3,
+        explicit_flush: fc.explicit_flush,
+        out_buffer_bytes: fc.out_buffer_bytes,
+        request_profile: fc.request_profile.name().to_string(),
+        revalidation: fc.revalidation.name().to_string(),
+        server_nagle: cfg.server_nagle,
+    };
     let extra = serde_json::json!({
         "made_by": format!("pagewire {} bench", env!("CARGO_PKG_VERSION")),
         "strategy": spec.strategy, "test": spec.test, "net": spec.net, "rep": spec.rep,
-        "server": cfg.server.label(), "seed": cfg.seed,
+        "server": cfg.server.label(), "seed": cfg.seed, "robot": &robot,
     });
     link.begin_run_with(Some(&pcap), extra)?;
     let fetched = link.run_in_client(move || fetch_blocking(fc))?;
     let c = link.end_run()?;
+    let (requests, mean_request_bytes) = match &fetched {
+        Ok(r) if r.requests > 0 => (
+            r.requests,
+            r.bytes.header_bytes_sent as f64 / f64::from(r.requests),
+        ),
+        _ => (0, f64::NAN),
+    };
     let (elapsed_s, objects, body, error) = match &fetched {
         Ok(r) => {
-            let (ok, missing) = objects_ok(r, spec.test, expected);
+            let (ok, missing) = objects_ok(r, spec.test, revalidation, expected);
             let err = if ok as usize != expected.len() {
                 // Name what went wrong: the robot's count and the first
                 // objects that are missing or arrived wrong.
@@ -465,6 +525,9 @@ fn one_run(
         objects_ok: objects,
         objects_expected: expected.len() as u64,
         body_bytes: body,
+        requests,
+        mean_request_bytes,
+        robot,
         pcap: pcap_rel,
         link: link_json.clone(),
         error,

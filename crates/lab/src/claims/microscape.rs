@@ -669,6 +669,7 @@ mod tests {
                 sockets_total: m(socks),
                 sockets_max: m(socks.min(4.0)),
                 retransmissions: m(0.0),
+                request_bytes: m(190.0),
             },
         )
     }

@@ -59,6 +59,22 @@ pub struct Args {
     /// Link options, laid over every network's profile.
     #[command(flatten)]
     link: super::linkopts::LinkOptions,
+    /// Request headers of the robot: libwww-1997 (paper-sized, ~190-byte
+    /// requests) or minimal (~90 bytes).
+    #[arg(long, value_name = "PROFILE", default_value = "libwww-1997")]
+    request_profile: String,
+    /// HTTP/1.0 revalidation: get-head (unconditional page GET + 42 HEADs,
+    /// libwww 4.1D, the default), conditional-get-head, conditional.
+    #[arg(long, value_name = "STYLE", default_value = "get-head")]
+    http10_revalidation: String,
+    /// Skip Table 3's initial-robot runs (1 s flush timer, no explicit
+    /// flush, GET + HEAD revalidation), made on the LAN by default.
+    #[arg(long)]
+    no_initial: bool,
+    /// Leave Nagle's algorithm on in the pagewire server (`serve --nagle`;
+    /// paper 001 measured pipelining with and without it).
+    #[arg(long)]
+    nagle: bool,
     /// Don't draw the progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -134,7 +150,24 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("bench-{stamp}")));
     std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
-    let plan = Plan::new(&nets, &strategies, &tests, reps);
+    let request_profile: pagewire_client::RequestProfile = a
+        .request_profile
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--request-profile: {e}"))?;
+    let http10_revalidation: pagewire_client::Revalidation = a
+        .http10_revalidation
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--http10-revalidation: {e}"))?;
+    if a.nagle && !matches!(server, ServerKind::Pagewire { .. }) {
+        bail!(
+            "--nagle sets the pagewire server's sockets; it cannot change {}",
+            server.label()
+        );
+    }
+    let mut plan = Plan::new(&nets, &strategies, &tests, reps);
+    if !a.no_initial && nets.contains(&Net::Lan) {
+        plan = plan.with_initial(&[Net::Lan]);
+    }
     eprint!("{}", plan.describe());
     eprintln!("results: {}", out.display());
     if matches!(server, ServerKind::Nginx) && strategies.contains(&Strategy::PipelineDeflate) {
@@ -152,6 +185,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         command: command.clone(),
         link_config,
         progress: !a.no_progress,
+        request_profile,
+        http10_revalidation,
+        server_nagle: a.nagle,
     };
     let outcomes = runner::run(&cfg)?;
     let interrupted_by = outcomes.interrupted_by;
