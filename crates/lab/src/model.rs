@@ -26,6 +26,23 @@ impl Net {
         }
     }
 
+    /// The emulator profile's bottleneck rate, bits/s (docs/link.md).
+    pub fn nominal_rate_bps(self) -> f64 {
+        match self {
+            Net::Lan => 10e6,
+            Net::Wan => 1.5e6,
+            Net::Ppp => 28.8e3,
+        }
+    }
+
+    pub fn nominal_rate_label(self) -> &'static str {
+        match self {
+            Net::Lan => "10 Mbit/s",
+            Net::Wan => "1.5 Mbit/s",
+            Net::Ppp => "28.8 kbit/s",
+        }
+    }
+
     /// The paper's description (Table 1).
     pub fn describe(self) -> &'static str {
         match self {

@@ -158,6 +158,8 @@ impl Results {
             let _ = writeln!(s);
         }
         s.push_str(&claims::render(&self.claims));
+        let _ = writeln!(s);
+        s.push_str(&claims::microscape::render_self_test());
         let _ = writeln!(s, "\n{} runs in {:.0} s.", self.runs.len(), self.wall_s);
         s
     }
@@ -309,6 +311,11 @@ impl Results {
             let _ = writeln!(h, "</table>");
         }
 
+        let _ = writeln!(
+            h,
+            "<h2>Self-test</h2><pre>{}</pre>",
+            esc(&claims::microscape::render_self_test())
+        );
         let _ = writeln!(h, "<h2>Packets and seconds per strategy</h2><p>Bars: our means (first-time and cache validation); black triangles: the paper's Apache values (Tables 5, 7, 9).</p>");
         for net in &self.plan.nets {
             for (metric, label) in [("packets", "packets (Pa)"), ("seconds", "seconds (Sec)")] {

@@ -193,7 +193,10 @@ fn bench_rejects_bad_flags_clearly() {
         (vec!["--rate", "fast"], "rate"),
         (vec!["--suite", "surge"], "--suite"),
         (vec!["--request-profile", "netscape"], "--request-profile"),
-        (vec!["--http10-revalidation", "never"], "--http10-revalidation"),
+        (
+            vec!["--http10-revalidation", "never"],
+            "--http10-revalidation",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_pagewire"))
             .arg("bench")
