@@ -17,5 +17,6 @@ pub mod report;
 pub mod runner;
 pub mod stats;
 pub mod tables;
+pub mod wanfit;
 
 pub use model::{Net, RunRecord, Strategy, Test};

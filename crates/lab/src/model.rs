@@ -172,9 +172,10 @@ pub struct RobotConfig {
     /// `get-head`, `conditional-get-head` or `conditional` (only used by
     /// revalidation runs, recorded for all).
     pub revalidation: String,
-    /// Nagle's algorithm on the server's sockets.
+    /// Nagle's algorithm left on in the robot and the server (paper 001
+    /// "Nagle Interaction"; off otherwise, as the paper's final tests).
     #[serde(default)]
-    pub server_nagle: bool,
+    pub nagle: bool,
 }
 
 /// One measured run: a row of results.json / results.csv.

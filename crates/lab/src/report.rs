@@ -218,7 +218,7 @@ impl Results {
             "explicit_flush",
             "request_profile",
             "revalidation",
-            "server_nagle",
+            "nagle",
             "pcap",
             "error",
         ])?;
@@ -250,7 +250,7 @@ impl Results {
                 r.robot.explicit_flush.to_string(),
                 r.robot.request_profile.clone(),
                 r.robot.revalidation.clone(),
-                r.robot.server_nagle.to_string(),
+                r.robot.nagle.to_string(),
                 r.pcap.clone(),
                 r.error.clone().unwrap_or_default(),
             ])?;

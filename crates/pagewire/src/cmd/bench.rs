@@ -12,7 +12,7 @@ use pagewire_lab::{Net, Strategy, Test};
 
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
-    pagewire bench                      # all networks (~6 min), results in ./bench-YYYYMMDD-HHMMSS/\n  \
+    pagewire bench                      # all networks, 5 repetitions (~8 min), results in ./bench-YYYYMMDD-HHMMSS/\n  \
     pagewire bench --quick              # lan and wan, one repetition (< 1 min)\n  \
     pagewire bench --server nginx --net lan,wan\n  \
     pagewire bench --server-cmd 'python3 -m http.server {port} -d {root}' --net lan\n  \
@@ -35,10 +35,14 @@ pub struct Args {
     /// first with the same, warm, cache).
     #[arg(long, value_delimiter = ',', default_value = "first,revalidate")]
     tests: Vec<String>,
-    /// Repetitions on every network (default: 5 lan, 5 wan, 1 ppp — PPP runs
-    /// take about a minute each).
+    /// Repetitions on every network (default 5; PPP repetitions run
+    /// concurrently, see --ppp-parallel).
     #[arg(long)]
     reps: Option<u32>,
+    /// PPP repetitions run at once, each on its own link and server
+    /// (1 = one after another). PPP runs are rate-bound, not CPU-bound.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=8))]
+    ppp_parallel: u32,
     /// Quick check: lan and wan only, one repetition (under a minute).
     #[arg(long)]
     quick: bool,
@@ -71,8 +75,9 @@ pub struct Args {
     /// flush, GET + HEAD revalidation), made on the LAN by default.
     #[arg(long)]
     no_initial: bool,
-    /// Leave Nagle's algorithm on in the pagewire server (`serve --nagle`;
-    /// paper 001 measured pipelining with and without it).
+    /// Leave Nagle's algorithm on in the robot and the pagewire server
+    /// (`serve --nagle`; paper 001 turned it off in both and looked at the
+    /// difference).
     #[arg(long)]
     nagle: bool,
     /// Don't draw the progress bar.
@@ -99,7 +104,7 @@ where
 }
 
 /// Link configuration per network: the profile plus the user's overrides.
-fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig>>> {
+fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig> + Send + Sync>> {
     let overrides = a.link.parse()?;
     let seed = a.seed;
     let make = move |net: Net| overrides.config(net.name(), seed);
@@ -164,7 +169,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             server.label()
         );
     }
-    let mut plan = Plan::new(&nets, &strategies, &tests, reps);
+    let mut plan = Plan::new(&nets, &strategies, &tests, reps).with_ppp_parallel(a.ppp_parallel);
     if !a.no_initial && nets.contains(&Net::Lan) {
         plan = plan.with_initial(&[Net::Lan]);
     }
@@ -187,7 +192,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         progress: !a.no_progress,
         request_profile,
         http10_revalidation,
-        server_nagle: a.nagle,
+        nagle: a.nagle,
     };
     let outcomes = runner::run(&cfg)?;
     let interrupted_by = outcomes.interrupted_by;
