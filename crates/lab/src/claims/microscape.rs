@@ -1070,6 +1070,36 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// The full default run of issue 17 (docs/bench-results/2026-11-22:
+    /// libwww-1997 requests, GET + HEAD HTTP/1.0 revalidation, 5
+    /// repetitions everywhere).
+    #[test]
+    fn committed_2026_11_22_verdicts() {
+        use Verdict::*;
+        let want = [
+            ("pipeline-2x-packets", Confirmed),
+            ("wan-revalidate-tenth", Confirmed),
+            ("wan-revalidate-faster", Confirmed),
+            // 94 / 39 = 2.4x: the paper-sized conditional requests (283
+            // bytes, 12 KB in all) take 9 more packets than before.
+            ("pipeline-3x-over-http11", Inconclusive),
+            ("http11-slower-than-http10", Inconclusive),
+            // The unconditional page GET makes HTTP/1.0's lan revalidation
+            // 0.061 s, pipelining's 0.055-0.057 s stays below it.
+            ("pipeline-faster-than-http10", Confirmed),
+            ("deflate-16-12", Confirmed),
+            ("deflate-helps-everywhere", Confirmed),
+            ("first-bytes-few-percent", Confirmed),
+            ("first-time-halved", Contradicted),
+            ("packets-per-connection", Contradicted),
+            ("packet-size-doubled", Confirmed),
+            ("bandwidth-2-40", Confirmed),
+            ("persistent-saves-packets", Confirmed),
+            ("time-gain-less-dramatic", Confirmed),
+        ];
+        assert_eq!(committed("2026-11-22/"), want);
+    }
+
     /// The `--tcp 1997` bench (2 repetitions, lan and wan) comes to the
     /// same verdicts as the full bench (on the means it did too, with
     /// `pipeline-faster-than-http10` contradicted and
