@@ -27,11 +27,30 @@ pub enum Strategy {
     /// `Pipeline` plus `Accept-Encoding: deflate`, inflating and parsing the
     /// page on the fly.
     PipelineDeflate,
+    /// Padmanabhan & Mogul's GETALL (section 5): the page request asks for
+    /// the page and all its same-server objects in one response (`Getall:
+    /// 1`); later visits fetch the page and, pipelined, only the objects not
+    /// in the cache (the paper's GETLIST, implemented as the paper did);
+    /// objects a server did not include are fetched by pipelining.
+    Getall,
+    /// Object packaging (Fujinoki, Sanjay, Shah): one request for the page
+    /// with `Accept: application/vnd.pagewire.objpack`; the page and its
+    /// objects arrive as one package, each object complete as soon as its
+    /// bytes are in. Objects the package lacks, or every object when the
+    /// server answers with plain HTML, are pipelined as `Pipeline` does.
+    Objpack,
 }
 
 impl Strategy {
     /// Every strategy the robot has.
-    pub const ALL: [Strategy; 4] = Strategy::PAPER_001;
+    pub const ALL: [Strategy; 6] = [
+        Strategy::Http10,
+        Strategy::Http11,
+        Strategy::Pipeline,
+        Strategy::PipelineDeflate,
+        Strategy::Getall,
+        Strategy::Objpack,
+    ];
 
     /// Paper 001's four configurations, in the order of its Tables 4-9.
     pub const PAPER_001: [Strategy; 4] = [
@@ -48,6 +67,8 @@ impl Strategy {
             Strategy::Http11 => "http11",
             Strategy::Pipeline => "pipeline",
             Strategy::PipelineDeflate => "pipeline-deflate",
+            Strategy::Getall => "getall",
+            Strategy::Objpack => "objpack",
         }
     }
 
@@ -58,12 +79,17 @@ impl Strategy {
             Strategy::Http11 => "HTTP/1.1",
             Strategy::Pipeline => "HTTP/1.1 Pipelined",
             Strategy::PipelineDeflate => "HTTP/1.1 Pipelined w. compression",
+            Strategy::Getall => "GETALL",
+            Strategy::Objpack => "Object Packaging",
         }
     }
 
     /// Whether requests may be outstanding ahead of responses.
     pub const fn pipelines(self) -> bool {
-        matches!(self, Strategy::Pipeline | Strategy::PipelineDeflate)
+        matches!(
+            self,
+            Strategy::Pipeline | Strategy::PipelineDeflate | Strategy::Getall | Strategy::Objpack
+        )
     }
 }
 
@@ -319,6 +345,9 @@ pub struct FetchConfig {
     /// Most reconnections after a server closed with requests unanswered,
     /// per fetch; bounds a server that closes every connection early.
     pub max_reconnects: usize,
+    /// Write objects that arrive in an object package here (`wget -p`
+    /// layout, see `save`) the moment each is complete.
+    pub save_dir: Option<PathBuf>,
 }
 
 impl FetchConfig {
@@ -342,6 +371,7 @@ impl FetchConfig {
             user_agent: format!("pagewire/{}", env!("CARGO_PKG_VERSION")),
             nodelay: true,
             max_reconnects: 64,
+            save_dir: None,
         }
     }
 

@@ -411,7 +411,7 @@ impl Conn<'_> {
             let id = *id;
             match dec.decode(&mut self.rbuf) {
                 Ok(Decoded::Data(b)) => {
-                    let new = self.sess.on_body(id, &b)?;
+                    let new = self.sess.on_body(id, &b, Instant::now())?;
                     self.route(new, queue, sink);
                 }
                 Ok(Decoded::NeedMore) => return Ok(()),
@@ -454,7 +454,7 @@ impl Conn<'_> {
             let remaining = dec.remaining();
             match dec.decode_eof(&mut self.rbuf) {
                 Ok(Decoded::Data(b)) => {
-                    let new = self.sess.on_body(id, &b)?;
+                    let new = self.sess.on_body(id, &b, Instant::now())?;
                     self.route(new, queue, sink);
                 }
                 Ok(Decoded::Done) => self.complete(id, queue, sink)?,

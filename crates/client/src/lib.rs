@@ -20,6 +20,7 @@ pub mod cache;
 pub mod config;
 mod conn;
 pub mod error;
+pub mod getall;
 pub mod har;
 pub mod inflate;
 pub mod outbuf;

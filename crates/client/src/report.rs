@@ -28,6 +28,10 @@ pub enum Outcome {
     NotModified,
     /// A HEAD showed the object changed; it was fetched again with GET.
     Changed,
+    /// Arrived as a part of the page's GETALL answer (no request of its own).
+    GetallPart,
+    /// `getall` on a later visit: in the cache, so not requested at all.
+    FromCache,
 }
 
 /// Why an object was requested.
@@ -47,6 +51,9 @@ pub enum RequestMethod {
     Get,
     /// HTTP/1.0 revalidation (paper 001 "Revalidate Test").
     Head,
+    /// `getall`: the objects a later visit lacks, in one request
+    /// (Padmanabhan & Mogul's GETLIST, docs/getall.md).
+    Getlist,
 }
 
 impl RequestMethod {
@@ -54,6 +61,7 @@ impl RequestMethod {
         match self {
             RequestMethod::Get => "GET",
             RequestMethod::Head => "HEAD",
+            RequestMethod::Getlist => "GETLIST",
         }
     }
 
@@ -62,6 +70,8 @@ impl RequestMethod {
         match self {
             RequestMethod::Get => pagewire_h1::Method::Get,
             RequestMethod::Head => pagewire_h1::Method::Head,
+            // Framed like a GET's: the answer has a Content-Length body.
+            RequestMethod::Getlist => pagewire_h1::Method::Get,
         }
     }
 }

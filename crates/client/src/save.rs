@@ -40,6 +40,24 @@ pub fn file_for(dir: &Path, url: &str) -> Option<PathBuf> {
     Some(dir.join(rel))
 }
 
+/// Writes one object's body under `dir` (temporary name, then rename: a
+/// reader never sees half a file).
+pub fn write_one(dir: &Path, url: &str, body: &[u8]) -> Result<PathBuf, FetchError> {
+    let path = file_for(dir, url).ok_or_else(|| {
+        FetchError::Config(format!("{url} cannot be saved under {}", dir.display()))
+    })?;
+    let io = |source| FetchError::Io {
+        what: format!("cannot save {url} to {}", path.display()),
+        source,
+    };
+    let parent = path.parent().unwrap_or(dir);
+    fs::create_dir_all(parent).map_err(io)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(io)?;
+    std::io::Write::write_all(&mut tmp, body).map_err(io)?;
+    tmp.persist(&path).map_err(|e| io(e.error))?;
+    Ok(path)
+}
+
 /// Writes every object with a body; returns the files written.
 pub fn save(report: &FetchReport, dir: &Path) -> Result<Vec<PathBuf>, FetchError> {
     let mut written = Vec::new();

@@ -19,6 +19,8 @@ use crate::config::{FetchConfig, Revalidation, Strategy, Target};
 use crate::error::FetchError;
 use crate::inflate::Inflater;
 use crate::outbuf::FlushReason;
+mod package;
+
 use crate::report::{
     rfc3339, ByteCounts, ConnEnd, ConnectionRecord, FetchReport, FlushRecord, ObjectKind,
     ObjectRecord, Outcome, RequestMethod,
@@ -53,6 +55,10 @@ struct InProgress {
     not_modified: bool,
     /// A HEAD showed a change: fetch again with GET.
     changed: bool,
+    /// The page came as a GETALL answer with this multipart boundary.
+    getall_boundary: Option<String>,
+    /// The body is an object package being unpacked (strategy objpack).
+    package: Option<package::PackageRx>,
 }
 
 struct Obj {
@@ -74,6 +80,11 @@ struct Obj {
     record: Option<ObjectRecord>,
     /// Content kept for the cache, `--save` or the report.
     body: Option<Bytes>,
+    /// `getall`, later visit: this entry is a GETLIST request for these
+    /// objects, not an object of the page (no record of its own).
+    getlist: Vec<ObjId>,
+    /// Already written to the cache (an object that came in a package).
+    stored: bool,
 }
 
 #[derive(Default)]
@@ -98,6 +109,9 @@ struct State {
     prefetched: usize,
     by_method: BTreeMap<RequestMethod, u32>,
     warnings: Vec<String>,
+    /// `getall`, later visit: uncached objects waiting for the page's end,
+    /// to be asked for in one GETLIST.
+    getlist_pending: Vec<ObjId>,
 }
 
 /// What a response head means for its connection.
@@ -117,6 +131,9 @@ pub struct Session {
     pub start: Instant,
     started_wall: SystemTime,
     pub cache: Option<Cache>,
+    /// `getall`: the URLs the page referenced on an earlier visit (from the
+    /// cache); None on a first visit.
+    getall_known: Option<HashSet<String>>,
     st: Mutex<State>,
 }
 
@@ -129,6 +146,18 @@ impl Session {
         start: Instant,
     ) -> Session {
         let page_url = target.url_of(&target.path);
+        let getall_known = match (&cache, cfg.strategy) {
+            (Some(c), Strategy::Getall) => match c.get(&crate::getall::refs_key(&page_url)) {
+                Ok(Some(e)) => Some(
+                    String::from_utf8_lossy(&e.body)
+                        .lines()
+                        .map(str::to_string)
+                        .collect(),
+                ),
+                _ => None,
+            },
+            _ => None,
+        };
         let mut st = State {
             discoverer: Some(Discoverer::new(&page_url)),
             ..State::default()
@@ -141,6 +170,7 @@ impl Session {
             start,
             started_wall: SystemTime::now(),
             cache,
+            getall_known,
             st: Mutex::new(State::default()),
         };
         let path = s.target.path.clone();
@@ -205,6 +235,8 @@ impl Session {
             resp: None,
             record: None,
             body: None,
+            getlist: Vec::new(),
+            stored: false,
         });
         id
     }
@@ -220,7 +252,14 @@ impl Session {
                     if !st.by_path.contains_key(&path)
                         && st.objs.len() < pagewire_discover::MAX_REFERENCES
                     {
-                        ids.push(self.add_object(st, path, kind));
+                        let id = self.add_object(st, path, kind);
+                        if self.getall_from_cache(st, id) {
+                            // In the cache: not requested.
+                        } else if self.getall_later_visit() && kind == ObjectKind::Embedded {
+                            st.getlist_pending.push(id);
+                        } else {
+                            ids.push(id);
+                        }
                     }
                 }
                 None => {
@@ -291,11 +330,37 @@ impl Session {
             // compressed, so their requests do not carry the header.
             headers.push(("Accept-Encoding", "deflate".to_string()));
         }
+        if strategy == Strategy::Objpack && id == PAGE && o.method == RequestMethod::Get {
+            // The package if the server has one, else the page (RFC 9110
+            // §12.5.1); */* keeps error pages and other types acceptable.
+            headers.push((
+                "Accept",
+                format!(
+                    "{}, text/html;q=0.9, */*;q=0.8",
+                    pagewire_objpack::MEDIA_TYPE
+                ),
+            ));
+        }
         if o.kind == ObjectKind::Prefetch {
             headers.push(("Sec-Purpose", "prefetch".to_string()));
         }
+        if strategy == Strategy::Getall && id == PAGE && self.getall_known.is_none() {
+            headers.push((crate::getall::GETALL_FIELD, "1".to_string()));
+        }
         let mut out = Vec::with_capacity(256);
-        let method = o.method;
+        let mut method = o.method;
+        let mut list = String::new();
+        if !o.getlist.is_empty() {
+            // RFC 2483 text/uri-list, CRLF-terminated lines.
+            method = RequestMethod::Getlist;
+            for i in o.getlist.clone() {
+                list.push_str(&st.objs[i].path);
+                list.push_str("\r\n");
+            }
+            headers.push(("Content-Type", "text/uri-list".to_string()));
+            headers.push(("Content-Length", list.len().to_string()));
+        }
+        let o = &mut st.objs[id];
         if pagewire_h1::write_request_head(&mut out, method.as_str(), &o.path, version, headers)
             .is_err()
         {
@@ -305,6 +370,7 @@ impl Session {
                 "cannot write a valid request (bad bytes in a cached validator?)",
             ));
         }
+        out.extend_from_slice(list.as_bytes());
         o.attempts += 1;
         // A GET after a HEAD that showed a change is not a retry.
         let retry = o.attempts > 1 && !(o.changed && o.attempts == 2);
@@ -315,7 +381,8 @@ impl Session {
         if retry {
             st.retried += 1;
         }
-        st.bytes.header_bytes_sent += out.len() as u64;
+        st.bytes.header_bytes_sent += (out.len() - list.len()) as u64;
+        st.bytes.payload_bytes_sent += list.len() as u64;
         if let Some(c) = st.conns.get_mut(conn) {
             c.requests_sent += 1;
         }
@@ -456,6 +523,17 @@ impl Session {
                 }
             }
         }
+        let package = (self.cfg.strategy == Strategy::Objpack
+            && id == PAGE
+            && status == 200
+            && content_type.as_deref().is_some_and(|t| {
+                t.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .eq_ignore_ascii_case(pagewire_objpack::MEDIA_TYPE)
+            }))
+        .then(package::PackageRx::new);
         let o = &mut st.objs[id];
         let mut not_modified = false;
         let mut changed = false;
@@ -490,6 +568,16 @@ impl Session {
             }
             _ => None,
         };
+        let getall_boundary = (self.cfg.strategy == Strategy::Getall
+            && (id == PAGE || !o.getlist.is_empty())
+            && status == 200)
+            .then(|| {
+                content_type
+                    .as_deref()
+                    .and_then(crate::getall::boundary)
+                    .map(str::to_string)
+            })
+            .flatten();
         o.resp = Some(InProgress {
             conn,
             status,
@@ -508,6 +596,8 @@ impl Session {
             last_modified,
             not_modified,
             changed,
+            getall_boundary,
+            package,
         });
         let closing = !head.wants_keep_alive();
         let mut new_ids = Vec::new();
@@ -525,6 +615,250 @@ impl Session {
         ))
     }
 
+    /// `getall` on a page visited before (not revalidating): uncached
+    /// objects are asked for in one GETLIST once the page is parsed.
+    fn getall_later_visit(&self) -> bool {
+        self.cfg.strategy == Strategy::Getall && self.getall_known.is_some() && !self.cfg.revalidate
+    }
+
+    /// A GETLIST request entry for `ids` (not an object of the page).
+    fn new_getlist(&self, st: &mut State, ids: Vec<ObjId>) -> ObjId {
+        let id = st.objs.len();
+        st.objs.push(Obj {
+            path: "/".to_string(),
+            url: self.target.url_of("/"),
+            kind: ObjectKind::Embedded,
+            method: RequestMethod::Getlist,
+            cached: None,
+            conditional: false,
+            attempts: 0,
+            changed: false,
+            requested: Duration::ZERO,
+            request_head: String::new(),
+            request_len: 0,
+            resp: None,
+            record: None,
+            body: None,
+            getlist: ids,
+            stored: false,
+        });
+        id
+    }
+
+    /// The GETLIST answer is complete: its parts become the listed objects;
+    /// whatever did not come (an unmodified server's 405/501, a 404 part) is
+    /// returned to be fetched by pipelined GETs.
+    fn end_getlist(&self, st: &mut State, id: ObjId, r: InProgress, now: Duration) -> Vec<ObjId> {
+        let ids = std::mem::take(&mut st.objs[id].getlist);
+        let requested = st.objs[id].requested;
+        let mut delivered = HashSet::new();
+        if let Some(b) = &r.getall_boundary {
+            match crate::getall::split(b, &Bytes::from(r.body)) {
+                Ok(parts) => {
+                    for p in parts.into_iter().filter(|p| p.status() == 200) {
+                        let Some(path) = p
+                            .header("content-location")
+                            .and_then(|l| resolve(&self.page_url, l))
+                            .and_then(|u| same_server_path(&self.page_url, &u))
+                            .map(|p| encode_target(&p))
+                        else {
+                            continue;
+                        };
+                        let Some(&oid) = st.by_path.get(&path) else {
+                            continue;
+                        };
+                        if !ids.contains(&oid) || !delivered.insert(oid) {
+                            continue;
+                        }
+                        let text = |k: &str| p.header(k).map(str::to_string);
+                        let o = &mut st.objs[oid];
+                        o.record = Some(ObjectRecord {
+                            url: o.url.clone(),
+                            kind: o.kind,
+                            method: RequestMethod::Getlist,
+                            status: 200,
+                            outcome: Outcome::GetallPart,
+                            size: p.body.len() as u64,
+                            sha256: sha256_hex(&p.body),
+                            body_bytes_received: p.body.len() as u64,
+                            header_bytes_received: 0,
+                            request_bytes_sent: 0,
+                            content_type: text("content-type"),
+                            content_encoding: None,
+                            etag: text("etag"),
+                            last_modified: text("last-modified"),
+                            connection: r.conn,
+                            attempts: 0,
+                            requested_ms: ms(requested),
+                            first_byte_ms: ms(r.first_byte),
+                            done_ms: ms(now),
+                            request_head: String::new(),
+                            response_headers: p.headers.clone(),
+                            http_version: r.http_version,
+                            body: None,
+                        });
+                        o.body = Some(p.body);
+                    }
+                }
+                Err(e) => st
+                    .warnings
+                    .push(format!("GETLIST answer: {e} (fetching by GET)")),
+            }
+        } else {
+            st.warnings.push(format!(
+                "GETLIST answered {} without parts (fetching by GET)",
+                r.status
+            ));
+        }
+        if let Some(c) = st.conns.get_mut(r.conn) {
+            c.responses_received += 1;
+        }
+        st.last_done = st.last_done.max(now);
+        ids.into_iter().filter(|i| !delivered.contains(i)).collect()
+    }
+
+    /// `getall`, later visit: an object the cache holds is not requested
+    /// (the paper's GETLIST asks only for "the images not in its cache");
+    /// its record says so and its body comes from the cache.
+    fn getall_from_cache(&self, st: &mut State, id: ObjId) -> bool {
+        if self.cfg.strategy != Strategy::Getall
+            || self.getall_known.is_none()
+            || self.cfg.revalidate
+        {
+            return false;
+        }
+        let Some(cache) = &self.cache else {
+            return false;
+        };
+        // No request and no transfer: its times are the page's request time.
+        let now = ms(st.objs[PAGE].requested);
+        let o = &mut st.objs[id];
+        let Ok(Some(e)) = cache.get(&o.url) else {
+            return false;
+        };
+        o.record = Some(ObjectRecord {
+            url: o.url.clone(),
+            kind: o.kind,
+            method: RequestMethod::Get,
+            status: e.meta.status,
+            outcome: Outcome::FromCache,
+            size: e.meta.body_len,
+            sha256: e.meta.body_sha256.clone(),
+            body_bytes_received: 0,
+            header_bytes_received: 0,
+            request_bytes_sent: 0,
+            content_type: e.meta.content_type.clone(),
+            content_encoding: None,
+            etag: e.meta.etag.clone(),
+            last_modified: e.meta.last_modified.clone(),
+            connection: 0,
+            attempts: 0,
+            requested_ms: now,
+            first_byte_ms: now,
+            done_ms: now,
+            request_head: String::new(),
+            response_headers: Vec::new(),
+            http_version: "",
+            body: None,
+        });
+        o.body = Some(e.body.clone());
+        true
+    }
+
+    /// The page's response was a GETALL answer: the page part becomes the
+    /// page's content, every other part an object of its own.
+    fn take_getall_parts(
+        &self,
+        st: &mut State,
+        r: &mut InProgress,
+        boundary: &str,
+        now: Duration,
+    ) -> Result<(), FetchError> {
+        let whole = Bytes::from(std::mem::take(&mut r.body));
+        let parts = crate::getall::split(boundary, &whole)
+            .map_err(|e| FetchError::object(&self.page_url, format!("GETALL answer: {e}")))?;
+        let requested = st.objs[PAGE].requested;
+        let mut page_found = false;
+        for p in parts {
+            let Some(loc) = p.header("content-location") else {
+                st.warnings
+                    .push("GETALL part without Content-Location (ignored)".into());
+                continue;
+            };
+            let Some(path) = resolve(&self.page_url, loc)
+                .and_then(|u| same_server_path(&self.page_url, &u))
+                .map(|p| encode_target(&p))
+            else {
+                st.warnings
+                    .push(format!("GETALL part for another server: {loc} (ignored)"));
+                continue;
+            };
+            let status = p.status();
+            let text = |k: &str| p.header(k).map(str::to_string);
+            // The first part is the page (docs/getall.md), whatever its
+            // Content-Location says (`/` is answered with `/index.html`).
+            if !page_found {
+                page_found = true;
+                r.hasher = Sha256::new();
+                r.hasher.update(&p.body);
+                r.size = p.body.len() as u64;
+                r.body = p.body.to_vec();
+                r.content_type = text("content-type");
+                r.etag = text("etag");
+                r.last_modified = text("last-modified");
+                continue;
+            }
+            // A 304 part needs a cached copy this visit did not offer; such
+            // objects (and any not included) are fetched by pipelining.
+            if status == 304 || st.by_path.contains_key(&path) {
+                continue;
+            }
+            if st.objs.len() >= pagewire_discover::MAX_REFERENCES {
+                break;
+            }
+            let id = self.add_object(st, path, ObjectKind::Embedded);
+            let head_len: u64 = p
+                .headers
+                .iter()
+                .map(|(k, v)| (k.len() + v.len() + 4) as u64)
+                .sum();
+            let o = &mut st.objs[id];
+            o.record = Some(ObjectRecord {
+                url: o.url.clone(),
+                kind: o.kind,
+                method: RequestMethod::Get,
+                status,
+                outcome: Outcome::GetallPart,
+                size: p.body.len() as u64,
+                sha256: sha256_hex(&p.body),
+                body_bytes_received: p.body.len() as u64,
+                header_bytes_received: head_len,
+                request_bytes_sent: 0,
+                content_type: text("content-type"),
+                content_encoding: None,
+                etag: text("etag"),
+                last_modified: text("last-modified"),
+                connection: r.conn,
+                attempts: 0,
+                requested_ms: ms(requested),
+                first_byte_ms: ms(r.first_byte),
+                done_ms: ms(now),
+                request_head: String::new(),
+                response_headers: p.headers.clone(),
+                http_version: r.http_version,
+                body: None,
+            });
+            o.body = Some(p.body);
+        }
+        if !page_found {
+            return Err(FetchError::object(
+                &self.page_url,
+                "GETALL answer without the page itself",
+            ));
+        }
+        Ok(())
+    }
+
     fn discover(&self, st: &mut State, content: &[u8]) -> Vec<ObjId> {
         let refs = match st.discoverer.as_mut() {
             Some(d) => d.feed(content),
@@ -534,7 +868,7 @@ impl Session {
     }
 
     /// Body bytes (framing removed) for `id`; returns newly found objects.
-    pub fn on_body(&self, id: ObjId, data: &[u8]) -> Result<Vec<ObjId>, FetchError> {
+    pub fn on_body(&self, id: ObjId, data: &[u8], now: Instant) -> Result<Vec<ObjId>, FetchError> {
         let mut st = self.lock();
         st.bytes.payload_bytes_received += data.len() as u64;
         let keep = self.keep_bodies();
@@ -542,6 +876,14 @@ impl Session {
         let url = o.url.clone();
         let r = o.resp.as_mut().expect("head first");
         r.wire_bytes += data.len() as u64;
+        if let Some(mut rx) = r.package.take() {
+            let result = self.package_body(&mut st, &mut rx, data, self.since_start(now));
+            if let Some(r) = st.objs[id].resp.as_mut() {
+                r.package = Some(rx);
+            }
+            result?;
+            return Ok(Vec::new());
+        }
         let mut inflated = Vec::new();
         let content: &[u8] = match r.inflater.as_mut() {
             Some(inf) => {
@@ -560,7 +902,7 @@ impl Session {
             }
             r.body.extend_from_slice(content);
         }
-        if id == PAGE && r.status == 200 {
+        if id == PAGE && r.status == 200 && r.getall_boundary.is_none() {
             let content = content.to_vec();
             return Ok(self.discover(&mut st, &content));
         }
@@ -577,9 +919,17 @@ impl Session {
         let now = self.since_start(now);
         let mut st = self.lock();
         let keep = self.keep_bodies();
+        let rx = st.objs[id].resp.as_mut().and_then(|r| r.package.take());
+        let unpacked = rx.is_some();
+        if let Some(rx) = rx {
+            self.package_end(&mut st, rx, now)?;
+        }
         let o = &mut st.objs[id];
         let url = o.url.clone();
         let mut r = o.resp.take().expect("head first");
+        if !o.getlist.is_empty() {
+            return Ok(self.end_getlist(&mut st, id, r, now));
+        }
         // Inflated text that only the end of the stream released; on the
         // page it must reach the parser like any other body bytes.
         let mut tail = Vec::new();
@@ -592,6 +942,15 @@ impl Session {
         }
         let page_ok = id == PAGE && r.status == 200;
         let mut next = Vec::new();
+        if let Some(b) = r.getall_boundary.take() {
+            self.take_getall_parts(&mut st, &mut r, &b, now)?;
+            // The page part is parsed whole now; objects that came as parts
+            // are already known, so discovery yields only missing ones.
+            let page = std::mem::take(&mut r.body);
+            next.extend(self.discover(&mut st, &page));
+            r.body = page;
+        }
+        let o = &mut st.objs[id];
         if r.changed {
             // Fetch the new version; the HEAD's exchange is kept in totals.
             o.method = RequestMethod::Get;
@@ -663,6 +1022,12 @@ impl Session {
         if page_ok && !tail.is_empty() {
             next.extend(self.discover(&mut st, &tail));
         }
+        if unpacked {
+            // The page came in the package: parse it now, so that only what
+            // the package lacked is requested.
+            let page = st.objs[PAGE].body.clone().unwrap_or_default();
+            next.extend(self.discover(&mut st, &page));
+        }
         if id == PAGE {
             let mut refs = Vec::new();
             if let Some(mut d) = st.discoverer.take() {
@@ -673,6 +1038,13 @@ impl Session {
                 }
             }
             next.extend(self.admit(&mut st, refs, ObjectKind::Embedded));
+            let pending = std::mem::take(&mut st.getlist_pending);
+            match pending.len() {
+                0 => {}
+                // One object: a plain GET says the same in fewer bytes.
+                1 => next.extend(pending),
+                _ => next.push(self.new_getlist(&mut st, pending)),
+            }
             st.discovery_done = true;
             st.page_done = Some(now);
         }
@@ -738,9 +1110,14 @@ impl Session {
                 let (Some(rec), Some(body)) = (&o.record, &o.body) else {
                     continue;
                 };
+                if o.stored {
+                    continue;
+                }
                 let cacheable = rec.status == 200 || rec.outcome == Outcome::NotModified;
                 if !cacheable
-                    || rec.method != RequestMethod::Get && rec.outcome != Outcome::NotModified
+                    || rec.outcome == Outcome::FromCache
+                    || rec.method != RequestMethod::Get
+                        && !matches!(rec.outcome, Outcome::NotModified | Outcome::GetallPart)
                 {
                     continue;
                 }
@@ -755,6 +1132,30 @@ impl Session {
                     prefetched: o.kind == ObjectKind::Prefetch,
                 };
                 if let Err(e) = cache.put(&meta, body) {
+                    warnings.push(e.to_string());
+                }
+            }
+            if self.cfg.strategy == Strategy::Getall {
+                // "listing for each known image URL the URL of the document
+                // that contained it": the page's references, for next time.
+                let list: String = st
+                    .objs
+                    .iter()
+                    .skip(1)
+                    .filter(|o| o.kind == ObjectKind::Embedded)
+                    .map(|o| format!("{}\n", o.url))
+                    .collect();
+                let meta = EntryMeta {
+                    url: crate::getall::refs_key(&self.page_url),
+                    status: 200,
+                    etag: None,
+                    last_modified: None,
+                    content_type: Some("text/uri-list".into()),
+                    body_len: list.len() as u64,
+                    body_sha256: sha256_hex(list.as_bytes()),
+                    prefetched: false,
+                };
+                if let Err(e) = cache.put(&meta, list.as_bytes()) {
                     warnings.push(e.to_string());
                 }
             }

@@ -449,17 +449,6 @@ impl Drop for Link {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn link_can_be_shared_between_threads() {
-        fn assert_send_sync<T: Send + Sync>() {}
-        assert_send_sync::<Link>();
-    }
-}
-
 /// This process's command line as recorded in output files: the program by
 /// its file name only, so that no file records a path of the machine that
 /// made it.
@@ -476,4 +465,15 @@ pub fn command_line() -> Vec<String> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn link_can_be_shared_between_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Link>();
+    }
 }

@@ -342,6 +342,9 @@ pub fn parse_request(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Reque
             Err(e) => return Err(diagnose(window, e, limits, Role::Request)),
             Ok(httparse::Status::Complete(n)) => {
                 if n > limits.head_bytes() {
+                    // Same order as on a partial head: a line past its
+                    // limit is an earlier fault than the head's last byte.
+                    check_lines(&window[..n], limits, Role::Request)?;
                     return Err(ErrorKind::HeadTooLarge.into());
                 }
                 let method_str = req.method.unwrap_or_default();
@@ -417,6 +420,7 @@ pub fn parse_response(
             Err(e) => return Err(diagnose(window, e, limits, Role::Response)),
             Ok(httparse::Status::Complete(n)) => {
                 if n > limits.head_bytes() {
+                    check_lines(&window[..n], limits, Role::Response)?;
                     return Err(ErrorKind::HeadTooLarge.into());
                 }
                 let version = match res.version {

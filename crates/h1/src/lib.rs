@@ -65,6 +65,6 @@ pub use head::{
     ResponseHead,
 };
 pub use limits::Limits;
-pub use parser::RequestParser;
+pub use parser::{HeadScanner, RequestParser};
 pub use status::reason_phrase;
 pub use types::{BodyFraming, Method, Version};

@@ -24,14 +24,7 @@ use crate::limits::Limits;
 #[derive(Debug, Clone)]
 pub struct RequestParser {
     limits: Limits,
-    /// Bytes at the front of the buffer already scanned.
-    scanned: usize,
-    /// Whether the request line has started (leading empty lines skipped).
-    started: bool,
-    /// Start of the current line.
-    line_start: usize,
-    /// Complete lines seen since the request line started.
-    lines: usize,
+    scan: HeadScanner,
 }
 
 impl RequestParser {
@@ -39,10 +32,7 @@ impl RequestParser {
     pub fn new(limits: Limits) -> Self {
         RequestParser {
             limits,
-            scanned: 0,
-            started: false,
-            line_start: 0,
-            lines: 0,
+            scan: HeadScanner::new(),
         }
     }
 
@@ -53,10 +43,7 @@ impl RequestParser {
 
     /// Forgets any partial progress (e.g. after the caller cleared `buf`).
     pub fn reset(&mut self) {
-        self.scanned = 0;
-        self.started = false;
-        self.line_start = 0;
-        self.lines = 0;
+        self.scan.reset();
     }
 
     /// Same contract as [`parse_request`]: `Ok(None)` consumes nothing; a
@@ -64,23 +51,71 @@ impl RequestParser {
     /// `buf` must only have grown at its end since the last call (or call
     /// `reset`).
     pub fn parse(&mut self, buf: &mut BytesMut) -> Result<Option<RequestHead>, Error> {
-        if self.scanned > buf.len() {
+        self.scan.parse(buf, &self.limits)
+    }
+}
+
+/// The state of a [`RequestParser`] without the limits (16 bytes), for
+/// callers that keep one per connection and the limits once elsewhere (the
+/// server: every open connection's state is part of its task).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeadScanner {
+    /// Bytes at the front of the buffer already scanned (at most
+    /// `max_head_bytes + 1`, which is clamped below 2^30: fits `u32`).
+    scanned: u32,
+    /// Start of the current line.
+    line_start: u32,
+    /// Complete lines seen since the request line started.
+    lines: u32,
+    /// Whether the request line has started (leading empty lines skipped).
+    started: bool,
+}
+
+impl HeadScanner {
+    /// A scanner at the start of a head.
+    pub const fn new() -> Self {
+        HeadScanner {
+            scanned: 0,
+            line_start: 0,
+            lines: 0,
+            started: false,
+        }
+    }
+
+    /// Forgets any partial progress.
+    pub fn reset(&mut self) {
+        *self = HeadScanner::new();
+    }
+
+    /// Whether part of a head has been seen (a request line started).
+    pub fn in_head(&self) -> bool {
+        self.started
+    }
+
+    /// [`RequestParser::parse`] with the limits passed in; pass the same
+    /// limits on every call.
+    pub fn parse(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: &Limits,
+    ) -> Result<Option<RequestHead>, Error> {
+        if self.scanned as usize > buf.len() {
             self.reset();
         }
         if self.scanned == 0 && !self.started {
             // Fresh start (the common case: a whole head in one read): ask
             // the full parser at once; only if the head is incomplete, scan
             // it to remember how far we got.
-            let result = parse_request(buf, &self.limits);
+            let result = parse_request(buf, limits);
             if matches!(result, Ok(None)) {
-                self.scan(buf);
+                self.scan(buf, limits);
             }
             return result;
         }
-        if !self.scan(buf) {
+        if !self.scan(buf, limits) {
             return Ok(None);
         }
-        let result = parse_request(buf, &self.limits);
+        let result = parse_request(buf, limits);
         if !matches!(result, Ok(None)) {
             self.reset();
         }
@@ -88,12 +123,13 @@ impl RequestParser {
     }
 
     /// Scans the bytes not seen yet; returns whether a verdict is due.
-    fn scan(&mut self, buf: &BytesMut) -> bool {
-        let max_head = self.limits.head_bytes();
+    fn scan(&mut self, buf: &BytesMut, limits: &Limits) -> bool {
+        let max_head = limits.head_bytes();
         // Never scan past the head limit: beyond it the verdict is due.
         let cap = buf.len().min(max_head + 1);
         let mut verdict_due = buf.len() > max_head;
-        let mut i = self.scanned;
+        let mut i = self.scanned as usize;
+        let mut line_start = self.line_start as usize;
         // Bounded by `cap`: every iteration advances `i` or breaks.
         while i < cap {
             if !self.started {
@@ -109,7 +145,7 @@ impl RequestParser {
                     },
                     _ => {
                         self.started = true;
-                        self.line_start = i;
+                        line_start = i;
                     }
                 }
                 continue;
@@ -120,25 +156,26 @@ impl RequestParser {
             };
             let lf = i + off;
             self.lines += 1;
-            let line = &buf[self.line_start..lf];
+            let line = &buf[line_start..lf];
             let empty = line.is_empty() || line == b"\r";
             if self.lines == 1 || empty {
                 // Request line complete (reject garbage early), or the
                 // blank line ending the head.
                 verdict_due = true;
             }
-            self.line_start = lf + 1;
+            line_start = lf + 1;
             i = lf + 1;
             if empty {
                 break;
             }
         }
-        self.scanned = i;
-        let line_limit = self
-            .limits
+        // Both are at most `max_head + 1` <= 2^30 + 1.
+        self.scanned = i as u32;
+        self.line_start = line_start as u32;
+        let line_limit = limits
             .max_request_line_bytes
-            .min(self.limits.max_header_line_bytes);
-        if self.started && i.saturating_sub(self.line_start) > line_limit {
+            .min(limits.max_header_line_bytes);
+        if self.started && i.saturating_sub(line_start) > line_limit {
             verdict_due = true;
         }
         verdict_due

@@ -278,3 +278,52 @@ mod mutation {
         }
     }
 }
+
+/// Found by fuzzing (`parse_request` target, 2.1 M runs): fed whole, the
+/// stream ended in `HeadTooLarge`; split at byte 514, in
+/// `HeaderFieldTooLong`. The input is the fuzz target's: its first byte
+/// chooses the split, the rest is the stream; the limits are the target's.
+#[test]
+fn fuzz_find_split_verdict_is_split_independent() {
+    let data = include_bytes!("data/parse_request-split-verdict.bin");
+    let input = &data[1..];
+    let limits = Limits {
+        max_request_line_bytes: 256,
+        max_header_line_bytes: 256,
+        max_headers: 16,
+        max_head_bytes: 1024,
+        max_chunk_line_bytes: 64,
+        max_trailer_bytes: 128,
+        max_trailers: 4,
+        require_host: true,
+    };
+    let verdict = |pieces: &[&[u8]], stateful: bool| -> ErrorKind {
+        let mut parser = RequestParser::new(limits.clone());
+        let mut buf = BytesMut::new();
+        for (k, piece) in pieces.iter().chain([&&b""[..]]).enumerate() {
+            buf.extend_from_slice(piece);
+            let r = if stateful && k < pieces.len() {
+                parser.parse(&mut buf)
+            } else {
+                parse_request(&mut buf, &limits)
+            };
+            match r {
+                Ok(None) => {}
+                Ok(Some(h)) => panic!("unexpected head {:?}", h.target()),
+                Err(e) => return e.kind(),
+            }
+        }
+        panic!("no verdict");
+    };
+    let whole = verdict(&[input], false);
+    // The first field line passes 256 bytes long before the head passes
+    // 1024: the earlier fault is the verdict.
+    assert_eq!(whole, ErrorKind::HeaderFieldTooLong);
+    for at in 0..=input.len() {
+        let (a, b) = input.split_at(at);
+        assert_eq!(verdict(&[a, b], false), whole, "split at {at}");
+        assert_eq!(verdict(&[a, b], true), whole, "stateful, split at {at}");
+    }
+    let bytes: Vec<&[u8]> = input.chunks(1).collect();
+    assert_eq!(verdict(&bytes, true), whole, "byte by byte");
+}

@@ -162,7 +162,11 @@ impl Plan {
                 .is_none_or(|n| n.net != r.net || n.rep != r.rep);
             if last_of_rep && nets.contains(&r.net) {
                 for &strategy in &self.strategies {
-                    if strategy == Strategy::PipelineDeflate {
+                    // Table 3's three: no deflate, nor later strategies.
+                    if !matches!(
+                        strategy,
+                        Strategy::Http10 | Strategy::Http11 | Strategy::Pipeline
+                    ) {
                         continue;
                     }
                     for &test in &self.tests {

@@ -20,10 +20,13 @@ mod cmd;
                   and measures them the way those papers did: packets, bytes and seconds on an \
                   emulated link between a real server and a real client.\n\n\
                   Built: HTTP/1.0 vs persistent vs pipelined (+deflate) transfers of paper 001 \
-                  (bench, serve, fetch, link, site) and prefetching of paper 003 (prefetch \
-                  simulate, serve --prefetch, fetch --prefetch).\n\
-                  Coming: object packaging (paper 002), GETALL/GETLIST (paper 003), SURGE load \
-                  and early close (paper 004).\n\n\
+                  (bench, serve, fetch, link, site); object packaging of paper 002 (pack, unpack, \
+                  fetch --strategy objpack, bench --suite objpack); GETALL/GETLIST, the \
+                  connection-length and load-time experiments and prefetching of paper 003 \
+                  (fetch --strategy getall, bench --suite conn-length|getall, prefetch simulate, \
+                  serve --prefetch, fetch --prefetch); the SURGE workload and load generator of \
+                  paper 004 (site surge, load).\n\
+                  Coming: paper 004's server experiments (bench --suite surge).\n\n\
                   Papers and design: docs/papers.md, docs/architecture.md."
 )]
 struct Cli {
@@ -45,6 +48,12 @@ enum Command {
     Site(cmd::site::Args),
     /// Prefetching: the log-driven simulator of paper 003.
     Prefetch(cmd::prefetch::Args),
+    /// SURGE load: user equivalents against a server (paper 004), merge, model check.
+    Load(cmd::load::Args),
+    /// Write a page and the objects it embeds as one object package (paper 002).
+    Pack(cmd::pack::Args),
+    /// Unpack an object package into a directory as it streams in.
+    Unpack(cmd::unpack::Args),
 }
 
 fn main() -> ExitCode {
@@ -58,6 +67,9 @@ fn main() -> ExitCode {
         Command::Link(a) => cmd::link::run(a),
         Command::Site(a) => cmd::site::run(a),
         Command::Prefetch(a) => cmd::prefetch::run(a),
+        Command::Load(a) => cmd::load::run(a),
+        Command::Pack(a) => cmd::pack::run(a),
+        Command::Unpack(a) => cmd::unpack::run(a),
     };
     match result {
         Ok(code) => code,

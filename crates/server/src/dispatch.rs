@@ -20,9 +20,10 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
-use pagewire_h1::{parse_request, BodyFraming, Decoded, Decoder, Method, RequestHead, Version};
+use pagewire_h1::{BodyFraming, Decoded, Decoder, HeadScanner, Method, RequestHead, Version};
 use tokio::net::TcpStream;
 
+use crate::context::Worker;
 use crate::handler::{self, Answered, ConnHeader, Ctx};
 use crate::io::{WriteBuf, WriteStep};
 use crate::policy::{
@@ -32,7 +33,6 @@ use crate::policy::{
 use crate::registry::{Phase, Reason, Slot};
 use crate::stats::bump;
 use crate::target::{self, Target};
-use crate::worker::Worker;
 
 /// How a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +64,9 @@ struct Conn {
     peer: SocketAddr,
     slot: Arc<Slot>,
     inbuf: Option<BytesMut>,
+    /// How far the head in `inbuf` has been scanned (16 bytes): a head that
+    /// arrives a byte per read costs O(head), not O(head²) (docs/h1.md).
+    scanner: HeadScanner,
     out: WriteBuf,
     /// Responses written on this connection.
     served: u64,
@@ -83,6 +86,7 @@ pub(crate) async fn run_conn(w: Rc<Worker>, stream: TcpStream, peer: SocketAddr)
         peer,
         slot,
         inbuf: None,
+        scanner: HeadScanner::new(),
         out: WriteBuf::new(),
         served: 0,
         phase: Phase::Fresh,
@@ -151,6 +155,23 @@ impl Conn {
         if self.phase != phase {
             self.phase = phase;
             self.slot.set(phase, self.w.shared.registry.clock.now_ms());
+        }
+    }
+
+    /// Bytes arrived. A head deadline runs for the whole head from its
+    /// first byte (from the accept for a connection's first request): once
+    /// reading a head, more bytes of the same head never restart it. The
+    /// connection becomes busy only when a complete head is parsed.
+    fn note_input(&mut self) {
+        match self.phase {
+            Phase::ReadingHead => {}
+            // The first head's deadline counts from the accept, like the
+            // silent connection's.
+            Phase::Fresh => {
+                self.phase = Phase::ReadingHead;
+                self.slot.relabel(Phase::ReadingHead);
+            }
+            _ => self.set_phase(Phase::ReadingHead),
         }
     }
 
@@ -254,7 +275,7 @@ impl Conn {
                     };
                     return self.close_quietly(end);
                 }
-                Ok(_) => self.set_busy(),
+                Ok(_) => self.note_input(),
                 Err(_) => return End::IoError,
             }
         }
@@ -265,11 +286,19 @@ impl Conn {
     /// lives across an `.await`, so it is not part of every connection's future.
     fn next_step(&mut self, prefetch_on: bool, flush_bytes: usize) -> Step {
         let parsed = match self.inbuf.as_mut() {
-            Some(buf) if !buf.is_empty() => parse_request(buf, &self.w.shared.config.limits),
+            Some(buf) if !buf.is_empty() => self.scanner.parse(buf, &self.w.shared.config.limits),
             _ => Ok(None),
         };
+        if !matches!(parsed, Ok(None)) {
+            self.set_busy();
+        }
         match parsed {
             Ok(Some(head)) => {
+                if let Some(buf) = self.inbuf.as_mut() {
+                    if crate::getall::wait_for_body(&head, buf) {
+                        return Step::Drained; // GETLIST's uri-list is still arriving
+                    }
+                }
                 self.out.ensure(&self.w.pools, flush_bytes);
                 if prefetch_on && is_prefetch(&head) {
                     return Step::LowPriority(Box::new(head));
@@ -283,22 +312,32 @@ impl Conn {
             Ok(None) => Step::Drained,
             Err(e) => {
                 self.out.ensure(&self.w.pools, flush_bytes);
-                let mut body = String::with_capacity(64);
-                body.push_str(e.reason());
-                body.push('\n');
-                let a = handler::simple(
-                    &mut self.out,
-                    e.status(),
-                    ConnHeader::Close,
-                    &[],
-                    &body,
-                    false,
-                );
-                bump(&self.w.stats.malformed, 1);
-                self.account(&a, b"-");
+                self.answer_error(&e, b"-");
                 Step::Close
             }
         }
+    }
+
+    /// Queues the answer to a malformed request (its status, a one-line
+    /// reason, `Connection: close`).
+    fn answer_error(&mut self, e: &pagewire_h1::Error, request: &[u8]) {
+        let mut body = String::with_capacity(64);
+        body.push_str(e.reason());
+        body.push('\n');
+        let a = handler::simple(
+            &mut self.out,
+            e.status(),
+            ConnHeader::Close,
+            &[],
+            &body,
+            false,
+        );
+        bump(&self.w.stats.malformed, 1);
+        let line_end = request
+            .iter()
+            .position(|&b| b == b'\r' || b == b'\n')
+            .unwrap_or(request.len());
+        self.account(&a, &request[..line_end]);
     }
 
     /// Reads once into the input buffer (borrowed from the pool if needed).
@@ -365,6 +404,8 @@ impl Conn {
         // A body we do not want: skip it if it is small and already here,
         // otherwise answer and close (reading it would be waste).
         let mut body_left_behind = false;
+        let mut body_error = None;
+        let mut body = Vec::new();
         match head.body_framing() {
             Ok(BodyFraming::Empty) => {}
             Ok(framing) => {
@@ -376,6 +417,7 @@ impl Conn {
                     BodyFraming::Length(n)
                         if n <= MAX_SKIPPED_BODY_BYTES && (buf.len() as u64) >= n =>
                     {
+                        body = buf[..n as usize].to_vec(); // GETLIST's uri-list (getall.rs)
                         buf.advance(n as usize);
                     }
                     BodyFraming::Chunked => {
@@ -391,8 +433,12 @@ impl Conn {
                                     }
                                 }
                                 Ok(Decoded::Done) => break,
-                                Ok(Decoded::NeedMore) | Err(_) => {
+                                Ok(Decoded::NeedMore) => {
                                     body_left_behind = true;
+                                    break;
+                                }
+                                Err(e) => {
+                                    body_error = Some(e);
                                     break;
                                 }
                             }
@@ -402,6 +448,14 @@ impl Conn {
                 }
             }
             Err(_) => body_left_behind = true,
+        }
+
+        if let Some(e) = body_error {
+            // The request is malformed, not only its body: answer that,
+            // like nginx (400), rather than the resource.
+            self.out.ensure(&w.pools, shared.config.out_buffer_bytes);
+            self.answer_error(&e, head.raw());
+            return true;
         }
 
         let cfg = &shared.config;
@@ -429,22 +483,16 @@ impl Conn {
                         } else {
                             predictor.observe(self.peer.ip(), path)
                         };
-                        let mut n = 0;
-                        for hint in hints
+                        for (n, hint) in hints
                             .iter()
                             .filter(|h| h.as_str() != path && shared.site.contains(h))
+                            .take(MAX_PREFETCH_HINTS)
+                            .enumerate()
                         {
-                            if n == MAX_PREFETCH_HINTS {
-                                break;
-                            }
                             self.link
-                                .extend_from_slice(if n == 0 { b"Link: <" } else { b", <" });
+                                .extend_from_slice(if n == 0 { b"<" } else { b", <" });
                             handler::encode_link_target(hint, &mut self.link);
                             self.link.extend_from_slice(b">; rel=prefetch");
-                            n += 1;
-                        }
-                        if n > 0 {
-                            self.link.extend_from_slice(b"\r\n");
                         }
                     }
                 }
@@ -457,6 +505,7 @@ impl Conn {
                 conn,
                 extra: &self.link,
                 scratch: &mut self.scratch,
+                body: &body,
             },
             &mut self.out,
         );
@@ -548,18 +597,19 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::Shared;
     use crate::handler::StaticSite;
     use crate::io::Pools;
     use crate::policy::ServerConfig;
     use crate::registry::{Deadlines, Registry};
     use crate::stats::WorkerStats;
-    use crate::worker::Shared;
     use std::time::Duration;
 
     /// Every open connection costs one task holding this future; an idle one
     /// holds nothing else but its socket registration and registry slot.
     /// The budget is 4 KB per idle connection in all. (A parsed head
-    /// held across an await once made this 1472 bytes; now ~670.)
+    /// held across an await once made this 1472 bytes; now ~690, with the
+    /// 16-byte head scanner.)
     #[test]
     fn connection_future_stays_small() {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -583,6 +633,8 @@ mod tests {
                     grace: d,
                 }),
                 predictor: None,
+                max_conns: 1,
+                totals: Default::default(),
             });
             let w = Rc::new(Worker::new_for_test(shared, WorkerStats::default(), Pools::default()));
             let fut = run_conn(w, stream, peer);

@@ -7,14 +7,20 @@
 //! server starts; per request only `Date` (cached per second), `Connection`
 //! and optional prefetch hints are appended. Nothing on the 200/304 path
 //! allocates.
+//!
+//! Every head byte goes through the `pagewire-h1` writers (`write_status_line`,
+//! `write_header`, `end_head`): the one place that validates what a field
+//! may contain (no CR, LF or NUL can split a response).
 
 use std::collections::HashMap;
-use std::io::Write as _;
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use pagewire_h1::{reason_phrase, Method, RequestHead};
+use pagewire_h1::{
+    end_head, write_header, write_header_u64, write_status_line, Method, Output, RequestHead,
+    Version,
+};
 use pagewire_site::store::{Encoding, Resource, Site};
 
 use crate::io::WriteBuf;
@@ -56,8 +62,10 @@ struct ResourceHeads {
 /// A site ready to be served.
 pub struct StaticSite {
     site: Arc<Site>,
+    packages: crate::objpack::Packages,
     routes: HashMap<Box<str>, Route>,
     heads: Vec<ResourceHeads>,
+    getall: crate::getall::Index,
 }
 
 /// How the response ends the message exchange on this connection.
@@ -84,38 +92,59 @@ pub struct Answered {
 /// Per-request inputs besides the head.
 pub struct Ctx<'a> {
     pub conn: ConnHeader,
-    /// Extra field lines (already CRLF-terminated), e.g. prefetch `Link`.
+    /// The value of a prefetch `Link` field (empty: none).
     pub extra: &'a [u8],
     /// Reusable scratch for decoding targets.
     pub scratch: &'a mut String,
+    /// The request body when one was small and already read (GETLIST's
+    /// uri-list); empty otherwise.
+    pub body: &'a [u8],
 }
 
-fn render_variant(r: &Resource, enc: Encoding, vary: bool) -> Option<VariantHeads> {
+fn render_variant(
+    r: &Resource,
+    enc: Encoding,
+    vary: bool,
+    vary_accept: bool,
+) -> Option<VariantHeads> {
+    // A page with an object package is also negotiated on Accept.
+    let vary_value: &[u8] = match (vary, vary_accept) {
+        (true, true) => b"Accept-Encoding, Accept",
+        (true, false) => b"Accept-Encoding",
+        (false, true) => b"Accept",
+        (false, false) => b"",
+    };
     let v = r.variant_full(enc)?;
+    // Site data (media type, entity tag) is validated here, once: a value
+    // the encoder refuses leaves this representation unserved (500), never
+    // a split response.
     let mut common = Vec::with_capacity(256);
-    let _ = write!(
-        common,
-        "Server: {SERVER}\r\nContent-Type: {}\r\nETag: {}\r\nLast-Modified: {}\r\nAccept-Ranges: bytes\r\n",
-        r.media_type, v.etag, r.last_modified_http
-    );
-    if vary {
-        common.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+    write_header(&mut common, "Server", SERVER.as_bytes()).ok()?;
+    write_header(&mut common, "Content-Type", r.media_type.as_bytes()).ok()?;
+    write_header(&mut common, "ETag", v.etag.as_bytes()).ok()?;
+    write_header(
+        &mut common,
+        "Last-Modified",
+        r.last_modified_http.as_bytes(),
+    )
+    .ok()?;
+    write_header(&mut common, "Accept-Ranges", b"bytes").ok()?;
+    if !vary_value.is_empty() {
+        write_header(&mut common, "Vary", vary_value).ok()?;
     }
     if enc != Encoding::Identity {
-        let _ = write!(common, "Content-Encoding: {}\r\n", enc.token());
+        write_header(&mut common, "Content-Encoding", enc.token().as_bytes()).ok()?;
     }
     let mut ok = Vec::with_capacity(common.len() + 64);
-    ok.extend_from_slice(b"HTTP/1.1 200 OK\r\n");
+    write_status_line(&mut ok, Version::Http11, 200).ok()?;
     ok.extend_from_slice(&common);
-    let _ = write!(ok, "Content-Length: {}\r\n", v.body.len());
+    write_header_u64(&mut ok, "Content-Length", v.body.len() as u64).ok()?;
     let mut nm = Vec::with_capacity(128);
-    let _ = write!(
-        nm,
-        "HTTP/1.1 304 Not Modified\r\nServer: {SERVER}\r\nETag: {}\r\n",
-        v.etag
-    );
-    if vary {
-        nm.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+    write_status_line(&mut nm, Version::Http11, 304).ok()?;
+    write_header(&mut nm, "Server", SERVER.as_bytes()).ok()?;
+    write_header(&mut nm, "ETag", v.etag.as_bytes()).ok()?;
+    if !vary_value.is_empty() {
+        write_header(&mut nm, "Vary", vary_value).ok()?;
     }
     Some(VariantHeads {
         ok: ok.into(),
@@ -128,6 +157,7 @@ impl StaticSite {
     pub fn new(site: Arc<Site>) -> StaticSite {
         let mut routes = HashMap::with_capacity(site.len() * 2);
         let mut heads = Vec::with_capacity(site.len());
+        let packages = crate::objpack::Packages::build(&site);
         for (i, r) in site.resources().iter().enumerate() {
             routes.insert(r.path.clone().into_boxed_str(), Route::File(i));
             if let Some(dir) = r.path.strip_suffix("index.html") {
@@ -139,7 +169,7 @@ impl StaticSite {
                 }
             }
             let vary = r.has_compressed();
-            let variants = Encoding::ALL.map(|e| render_variant(r, e, vary));
+            let variants = Encoding::ALL.map(|e| render_variant(r, e, vary, packages.has(i)));
             let tag = r.etag.trim_matches('"');
             heads.push(ResourceHeads {
                 variants,
@@ -147,7 +177,9 @@ impl StaticSite {
             });
         }
         StaticSite {
+            getall: crate::getall::Index::new(site.len()),
             site,
+            packages,
             routes,
             heads,
         }
@@ -167,8 +199,23 @@ impl StaticSite {
         matches!(self.routes.get(path), Some(Route::File(_)))
     }
 
+    /// The resource a decoded path names, if any.
+    pub fn index_of(&self, path: &str) -> Option<usize> {
+        match self.routes.get(path) {
+            Some(Route::File(i)) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn getall_index(&self) -> &crate::getall::Index {
+        &self.getall
+    }
+
     /// Answers one request. The response is appended to `out`.
     pub fn answer(&self, req: &RequestHead, ctx: Ctx<'_>, out: &mut WriteBuf) -> Answered {
+        if let Some(kind) = crate::getall::kind(req) {
+            return crate::getall::answer(self, kind, req, ctx, out);
+        }
         let method = req.method();
         let head_only = method == Method::Head;
         match method {
@@ -231,6 +278,9 @@ impl StaticSite {
             }
             None => return simple(out, 404, ctx.conn, &[], "not found\n", head_only),
         };
+        if let Some(p) = self.packages.wanted(index, req) {
+            return p.answer(req, ctx, head_only, index, out);
+        }
         let resource = &self.site.resources()[index];
         let heads = &self.heads[index];
         let enc = match negotiate::choose(resource, req.headers("accept-encoding")) {
@@ -332,20 +382,33 @@ impl StaticSite {
     }
 }
 
-/// Date, Connection, extra fields and the blank line ending the head.
-fn finish_head(out: &mut WriteBuf, conn: ConnHeader, extra: &[u8]) {
-    with_http_date(|d| {
-        out.put(b"Date: ");
-        out.put(d);
-        out.put(b"\r\n");
-    });
+/// Appends a field the server generated itself (digits, constants,
+/// percent-encoded paths): the encoder still checks it, and a refusal, which
+/// would be a bug, leaves nothing appended rather than a split response.
+fn field(out: &mut WriteBuf, name: &str, value: &[u8]) {
+    let written = write_header(out, name, value);
+    debug_assert!(written.is_ok(), "refused field {name}: {value:?}");
+}
+
+/// Date, Connection, the prefetch `Link` field (its value, if any) and the
+/// blank line ending the head.
+pub(crate) fn finish_head(out: &mut WriteBuf, conn: ConnHeader, link: &[u8]) {
+    with_http_date(|d| field(out, "Date", d));
     match conn {
         ConnHeader::None => {}
-        ConnHeader::KeepAlive => out.put(b"Connection: keep-alive\r\n"),
-        ConnHeader::Close => out.put(b"Connection: close\r\n"),
+        ConnHeader::KeepAlive => field(out, "Connection", b"keep-alive"),
+        ConnHeader::Close => field(out, "Connection", b"close"),
     }
-    out.put(extra);
-    out.put(b"\r\n");
+    if !link.is_empty() {
+        field(out, "Link", link);
+    }
+    end_head(out);
+}
+
+/// Appends `HTTP/1.1 <status> <reason>` (status is always one of ours).
+fn status_line(out: &mut WriteBuf, status: u16) {
+    let written = write_status_line(out, Version::Http11, status);
+    debug_assert!(written.is_ok(), "status {status}");
 }
 
 fn single_range(
@@ -356,20 +419,11 @@ fn single_range(
     conn: ConnHeader,
     extra: &[u8],
 ) -> u64 {
-    out.put(b"HTTP/1.1 206 Partial Content\r\n");
+    status_line(out, 206);
     out.put(&vh.common);
-    let flat = out.flat_mut();
-    let before = flat.len();
-    let _ = write!(
-        flat,
-        "Content-Range: bytes {}-{}/{}\r\nContent-Length: {}\r\n",
-        r.first,
-        r.last,
-        body.len(),
-        r.len()
-    );
-    let n = flat.len() - before;
-    out.note_appended(n);
+    let range = format!("bytes {}-{}/{}", r.first, r.last, body.len());
+    field(out, "Content-Range", range.as_bytes());
+    let _ = write_header_u64(out, "Content-Length", r.len());
     finish_head(out, conn, extra);
     out.put_body(&body.slice(r.first as usize..=r.last as usize));
     r.len()
@@ -390,17 +444,21 @@ fn multipart(
     // before it; multipart responses are rare and bounded by MAX_RANGES.
     let mut payload = Vec::new();
     for r in ranges {
-        let _ = write!(
-            payload,
-            "\r\n--{boundary}\r\nContent-Type: {media_type}\r\nContent-Range: bytes {}-{}/{}\r\n\r\n",
-            r.first,
-            r.last,
-            body.len()
-        );
+        payload.put(b"\r\n--");
+        payload.put(boundary.as_bytes());
+        payload.put(b"\r\n");
+        // Part heads are heads too: same writer, same validation (the media
+        // type was validated when the representation's head was rendered).
+        let _ = write_header(&mut payload, "Content-Type", media_type.as_bytes());
+        let range = format!("bytes {}-{}/{}", r.first, r.last, body.len());
+        let _ = write_header(&mut payload, "Content-Range", range.as_bytes());
+        end_head(&mut payload);
         payload.extend_from_slice(&body[r.first as usize..=r.last as usize]);
     }
-    let _ = write!(payload, "\r\n--{boundary}--\r\n");
-    out.put(b"HTTP/1.1 206 Partial Content\r\n");
+    payload.put(b"\r\n--");
+    payload.put(boundary.as_bytes());
+    payload.put(b"--\r\n");
+    status_line(out, 206);
     // The representation's Content-Type is replaced by the multipart type;
     // the other representation fields stay.
     for line in vh.common.split_inclusive(|&b| b == b'\n') {
@@ -408,15 +466,9 @@ fn multipart(
             out.put(line);
         }
     }
-    let flat = out.flat_mut();
-    let before = flat.len();
-    let _ = write!(
-        flat,
-        "Content-Type: multipart/byteranges; boundary={boundary}\r\nContent-Length: {}\r\n",
-        payload.len()
-    );
-    let n = flat.len() - before;
-    out.note_appended(n);
+    let content_type = format!("multipart/byteranges; boundary={boundary}");
+    field(out, "Content-Type", content_type.as_bytes());
+    let _ = write_header_u64(out, "Content-Length", payload.len() as u64);
     finish_head(out, conn, extra);
     let len = payload.len() as u64;
     out.put_body(&Bytes::from(payload));
@@ -432,22 +484,15 @@ pub fn simple(
     body: &str,
     head_only: bool,
 ) -> Answered {
-    let flat = out.flat_mut();
-    let before = flat.len();
-    let _ = write!(
-        flat,
-        "HTTP/1.1 {status} {}\r\nServer: {SERVER}\r\n",
-        reason_phrase(status)
-    );
+    status_line(out, status);
+    field(out, "Server", SERVER.as_bytes());
     for (k, v) in fields {
-        let _ = write!(flat, "{k}: {v}\r\n");
+        field(out, k, v.as_bytes());
     }
     if !body.is_empty() {
-        flat.extend_from_slice(b"Content-Type: text/plain; charset=utf-8\r\n");
+        field(out, "Content-Type", b"text/plain; charset=utf-8");
     }
-    let _ = write!(flat, "Content-Length: {}\r\n", body.len());
-    let n = flat.len() - before;
-    out.note_appended(n);
+    let _ = write_header_u64(out, "Content-Length", body.len() as u64);
     finish_head(out, conn, b"");
     if !head_only {
         out.put(body.as_bytes());
@@ -459,7 +504,7 @@ pub fn simple(
     }
 }
 
-fn encode_location(path: &str) -> String {
+pub(crate) fn encode_location(path: &str) -> String {
     use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
     // Everything that cannot appear raw in a URI path or query.
     const SET: &AsciiSet = &CONTROLS
@@ -496,7 +541,7 @@ pub fn encode_link_target(path: &str, out: &mut Vec<u8>) {
     }
 }
 
-enum Precondition {
+pub(crate) enum Precondition {
     Proceed,
     NotModified,
     Failed,
@@ -532,19 +577,23 @@ fn etag_list(value: &[u8]) -> impl Iterator<Item = Option<(bool, &[u8])>> {
     })
 }
 
-fn etag_matches(list: &[u8], current: &str, weak_ok: bool) -> bool {
+pub(crate) fn etag_matches(list: &[u8], current: &str, weak_ok: bool) -> bool {
     etag_list(list).any(|m| match m {
         None => true,
         Some((weak, tag)) => (weak_ok || !weak) && tag == current.as_bytes(),
     })
 }
 
-fn parse_date(value: &[u8]) -> Option<SystemTime> {
+pub(crate) fn parse_date(value: &[u8]) -> Option<SystemTime> {
     httpdate::parse_http_date(std::str::from_utf8(value).ok()?.trim()).ok()
 }
 
 /// RFC 9110 §13.2.2, steps 1-4 (5, If-Range, is `if_range_holds`).
-fn preconditions(req: &RequestHead, etag: &str, last_modified: SystemTime) -> Precondition {
+pub(crate) fn preconditions(
+    req: &RequestHead,
+    etag: &str,
+    last_modified: SystemTime,
+) -> Precondition {
     // 1. If-Match: strong comparison (§13.1.1).
     if let Some(v) = req.header("if-match") {
         if !etag_matches(v, etag, false) {

@@ -10,9 +10,11 @@
 //! | `io`       | output queue (one `writev` per flush), buffer pools             |
 //! | `dispatch` | the connection loop: read, answer in order, flush, close        |
 //! | `handler`  | the static handler: what the bytes of a response are            |
+//! | `objpack`  | object packages of the pages (paper 002), chosen by `Accept`     |
 //! | `negotiate`, `range`, `target` | Accept-Encoding, Range, request targets     |
 //! | `registry` | open connections, deadlines (sweeper), eviction at max_conns    |
 //! | `worker`   | one single-threaded runtime per thread, the accept loop         |
+//! | `context`  | `Shared` (all workers) and `Worker` (one thread) state          |
 //! | `log`, `stats`, `time` | access log, counters, cached dates               |
 //!
 //! ```no_run
@@ -28,11 +30,14 @@
 //! # Ok(()) }
 //! ```
 
+mod context;
 mod dispatch;
+pub mod getall;
 pub mod handler;
 mod io;
 mod log;
 pub mod negotiate;
+pub mod objpack;
 pub mod policy;
 pub mod range;
 mod registry;
@@ -52,10 +57,10 @@ use tokio::net::TcpListener;
 pub use policy::{ClosePolicy, FlushPolicy, FlushReason, Linger, ServerConfig};
 pub use stats::ServerStats;
 
+use crate::context::Shared;
 use crate::handler::StaticSite;
 use crate::policy::SWEEP_INTERVAL;
 use crate::registry::{Deadlines, Registry};
-use crate::worker::Shared;
 
 /// Serves `site` on an already-bound `listener` until `shutdown` completes,
 /// then stops accepting, lets open connections finish (idle ones close at
@@ -74,7 +79,8 @@ where
 {
     let started = Instant::now();
     let cpu_before = cpu_times();
-    raise_nofile_limit();
+    let budget = fd_budget();
+    let max_conns = config.max_conns.unwrap_or(budget.max_conns).max(1);
 
     let access_log = match &config.access_log {
         Some(path) => Some(log::AccessLog::create(path, &config.command_line)?),
@@ -92,6 +98,8 @@ where
         }),
         config,
         predictor,
+        max_conns,
+        totals: Default::default(),
     });
 
     let std_listener = listener.into_std()?;
@@ -133,15 +141,10 @@ where
     shared.registry.begin_shutdown();
     let _ = stop_tx.send(true);
 
-    let mut stats = ServerStats::default();
     let mut first_error = None;
     for rx in results {
         match rx.await {
-            Ok(Ok(s)) => {
-                let w = s;
-                stats.connections += w.connections;
-                merge(&mut stats, &w);
-            }
+            Ok(Ok(())) => {}
             Ok(Err(e)) => {
                 first_error.get_or_insert(e);
             }
@@ -161,39 +164,13 @@ where
     if let Some(e) = first_error {
         return Err(e);
     }
+    let mut stats = std::mem::take(&mut *shared.totals.lock().expect("totals lock"));
+    stats.peak_connections = shared.registry.peak() as u64;
     let cpu_after = cpu_times();
     stats.cpu_user_seconds = cpu_after.0 - cpu_before.0;
     stats.cpu_system_seconds = cpu_after.1 - cpu_before.1;
     stats.wall_seconds = started.elapsed().as_secs_f64();
     Ok(stats)
-}
-
-fn merge(into: &mut ServerStats, w: &ServerStats) {
-    into.requests += w.requests;
-    into.responses_2xx += w.responses_2xx;
-    into.responses_3xx += w.responses_3xx;
-    into.responses_4xx += w.responses_4xx;
-    into.responses_5xx += w.responses_5xx;
-    into.bytes_written += w.bytes_written;
-    into.body_bytes += w.body_bytes;
-    into.writes += w.writes;
-    into.flushes_full += w.flushes_full;
-    into.flushes_input_drained += w.flushes_input_drained;
-    into.flushes_each_response += w.flushes_each_response;
-    into.flushes_low_priority += w.flushes_low_priority;
-    into.flushes_closing += w.flushes_closing;
-    into.closes_lingering += w.closes_lingering;
-    into.closes_abrupt += w.closes_abrupt;
-    into.linger_discarded_bytes += w.linger_discarded_bytes;
-    into.closed_by_client += w.closed_by_client;
-    into.malformed_requests += w.malformed_requests;
-    into.idle_timeouts += w.idle_timeouts;
-    into.header_timeouts += w.header_timeouts;
-    into.send_timeouts += w.send_timeouts;
-    into.evictions += w.evictions;
-    into.closed_by_shutdown += w.closed_by_shutdown;
-    into.io_errors += w.io_errors;
-    into.access_log_dropped_lines += w.access_log_dropped_lines;
 }
 
 /// Process CPU time so far (user, system) in seconds, all threads.
@@ -207,16 +184,64 @@ pub fn cpu_times() -> (f64, f64) {
     (secs(ru.ru_utime), secs(ru.ru_stime))
 }
 
-/// Raises the soft open-files limit to the hard limit: every connection is a
-/// file descriptor, and the default soft limit (1024) is far below the 10,000
-/// idle connections the memory test holds.
-pub fn raise_nofile_limit() {
+/// The open-files limit and the connection cap derived from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FdBudget {
+    /// Soft RLIMIT_NOFILE before and after raising it to the hard limit.
+    pub soft_before: u64,
+    pub soft: u64,
+    pub hard: u64,
+    /// Kept back for files, the log and the runtime (`policy::FD_RESERVE`,
+    /// at most half the limit).
+    pub reserve: usize,
+    /// `soft - reserve`: the default `max_conns`.
+    pub max_conns: usize,
+}
+
+impl std::fmt::Display for FdBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "open files: soft limit {} (", self.soft)?;
+        if self.soft_before < self.soft {
+            write!(f, "raised from {}; ", self.soft_before)?;
+        }
+        write!(
+            f,
+            "hard {}); connection cap {} = limit - {} kept for files and the log",
+            self.hard, self.max_conns, self.reserve
+        )
+    }
+}
+
+/// Raises the soft open-files limit to the hard limit (every connection is
+/// a file descriptor, and the default soft limit, 1024, is far below the
+/// 10,000 idle connections the memory test holds) and derives the default
+/// connection cap from it, so that at the cap there are still descriptors
+/// to accept with: at the cap the server evicts an idle connection, while
+/// at the descriptor limit `accept` could only fail.
+pub fn fd_budget() -> FdBudget {
     let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
     // SAFETY: plain syscalls on a struct we own.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
+    let soft_before = if ok { lim.rlim_cur } else { 1024 };
+    if ok && lim.rlim_cur < lim.rlim_max {
+        let raised = libc::rlimit {
+            rlim_cur: lim.rlim_max,
+            rlim_max: lim.rlim_max,
+        };
+        // SAFETY: as above.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
             lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
         }
+    }
+    let soft = if ok { lim.rlim_cur } else { 1024 };
+    // RLIM_INFINITY or huge limits: the cap stays a usize that fits `admit`.
+    let usable = soft.min(u32::MAX as u64) as usize;
+    let reserve = policy::FD_RESERVE.min(usable / 2);
+    FdBudget {
+        soft_before,
+        soft,
+        hard: if ok { lim.rlim_max } else { soft },
+        reserve,
+        max_conns: (usable - reserve).max(1),
     }
 }

@@ -45,6 +45,13 @@ pub const BUFFER_POOL_MAX: usize = 1024;
 /// arming a timer per request.
 pub const SWEEP_INTERVAL: Duration = Duration::from_millis(100);
 
+/// File descriptors kept back from the connection cap when it is derived
+/// from RLIMIT_NOFILE: stdio, the listener and its clones, each worker's
+/// epoll and wake-up descriptors, the access log, files the site loader or
+/// a library may open. 64 is several times what a 2-thread server uses
+/// besides its connections; at most half the limit is kept back.
+pub const FD_RESERVE: usize = 64;
+
 /// After graceful shutdown starts, connections still busy get this long to
 /// finish before they are cut.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -178,7 +185,8 @@ pub struct ServerConfig {
     pub send_timeout: Duration,
     /// Most open connections; at the limit the least recently active idle
     /// connection is closed (paper 003 §4); if none is idle the new one waits.
-    pub max_conns: usize,
+    /// `None`: derived from the open-files limit (`crate::fd_budget`).
+    pub max_conns: Option<usize>,
     pub limits: Limits,
     /// Common Log Format access log.
     pub access_log: Option<PathBuf>,
@@ -204,8 +212,7 @@ impl Default for ServerConfig {
             idle_timeout: Duration::from_secs(60),
             header_timeout: Duration::from_secs(10),
             send_timeout: Duration::from_secs(30),
-            // 10,000 idle connections is the memory test; leave room.
-            max_conns: 100_000,
+            max_conns: None,
             limits: Limits::default(),
             access_log: None,
             prefetch: None,

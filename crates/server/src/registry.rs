@@ -62,6 +62,14 @@ impl Reason {
 }
 
 const PHASE_SHIFT: u32 = 56;
+/// `Registry::counts`: open connections in the low 32 bits, evicting ones
+/// in the high 32.
+const OPEN_MASK: u64 = (1 << 32) - 1;
+const EVICTING_ONE: u64 = 1 << 32;
+
+fn effective(counts: u64) -> usize {
+    (counts & OPEN_MASK).saturating_sub(counts >> 32) as usize
+}
 const SINCE_MASK: u64 = (1 << PHASE_SHIFT) - 1;
 
 /// One connection's shared state.
@@ -79,6 +87,15 @@ impl Slot {
             (phase as u64) << PHASE_SHIFT | (now_ms & SINCE_MASK),
             Ordering::Release,
         );
+    }
+
+    /// Changes the phase and keeps its start time (a fresh connection whose
+    /// first head started: the head deadline still counts from the accept).
+    /// Only the connection's own thread writes `state`.
+    pub fn relabel(&self, phase: Phase) {
+        let since = self.state.load(Ordering::Acquire) & SINCE_MASK;
+        self.state
+            .store((phase as u64) << PHASE_SHIFT | since, Ordering::Release);
     }
 
     /// Marks busy (no timestamp needed: busy is never timed).
@@ -126,10 +143,14 @@ pub struct Deadlines {
 pub struct Registry {
     slots: Mutex<Slab<Arc<Slot>>>,
     pub clock: CoarseClock,
-    /// Open connections (registered slots).
-    open: AtomicUsize,
-    /// Connections told to close for eviction and not closed yet.
-    evicting: AtomicUsize,
+    /// Admitted connections (low 32 bits) and, of those, the ones told to
+    /// close for eviction and not closed yet (high 32 bits), in one word so
+    /// that the admission check and its increment are one compare-and-swap:
+    /// two accept threads can never both take the last place.
+    counts: AtomicU64,
+    /// Most connections counted against the cap at once (evicted ones on
+    /// their way out are not), for the counters.
+    peak: AtomicUsize,
     shutting_down: AtomicBool,
     shutdown_at_ms: AtomicU64,
     deadlines: Deadlines,
@@ -142,8 +163,8 @@ impl Registry {
         Registry {
             slots: Mutex::new(Slab::new()),
             clock: CoarseClock::new(),
-            open: AtomicUsize::new(0),
-            evicting: AtomicUsize::new(0),
+            counts: AtomicU64::new(0),
+            peak: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
             shutdown_at_ms: AtomicU64::new(0),
             deadlines,
@@ -151,14 +172,27 @@ impl Registry {
         }
     }
 
-    pub fn open(&self) -> usize {
-        self.open.load(Ordering::Acquire)
+    /// Most connections counted against the cap at once so far.
+    pub fn peak(&self) -> usize {
+        self.peak.load(Ordering::Relaxed)
     }
 
-    /// Connections counting against `max_conns` (evicted ones are on their way out).
-    pub fn effective_open(&self) -> usize {
-        self.open()
-            .saturating_sub(self.evicting.load(Ordering::Acquire))
+    /// Takes a place for a new connection if fewer than `max` count against
+    /// the limit; exact across threads (one compare-and-swap). A connection
+    /// admitted must `register` and later `unregister`.
+    pub fn admit(&self, max: usize) -> bool {
+        let admitted = self
+            .counts
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |c| {
+                (effective(c) < max).then_some(c + 1)
+            });
+        match admitted {
+            Ok(c) => {
+                self.peak.fetch_max(effective(c) + 1, Ordering::Relaxed);
+                true
+            }
+            Err(_) => false,
+        }
     }
 
     pub fn is_shutting_down(&self) -> bool {
@@ -177,19 +211,16 @@ impl Registry {
             .lock()
             .expect("registry lock")
             .insert(slot.clone());
-        self.open.fetch_add(1, Ordering::AcqRel);
         (key, slot)
     }
 
     /// Must be called before the socket is closed.
     pub fn unregister(&self, key: usize) {
         let slot = self.slots.lock().expect("registry lock").try_remove(key);
-        if let Some(slot) = slot {
-            if slot.reason() == Reason::Evicted {
-                self.evicting.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
-        self.open.fetch_sub(1, Ordering::AcqRel);
+        let evicted = slot.is_some_and(|s| s.reason() == Reason::Evicted);
+        // One word: the place and, if evicted, its eviction mark go together.
+        self.counts
+            .fetch_sub(1 + if evicted { EVICTING_ONE } else { 0 }, Ordering::AcqRel);
         self.freed.notify_waiters();
     }
 
@@ -208,10 +239,10 @@ impl Registry {
         }
         match best {
             Some((_, slot)) => {
-                // Count before poking so effective_open never undercounts.
-                self.evicting.fetch_add(1, Ordering::AcqRel);
+                // Marked before poking: the place is free for `admit` now.
+                self.counts.fetch_add(EVICTING_ONE, Ordering::AcqRel);
                 if !slot.end(Reason::Evicted, libc::SHUT_RD) {
-                    self.evicting.fetch_sub(1, Ordering::AcqRel);
+                    self.counts.fetch_sub(EVICTING_ONE, Ordering::AcqRel);
                     return false;
                 }
                 true

@@ -1,5 +1,6 @@
 //! Counters: per worker thread in `Cell`s (no atomics on the hot path),
-//! summed into `ServerStats` when the server stops.
+//! summed into `ServerStats` when each worker stops, in one place
+//! (`ServerStats::add`, into `Shared::totals`).
 
 use std::cell::Cell;
 use std::fmt;
@@ -40,6 +41,13 @@ pub struct ServerStats {
     pub closed_by_shutdown: u64,
     pub io_errors: u64,
     pub access_log_dropped_lines: u64,
+    /// Most connections counted against `max_conns` at once (a connection
+    /// evicted and not yet closed is not counted).
+    pub peak_connections: u64,
+    /// Failed `accept` calls (e.g. EMFILE), and idle connections closed to
+    /// free a file descriptor after one.
+    pub accept_errors: u64,
+    pub evictions_for_fds: u64,
     pub cpu_user_seconds: f64,
     pub cpu_system_seconds: f64,
     pub wall_seconds: f64,
@@ -73,6 +81,8 @@ impl ServerStats {
         self.closed_by_shutdown += w.closed_by_shutdown.get();
         self.io_errors += w.io_errors.get();
         self.access_log_dropped_lines += w.log_dropped.get();
+        self.accept_errors += w.accept_errors.get();
+        self.evictions_for_fds += w.evictions_for_fds.get();
     }
 
     pub fn cpu_seconds(&self) -> f64 {
@@ -119,6 +129,11 @@ impl fmt::Display for ServerStats {
             self.closed_by_shutdown,
             self.io_errors
         )?;
+        writeln!(
+            f,
+            "connections        peak {} open at once / accept errors {} (idle evicted for a descriptor {})",
+            self.peak_connections, self.accept_errors, self.evictions_for_fds
+        )?;
         if self.access_log_dropped_lines > 0 {
             writeln!(
                 f,
@@ -158,6 +173,8 @@ pub struct WorkerStats {
     pub closed_by_shutdown: Cell<u64>,
     pub io_errors: Cell<u64>,
     pub log_dropped: Cell<u64>,
+    pub accept_errors: Cell<u64>,
+    pub evictions_for_fds: Cell<u64>,
 }
 
 pub fn bump(c: &Cell<u64>, n: u64) {

@@ -3,22 +3,17 @@
 //! its connections, counters, buffer pools and access-log buffer (no locks or
 //! atomics between connections of one worker).
 
-use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pagewire_prefetch::OnlinePredictor;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::handler::StaticSite;
-use crate::io::Pools;
+use crate::context::{Shared, Worker};
 use crate::log::LogBuffer;
-use crate::policy::ServerConfig;
-use crate::registry::Registry;
-use crate::stats::{bump, ServerStats, WorkerStats};
+use crate::stats::bump;
 
 /// Back-off after a failed accept (EMFILE, ENFILE, ENOBUFS): the error is
 /// usually transient, and retrying at once would spin.
@@ -28,66 +23,20 @@ const FULL_RECHECK: Duration = Duration::from_millis(50);
 /// How often a worker hands its access-log lines to the writer thread.
 const LOG_HANDOVER_INTERVAL: Duration = Duration::from_secs(1);
 
-/// State shared by all workers.
-pub(crate) struct Shared {
-    pub site: StaticSite,
-    pub config: ServerConfig,
-    pub registry: Registry,
-    pub predictor: Option<OnlinePredictor>,
-}
-
-/// One worker thread's state, shared by its connections through `Rc`.
-pub(crate) struct Worker {
-    pub shared: Arc<Shared>,
-    pub stats: WorkerStats,
-    pub pools: Pools,
-    pub log: RefCell<Option<LogBuffer>>,
-    conns: Cell<usize>,
-    all_closed: tokio::sync::Notify,
-}
-
-impl Worker {
-    #[cfg(test)]
-    pub fn new_for_test(shared: Arc<Shared>, stats: WorkerStats, pools: Pools) -> Worker {
-        Worker {
-            shared,
-            stats,
-            pools,
-            log: RefCell::new(None),
-            conns: Cell::new(1),
-            all_closed: tokio::sync::Notify::new(),
-        }
-    }
-
-    pub fn conn_closed(&self) {
-        self.conns.set(self.conns.get() - 1);
-        if self.conns.get() == 0 {
-            self.all_closed.notify_one();
-        }
-    }
-}
-
 /// Runs one worker until `stop` says so and its connections are closed.
 pub(crate) fn run(
     shared: Arc<Shared>,
     listener: std::net::TcpListener,
     stop: watch::Receiver<bool>,
     log_tx: Option<SyncSender<Vec<u8>>>,
-) -> std::io::Result<ServerStats> {
+) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         let listener = TcpListener::from_std(listener)?;
-        let w = Rc::new(Worker {
-            shared,
-            stats: WorkerStats::default(),
-            pools: Pools::default(),
-            log: RefCell::new(log_tx.map(LogBuffer::new)),
-            conns: Cell::new(0),
-            all_closed: tokio::sync::Notify::new(),
-        });
+        let w = Rc::new(Worker::new(shared, log_tx.map(LogBuffer::new)));
         if w.log.borrow().is_some() {
             let w2 = w.clone();
             let mut stop2 = stop.clone();
@@ -113,15 +62,14 @@ pub(crate) fn run(
         if let Some(log) = w.log.borrow_mut().take() {
             log.finish();
         }
-        let mut stats = ServerStats::default();
-        stats.add(&w.stats);
-        Ok(stats)
+        w.shared.totals.lock().expect("totals lock").add(&w.stats);
+        Ok(())
     })
 }
 
 async fn accept_loop(w: &Rc<Worker>, listener: &TcpListener, mut stop: watch::Receiver<bool>) {
     let registry = &w.shared.registry;
-    let max_conns = w.shared.config.max_conns.max(1);
+    let max_conns = w.shared.max_conns;
     loop {
         let accepted = tokio::select! {
             biased;
@@ -130,24 +78,42 @@ async fn accept_loop(w: &Rc<Worker>, listener: &TcpListener, mut stop: watch::Re
         };
         let (stream, peer) = match accepted {
             Ok(x) => x,
-            Err(_) => {
-                tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+            Err(e) => {
+                // Out of file descriptors (EMFILE, ENFILE): close the least
+                // recently active idle connection and retry once it is gone;
+                // with nothing to evict (or another error), back off. Never
+                // a busy retry: the listener stays readable while the
+                // kernel's queue holds connections.
+                bump(&w.stats.accept_errors, 1);
+                let out_of_fds = matches!(e.raw_os_error(), Some(libc::EMFILE | libc::ENFILE));
+                if out_of_fds && registry.evict_oldest_idle() {
+                    bump(&w.stats.evictions_for_fds, 1);
+                    tokio::select! {
+                        _ = registry.freed.notified() => {}
+                        _ = tokio::time::sleep(ACCEPT_ERROR_BACKOFF) => {}
+                    }
+                } else {
+                    tokio::time::sleep(ACCEPT_ERROR_BACKOFF).await;
+                }
                 continue;
             }
         };
         // At the limit: close the least recently active idle connection
         // (paper 003 §4); if none is idle, this connection waits (and so does
-        // the kernel's accept queue behind it).
-        if registry.effective_open() >= max_conns && !registry.evict_oldest_idle() {
-            loop {
-                tokio::select! {
-                    _ = registry.freed.notified() => {}
-                    _ = tokio::time::sleep(FULL_RECHECK) => {}
-                    _ = stop.changed() => return,
-                }
-                if registry.effective_open() < max_conns || registry.evict_oldest_idle() {
-                    break;
-                }
+        // the kernel's accept queue behind it). `admit` takes the place
+        // atomically, so the cap is exact across accept threads.
+        loop {
+            if registry.admit(max_conns) {
+                break;
+            }
+            // Eviction marks the place free at once; the loop then admits.
+            if registry.evict_oldest_idle() {
+                continue;
+            }
+            tokio::select! {
+                _ = registry.freed.notified() => {}
+                _ = tokio::time::sleep(FULL_RECHECK) => {}
+                _ = stop.changed() => return,
             }
         }
         if !w.shared.config.nagle {

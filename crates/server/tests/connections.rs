@@ -214,7 +214,7 @@ fn at_max_conns_the_least_recently_active_idle_connection_is_closed() {
     let server = TestServer::start(
         small_site(),
         ServerConfig {
-            max_conns: 2,
+            max_conns: Some(2),
             ..config()
         },
     );

@@ -10,6 +10,9 @@ use pagewire_lab::report::{utc_now, Provenance, Results};
 use pagewire_lab::runner::{self, BenchConfig, ServerKind};
 use pagewire_lab::{Net, Strategy, Test};
 
+#[path = "bench_objpack.rs"]
+mod objpack;
+
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
     pagewire bench                      # all networks, 5 repetitions (~8 min), results in ./bench-YYYYMMDD-HHMMSS/\n  \
@@ -18,7 +21,10 @@ use pagewire_lab::{Net, Strategy, Test};
     pagewire bench --server-cmd 'python3 -m http.server {port} -d {root}' --net lan\n  \
     pagewire bench --tcp 1997 --mss 536")]
 pub struct Args {
-    /// Experiment suite (only `microscape`, paper 001, so far).
+    /// Experiment suite: `microscape` (paper 001), `objpack` (paper 002:
+    /// lan100 and wan; `--reps` sets per group, `--quick` 2 sets on lan100),
+    /// `conn-length` or `getall` (Padmanabhan & Mogul, Figures 2-3 and 5-8;
+    /// these two take --quick, --reps, --tcp, --out).
     #[arg(long, default_value = "microscape")]
     suite: String,
     /// Networks, comma-separated: lan, wan, ppp.
@@ -114,9 +120,18 @@ fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig> + Send
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    if a.suite == "conn-length" {
+        return conn_length(&a);
+    }
+    if a.suite == "getall" {
+        return getall(&a);
+    }
+    if a.suite == "objpack" {
+        return objpack::run(&a);
+    }
     if a.suite != "microscape" {
         bail!(
-            "--suite: only `microscape` (paper 001) is implemented, got {:?}",
+            "--suite: `microscape` (paper 001) or `objpack` (paper 002), got {:?}",
             a.suite
         );
     }
@@ -254,6 +269,59 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--suite conn-length`: its own configurations (local, remote,
+/// remote-536); of the link options only `--tcp` applies.
+fn conn_length(a: &Args) -> Result<ExitCode> {
+    let tcp1997 = a.link.parse()?.config("lan", a.seed)?.tcp1997;
+    let (_, stamp) = utc_now();
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("bench-conn-length-{stamp}")));
+    let r = pagewire_lab::connlen::suite(&pagewire_lab::connlen::SuiteOptions {
+        quick: a.quick,
+        tcp1997,
+        trials: a.reps,
+        out: out.clone(),
+        command: pagewire_emu::command_line(),
+        progress: !a.no_progress,
+        host: host_description(),
+        parallel: pagewire_lab::connlen::DEFAULT_PARALLEL,
+    })?;
+    print!("{}", r.render_text());
+    println!(
+        "Wrote results.json, results.csv, report.txt and the figures in {}.",
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--suite getall`: load time vs number and size of inline images.
+fn getall(a: &Args) -> Result<ExitCode> {
+    let tcp1997 = a.link.parse()?.config("lan", a.seed)?.tcp1997;
+    let (_, stamp) = utc_now();
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("bench-getall-{stamp}")));
+    let r = pagewire_lab::loadtime::suite(&pagewire_lab::loadtime::SuiteOptions {
+        quick: a.quick,
+        tcp1997,
+        reps: a.reps,
+        out: out.clone(),
+        command: pagewire_emu::command_line(),
+        progress: !a.no_progress,
+        host: host_description(),
+        exe: std::env::current_exe().context("find this pagewire binary")?,
+    })?;
+    print!("{}", r.render_text());
+    println!(
+        "Wrote results.json, results.csv, report.txt and the figures in {}.",
+        out.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn host_description() -> String {

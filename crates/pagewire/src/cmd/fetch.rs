@@ -17,7 +17,10 @@ use pagewire_link::config::parse_duration;
 pub struct Args {
     /// Page URL (http://host[:port]/path).
     pub url: String,
-    /// Transfer strategy: http10, http11, pipeline, pipeline-deflate.
+    /// Transfer strategy: http10, http11, pipeline, pipeline-deflate,
+    /// getall (GETALL/GETLIST, paper 003), objpack (object package by content
+    /// negotiation, paper 002). Both fall back to pipelining against servers
+    /// that do not offer them.
     #[arg(long, default_value = "pipeline", value_parser = parse_strategy)]
     pub strategy: Strategy,
     /// Pipeline output buffer size in bytes (flushed when full).
@@ -106,6 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.revalidate = args.revalidate;
     cfg.prefetch = args.prefetch;
     cfg.keep_bodies = args.save.is_some() || args.har.is_some();
+    cfg.save_dir = args.save.clone();
     cfg.nodelay = !args.nagle;
     cfg.timeouts = Timeouts {
         connect: args.connect_timeout,

@@ -52,9 +52,20 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub header_timeout: Duration,
     /// Most open connections; at the limit the least recently active idle
-    /// connection is closed.
-    #[arg(long, default_value_t = 100_000)]
-    pub max_conns: usize,
+    /// connection is closed. Default: the open-files limit (soft raised to
+    /// hard) minus a reserve of 64 for files and the log.
+    #[arg(long)]
+    pub max_conns: Option<usize>,
+    /// Largest request head in bytes (request line, fields, blank line);
+    /// larger gets 431.
+    #[arg(long, default_value_t = pagewire_h1::Limits::default().max_head_bytes)]
+    pub max_head_bytes: usize,
+    /// Most field lines in a request head (at most 256); more gets 431.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub max_headers: u16,
+    /// Longest single field line in bytes; longer gets 431.
+    #[arg(long, default_value_t = pagewire_h1::Limits::default().max_header_line_bytes)]
+    pub max_header_line_bytes: usize,
     /// Write a Common Log Format access log here.
     #[arg(long)]
     pub access_log: Option<PathBuf>,
@@ -85,6 +96,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             site.len(),
             config.threads
         );
+        let budget = pagewire_server::fd_budget();
+        match config.max_conns {
+            None => eprintln!("pagewire serve: {budget}"),
+            Some(n) => eprintln!(
+                "pagewire serve: --max-conns {n}; open files: soft limit {} (hard {})",
+                budget.soft, budget.hard
+            ),
+        }
         // Scripts and tests read this line to learn the port.
         println!("listening on http://{addr}");
         use std::io::Write as _;
@@ -150,7 +169,13 @@ fn config_from(args: &Args) -> ServerConfig {
         max_requests: args.max_requests,
         idle_timeout: args.idle_timeout,
         header_timeout: args.header_timeout,
-        max_conns: args.max_conns.max(1),
+        max_conns: args.max_conns.map(|n| n.max(1)),
+        limits: pagewire_h1::Limits {
+            max_head_bytes: args.max_head_bytes,
+            max_headers: usize::from(args.max_headers),
+            max_header_line_bytes: args.max_header_line_bytes,
+            ..Default::default()
+        },
         access_log: args.access_log.clone(),
         prefetch: args.prefetch,
         command_line: pagewire_emu::command_line().join(" "),

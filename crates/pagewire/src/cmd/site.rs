@@ -27,10 +27,49 @@ pub enum Site {
         #[arg(long)]
         lowercase: bool,
     },
+    /// The SURGE file set of paper 004 (Barford & Crovella): web objects
+    /// (HTML base pages with their embedded files, and single files) with
+    /// sizes from Table 8's models, plus manifest.json for `pagewire load`.
+    Surge {
+        /// Directory to write the files and manifest.json into.
+        #[arg(long)]
+        out: PathBuf,
+        /// Number of files (the paper: 2000, about 50 MB).
+        #[arg(long, default_value_t = pagewire_load::fileset::DEFAULT_FILES)]
+        files: usize,
+        /// Seed; the same seed gives the same bytes everywhere.
+        #[arg(long, default_value_t = pagewire_load::fileset::DEFAULT_SEED)]
+        seed: u64,
+    },
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.site {
+        Site::Surge { out, files, seed } => {
+            use pagewire_load::fileset;
+            if !(1..=1_000_000).contains(&files) {
+                anyhow::bail!("--files must be between 1 and 1000000");
+            }
+            let m = fileset::generate(files, seed, &pagewire_load::model::Params::default());
+            fileset::write(&m, &out)
+                .with_context(|| format!("writing the SURGE site to {}", out.display()))?;
+            let composite = m.objects.iter().filter(|o| o.files.len() > 1).count();
+            let embedded: usize = m.objects.iter().map(|o| o.files.len() - 1).sum();
+            println!(
+                "SURGE file set, seed {seed}: {} web objects ({composite} base pages with {embedded} embedded files, {} single files)",
+                m.objects.len(),
+                m.objects.len() - composite
+            );
+            println!(
+                "wrote {} files ({} bytes, {:.1} MB) and {} to {}",
+                m.files,
+                m.bytes,
+                m.bytes as f64 / 1e6,
+                fileset::MANIFEST,
+                out.display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
         Site::Microscape {
             out,
             seed,

@@ -1,0 +1,244 @@
+//! Receiving an object package (strategy `objpack`; Fujinoki, Sanjay, Shah,
+//! "Web File Transmission by Object Packaging"): the page's response body is
+//! a package, decoded as it streams in. The first file is the page itself
+//! (its bytes become the page response's content); every other file becomes
+//! an object of its own, complete — recorded, and written to the cache and
+//! the `save_dir` — the moment its last byte is in, not when the package
+//! ends. After the package, the page is parsed and objects it references
+//! that the package lacked are requested as usual.
+
+use super::*;
+use pagewire_objpack::{Event, Limits, Reader, Step};
+
+pub(super) struct PackageRx {
+    reader: Reader,
+    cur: Option<FileRx>,
+}
+
+struct FileRx {
+    id: ObjId,
+    started: Duration,
+    hasher: Sha256,
+    size: u64,
+    body: Vec<u8>,
+}
+
+/// URL path of a package file name (names are decoded relative paths).
+fn path_of_name(name: &str) -> String {
+    let mut escaped = String::with_capacity(name.len() + 1);
+    escaped.push('/');
+    for c in name.chars() {
+        match c {
+            '%' => escaped.push_str("%25"),
+            '?' => escaped.push_str("%3F"),
+            '#' => escaped.push_str("%23"),
+            c => escaped.push(c),
+        }
+    }
+    encode_target(&escaped)
+}
+
+impl PackageRx {
+    pub(super) fn new() -> PackageRx {
+        PackageRx {
+            reader: Reader::new(Limits::default()),
+            cur: None,
+        }
+    }
+}
+
+impl Session {
+    /// Package bytes of the page's response.
+    pub(super) fn package_body(
+        &self,
+        st: &mut State,
+        rx: &mut PackageRx,
+        mut data: &[u8],
+        now: Duration,
+    ) -> Result<(), FetchError> {
+        let bad = |e: pagewire_objpack::Error| {
+            FetchError::object(&self.page_url, format!("object package: {e}"))
+        };
+        loop {
+            let Step { consumed, event } = rx.reader.advance(data).map_err(bad)?;
+            data = &data[consumed..];
+            let Some(event) = event else { return Ok(()) };
+            self.package_event(st, rx, event, now)?;
+        }
+    }
+
+    fn package_event(
+        &self,
+        st: &mut State,
+        rx: &mut PackageRx,
+        event: Event<'_>,
+        now: Duration,
+    ) -> Result<(), FetchError> {
+        match event {
+            Event::Table | Event::End => {}
+            Event::FileStart { index } => {
+                let name = &rx.reader.entries()[index].name;
+                let path = path_of_name(name);
+                let id = if index == 0 {
+                    // The page: also known under its file name.
+                    st.by_path.entry(path).or_insert(PAGE);
+                    PAGE
+                } else if let Some(&id) = st.by_path.get(&path) {
+                    id
+                } else {
+                    self.add_object(st, path, ObjectKind::Embedded)
+                };
+                rx.cur = Some(FileRx {
+                    id,
+                    started: now,
+                    hasher: Sha256::new(),
+                    size: 0,
+                    body: Vec::new(),
+                });
+            }
+            Event::Data { bytes, .. } => {
+                let f = rx.cur.as_mut().expect("FileStart first");
+                if f.id == PAGE {
+                    let r = st.objs[PAGE].resp.as_mut().expect("page head first");
+                    r.hasher.update(bytes);
+                    r.size += bytes.len() as u64;
+                    if r.body.len() + bytes.len() > MAX_ENTRY_BODY_BYTES {
+                        return Err(FetchError::object(
+                            &self.page_url,
+                            "page larger than 256 MiB",
+                        ));
+                    }
+                    r.body.extend_from_slice(bytes);
+                } else {
+                    f.hasher.update(bytes);
+                    f.size += bytes.len() as u64;
+                    if self.keep_bodies() || self.cfg.save_dir.is_some() {
+                        if f.body.len() + bytes.len() > MAX_ENTRY_BODY_BYTES {
+                            let url = st.objs[f.id].url.clone();
+                            return Err(FetchError::object(&url, "object larger than 256 MiB"));
+                        }
+                        f.body.extend_from_slice(bytes);
+                    }
+                }
+            }
+            Event::FileEnd { index } => {
+                let f = rx.cur.take().expect("FileStart first");
+                if f.id == PAGE {
+                    let attrs = &rx.reader.entries()[index].attrs;
+                    let r = st.objs[PAGE].resp.as_mut().expect("page head first");
+                    if !attrs.media_type.is_empty() {
+                        r.content_type = Some(attrs.media_type.clone());
+                    }
+                    return Ok(());
+                }
+                self.package_file_done(st, rx, index, f, now);
+            }
+        }
+        Ok(())
+    }
+
+    fn package_file_done(
+        &self,
+        st: &mut State,
+        rx: &PackageRx,
+        index: usize,
+        mut f: FileRx,
+        now: Duration,
+    ) {
+        let attrs = &rx.reader.entries()[index].attrs;
+        let (page_conn, requested) = {
+            let p = &st.objs[PAGE];
+            (p.resp.as_ref().map_or(0, |r| r.conn), p.requested)
+        };
+        let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        let last_modified = attrs.last_modified.map(|s| {
+            httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_secs(s.min(1 << 40)))
+        });
+        let mut headers = Vec::new();
+        if let Some(ct) = nonempty(&attrs.media_type) {
+            headers.push(("Content-Type".to_string(), ct));
+        }
+        if let Some(e) = nonempty(&attrs.etag) {
+            headers.push(("ETag".to_string(), e));
+        }
+        if let Some(lm) = &last_modified {
+            headers.push(("Last-Modified".to_string(), lm.clone()));
+        }
+        let body = Bytes::from(std::mem::take(&mut f.body));
+        let sha = hex(&f.hasher.finalize_reset());
+        let o = &mut st.objs[f.id];
+        o.record = Some(ObjectRecord {
+            url: o.url.clone(),
+            kind: o.kind,
+            method: RequestMethod::Get,
+            status: 200,
+            outcome: Outcome::Fetched,
+            size: f.size,
+            sha256: sha.clone(),
+            body_bytes_received: f.size,
+            header_bytes_received: 0,
+            request_bytes_sent: 0,
+            content_type: nonempty(&attrs.media_type),
+            content_encoding: None,
+            etag: nonempty(&attrs.etag),
+            last_modified: last_modified.clone(),
+            connection: page_conn,
+            attempts: 0,
+            requested_ms: ms(requested),
+            first_byte_ms: ms(f.started),
+            done_ms: ms(now),
+            request_head: String::new(),
+            response_headers: headers,
+            http_version: "HTTP/1.1",
+            body: None,
+        });
+        // Handed over now, as the paper's client unpacks "on the fly".
+        if let Some(cache) = &self.cache {
+            let meta = EntryMeta {
+                url: o.url.clone(),
+                status: 200,
+                etag: nonempty(&attrs.etag),
+                last_modified,
+                content_type: nonempty(&attrs.media_type),
+                body_len: f.size,
+                body_sha256: sha,
+                prefetched: false,
+            };
+            match cache.put(&meta, &body) {
+                Ok(()) => o.stored = true,
+                Err(e) => st.warnings.push(e.to_string()),
+            }
+        }
+        let o = &mut st.objs[f.id];
+        if let Some(dir) = &self.cfg.save_dir {
+            if let Err(e) = crate::save::write_one(dir, &o.url, &body) {
+                st.warnings.push(e.to_string());
+            }
+        }
+        let o = &mut st.objs[f.id];
+        if self.keep_bodies() {
+            o.body = Some(body);
+        }
+        st.last_done = st.last_done.max(now);
+    }
+
+    /// The page's package response ended: it must be complete. Returns the
+    /// page's HTML for discovery.
+    pub(super) fn package_end(
+        &self,
+        st: &mut State,
+        mut rx: PackageRx,
+        now: Duration,
+    ) -> Result<(), FetchError> {
+        let bad = |e: pagewire_objpack::Error| {
+            FetchError::object(&self.page_url, format!("object package: {e}"))
+        };
+        // Events that need no bytes (empty last files, the end).
+        loop {
+            let Step { event, .. } = rx.reader.advance(&[]).map_err(bad)?;
+            let Some(event) = event else { break };
+            self.package_event(st, &mut rx, event, now)?;
+        }
+        rx.reader.finish().map_err(bad)
+    }
+}

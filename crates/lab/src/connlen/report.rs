@@ -1,0 +1,233 @@
+//! Figures 2 and 3 (SVG), results.csv, results.json and a text report.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{anyhow, Context, Result};
+use plotters::prelude::*;
+use serde::Serialize;
+
+use crate::claimspec::{check_all, tally, Claim};
+use crate::report::Provenance;
+
+use super::claims::{Ctx, CLAIMS};
+use super::{Config, Plan, Point};
+
+#[derive(Serialize)]
+pub struct Results {
+    pub provenance: Provenance,
+    pub plan: Plan,
+    pub wall_s: f64,
+    pub points: Vec<Point>,
+    pub claims: Vec<Claim>,
+}
+
+impl Results {
+    pub fn new(provenance: Provenance, plan: Plan, wall_s: f64, points: Vec<Point>) -> Self {
+        let claims = check_all(
+            CLAIMS,
+            &Ctx {
+                points: points.clone(),
+            },
+        );
+        Results {
+            provenance,
+            plan,
+            wall_s,
+            points,
+            claims,
+        }
+    }
+
+    /// Writes results.json, results.csv, report.txt and one figure per
+    /// measured configuration (fig2-remote.svg, fig2-remote-536.svg,
+    /// fig3-local.svg).
+    pub fn write(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut files = vec!["results.json".to_string(), "results.csv".into()];
+        std::fs::write(
+            dir.join("results.json"),
+            serde_json::to_string_pretty(self)?,
+        )
+        .context("write results.json")?;
+        let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
+        w.write_record([
+            "config",
+            "tcp",
+            "buffer",
+            "buffer_bytes",
+            "client_rcvbuf",
+            "length",
+            "throughput",
+            "mean_throughput",
+            "sd_throughput",
+            "trials",
+        ])?;
+        for p in &self.points {
+            w.write_record([
+                p.config.name().to_string(),
+                p.tcp.to_string(),
+                p.buffer.label(),
+                p.buffer_bytes.map(|b| b.to_string()).unwrap_or_default(),
+                p.client_rcvbuf.to_string(),
+                p.length.to_string(),
+                format!("{:.1}", p.throughput),
+                format!("{:.1}", p.throughput_trials.mean),
+                format!("{:.1}", p.throughput_trials.sd),
+                p.throughput_trials.n.to_string(),
+            ])?;
+        }
+        w.flush()?;
+        for c in Config::ALL {
+            if !self.points.iter().any(|p| p.config == c) {
+                continue;
+            }
+            let (fig, rtt) = match c {
+                Config::Local => ("fig3", "RTT 0.5 ms, 10 Mbit/s, MSS 1460"),
+                Config::Remote => ("fig2", "RTT 70 ms, T1, MSS 1460"),
+                Config::Remote536 => ("fig2", "RTT 70 ms, T1, MSS 536"),
+            };
+            let name = format!("{fig}-{}.svg", c.name());
+            let tcp = if self.plan.tcp1997 {
+                ", --tcp 1997"
+            } else {
+                ""
+            };
+            let svg = figure(
+                &format!("Throughput vs. connection length, {rtt}{tcp}"),
+                &self.points,
+                c,
+            )?;
+            std::fs::write(dir.join(&name), svg).with_context(|| format!("write {name}"))?;
+            files.push(name);
+        }
+        std::fs::write(dir.join("report.txt"), self.render_text()).context("write report.txt")?;
+        files.push("report.txt".into());
+        Ok(files)
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "Connection length vs throughput (Padmanabhan & Mogul, \"Improving HTTP Latency\", Figures 2-3)"
+        );
+        let _ = writeln!(
+            s,
+            "{}; {} trials per point ({} from {} B), best trial shown, bytes/s",
+            self.provenance.date_utc, self.plan.trials, self.plan.long_trials, self.plan.long_from
+        );
+        for c in Config::ALL {
+            let pts: Vec<&Point> = self.points.iter().filter(|p| p.config == c).collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let _ = writeln!(s, "\n{c}:");
+            let _ = write!(s, "{:>10}", "length");
+            for b in &self.plan.buffers {
+                let _ = write!(s, "{:>12}", b.label());
+            }
+            let _ = writeln!(s);
+            for &l in &self.plan.lengths {
+                let _ = write!(s, "{l:>10}");
+                for &b in &self.plan.buffers {
+                    match pts.iter().find(|p| p.length == l && p.buffer == b) {
+                        Some(p) => {
+                            let _ = write!(s, "{:>12.0}", p.throughput);
+                        }
+                        None => {
+                            let _ = write!(s, "{:>12}", "-");
+                        }
+                    }
+                }
+                let _ = writeln!(s);
+            }
+        }
+        let (ok, bad, unk) = tally(&self.claims);
+        let _ = writeln!(
+            s,
+            "\nClaims: {ok} confirmed, {bad} contradicted, {unk} inconclusive"
+        );
+        for c in &self.claims {
+            let _ = writeln!(
+                s,
+                "- [{}] {} \"{}\"\n    {}",
+                c.verdict, c.id, c.claim, c.evidence
+            );
+        }
+        s
+    }
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("plotting: {e:?}")
+}
+
+/// Throughput (KB/s) against length (log x), one curve per buffer size,
+/// best trial per point, as the paper's Figures 2 and 3.
+pub fn figure(title: &str, points: &[Point], c: Config) -> Result<String> {
+    let pts: Vec<&Point> = points.iter().filter(|p| p.config == c).collect();
+    let xmin = pts.iter().map(|p| p.length).min().unwrap_or(256).max(1) as f64;
+    let xmax = pts.iter().map(|p| p.length).max().unwrap_or(1 << 22).max(2) as f64;
+    let ymax = pts
+        .iter()
+        .map(|p| p.throughput / 1024.0)
+        .fold(0.0f64, f64::max)
+        .max(1.0)
+        * 1.1;
+    let mut buffers: Vec<super::Buffer> = pts.iter().map(|p| p.buffer).collect();
+    buffers.sort();
+    buffers.dedup();
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (640, 400)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(64)
+            .build_cartesian_2d((xmin * 0.8..xmax * 1.25).log_scale(), 0f64..ymax)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("connection length (bytes)")
+            .y_desc("throughput (KB/s), best of the trials")
+            .x_label_formatter(&|x| {
+                if *x >= 1048576.0 {
+                    format!("{:.0}M", x / 1048576.0)
+                } else if *x >= 1024.0 {
+                    format!("{:.0}K", x / 1024.0)
+                } else {
+                    format!("{x:.0}")
+                }
+            })
+            .draw()
+            .map_err(err)?;
+        for (i, b) in buffers.iter().enumerate() {
+            let mut line: Vec<(f64, f64)> = pts
+                .iter()
+                .filter(|p| p.buffer == *b)
+                .map(|p| (p.length as f64, p.throughput / 1024.0))
+                .collect();
+            line.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(line.clone(), color.stroke_width(2)))
+                .map_err(err)?
+                .label(format!("buffer {}", b.label()))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+            chart
+                .draw_series(line.into_iter().map(|p| Circle::new(p, 2, color.filled())))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(buf)
+}

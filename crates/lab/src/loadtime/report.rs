@@ -1,0 +1,292 @@
+//! Figures 5-8 (SVG), results.csv, results.json and a text report.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{anyhow, Context, Result};
+use plotters::prelude::*;
+use serde::Serialize;
+
+use crate::claimspec::{check_all, tally, Claim};
+use crate::report::Provenance;
+
+use super::claims::{Ctx, CLAIMS};
+use super::{Cell, Method, Net, Plan};
+
+#[derive(Serialize)]
+pub struct Results {
+    pub provenance: Provenance,
+    pub plan: Plan,
+    pub wall_s: f64,
+    pub cells: Vec<Cell>,
+    pub claims: Vec<Claim>,
+}
+
+impl Results {
+    pub fn new(provenance: Provenance, plan: Plan, wall_s: f64, cells: Vec<Cell>) -> Self {
+        let claims = check_all(
+            CLAIMS,
+            &Ctx {
+                cells: cells.clone(),
+            },
+        );
+        Results {
+            provenance,
+            plan,
+            wall_s,
+            cells,
+            claims,
+        }
+    }
+
+    fn at(&self, net: Net, size: usize, n: usize, m: Method) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| c.net == net && c.size == size && c.images == n && c.method == m)
+    }
+
+    pub fn write(&self, dir: &Path) -> Result<()> {
+        std::fs::write(
+            dir.join("results.json"),
+            serde_json::to_string_pretty(self)?,
+        )
+        .context("write results.json")?;
+        let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
+        w.write_record([
+            "net",
+            "size",
+            "images",
+            "method",
+            "load_s",
+            "sd_s",
+            "n",
+            "requests",
+            "connections",
+        ])?;
+        for c in &self.cells {
+            w.write_record([
+                c.net.name().to_string(),
+                c.size.to_string(),
+                c.images.to_string(),
+                c.method.name().to_string(),
+                format!("{:.4}", c.load_s.mean),
+                format!("{:.4}", c.load_s.sd),
+                c.load_s.n.to_string(),
+                c.requests.to_string(),
+                c.connections.to_string(),
+            ])?;
+        }
+        w.flush()?;
+        // Figures 5 and 6: load time vs number of images, remote server.
+        for (fig, size) in [("fig5", 2544usize), ("fig6", 45566)] {
+            for net in [Net::Remote, Net::Local] {
+                if !self.cells.iter().any(|c| c.net == net && c.size == size) {
+                    continue;
+                }
+                let series: Vec<(String, Vec<(f64, f64)>)> = self
+                    .plan
+                    .methods
+                    .iter()
+                    .map(|&m| {
+                        let pts = self
+                            .plan
+                            .counts
+                            .iter()
+                            .filter_map(|&n| {
+                                self.at(net, size, n, m).map(|c| (n as f64, c.load_s.mean))
+                            })
+                            .collect();
+                        (m.name().to_string(), pts)
+                    })
+                    .collect();
+                let name = if net == Net::Remote {
+                    format!("{fig}.svg")
+                } else {
+                    format!("{fig}-local.svg")
+                };
+                let svg = lines(
+                    &format!(
+                        "Load time, {} server, image size = {size} bytes",
+                        net.name()
+                    ),
+                    "number of inline images",
+                    "load time (s)",
+                    false,
+                    &series,
+                )?;
+                std::fs::write(dir.join(name), svg)?;
+            }
+        }
+        // Figures 7 and 8: relative improvement (GETALL vs HTTP/1.0) against
+        // image size, one curve per image count.
+        for (fig, net) in [("fig7", Net::Remote), ("fig8", Net::Local)] {
+            let series: Vec<(String, Vec<(f64, f64)>)> = self
+                .plan
+                .counts
+                .iter()
+                .filter(|&&n| n > 0)
+                .map(|&n| {
+                    let pts = self
+                        .plan
+                        .sizes
+                        .iter()
+                        .filter_map(|&s| {
+                            let g = self.at(net, s, n, Method::Getall)?;
+                            let h = self.at(net, s, n, Method::Http10)?;
+                            Some((s as f64, (1.0 - g.load_s.mean / h.load_s.mean) * 100.0))
+                        })
+                        .collect();
+                    (format!("{n} images"), pts)
+                })
+                .collect();
+            if series.iter().all(|s| s.1.is_empty()) {
+                continue;
+            }
+            let svg = lines(
+                &format!(
+                    "Latency improvement of GETALL over HTTP/1.0, {} server",
+                    net.name()
+                ),
+                "image size (bytes)",
+                "improvement (%)",
+                true,
+                &series,
+            )?;
+            std::fs::write(dir.join(format!("{fig}.svg")), svg)?;
+        }
+        std::fs::write(dir.join("report.txt"), self.render_text())?;
+        Ok(())
+    }
+
+    pub fn render_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "Load time vs number and size of inline images (Padmanabhan & Mogul, Figures 5-8)\n{}; mean of {} repetitions, seconds",
+            self.provenance.date_utc, self.plan.reps
+        );
+        for &net in &self.plan.nets {
+            for &size in &self.plan.sizes {
+                let _ = writeln!(s, "\n{}, {size} B images:", net.name());
+                let _ = write!(s, "{:>8}", "images");
+                for m in &self.plan.methods {
+                    let _ = write!(s, "{:>12}", m.name());
+                }
+                let _ = writeln!(s, "{:>10}", "GETALL %");
+                for &n in &self.plan.counts {
+                    let _ = write!(s, "{n:>8}");
+                    for &m in &self.plan.methods {
+                        match self.at(net, size, n, m) {
+                            Some(c) => {
+                                let _ = write!(s, "{:>12.3}", c.load_s.mean);
+                            }
+                            None => {
+                                let _ = write!(s, "{:>12}", "-");
+                            }
+                        }
+                    }
+                    if let (Some(g), Some(h)) = (
+                        self.at(net, size, n, Method::Getall),
+                        self.at(net, size, n, Method::Http10),
+                    ) {
+                        let _ =
+                            write!(s, "{:>10.1}", (1.0 - g.load_s.mean / h.load_s.mean) * 100.0);
+                    }
+                    let _ = writeln!(s);
+                }
+            }
+        }
+        let (ok, bad, unk) = tally(&self.claims);
+        let _ = writeln!(
+            s,
+            "\nClaims: {ok} confirmed, {bad} contradicted, {unk} inconclusive"
+        );
+        for c in &self.claims {
+            let _ = writeln!(
+                s,
+                "- [{}] {} \"{}\"\n    {}",
+                c.verdict, c.id, c.claim, c.evidence
+            );
+        }
+        s
+    }
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
+    anyhow!("plotting: {e:?}")
+}
+
+/// Line plot, one curve per series, optional log x.
+pub fn lines(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    log_x: bool,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<String> {
+    let all = series.iter().flat_map(|s| s.1.iter());
+    let (mut xmin, mut xmax, mut ymin, mut ymax) = (f64::MAX, f64::MIN, 0.0f64, f64::MIN);
+    for &(x, y) in all {
+        xmin = xmin.min(x);
+        xmax = xmax.max(x);
+        ymin = ymin.min(y);
+        ymax = ymax.max(y);
+    }
+    if xmin > xmax {
+        (xmin, xmax, ymax) = (1.0, 2.0, 1.0);
+    }
+    if xmax <= xmin {
+        xmax = xmin + 1.0;
+    }
+    let ymax = if ymax > 0.0 { ymax * 1.1 } else { 1.0 };
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (640, 400)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut cb = ChartBuilder::on(&root);
+        cb.caption(title, ("sans-serif", 15))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(60);
+        macro_rules! draw {
+            ($chart:expr) => {{
+                let mut chart = $chart;
+                chart
+                    .configure_mesh()
+                    .x_desc(x_label)
+                    .y_desc(y_label)
+                    .draw()
+                    .map_err(err)?;
+                for (i, (name, pts)) in series.iter().enumerate() {
+                    let color = Palette99::pick(i).to_rgba();
+                    chart
+                        .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                        .map_err(err)?
+                        .label(name.clone())
+                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color));
+                    chart
+                        .draw_series(pts.iter().map(|&p| Circle::new(p, 2, color.filled())))
+                        .map_err(err)?;
+                }
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.85))
+                    .border_style(BLACK)
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .draw()
+                    .map_err(err)?;
+            }};
+        }
+        if log_x {
+            draw!(cb
+                .build_cartesian_2d((xmin * 0.8..xmax * 1.25).log_scale(), ymin.min(0.0)..ymax)
+                .map_err(err)?);
+        } else {
+            draw!(cb
+                .build_cartesian_2d(xmin..xmax, ymin.min(0.0)..ymax)
+                .map_err(err)?);
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(buf)
+}

@@ -1,0 +1,14 @@
+//! `pagewire bench --suite objpack`: the experiments of Fujinoki, Sanjay,
+//! Shah, "Web File Transmission by Object Packaging — Performance Comparison
+//! with HTTP 1.0 and HTTP 1.1 Persistent Connection" (Tables 2-7), over the
+//! emulated 100 Mbit/s LAN (the paper's Fast Ethernet) and a WAN, with
+//! HTTP/1.1 pipelining (the paper's future work), multipart/related and tar
+//! beside the paper's three methods.
+
+pub mod claims;
+pub mod files;
+pub mod methods;
+pub mod report;
+pub mod run;
+
+pub use run::{run, ObjpackConfig, ObjpackOutcome, RunRow};

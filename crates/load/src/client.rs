@@ -1,0 +1,212 @@
+//! HTTP/1.x on one TCP connection, on the `pagewire-h1` codec: write one
+//! or more requests, read responses in order, classify every failure.
+//! What bytes mean lives here; when they move (which mode, which
+//! connection, which intended time) lives in `run`.
+
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use pagewire_h1::{parse_response, BodyFraming, Decoded, Decoder, Limits, Method, Version};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::time::{timeout_at, Instant};
+
+use crate::metrics::ErrorKind;
+
+/// Reads happen in slices of this size; the buffer is released between
+/// web objects so that 10,000 idle UEs do not each hold one.
+const READ_CHUNK: usize = 16 * 1024;
+
+/// How long to wait for the server's FIN after a response that ends the
+/// connection, so the server (not the generator) holds TIME_WAIT, as with a
+/// real HTTP/1.0 exchange.
+const FIN_WAIT: Duration = Duration::from_millis(500);
+
+/// A failed exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: ErrorKind,
+    /// No byte of the response had arrived (a closed persistent connection:
+    /// the request may be retried on a fresh one, RFC 9112 §9.3.1).
+    pub before_response: bool,
+}
+
+impl Failure {
+    fn new(kind: ErrorKind, before_response: bool) -> Failure {
+        Failure {
+            kind,
+            before_response,
+        }
+    }
+}
+
+/// Connects with a deadline; classifies the failure.
+pub async fn connect(addr: SocketAddr, deadline: Instant) -> Result<TcpStream, Failure> {
+    match timeout_at(deadline, TcpStream::connect(addr)).await {
+        Err(_) => Err(Failure::new(ErrorKind::Timeout, true)),
+        Ok(Err(e)) => Err(Failure::new(io_kind(&e), true)),
+        Ok(Ok(s)) => {
+            let _ = s.set_nodelay(true);
+            Ok(s)
+        }
+    }
+}
+
+fn io_kind(e: &io::Error) -> ErrorKind {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
+        io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe
+        | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
+        io::ErrorKind::TimedOut => ErrorKind::Timeout,
+        _ => ErrorKind::Other,
+    }
+}
+
+/// The request bytes for one file, rendered once per run.
+pub fn request_bytes(path: &str, host: &str, version: Version, close: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(96 + path.len());
+    let conn: &[u8] = if close { b"close" } else { b"keep-alive" };
+    let mut headers: Vec<(&str, &[u8])> =
+        vec![("Host", host.as_bytes()), ("User-Agent", b"pagewire-load")];
+    // HTTP/1.0 closes by default; HTTP/1.1 keeps alive by default: only
+    // the non-default needs saying.
+    if close && version == Version::Http11 {
+        headers.push(("Connection", conn));
+    }
+    pagewire_h1::write_request_head(&mut out, "GET", path, version, headers)
+        .expect("manifest paths were validated");
+    out
+}
+
+/// One open connection.
+#[derive(Debug)]
+pub struct Conn {
+    stream: TcpStream,
+    buf: BytesMut,
+    /// Responses completed on this connection.
+    pub responses: u64,
+    /// The server said it will close after the last response.
+    pub closing: bool,
+}
+
+/// A completed response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response {
+    pub body_bytes: u64,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream) -> Conn {
+        Conn {
+            stream,
+            buf: BytesMut::new(),
+            responses: 0,
+            closing: false,
+        }
+    }
+
+    /// Writes `bytes` (one request or a pipelined batch) in full.
+    pub async fn send(&mut self, bytes: &[u8], deadline: Instant) -> Result<(), Failure> {
+        match timeout_at(deadline, self.stream.write_all(bytes)).await {
+            Err(_) => Err(Failure::new(ErrorKind::Timeout, true)),
+            Ok(Err(e)) => Err(Failure::new(io_kind(&e), true)),
+            Ok(Ok(())) => Ok(()),
+        }
+    }
+
+    async fn fill(&mut self, deadline: Instant, got_any: bool) -> Result<usize, Failure> {
+        self.buf.reserve(READ_CHUNK);
+        match timeout_at(deadline, self.stream.read_buf(&mut self.buf)).await {
+            Err(_) => Err(Failure::new(ErrorKind::Timeout, !got_any)),
+            Ok(Err(e)) => Err(Failure::new(io_kind(&e), !got_any)),
+            Ok(Ok(n)) => Ok(n),
+        }
+    }
+
+    /// Reads one whole response to a GET. A status other than 200 is a
+    /// failure (the file set only holds files that exist).
+    pub async fn read_response(
+        &mut self,
+        expected_size: u64,
+        deadline: Instant,
+    ) -> Result<Response, Failure> {
+        let limits = Limits::default();
+        let mut got_any = !self.buf.is_empty();
+        let head = loop {
+            match parse_response(&mut self.buf, &limits, &Method::Get) {
+                Ok(Some(h)) if (100..200).contains(&h.status()) => continue,
+                Ok(Some(h)) => break h,
+                Ok(None) => {}
+                Err(_) => return Err(Failure::new(ErrorKind::Protocol, false)),
+            }
+            let n = self.fill(deadline, got_any).await?;
+            if n == 0 {
+                let kind = if got_any {
+                    ErrorKind::ShortBody
+                } else {
+                    ErrorKind::Reset
+                };
+                return Err(Failure::new(kind, !got_any));
+            }
+            got_any = true;
+        };
+        let framing = head.body_framing();
+        let keep = head.wants_keep_alive() && framing != BodyFraming::CloseDelimited;
+        let status = head.status();
+        drop(head);
+        let mut body = 0u64;
+        let mut dec = Decoder::new(framing, &limits);
+        loop {
+            match dec.decode(&mut self.buf) {
+                Ok(Decoded::Data(d)) => body += d.len() as u64,
+                Ok(Decoded::Done) => break,
+                Ok(Decoded::NeedMore) => {
+                    let n = self.fill(deadline, true).await?;
+                    if n == 0 {
+                        match dec.decode_eof(&mut self.buf) {
+                            Ok(Decoded::Data(d)) => {
+                                body += d.len() as u64;
+                                continue;
+                            }
+                            Ok(Decoded::Done) => break,
+                            _ => return Err(Failure::new(ErrorKind::ShortBody, false)),
+                        }
+                    }
+                }
+                Err(_) => return Err(Failure::new(ErrorKind::Protocol, false)),
+            }
+        }
+        self.responses += 1;
+        self.closing |= !keep;
+        if self.buf.is_empty() {
+            // Release the read buffer while idle (10,000 UEs).
+            self.buf = BytesMut::new();
+        }
+        if status != 200 {
+            return Err(Failure::new(ErrorKind::BadStatus, false));
+        }
+        if body != expected_size {
+            return Err(Failure::new(ErrorKind::WrongSize, false));
+        }
+        Ok(Response { body_bytes: body })
+    }
+
+    /// After the last response of a connection the server closes: wait
+    /// briefly for its FIN (so TIME_WAIT stays on the server), then drop.
+    pub async fn finish(mut self) {
+        let mut scratch = [0u8; 512];
+        let _ = tokio::time::timeout(FIN_WAIT, async {
+            loop {
+                match self.stream.read(&mut scratch).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+    }
+}

@@ -1,0 +1,222 @@
+//! The load generator against a real `pagewire-server` on loopback, with
+//! the server's own connection counts beside the generator's. Bounded:
+//! every run lasts 2-3 s.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use pagewire_load::fileset::{self, Manifest};
+use pagewire_load::metrics::{merge_dirs, write_dir, Metrics, Summary};
+use pagewire_load::model::{self, Params};
+use pagewire_load::run::{self, Config, Live, Mode};
+use pagewire_server::{ServerConfig, ServerStats};
+
+/// A server on a loopback port in its own thread; `stop` returns its stats.
+struct Server {
+    addr: std::net::SocketAddr,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<ServerStats>>,
+}
+
+impl Server {
+    fn start(root: &Path) -> Server {
+        let site = pagewire_site::store::Site::from_dir_with(
+            root,
+            &pagewire_site::store::LoadOptions {
+                no_compression: true,
+                ..Default::default()
+            },
+        )
+        .expect("site loads");
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let (atx, arx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                atx.send(l.local_addr().unwrap()).unwrap();
+                let config = ServerConfig {
+                    threads: 1,
+                    ..Default::default()
+                };
+                pagewire_server::serve(l, Arc::new(site), config, async {
+                    let _ = rx.await;
+                })
+                .await
+                .unwrap()
+            })
+        });
+        Server {
+            addr: arx.recv().unwrap(),
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    fn stop(mut self) -> ServerStats {
+        let _ = self.stop.take().unwrap().send(());
+        self.thread.take().unwrap().join().unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+fn site(files: usize) -> (tempfile::TempDir, Manifest) {
+    let dir = tempfile::tempdir().unwrap();
+    let m = fileset::generate(files, 11, &Params::default());
+    fileset::write(&m, dir.path()).unwrap();
+    let loaded = Manifest::load(dir.path()).unwrap();
+    assert_eq!(loaded, m);
+    (dir, m)
+}
+
+fn config(addr: std::net::SocketAddr, ues: u64, secs: u64, mode: Mode) -> Config {
+    Config {
+        target: format!("http://{addr}"),
+        ues,
+        duration: Duration::from_secs(secs),
+        ramp: Duration::from_millis(500),
+        mode,
+        conns_per_ue: 1,
+        seed: 5,
+        shard: (0, 1),
+        threads: 1,
+        timeout: Duration::from_secs(5),
+        params: Params::default(),
+        command_line: "test".into(),
+        start_at: None,
+    }
+}
+
+fn go(cfg: Config, m: &Manifest) -> (Summary, Metrics) {
+    run::run(cfg, m, Arc::new(Live::default())).unwrap()
+}
+
+#[test]
+fn the_models_pass_their_checks() {
+    for line in model::check(&Params::default(), 100_000, 3) {
+        println!("{line:?}");
+        assert!(line.pass, "{line:?}");
+    }
+}
+
+#[test]
+fn every_mode_runs_without_errors_and_the_server_agrees() {
+    let (dir, m) = site(300);
+    let server = Server::start(dir.path());
+    let mut client_conns = 0;
+    let mut client_gets = 0;
+    for mode in [Mode::Http10, Mode::Http11, Mode::Pipeline, Mode::EarlyClose] {
+        let (s, _) = go(config(server.addr, 100, 2, mode), &m);
+        println!("{}", s.text());
+        assert_eq!(s.errors, 0, "{mode:?}: {:?}", s.errors_by_kind);
+        assert_eq!(s.objects_failed, 0);
+        assert!(s.gets > 50, "{mode:?}: only {} GETs", s.gets);
+        assert_eq!(s.get_latency_ms.count, s.gets);
+        client_conns += s.connections;
+        client_gets += s.gets + s.retries;
+    }
+    let stats = server.stop();
+    assert_eq!(stats.connections, client_conns);
+    assert_eq!(stats.responses_2xx, client_gets);
+}
+
+#[test]
+fn http10_opens_several_times_more_connections_than_http11() {
+    let (dir, m) = site(300);
+    let mut per_mode = Vec::new();
+    for mode in [Mode::Http10, Mode::Http11] {
+        let server = Server::start(dir.path());
+        let (s, _) = go(config(server.addr, 150, 3, mode), &m);
+        let stats = server.stop();
+        println!(
+            "{mode:?}: generator {} connections, server {}, GETs {}",
+            s.connections, stats.connections, s.gets
+        );
+        assert_eq!(s.errors, 0);
+        assert_eq!(stats.connections, s.connections);
+        per_mode.push((s.connections, s.gets));
+    }
+    let (c10, _) = per_mode[0];
+    let (c11, _) = per_mode[1];
+    assert!(c10 >= 3 * c11, "http10 {c10} vs http11 {c11} connections");
+}
+
+#[test]
+fn shards_merge_into_one_run() {
+    let (dir, m) = site(300);
+    let server = Server::start(dir.path());
+    let whole = go(config(server.addr, 120, 3, Mode::Http11), &m).0;
+    let out = tempfile::tempdir().unwrap();
+    let handles: Vec<_> = (0..3u64)
+        .map(|k| {
+            let mut cfg = config(server.addr, 120, 3, Mode::Http11);
+            cfg.shard = (k, 3);
+            let m = m.clone();
+            let d = out.path().join(format!("shard{k}"));
+            std::thread::spawn(move || {
+                let (s, met) = go(cfg, &m);
+                write_dir(&d, &s, &met).unwrap();
+                (s, d)
+            })
+        })
+        .collect();
+    let shards: Vec<(Summary, std::path::PathBuf)> =
+        handles.into_iter().map(|h| h.join().unwrap()).collect();
+    server.stop();
+    let dirs: Vec<_> = shards.iter().map(|s| s.1.clone()).collect();
+    let (merged, mm) = merge_dirs(&dirs).unwrap();
+    // Exact: counts add, histograms add.
+    assert_eq!(merged.gets, shards.iter().map(|s| s.0.gets).sum::<u64>());
+    assert_eq!(
+        merged.connections,
+        shards.iter().map(|s| s.0.connections).sum::<u64>()
+    );
+    assert_eq!(merged.run.ues, 120);
+    assert_eq!(mm.get_latency.len(), merged.gets);
+    assert_eq!(merged.errors, 0);
+    // Same UEs, same seeds: the same work within noise (UEs are closed-loop,
+    // so only response times shift the schedule).
+    let rel = |a: u64, b: u64| (a as f64 - b as f64).abs() / b as f64;
+    println!(
+        "whole: {} GETs {} objects {} conns; merged: {} GETs {} objects {} conns",
+        whole.gets,
+        whole.objects,
+        whole.connections,
+        merged.gets,
+        merged.objects,
+        merged.connections
+    );
+    assert!(
+        rel(merged.gets, whole.gets) < 0.10,
+        "GETs {} vs {}",
+        merged.gets,
+        whole.gets
+    );
+    assert!(rel(merged.connections, whole.connections) < 0.10);
+    // Merging a shard twice is refused.
+    assert!(merge_dirs(&[dirs[0].clone(), dirs[0].clone()]).is_err());
+}
+
+#[test]
+fn refused_connections_are_counted_as_errors() {
+    let (_dir, m) = site(50);
+    // A port nothing listens on.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    drop(l);
+    let (s, _) = go(config(addr, 5, 1, Mode::Http11), &m);
+    assert!(s.errors > 0);
+    assert_eq!(s.errors_by_kind["refused"], s.errors);
+    assert_eq!(s.gets, 0);
+}

@@ -1,0 +1,75 @@
+//! `pagewire bench --suite objpack`: paper 002 (Fujinoki, Sanjay, Shah,
+//! object packaging), Tables 3-7 and its claims; see docs/objpack.md.
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use pagewire_lab::objpack::methods::Method;
+use pagewire_lab::objpack::{self as suite, ObjpackConfig};
+use pagewire_lab::report::utc_now;
+
+use super::Args;
+
+/// Sets per network when `--reps` is not given: the paper's 10 on the LAN;
+/// 3 on the WAN, where one set of 32 KB files takes ~20 s per method.
+const DEFAULT_SETS: [(&str, usize); 2] = [("lan100", 10), ("wan", 3)];
+/// `--quick`: two sets on the LAN only (under a minute).
+const QUICK_SETS: usize = 2;
+
+pub fn run(a: &Args) -> Result<ExitCode> {
+    let defaulted = a.net == ["lan", "wan", "ppp"];
+    let mut nets: Vec<(String, usize)> = if a.quick {
+        vec![("lan100".to_string(), QUICK_SETS)]
+    } else if defaulted {
+        DEFAULT_SETS
+            .iter()
+            .map(|(n, s)| (n.to_string(), *s))
+            .collect()
+    } else {
+        a.net.iter().map(|n| (n.trim().to_string(), 10)).collect()
+    };
+    if let Some(r) = a.reps {
+        if r == 0 || r > 10 {
+            bail!("--reps (sets per group) must be 1..=10 for --suite objpack");
+        }
+        for n in &mut nets {
+            n.1 = r as usize;
+        }
+    }
+    let overrides = a.link.parse()?;
+    let seed = a.seed;
+    for (n, _) in &nets {
+        overrides.config(n, seed)?;
+    }
+    let (date, stamp) = utc_now();
+    let out = a
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("bench-objpack-{stamp}")));
+    std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
+    eprintln!(
+        "objpack suite: {} methods x 3 groups x sets {:?}; results: {}",
+        Method::ALL.len(),
+        nets,
+        out.display()
+    );
+    let cfg = ObjpackConfig {
+        nets,
+        methods: Method::ALL.to_vec(),
+        seed,
+        out_dir: out.clone(),
+        link_config: Box::new(move |n| overrides.config(n, seed)),
+        progress: !a.no_progress,
+    };
+    let outcome = suite::run(&cfg)?;
+    let command: Vec<String> = std::env::args().collect();
+    let text = suite::report::write(&out, &outcome, &cfg.methods, &command, &date, seed)?;
+    print!("{text}");
+    println!(
+        "Wrote {0}/results.json, results.csv, report.txt and report.html.",
+        out.display()
+    );
+    // The generated files are inputs, not results.
+    let _ = std::fs::remove_dir_all(out.join("files"));
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,93 @@
+//! `pagewire bench --suite objpack --quick` end to end: paper 002's file
+//! groups moved by all six methods between the bench's server and client in
+//! their own namespaces over the emulated 100 Mbit/s LAN. Asserts on
+//! results.json. Needs root (CI runs as root); skips otherwise.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `--quick` takes ~20 s here; allow three minutes on a loaded machine.
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn quick_objpack_suite_runs_end_to_end() {
+    if !is_root() {
+        eprintln!("skipped: needs root for network namespaces");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("res");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args([
+            "bench",
+            "--suite",
+            "objpack",
+            "--quick",
+            "--no-progress",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if started.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("bench --suite objpack --quick took over {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let o = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for t in [
+        "Table 3",
+        "Table 4",
+        "Table 5",
+        "Table 6",
+        "Table 7",
+        "Claims of the paper",
+    ] {
+        assert!(stdout.contains(t), "{t} missing:\n{stdout}");
+    }
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    // 1 network x 3 groups x 2 sets x 6 methods.
+    assert_eq!(rows.len(), 36);
+    for r in rows {
+        assert_eq!(r["client"]["files_ok"], 100, "{r}");
+        assert!(r["server"]["response_ms"].as_f64().unwrap() > 0.0);
+        assert!(r["packets"].as_u64().unwrap() > 0);
+    }
+    // One request, one connection: fewer packets than 100 connections.
+    let packets = |m: &str| -> u64 {
+        rows.iter()
+            .filter(|r| r["method"] == m && r["group_kb"] == 4)
+            .map(|r| r["packets"].as_u64().unwrap())
+            .sum()
+    };
+    assert!(packets("objpack") < packets("http10"));
+    assert_eq!(v["claims"].as_array().unwrap().len(), 7);
+    assert!(out.join("results.csv").exists() && out.join("report.html").exists());
+    assert!(!out.join("files").exists(), "generated inputs are removed");
+}

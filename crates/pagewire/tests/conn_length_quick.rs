@@ -1,0 +1,122 @@
+//! `pagewire bench --suite conn-length --quick` end to end: the paper's
+//! client/server pair over emulated local and remote links. Asserts on
+//! results.json, the physics of the points and the files written. Needs
+//! root (CI runs as root); skips otherwise.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `--quick` takes about 25 s; allow three minutes on a loaded machine
+/// before calling it hung.
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn conn_length_quick_writes_points_figures_and_claims() {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root (network namespaces)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args([
+            "bench",
+            "--suite",
+            "conn-length",
+            "--quick",
+            "--no-progress",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pagewire bench");
+    let started = Instant::now();
+    // Bounded wait; kill on timeout so a hang fails instead of blocking CI.
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if started.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("conn-length --quick did not finish within {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(status.success(), "failed: {status}\n{stdout}\n{stderr}");
+    eprintln!(
+        "conn-length --quick took {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let points = json["points"].as_array().expect("points");
+    // local + remote, 2 buffers, 5 lengths.
+    assert_eq!(points.len(), 20, "{stdout}");
+    let tput = |config: &str, buffer: &str, length: u64| -> f64 {
+        points
+            .iter()
+            .find(|p| p["config"] == config && p["buffer"] == buffer && p["length"] == length)
+            .unwrap_or_else(|| panic!("no point {config} {buffer} {length}"))["throughput"]
+            .as_f64()
+            .unwrap()
+    };
+    for p in points {
+        assert_eq!(p["trial_s"].as_array().unwrap().len(), 3, "{p}");
+        assert!(p["throughput"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    // Physics the link imposes, whatever TCP does: nothing beats the link
+    // rate (10 Mbit/s local, 1.544 Mbit/s remote), and over 70 ms a 256-byte
+    // connection (handshake + request + answer: at least 2 RTTs) stays
+    // under 256 B / 0.14 s.
+    for b in ["4K", "default"] {
+        for l in [256, 2048, 20480, 65536, 131072] {
+            assert!(tput("local", b, l) <= 10e6 / 8.0, "local {b} {l}");
+            assert!(tput("remote", b, l) <= 1.544e6 / 8.0, "remote {b} {l}");
+        }
+    }
+    assert!(tput("remote", "default", 256) < 256.0 / 0.14);
+    // Longer connections go faster over the remote link.
+    assert!(tput("remote", "default", 131072) > 3.0 * tput("remote", "default", 2048));
+    let claims = json["claims"].as_array().expect("claims");
+    assert_eq!(claims.len(), 6);
+    for c in claims {
+        assert!(
+            ["confirmed", "contradicted", "inconclusive"].contains(&c["verdict"].as_str().unwrap()),
+            "{c}"
+        );
+        assert!(
+            c["claim"].as_str().unwrap().ends_with('.'),
+            "whole sentence: {c}"
+        );
+    }
+    for f in [
+        "results.csv",
+        "report.txt",
+        "fig2-remote.svg",
+        "fig3-local.svg",
+    ] {
+        let b = std::fs::read(out.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        assert!(!b.is_empty(), "{f} empty");
+    }
+    let csv = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 21);
+    assert!(std::fs::read_to_string(out.join("fig2-remote.svg"))
+        .unwrap()
+        .contains("<svg"));
+}
