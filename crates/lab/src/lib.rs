@@ -24,5 +24,6 @@ pub mod runner;
 pub mod stats;
 pub mod surge;
 pub mod tables;
+pub mod wanfit;
 
 pub use model::{Net, RunRecord, Strategy, Test};
