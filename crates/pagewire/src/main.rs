@@ -36,7 +36,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run an experiment suite over emulated links and report (the main job).
-    Bench(cmd::bench::Args),
+    Bench(Box<cmd::bench::Args>),
     /// Run the origin server.
     Serve(cmd::serve::Args),
     /// Fetch a page and its embedded objects with a transfer strategy (the robot).
@@ -60,7 +60,7 @@ fn main() -> ExitCode {
     // SIGPIPE and reports EPIPE, which the commands treat as "stop printing".
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Bench(a) => cmd::bench::run(a),
+        Command::Bench(a) => cmd::bench::run(*a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Fetch(a) => cmd::fetch::run(a),
         Command::Link(a) => cmd::link::run(a),
