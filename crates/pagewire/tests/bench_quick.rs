@@ -191,7 +191,7 @@ fn bench_rejects_bad_flags_clearly() {
         (vec!["--tests", "revalidate"], "revalidate needs first"),
         (vec!["--tcp", "1985"], "--tcp"),
         (vec!["--rate", "fast"], "rate"),
-        (vec!["--suite", "surge"], "--suite"),
+        (vec!["--suite", "moon"], "--suite"),
         (vec!["--request-profile", "netscape"], "--request-profile"),
         (
             vec!["--http10-revalidation", "never"],
