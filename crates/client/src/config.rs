@@ -167,7 +167,8 @@ pub fn parse_byte_rate(s: &str) -> Result<u64, String> {
     if t == "0" {
         return Ok(0);
     }
-    let err = || format!("invalid rate {s:?}: expected e.g. 100B/s, 2KiB/s, 1MB/s (bytes per second)");
+    let err =
+        || format!("invalid rate {s:?}: expected e.g. 100B/s, 2KiB/s, 1MB/s (bytes per second)");
     let t = t.strip_suffix("/s").ok_or_else(err)?;
     let units: [(&str, f64); 5] = [
         ("KiB", 1024.0),

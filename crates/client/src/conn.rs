@@ -396,6 +396,13 @@ impl Conn<'_> {
                 received: self.awaited_bytes,
             });
         }
+        if now >= self.last_progress + t.read {
+            // Silence, not slowness: the read timeout's error.
+            return Err(FetchError::ReadTimeout {
+                url: self.sess.url_of(id),
+                after: t.read,
+            });
+        }
         if t.min_rate > 0 && now >= self.window_start + t.read {
             let window = now.saturating_duration_since(self.window_start);
             let need = (t.min_rate as f64 * window.as_secs_f64()) as u64;

@@ -99,11 +99,14 @@ impl Inflater {
         let d = self.inner.as_mut().expect("decided");
         // Bounded: every pass consumes input or produces output, else stops
         // (and the output is bounded by `limit`).
+        // A fixed step buffer: `decompress_vec` would fill whatever
+        // capacity `out` has grown to, so one pass could overshoot the limit
+        // by as much as `out` already holds.
+        let mut step = vec![0u8; STEP_BYTES];
+        let room = STEP_BYTES;
         while !self.finished {
-            out.reserve(STEP_BYTES);
-            let room = out.capacity() - out.len();
             let (in0, out0) = (d.total_in(), d.total_out());
-            let status = d.decompress_vec(input, out, FlushDecompress::None)?;
+            let status = d.decompress(input, &mut step, FlushDecompress::None)?;
             let used = (d.total_in() - in0) as usize;
             let made = d.total_out() - out0;
             input = &input[used..];
@@ -111,6 +114,7 @@ impl Inflater {
             if self.produced > self.limit {
                 return Err(InflateError::TooLarge(self.limit));
             }
+            out.extend_from_slice(&step[..made as usize]);
             if status == Status::StreamEnd {
                 self.finished = true;
             }
@@ -145,7 +149,12 @@ impl Inflater {
             // Drain with Finish in case the stream end is only implied.
             let d = self.inner.as_mut().expect("decided");
             out.reserve(STEP_BYTES);
+            let out0 = d.total_out();
             let status = d.decompress_vec(&[], out, FlushDecompress::Finish)?;
+            self.produced += d.total_out() - out0;
+            if self.produced > self.limit {
+                return Err(InflateError::TooLarge(self.limit));
+            }
             if status != Status::StreamEnd {
                 return Err(InflateError::Truncated);
             }
@@ -233,7 +242,10 @@ mod tests {
         let mut inf = Inflater::with_limit(4 << 20);
         let mut out = Vec::new();
         let err = inf.feed(&bomb, &mut out).unwrap_err();
-        assert!(matches!(err, InflateError::TooLarge(l) if l == 4 << 20), "{err}");
+        assert!(
+            matches!(err, InflateError::TooLarge(l) if l == 4 << 20),
+            "{err}"
+        );
         assert!(out.len() <= (4 << 20) + 64 * 1024, "{}", out.len());
         assert!(out.capacity() <= 16 << 20, "{}", out.capacity());
     }

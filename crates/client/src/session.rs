@@ -572,7 +572,9 @@ impl Session {
                 let url = o.url.clone();
                 return Err(FetchError::object(
                     &url,
-                    format!("the server sent Content-Encoding {e:?}; the robot asked for deflate only"),
+                    format!(
+                        "the server sent Content-Encoding {e:?}; the robot asked for deflate only"
+                    ),
                 ));
             }
             _ => None,

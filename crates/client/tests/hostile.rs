@@ -57,7 +57,9 @@ async fn server(script: Script) -> (String, tokio::task::JoinHandle<()>) {
     let h = tokio::spawn(async move {
         // Bounded: a test makes a few connections at most.
         for _ in 0..32 {
-            let Ok((mut s, _)) = l.accept().await else { return };
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
             tokio::spawn(async move {
                 let mut buf = Vec::new();
                 // Bounded by the robot's requests (read_head times out).
@@ -147,7 +149,10 @@ async fn trickle_fails_the_minimum_rate_naming_the_object() {
         let t0 = Instant::now();
         let err = fetch(cfg(url, strategy)).await.expect_err("must fail");
         h.abort();
-        assert!(matches!(err, FetchError::TooSlow { .. }), "{strategy}: {err:?}");
+        assert!(
+            matches!(err, FetchError::TooSlow { .. }),
+            "{strategy}: {err:?}"
+        );
         let msg = err.to_string();
         assert!(msg.contains("/slow.gif"), "{msg}");
         assert!(msg.contains("minimum rate of 100 B/s"), "{msg}");
@@ -170,9 +175,15 @@ async fn trickle_hits_the_object_deadline_naming_the_object() {
     h.abort();
     assert!(matches!(err, FetchError::ObjectDeadline { .. }), "{err:?}");
     let msg = err.to_string();
-    assert!(msg.contains("/slow.gif") && msg.contains("object deadline"), "{msg}");
+    assert!(
+        msg.contains("/slow.gif") && msg.contains("object deadline"),
+        "{msg}"
+    );
     let took = t0.elapsed();
-    assert!(took >= Duration::from_millis(1400) && took < Duration::from_secs(4), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(1400) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
 }
 
 /// `100 Continue` every 20 ms (1250 B/s of interim heads): not progress.
@@ -265,7 +276,9 @@ async fn routes(route: Route) -> (String, tokio::task::JoinHandle<()>) {
     let h = tokio::spawn(async move {
         // Bounded: a test makes a few dozen connections at most.
         for _ in 0..64 {
-            let Ok((mut s, _)) = l.accept().await else { return };
+            let Ok((mut s, _)) = l.accept().await else {
+                return;
+            };
             let route = route.clone();
             tokio::spawn(async move {
                 let mut buf = Vec::new();
@@ -332,7 +345,11 @@ async fn page_redirects_are_followed_on_request() {
     c.max_redirects = 1;
     let r = fetch(c).await.unwrap();
     assert_eq!(r.objects[0].status, 301);
-    assert!(r.warnings.iter().any(|w| w.contains("not followed")), "{:?}", r.warnings);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("not followed")),
+        "{:?}",
+        r.warnings
+    );
 
     let mut c = cfg(format!("{base}/loop1"), Strategy::Pipeline);
     c.max_redirects = 10;
@@ -342,7 +359,10 @@ async fn page_redirects_are_followed_on_request() {
     let mut c = cfg(format!("{base}/tls"), Strategy::Pipeline);
     c.max_redirects = 10;
     let err = fetch(c).await.unwrap_err().to_string();
-    assert!(err.contains("/tls") && err.contains("https://example.test/"), "{err}");
+    assert!(
+        err.contains("/tls") && err.contains("https://example.test/"),
+        "{err}"
+    );
     h.abort();
 }
 
@@ -422,7 +442,10 @@ async fn unasked_and_oversized_deflate() {
     let mut c = cfg(format!("{base}/"), Strategy::PipelineDeflate);
     c.max_inflated = 1 << 20;
     let err = fetch(c).await.unwrap_err().to_string();
-    assert!(err.contains("inflated-size limit") && err.contains(&base), "{err}");
+    assert!(
+        err.contains("inflated-size limit") && err.contains(&base),
+        "{err}"
+    );
     h.abort();
 }
 
@@ -457,7 +480,10 @@ async fn not_modified_rewrites_nothing() {
             .unwrap()
             .map(|e| {
                 let e = e.unwrap();
-                (e.file_name().to_string_lossy().into_owned(), e.metadata().unwrap().ino())
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.metadata().unwrap().ino(),
+                )
             })
             .collect();
         v.sort();
