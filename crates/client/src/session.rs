@@ -253,15 +253,13 @@ impl Session {
                         st.refs_dropped += 1;
                         continue;
                     }
-                    {
-                        let id = self.add_object(st, path, kind);
-                        if self.getall_from_cache(st, id) {
-                            // In the cache: not requested.
-                        } else if self.getall_later_visit() && kind == ObjectKind::Embedded {
-                            st.getlist_pending.push(id);
-                        } else {
-                            ids.push(id);
-                        }
+                    let id = self.add_object(st, path, kind);
+                    if self.getall_from_cache(st, id) {
+                        // In the cache: not requested.
+                    } else if self.getall_later_visit() && kind == ObjectKind::Embedded {
+                        st.getlist_pending.push(id);
+                    } else {
+                        ids.push(id);
                     }
                 }
                 None => {
