@@ -34,8 +34,8 @@ pub enum FetchError {
         min_rate: u64,
     },
     /// The whole fetch took longer than `Timeouts::total`.
-    #[error("fetch did not finish within {:.1} s", .0.as_secs_f64())]
-    TotalTimeout(Duration),
+    #[error("fetch did not finish within {:.1} s (still waiting for {})", .0.as_secs_f64(), .1)]
+    TotalTimeout(Duration, String),
     /// The server kept closing connections without answering.
     #[error("{url}: gave up after {reconnects} reconnections: the server keeps ending connections with requests unanswered (last: {last})")]
     TooManyReconnects {

@@ -117,7 +117,7 @@ async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
     };
     match tokio::time::timeout(total, work).await {
         Ok(r) => r?,
-        Err(_) => return Err(FetchError::TotalTimeout(total)),
+        Err(_) => return Err(FetchError::TotalTimeout(total, sess.waiting_for())),
     }
     Ok(sess.finish())
 }

@@ -272,6 +272,23 @@ impl Session {
         ids
     }
 
+    /// The objects requested and not complete, for an error: the first
+    /// URL and how many more.
+    pub fn waiting_for(&self) -> String {
+        let st = self.lock();
+        let mut open = st
+            .objs
+            .iter()
+            .filter(|o| o.attempts > 0 && o.record.is_none() && o.getlist.is_empty());
+        match open.next() {
+            None => "no response".to_string(),
+            Some(o) => match open.count() {
+                0 => o.url.clone(),
+                n => format!("{} and {n} more", o.url),
+            },
+        }
+    }
+
     pub fn url_of(&self, id: ObjId) -> String {
         self.lock().objs[id].url.clone()
     }

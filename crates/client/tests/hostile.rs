@@ -497,3 +497,21 @@ async fn not_modified_rewrites_nothing() {
     assert_eq!(r.status_count(304), 3);
     assert_eq!(inodes(), before, "entries were rewritten");
 }
+
+/// The whole-fetch limit names what it was still waiting for.
+#[tokio::test]
+async fn total_timeout_names_the_object() {
+    let (url, h) = server(Script::Trickle {
+        every: Duration::from_millis(50),
+    })
+    .await;
+    let mut c = cfg(url, Strategy::Pipeline);
+    c.timeouts.min_rate = 0;
+    c.timeouts.total = Duration::from_secs(1);
+    let err = fetch(c).await.expect_err("must fail").to_string();
+    h.abort();
+    assert!(
+        err.contains("still waiting for") && err.contains("/slow.gif"),
+        "{err}"
+    );
+}
