@@ -49,5 +49,8 @@ apt_install nginx-light curl wget nghttp2-client
 pip_install 'bitstring<4' HTTPolice redbot
 # bench/server/run.sh compares the server with nginx and h2o under wrk and h2load.
 apt_install nginx-light h2o wrk nghttp2-client python3
+# bench --suite surge (paper 004): Apache with the prefork MPM beside nginx and
+# pagewire; nsenter (util-linux) and ss (iproute2) for the server monitor.
+apt_install apache2 util-linux iproute2
 # bench/server/drip.sh (slow-sender drip beside nginx); STRACE=1 counts its system calls.
 apt_install strace

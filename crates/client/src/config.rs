@@ -114,6 +114,155 @@ impl FromStr for Strategy {
     }
 }
 
+/// How cached objects are revalidated (paper 001 "Revalidate Test").
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Revalidation {
+    /// libwww 4.1D, which had no persistent cache: "one GET (HTML) and 42
+    /// HEAD requests (images)" — the page is fetched again unconditionally
+    /// (its whole body crosses the wire), each image is checked with HEAD.
+    /// The HTTP/1.0 robot's default, and every strategy's in the paper's
+    /// initial tests (Table 3).
+    GetHead,
+    /// A conditional GET of the page (If-Modified-Since; If-None-Match too
+    /// on HTTP/1.1), HEAD of each image: pagewire's HTTP/1.0 robot before
+    /// issue 17, kept as a named option.
+    ConditionalGetHead,
+    /// libwww 5.1's persistent cache: a conditional GET for every object
+    /// (If-None-Match and If-Modified-Since; HTTP/1.0: dates only). The
+    /// HTTP/1.1 strategies' default.
+    Conditional,
+}
+
+impl Revalidation {
+    pub const ALL: [Revalidation; 3] = [
+        Revalidation::GetHead,
+        Revalidation::ConditionalGetHead,
+        Revalidation::Conditional,
+    ];
+
+    /// The CLI and record name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Revalidation::GetHead => "get-head",
+            Revalidation::ConditionalGetHead => "conditional-get-head",
+            Revalidation::Conditional => "conditional",
+        }
+    }
+
+    /// The paper's robot: HEADs for HTTP/1.0 (libwww 4.1D), conditional
+    /// GETs for HTTP/1.1 (libwww 5.1, the final tests).
+    pub const fn default_for(strategy: Strategy) -> Revalidation {
+        match strategy {
+            Strategy::Http10 => Revalidation::GetHead,
+            _ => Revalidation::Conditional,
+        }
+    }
+}
+
+impl fmt::Display for Revalidation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is none of [`Revalidation::ALL`] or [`RequestProfile::ALL`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {name:?} (expected one of: {expected})")]
+pub struct UnknownOption {
+    pub what: &'static str,
+    pub name: String,
+    pub expected: String,
+}
+
+impl FromStr for Revalidation {
+    type Err = UnknownOption;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Revalidation::ALL
+            .into_iter()
+            .find(|r| r.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownOption {
+                what: "revalidation style",
+                name: s.to_string(),
+                expected: Revalidation::ALL.map(Revalidation::name).join(", "),
+            })
+    }
+}
+
+/// Which headers a request carries besides what the strategy needs.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum RequestProfile {
+    /// Request line, Host, a short User-Agent (first-time image GETs of the
+    /// Microscape page: 86-90 bytes).
+    Minimal,
+    /// Sized like the requests of paper 001's robot ("an average request
+    /// size of around 190 bytes"; section 9.1 assumes 210): the Accept
+    /// lines libwww sent from its format converters, Accept-Language and a
+    /// libwww User-Agent. The paper does not print its requests; the header
+    /// set is libwww's kind, the size is the paper's (first-time GETs of
+    /// the Microscape page average ~190 bytes).
+    Libwww1997,
+}
+
+impl RequestProfile {
+    pub const ALL: [RequestProfile; 2] = [RequestProfile::Minimal, RequestProfile::Libwww1997];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            RequestProfile::Minimal => "minimal",
+            RequestProfile::Libwww1997 => "libwww-1997",
+        }
+    }
+
+    /// Headers after Host (in order); `None` means the configured
+    /// User-Agent alone.
+    pub(crate) fn extra_headers(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            RequestProfile::Minimal => &[],
+            RequestProfile::Libwww1997 => &[
+                ("Accept", "*/*;q=0.3"),
+                ("Accept", "text/html"),
+                ("Accept", "image/gif"),
+                ("Accept", "image/jpeg"),
+                ("Accept-Language", "en"),
+            ],
+        }
+    }
+
+    /// The User-Agent this profile sends (`None`: the configured one).
+    pub(crate) fn user_agent(self) -> Option<&'static str> {
+        match self {
+            RequestProfile::Minimal => None,
+            RequestProfile::Libwww1997 => Some("W3CRobot/5.1 libwww/5.1"),
+        }
+    }
+}
+
+impl fmt::Display for RequestProfile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for RequestProfile {
+    type Err = UnknownOption;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RequestProfile::ALL
+            .into_iter()
+            .find(|r| r.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownOption {
+                what: "request profile",
+                name: s.to_string(),
+                expected: RequestProfile::ALL.map(RequestProfile::name).join(", "),
+            })
+    }
+}
+
 /// Time limits. A fetch never waits forever on a silent peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Timeouts {
@@ -243,6 +392,16 @@ pub struct FetchConfig {
     /// the image requests waited for the timer. The paper suggests the
     /// application use such knowledge ("Buffer Tuning"); this measures it.
     pub flush_at_page_end: bool,
+    /// Pipeline: flush explicitly right after the page request (paper 001
+    /// "Buffer Tuning"). On by default; off in the paper's initial tests
+    /// (Table 3), where the first batch waited for the timer.
+    pub explicit_flush: bool,
+    /// How a revalidation asks ([`Revalidation::default_for`] the strategy
+    /// unless set).
+    pub revalidation: Revalidation,
+    /// Request headers: [`RequestProfile::Minimal`] by default; the bench
+    /// uses [`RequestProfile::Libwww1997`].
+    pub request_profile: RequestProfile,
     /// `http10`: most connections open at once.
     pub max_conns: usize,
     /// Persistent cache directory (bodies and validators).
@@ -290,6 +449,9 @@ impl FetchConfig {
             out_buffer_bytes: DEFAULT_OUT_BUFFER_BYTES,
             flush_after: DEFAULT_FLUSH_AFTER,
             flush_at_page_end: false,
+            explicit_flush: true,
+            revalidation: Revalidation::default_for(strategy),
+            request_profile: RequestProfile::Minimal,
             max_conns: DEFAULT_MAX_CONNS,
             cache_dir: None,
             revalidate: false,

@@ -268,7 +268,7 @@ impl Conn<'_> {
             for batch in self.out.push(&req, now) {
                 self.emit(batch);
             }
-            if depth == 1 || id == PAGE {
+            if depth == 1 || (id == PAGE && self.sess.cfg.explicit_flush) {
                 // Not pipelining: the response is awaited, so waiting for the
                 // timer would only add latency. The page request: paper 001
                 // "Buffer Tuning" — "force a flush after issuing the first

@@ -36,7 +36,7 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 pub use cache::Cache;
-pub use config::{FetchConfig, Strategy, Target, Timeouts};
+pub use config::{FetchConfig, RequestProfile, Revalidation, Strategy, Target, Timeouts};
 pub use error::FetchError;
 pub use outbuf::FlushReason;
 pub use report::{ConnEnd, FetchReport, ObjectKind, ObjectRecord, Outcome, RequestMethod};

@@ -217,6 +217,10 @@ pub struct FetchReport {
     #[serde(with = "duration_ms")]
     pub flush_after: std::time::Duration,
     pub flush_at_page_end: bool,
+    /// Flush after the page request (paper 001 "Buffer Tuning").
+    pub explicit_flush: bool,
+    pub revalidation: crate::config::Revalidation,
+    pub request_profile: crate::config::RequestProfile,
     pub max_conns: usize,
     pub timeouts: Timeouts,
     /// Wall-clock start, RFC 3339.

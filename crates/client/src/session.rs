@@ -15,7 +15,7 @@ use pagewire_h1::{Method, ResponseHead, Version};
 use sha2::{Digest, Sha256};
 
 use crate::cache::{hex, sha256_hex, Cache, Entry, EntryMeta, MAX_ENTRY_BODY_BYTES};
-use crate::config::{FetchConfig, Strategy, Target};
+use crate::config::{FetchConfig, Revalidation, Strategy, Target};
 use crate::error::FetchError;
 use crate::inflate::Inflater;
 use crate::outbuf::FlushReason;
@@ -208,14 +208,24 @@ impl Session {
                 Err(w) => st.warnings.push(w.to_string()),
             }
         }
-        let revalidating = self.cfg.revalidate && cached.is_some();
-        let method = if revalidating && self.cfg.strategy == Strategy::Http10 && id != PAGE {
+        let mut revalidating = self.cfg.revalidate && cached.is_some();
+        let heads = matches!(
+            self.cfg.revalidation,
+            Revalidation::GetHead | Revalidation::ConditionalGetHead
+        );
+        let method = if revalidating && heads && id != PAGE {
             // Paper 001 "Revalidate Test": the HTTP/1.0 robot "simulated the
             // cache validation behavior by issuing HEAD requests on the images".
             RequestMethod::Head
         } else {
             RequestMethod::Get
         };
+        if revalidating && id == PAGE && self.cfg.revalidation == Revalidation::GetHead {
+            // "one GET (HTML) and 42 HEAD requests": libwww 4.1D had no
+            // persistent cache, so the page came again, unconditionally.
+            revalidating = false;
+            cached = None;
+        }
         st.by_path.insert(path.clone(), id);
         st.objs.push(Obj {
             path,
@@ -310,10 +320,20 @@ impl Session {
             Version::Http11
         };
         let o = &mut st.objs[id];
-        let mut headers: Vec<(&str, String)> = vec![
-            ("Host", self.target.authority.clone()),
-            ("User-Agent", self.cfg.user_agent.clone()),
-        ];
+        let profile = self.cfg.request_profile;
+        let mut headers: Vec<(&str, String)> = vec![("Host", self.target.authority.clone())];
+        headers.extend(
+            profile
+                .extra_headers()
+                .iter()
+                .map(|&(k, v)| (k, v.to_string())),
+        );
+        headers.push((
+            "User-Agent",
+            profile
+                .user_agent()
+                .map_or_else(|| self.cfg.user_agent.clone(), str::to_string),
+        ));
         if o.conditional {
             if let Some(c) = &o.cached {
                 if o.method == RequestMethod::Get {
@@ -1246,6 +1266,9 @@ impl Session {
             out_buffer_bytes: self.cfg.out_buffer_bytes,
             flush_after: self.cfg.flush_after,
             flush_at_page_end: self.cfg.flush_at_page_end,
+            explicit_flush: self.cfg.explicit_flush,
+            revalidation: self.cfg.revalidation,
+            request_profile: self.cfg.request_profile,
             max_conns: self.cfg.max_conns,
             timeouts: self.cfg.timeouts,
             started: rfc3339(self.started_wall),

@@ -22,6 +22,8 @@ pub mod reference;
 pub mod report;
 pub mod runner;
 pub mod stats;
+pub mod surge;
 pub mod tables;
+pub mod wanfit;
 
 pub use model::{Net, RunRecord, Strategy, Test};

@@ -26,6 +26,23 @@ impl Net {
         }
     }
 
+    /// The emulator profile's bottleneck rate, bits/s (docs/link.md).
+    pub fn nominal_rate_bps(self) -> f64 {
+        match self {
+            Net::Lan => 10e6,
+            Net::Wan => 1.5e6,
+            Net::Ppp => 28.8e3,
+        }
+    }
+
+    pub fn nominal_rate_label(self) -> &'static str {
+        match self {
+            Net::Lan => "10 Mbit/s",
+            Net::Wan => "1.5 Mbit/s",
+            Net::Ppp => "28.8 kbit/s",
+        }
+    }
+
     /// The paper's description (Table 1).
     pub fn describe(self) -> &'static str {
         match self {
@@ -111,6 +128,56 @@ impl FromStr for Test {
     }
 }
 
+/// Which robot configuration a run used: the paper's final, tuned one
+/// (Tables 4-9: 50 ms flush timer, explicit flush after the page request,
+/// conditional GETs on HTTP/1.1) or its initial, untuned one (Table 3: 1 s
+/// flush timer, no explicit flush, HEAD-based revalidation everywhere).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Tuning {
+    #[default]
+    Tuned,
+    Initial,
+}
+
+impl Tuning {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tuning::Tuned => "tuned",
+            Tuning::Initial => "initial",
+        }
+    }
+}
+
+impl fmt::Display for Tuning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The robot settings that shaped a run (so tuned and untuned runs can be
+/// told apart in results.json).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RobotConfig {
+    pub tuning: Tuning,
+    /// Pipeline flush timer, ms.
+    pub flush_after_ms: f64,
+    /// Flush after the page request (paper 001 "Buffer Tuning").
+    pub explicit_flush: bool,
+    pub out_buffer_bytes: usize,
+    /// `minimal` or `libwww-1997`.
+    pub request_profile: String,
+    /// `get-head`, `conditional-get-head` or `conditional` (only used by
+    /// revalidation runs, recorded for all).
+    pub revalidation: String,
+    /// Nagle's algorithm left on in the robot and the server (paper 001
+    /// "Nagle Interaction"; off otherwise, as the paper's final tests).
+    #[serde(default)]
+    pub nagle: bool,
+}
+
 /// One measured run: a row of results.json / results.csv.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunRecord {
@@ -145,6 +212,16 @@ pub struct RunRecord {
     pub objects_expected: u64,
     /// HTTP payload bytes the robot received (bodies).
     pub body_bytes: u64,
+    /// Requests the robot sent and their mean size (request line and
+    /// headers, bytes).
+    #[serde(default)]
+    pub requests: u32,
+    #[serde(default)]
+    pub mean_request_bytes: f64,
+    /// The robot configuration of this run (absent in results made before
+    /// issue 17: those were tuned runs with the minimal request profile).
+    #[serde(default)]
+    pub robot: RobotConfig,
     /// Path of the run's pcap, relative to the results directory.
     pub pcap: String,
     /// The link configuration (profile and overrides) as the emulator

@@ -46,6 +46,9 @@ pub struct Results {
     pub runs: Vec<RunRecord>,
     #[serde(skip)]
     pub summaries: BTreeMap<Key, Summary>,
+    /// The initial (Table 3) robot's runs.
+    #[serde(skip)]
+    pub initial: BTreeMap<Key, Summary>,
     pub claims: Vec<Claim>,
 }
 
@@ -72,6 +75,7 @@ impl Results {
         runs: Vec<RunRecord>,
     ) -> Results {
         let summaries = stats::summarize(&runs);
+        let initial = stats::summarize_tuning(&runs, crate::model::Tuning::Initial);
         let claims = claims::check(&summaries, page);
         Results {
             provenance,
@@ -82,6 +86,7 @@ impl Results {
             wall_s,
             runs,
             summaries,
+            initial,
             claims,
         }
     }
@@ -128,6 +133,7 @@ impl Results {
                     ));
                 }
             }
+            s.push_str(&tables::table3(net, &self.initial, self.short_server()));
             let _ = writeln!(s);
         }
         let failed: Vec<&RunRecord> = self.runs.iter().filter(|r| !r.ok()).collect();
@@ -152,6 +158,8 @@ impl Results {
             let _ = writeln!(s);
         }
         s.push_str(&claims::render(&self.claims));
+        let _ = writeln!(s);
+        s.push_str(&claims::microscape::render_self_test());
         let _ = writeln!(s, "\n{} runs in {:.0} s.", self.runs.len(), self.wall_s);
         s
     }
@@ -165,6 +173,7 @@ impl Results {
                 "pagewire bench results: one object per run in `runs`; tables and claims as printed",
             results: self,
             summaries: self.summaries.values().collect(),
+            initial_summaries: self.initial.values().collect(),
         })?;
         fs::write(dir.join("results.json"), json).context("write results.json")?;
         self.write_csv(&dir.join("results.csv"))?;
@@ -202,6 +211,14 @@ impl Results {
             "objects_ok",
             "objects_expected",
             "body_bytes",
+            "requests",
+            "mean_request_bytes",
+            "tuning",
+            "flush_after_ms",
+            "explicit_flush",
+            "request_profile",
+            "revalidation",
+            "nagle",
             "pcap",
             "error",
         ])?;
@@ -226,6 +243,14 @@ impl Results {
                 r.objects_ok.to_string(),
                 r.objects_expected.to_string(),
                 r.body_bytes.to_string(),
+                r.requests.to_string(),
+                format!("{:.1}", r.mean_request_bytes),
+                r.robot.tuning.name().to_string(),
+                format!("{}", r.robot.flush_after_ms),
+                r.robot.explicit_flush.to_string(),
+                r.robot.request_profile.clone(),
+                r.robot.revalidation.clone(),
+                r.robot.nagle.to_string(),
                 r.pcap.clone(),
                 r.error.clone().unwrap_or_default(),
             ])?;
@@ -286,6 +311,11 @@ impl Results {
             let _ = writeln!(h, "</table>");
         }
 
+        let _ = writeln!(
+            h,
+            "<h2>Self-test</h2><pre>{}</pre>",
+            esc(&claims::microscape::render_self_test())
+        );
         let _ = writeln!(h, "<h2>Packets and seconds per strategy</h2><p>Bars: our means (first-time and cache validation); black triangles: the paper's Apache values (Tables 5, 7, 9).</p>");
         for net in &self.plan.nets {
             for (metric, label) in [("packets", "packets (Pa)"), ("seconds", "seconds (Sec)")] {
@@ -354,10 +384,13 @@ impl Results {
             .find(|n| self.plan.nets.contains(n));
         if let Some(net) = net {
             for st in &self.plan.strategies {
-                let run = self
-                    .runs
-                    .iter()
-                    .find(|r| r.net == net && r.strategy == *st && r.test == Test::First && r.ok());
+                let run = self.runs.iter().find(|r| {
+                    r.net == net
+                        && r.strategy == *st
+                        && r.test == Test::First
+                        && r.robot.tuning == crate::model::Tuning::Tuned
+                        && r.ok()
+                });
                 if let Some(r) = run {
                     let segs = pcapread::time_sequence(&dir.join(&r.pcap), server_addr(r))?;
                     let svg = plots::time_sequence(
@@ -388,6 +421,11 @@ impl Results {
                     self.short_server(),
                 )));
             }
+            h.push_str(&esc(&tables::table3(
+                *net,
+                &self.initial,
+                self.short_server(),
+            )));
             h.push('\n');
         }
         let _ = writeln!(
@@ -418,6 +456,8 @@ struct ResultsJson<'a> {
     #[serde(flatten)]
     results: &'a Results,
     summaries: Vec<&'a Summary>,
+    /// Table 3's initial robot, summarized apart.
+    initial_summaries: Vec<&'a Summary>,
 }
 
 fn esc(s: &str) -> String {

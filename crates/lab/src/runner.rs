@@ -9,12 +9,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use pagewire_client::{fetch_blocking, FetchConfig, FetchReport, Outcome};
+use pagewire_client::{
+    fetch_blocking, FetchConfig, FetchReport, ObjectKind, Outcome, RequestProfile, Revalidation,
+};
 use pagewire_emu::{Link, LinkConfig};
 use pagewire_site::microscape::{self, Microscape};
 use sha2::{Digest, Sha256};
 
-use crate::model::{Net, RunRecord, Test};
+use crate::model::{Net, RobotConfig, RunRecord, Test, Tuning};
 use crate::plan::{Plan, RunSpec};
 
 /// Port the server listens on inside the server namespace.
@@ -53,9 +55,17 @@ pub struct BenchConfig {
     /// The command line, for provenance.
     pub command: Vec<String>,
     /// Link configuration for a network (profile plus the user's overrides).
-    pub link_config: Box<dyn Fn(Net) -> Result<LinkConfig>>,
+    pub link_config: Box<dyn Fn(Net) -> Result<LinkConfig> + Send + Sync>,
     /// Draw a progress bar on stderr.
     pub progress: bool,
+    /// The robot's request headers (the bench's default: libwww-1997).
+    pub request_profile: RequestProfile,
+    /// HTTP/1.0 revalidation style of the tuned runs (default get-head,
+    /// as libwww 4.1D).
+    pub http10_revalidation: Revalidation,
+    /// Leave Nagle's algorithm on in the robot and in the pagewire server
+    /// (`serve --nagle`).
+    pub nagle: bool,
 }
 
 /// What a finished bench hands to the report.
@@ -128,11 +138,17 @@ fn nginx_conf(root: &Path, dir: &Path, addr: &str) -> String {
     )
 }
 
-fn start_server(cfg: &BenchConfig, link: &Link, net: Net, root: &Path) -> Result<ServerGuard> {
+fn start_server(
+    cfg: &BenchConfig,
+    link: &Link,
+    net: Net,
+    lane: &str,
+    root: &Path,
+) -> Result<ServerGuard> {
     let logs = cfg.out_dir.join("logs");
     fs::create_dir_all(&logs)?;
     let addr = format!("{}:{SERVER_PORT}", link.server_addr());
-    let log_path = logs.join(format!("server-{net}.log"));
+    let log_path = logs.join(format!("server-{net}{lane}.log"));
     let mut log =
         fs::File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
     // Say what made the log before the server writes to it.
@@ -154,10 +170,13 @@ fn start_server(cfg: &BenchConfig, link: &Link, net: Net, root: &Path) -> Result
                 .arg(root)
                 .arg("--addr")
                 .arg(&addr);
+            if cfg.nagle {
+                c.arg("--nagle");
+            }
             c
         }
         ServerKind::Nginx => {
-            let dir = cfg.out_dir.join(format!("nginx-{net}"));
+            let dir = cfg.out_dir.join(format!("nginx-{net}{lane}"));
             fs::create_dir_all(&dir)?;
             let conf = dir.join("nginx.conf");
             fs::write(&conf, nginx_conf(root, &dir, &addr))?;
@@ -217,6 +236,7 @@ fn tail(p: &Path) -> String {
 fn objects_ok(
     report: &FetchReport,
     test: Test,
+    revalidation: Revalidation,
     expected: &BTreeMap<String, String>,
 ) -> (u64, Vec<String>) {
     let mut ok = std::collections::BTreeSet::new();
@@ -241,7 +261,14 @@ fn objects_ok(
             Test::First => {
                 o.status == 200 && matches!(o.outcome, Outcome::Fetched | Outcome::GetallPart)
             }
-            Test::Revalidate => o.outcome == Outcome::NotModified,
+            // GET + HEAD revalidation fetches the page again (libwww 4.1D).
+            Test::Revalidate => {
+                o.outcome == Outcome::NotModified
+                    || (o.kind == ObjectKind::Page
+                        && o.status == 200
+                        && o.outcome == Outcome::Fetched
+                        && revalidation == Revalidation::GetHead)
+            }
         };
         if good && &o.sha256 == sha {
             ok.insert(path.to_string());
@@ -300,76 +327,75 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
     let mut runs = Vec::with_capacity(cfg.plan.runs.len());
     let mut link_configs = BTreeMap::new();
     let caches = cfg.out_dir.join("cache");
-    'nets: for &net in &cfg.plan.nets {
-        let specs: Vec<RunSpec> = cfg
+    let ctx = LaneCtx {
+        cfg,
+        root: &root,
+        caches: &caches,
+        expected: &expected,
+        pb: &pb,
+    };
+    for &net in &cfg.plan.nets {
+        // Plan order, so results come back in it whatever the lanes do.
+        let specs: Vec<(usize, RunSpec)> = cfg
             .plan
             .runs
             .iter()
             .copied()
-            .filter(|r| r.net == net)
+            .enumerate()
+            .filter(|(_, r)| r.net == net)
             .collect();
         if specs.is_empty() {
             continue;
         }
         let lc = (cfg.link_config)(net)?;
-        let lc_json = serde_json::to_value(&lc)?;
-        link_configs.insert(net.name().to_string(), lc_json.clone());
-        pb.set_message(format!("{net}: starting link and server"));
-        let link = Link::start(lc).with_context(|| format!("start the {net} link"))?;
-        let mut server = start_server(cfg, &link, net, &root)?;
-        let url = format!(
-            "http://{}:{SERVER_PORT}{}",
-            link.server_addr(),
-            microscape::PAGE_PATH
-        );
-        for spec in specs {
-            if let Some(sig) = pagewire_emu::cli::terminated_by() {
-                interrupted_by = Some(sig);
-                break 'nets;
+        link_configs.insert(net.name().to_string(), serde_json::to_value(&lc)?);
+        let lanes = cfg.plan.lanes(net) as usize;
+        let mut done: Vec<(usize, RunRecord)> = Vec::new();
+        if lanes <= 1 {
+            let (recs, sig) = run_lane(&ctx, net, lc, "", &specs)?;
+            done.extend(recs);
+            interrupted_by = interrupted_by.or(sig);
+        } else {
+            // Independent repetitions at once, each lane its own namespace
+            // pair, link, server and caches: a rate-bound network (PPP)
+            // costs little CPU, so lanes do not disturb each other (the
+            // link model runs on emulated time; see docs/bench.md for the
+            // check of the counters).
+            let mut per_lane: Vec<Vec<(usize, RunSpec)>> = vec![Vec::new(); lanes];
+            for &(i, spec) in &specs {
+                per_lane[spec.rep as usize % lanes].push((i, spec));
             }
-            pb.set_message(format!(
-                "{} {} {} rep {}",
-                spec.net,
-                spec.strategy,
-                spec.test,
-                spec.rep + 1
-            ));
-            let rec = one_run(cfg, &link, &url, &caches, spec, &expected, &lc_json);
-            let rec = match rec {
-                Ok(r) => r,
-                Err(e) => {
-                    if let Ok(Some(status)) = server.0.try_wait() {
-                        bail!(
-                            "the {} server exited ({status}) during the {net} runs; log:\n{}",
-                            cfg.server.label(),
-                            tail(&cfg.out_dir.join("logs").join(format!("server-{net}.log")))
-                        );
-                    }
-                    return Err(e.context(format!(
-                        "{} {} {} rep {}",
-                        spec.net, spec.strategy, spec.test, spec.rep
-                    )));
-                }
-            };
-            if let Some(e) = &rec.error {
-                let line = format!(
-                    "  run failed: {} {} {} rep {}: {e}",
-                    spec.net, spec.strategy, spec.test, spec.rep
-                );
-                // A hidden bar (`--no-progress`) prints nothing: say it plainly.
-                if cfg.progress {
-                    pb.println(line);
-                } else {
-                    eprintln!("{line}");
-                }
+            pb.set_message(format!("{net}: {lanes} lanes at once"));
+            let results: Vec<Result<LaneOutcome>> = std::thread::scope(|sc| {
+                let handles: Vec<_> = per_lane
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, l)| !l.is_empty())
+                    .map(|(k, lane_specs)| {
+                        let lc = lc.clone();
+                        let ctx = &ctx;
+                        sc.spawn(move || run_lane(ctx, net, lc, &format!("-lane{k}"), lane_specs))
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Err(anyhow::anyhow!("a {net} lane panicked")))
+                    })
+                    .collect()
+            });
+            for r in results {
+                let (recs, sig) = r?;
+                done.extend(recs);
+                interrupted_by = interrupted_by.or(sig);
             }
-            runs.push(rec);
-            pb.inc((spec.estimate_s() * 1000.0) as u64);
         }
-        // Stop the server before the link goes (the link's Drop would kill
-        // it anyway; this keeps the order explicit).
-        drop(server);
-        drop(link);
+        done.sort_by_key(|(i, _)| *i);
+        runs.extend(done.into_iter().map(|(_, r)| r));
+        if interrupted_by.is_some() {
+            break;
+        }
     }
     pb.finish_and_clear();
     // The robot's caches only matter between a first-time run and its
@@ -386,6 +412,100 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
     })
 }
 
+/// A lane's records with their plan index, and the signal that stopped it.
+type LaneOutcome = (Vec<(usize, RunRecord)>, Option<i32>);
+
+/// What every lane shares.
+struct LaneCtx<'a> {
+    cfg: &'a BenchConfig,
+    root: &'a Path,
+    caches: &'a Path,
+    expected: &'a BTreeMap<String, String>,
+    pb: &'a ProgressBar,
+}
+
+/// One link and server, and `specs` run on it one after another. Returns
+/// the records with their plan index, and the signal that stopped it.
+fn run_lane(
+    ctx: &LaneCtx<'_>,
+    net: Net,
+    lc: LinkConfig,
+    lane: &str,
+    specs: &[(usize, RunSpec)],
+) -> Result<LaneOutcome> {
+    let cfg = ctx.cfg;
+    let pb = ctx.pb;
+    let lc_json = serde_json::to_value(&lc)?;
+    pb.set_message(format!("{net}{lane}: starting link and server"));
+    let link = Link::start(lc).with_context(|| format!("start the {net}{lane} link"))?;
+    let mut server = start_server(cfg, &link, net, lane, ctx.root)?;
+    let url = format!(
+        "http://{}:{SERVER_PORT}{}",
+        link.server_addr(),
+        microscape::PAGE_PATH
+    );
+    let mut out = Vec::with_capacity(specs.len());
+    let mut interrupted_by = None;
+    for &(i, spec) in specs {
+        if let Some(sig) = pagewire_emu::cli::terminated_by() {
+            interrupted_by = Some(sig);
+            break;
+        }
+        pb.set_message(format!(
+            "{} {} {} rep {}{}",
+            spec.net,
+            spec.strategy,
+            spec.test,
+            spec.rep + 1,
+            if spec.tuning == Tuning::Initial {
+                " (initial)"
+            } else {
+                ""
+            }
+        ));
+        let rec = one_run(cfg, &link, &url, ctx.caches, spec, ctx.expected, &lc_json);
+        let rec = match rec {
+            Ok(r) => r,
+            Err(e) => {
+                if let Ok(Some(status)) = server.0.try_wait() {
+                    bail!(
+                        "the {} server exited ({status}) during the {net}{lane} runs; log:\n{}",
+                        cfg.server.label(),
+                        tail(
+                            &cfg.out_dir
+                                .join("logs")
+                                .join(format!("server-{net}{lane}.log"))
+                        )
+                    );
+                }
+                return Err(e.context(format!(
+                    "{} {} {} rep {}",
+                    spec.net, spec.strategy, spec.test, spec.rep
+                )));
+            }
+        };
+        if let Some(e) = &rec.error {
+            let line = format!(
+                "  run failed: {} {} {} rep {}: {e}",
+                spec.net, spec.strategy, spec.test, spec.rep
+            );
+            // A hidden bar (`--no-progress`) prints nothing: say it plainly.
+            if cfg.progress {
+                pb.println(line);
+            } else {
+                eprintln!("{line}");
+            }
+        }
+        out.push((i, rec));
+        pb.inc((spec.estimate_s() * 1000.0) as u64);
+    }
+    // Stop the server before the link goes (the link's Drop would kill
+    // it anyway; this keeps the order explicit).
+    drop(server);
+    drop(link);
+    Ok((out, interrupted_by))
+}
+
 /// One run. Infrastructure failures (the link) are errors; a failed fetch
 /// is a record with `error` set.
 fn one_run(
@@ -397,7 +517,12 @@ fn one_run(
     expected: &BTreeMap<String, String>,
     link_json: &serde_json::Value,
 ) -> Result<RunRecord> {
-    let cache = caches.join(format!("{}-{}-r{}", spec.net, spec.strategy, spec.rep));
+    // Initial (Table 3) runs have their own caches and pcaps.
+    let tag = match spec.tuning {
+        Tuning::Tuned => String::new(),
+        Tuning::Initial => "-initial".to_string(),
+    };
+    let cache = caches.join(format!("{}-{}{tag}-r{}", spec.net, spec.strategy, spec.rep));
     if spec.test == Test::First {
         // First-time retrieval starts from an empty cache.
         if cache.exists() {
@@ -406,24 +531,55 @@ fn one_run(
     }
     fs::create_dir_all(&cache)?;
     let pcap_rel = format!(
-        "pcaps/{}-{}-{}-r{}.pcap",
+        "pcaps/{}-{}{tag}-{}-r{}.pcap",
         spec.net, spec.strategy, spec.test, spec.rep
     );
     let pcap = cfg.out_dir.join(&pcap_rel);
     let mut fc = FetchConfig::new(url, spec.strategy);
     fc.cache_dir = Some(cache);
     fc.revalidate = spec.test == Test::Revalidate;
+    fc.request_profile = cfg.request_profile;
+    fc.nodelay = !cfg.nagle;
+    if spec.strategy == pagewire_client::Strategy::Http10 {
+        fc.revalidation = cfg.http10_revalidation;
+    }
+    if spec.tuning == Tuning::Initial {
+        // Paper 001, Table 3: "Initially we used a 1 second delay", no
+        // explicit flush yet ("Buffer Tuning" came after), and HEAD-based
+        // revalidation on HTTP/1.1 too (conditional GETs came for "our
+        // final round of tests").
+        fc.flush_after = std::time::Duration::from_secs(1);
+        fc.explicit_flush = false;
+        fc.revalidation = Revalidation::GetHead;
+    }
+    let revalidation = fc.revalidation;
+    let robot = RobotConfig {
+        tuning: spec.tuning,
+        flush_after_ms: fc.flush_after.as_secs_f64() * 1e3,
+        explicit_flush: fc.explicit_flush,
+        out_buffer_bytes: fc.out_buffer_bytes,
+        request_profile: fc.request_profile.name().to_string(),
+        revalidation: fc.revalidation.name().to_string(),
+        nagle: cfg.nagle,
+    };
     let extra = serde_json::json!({
         "made_by": format!("pagewire {} bench", env!("CARGO_PKG_VERSION")),
         "strategy": spec.strategy, "test": spec.test, "net": spec.net, "rep": spec.rep,
-        "server": cfg.server.label(), "seed": cfg.seed,
+        "server": cfg.server.label(), "seed": cfg.seed, "robot": &robot,
     });
     link.begin_run_with(Some(&pcap), extra)?;
     let fetched = link.run_in_client(move || fetch_blocking(fc))?;
     let c = link.end_run()?;
+    let (requests, mean_request_bytes) = match &fetched {
+        Ok(r) if r.requests > 0 => (
+            r.requests,
+            r.bytes.header_bytes_sent as f64 / f64::from(r.requests),
+        ),
+        _ => (0, f64::NAN),
+    };
     let (elapsed_s, objects, body, error) = match &fetched {
         Ok(r) => {
-            let (ok, missing) = objects_ok(r, spec.test, expected);
+            let (ok, missing) = objects_ok(r, spec.test, revalidation, expected);
             let err = if ok as usize != expected.len() {
                 // Name what went wrong: the robot's count and the first
                 // objects that are missing or arrived wrong.
@@ -467,6 +623,9 @@ fn one_run(
         objects_ok: objects,
         objects_expected: expected.len() as u64,
         body_bytes: body,
+        requests,
+        mean_request_bytes,
+        robot,
         pcap: pcap_rel,
         link: link_json.clone(),
         error,

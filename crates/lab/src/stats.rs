@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::model::{Net, RunRecord, Strategy, Test};
+use crate::model::{Net, RunRecord, Strategy, Test, Tuning};
 
 /// Mean and sample standard deviation (n - 1 in the denominator; 0 for a
 /// single run) of one quantity.
@@ -64,14 +64,21 @@ pub struct Summary {
     pub sockets_total: MeanSd,
     pub sockets_max: MeanSd,
     pub retransmissions: MeanSd,
+    /// Mean request size of each run (request line and headers, bytes).
+    pub request_bytes: MeanSd,
 }
 
 pub type Key = (Net, Strategy, Test);
 
-/// Group runs by (net, strategy, test).
+/// Group the tuned runs (Tables 4-9) by (net, strategy, test).
 pub fn summarize(runs: &[RunRecord]) -> BTreeMap<Key, Summary> {
+    summarize_tuning(runs, Tuning::Tuned)
+}
+
+/// Group the runs of one robot configuration by (net, strategy, test).
+pub fn summarize_tuning(runs: &[RunRecord], tuning: Tuning) -> BTreeMap<Key, Summary> {
     let mut groups: BTreeMap<Key, Vec<&RunRecord>> = BTreeMap::new();
-    for r in runs {
+    for r in runs.iter().filter(|r| r.robot.tuning == tuning) {
         groups
             .entry((r.net, r.strategy, r.test))
             .or_default()
@@ -97,6 +104,11 @@ pub fn summarize(runs: &[RunRecord]) -> BTreeMap<Key, Summary> {
                 sockets_total: f(|r| r.sockets_total as f64),
                 sockets_max: f(|r| r.sockets_max as f64),
                 retransmissions: f(|r| r.retransmissions as f64),
+                request_bytes: MeanSd::of(
+                    ok.iter()
+                        .map(|r| r.mean_request_bytes)
+                        .filter(|x| x.is_finite() && *x > 0.0),
+                ),
             };
             ((net, strategy, test), s)
         })

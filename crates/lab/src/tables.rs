@@ -116,6 +116,15 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
             }
             let _ = t;
         }
+        let req: Vec<String> = mine
+            .iter()
+            .flatten()
+            .filter(|m| m.request_bytes.n > 0)
+            .map(|m| format!("{:.0}", m.request_bytes.mean))
+            .collect();
+        if !req.is_empty() {
+            let _ = write!(line, "   req {} B", req.join("/"));
+        }
         let _ = writeln!(s, "{}", line.trim_end());
         // The paper's rows.
         for server in [Server::Apache, Server::Jigsaw] {
@@ -176,14 +185,9 @@ pub fn sockets_table(
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "Sockets and packets per direction — {} / {} (layout of Table 3{})",
+        "Sockets and packets per direction — {} / {} (layout of Table 3; tuned robot, the paper's Table 3 is beside our initial-robot runs)",
         net.name().to_uppercase(),
         test.paper_label(),
-        if net == Net::Lan && test == Test::Revalidate {
-            "; paper values: Jigsaw, initial untuned test"
-        } else {
-            "; the paper has Table 3 for LAN revalidation only"
-        }
     );
     let _ = writeln!(
         s,
@@ -206,19 +210,68 @@ pub fn sockets_table(
                 );
             }
         }
-        if net == Net::Lan && test == Test::Revalidate {
-            if let Some(r) = TABLE_3.iter().find(|r| r.strategy == st) {
-                let _ = writeln!(
-                    s,
-                    "  {:<46} {:>10} {:>10} {:>12} {:>12} {:>10} {:>9.2}",
-                    format!("{} (paper T3, Jigsaw)", st.paper_label()),
-                    r.max_sockets,
-                    r.total_sockets,
-                    r.packets_client_to_server,
-                    r.packets_server_to_client,
-                    r.packets_total,
-                    r.seconds
-                );
+    }
+    s
+}
+
+/// Table 3: the paper's initial, untuned robot (1 s flush timer, no
+/// explicit flush, GET + HEAD revalidation on every strategy) as our own
+/// runs, beside the paper's Table 3 (Jigsaw, LAN, cache revalidation).
+pub fn table3(net: Net, initial: &BTreeMap<Key, Summary>, server_label: &str) -> String {
+    let mut s = String::new();
+    if !initial.keys().any(|k| k.0 == net) {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "Table 3 — initial (untuned) robot: 1 s flush timer, no explicit flush, 1 GET + 42 HEAD revalidation — {}",
+        net.name().to_uppercase()
+    );
+    let _ = writeln!(
+        s,
+        "  {:<50} {:>9} {:>9} {:>10} {:>10} {:>12} {:>9} {:>7}",
+        "", "max socks", "tot socks", "pkts c->s", "pkts s->c", "pkts tot", "Sec", "req B"
+    );
+    for test in Test::ALL {
+        for st in Strategy::PAPER_001 {
+            if let Some(m) = initial.get(&(net, st, test)) {
+                if m.runs_ok > 0 {
+                    let _ = writeln!(
+                        s,
+                        "  {:<50} {:>9.0} {:>9.1} {:>10.1} {:>10.1} {:>12} {:>9} {:>7.0}",
+                        format!("{} {} ({server_label})", st.paper_label(), test.name()),
+                        m.sockets_max.mean,
+                        m.sockets_total.mean,
+                        m.packets_client_to_server.mean,
+                        m.packets_server_to_client.mean,
+                        fmt_ms(&m.packets, 1),
+                        fmt_ms(&m.seconds, 2),
+                        m.request_bytes.mean
+                    );
+                } else {
+                    let _ = writeln!(
+                        s,
+                        "  {:<50} all {} runs failed",
+                        format!("{} {}", st.paper_label(), test.name()),
+                        m.runs_failed
+                    );
+                }
+            }
+            if net == Net::Lan && test == Test::Revalidate {
+                if let Some(r) = TABLE_3.iter().find(|r| r.strategy == st) {
+                    let _ = writeln!(
+                        s,
+                        "  {:<50} {:>9} {:>9} {:>10} {:>10} {:>12} {:>9.2} {:>7}",
+                        format!("{} revalidate (paper T3, Jigsaw)", st.paper_label()),
+                        r.max_sockets,
+                        r.total_sockets,
+                        r.packets_client_to_server,
+                        r.packets_server_to_client,
+                        r.packets_total,
+                        r.seconds,
+                        "~190"
+                    );
+                }
             }
         }
     }

@@ -20,10 +20,12 @@ mod cmd;
                   and measures them the way those papers did: packets, bytes and seconds on an \
                   emulated link between a real server and a real client.\n\n\
                   Built: HTTP/1.0 vs persistent vs pipelined (+deflate) transfers of paper 001 \
-                  (bench, serve, fetch, link, site) and prefetching of paper 003 (prefetch \
-                  simulate, serve --prefetch, fetch --prefetch).\n\
-                  Coming: object packaging (paper 002), GETALL/GETLIST (paper 003), SURGE load \
-                  and early close (paper 004).\n\n\
+                  (bench, serve, fetch, link, site); object packaging of paper 002 (pack, unpack, \
+                  fetch --strategy objpack, bench --suite objpack); GETALL/GETLIST, the \
+                  connection-length and load-time experiments and prefetching of paper 003 \
+                  (fetch --strategy getall, bench --suite conn-length|getall, prefetch simulate, \
+                  serve --prefetch, fetch --prefetch); the SURGE workload and load generator of \
+                  paper 004 and its server experiments (site surge, load, bench --suite surge).\n\n\
                   Papers and design: docs/papers.md, docs/architecture.md."
 )]
 struct Cli {
@@ -34,7 +36,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run an experiment suite over emulated links and report (the main job).
-    Bench(cmd::bench::Args),
+    Bench(Box<cmd::bench::Args>),
     /// Run the origin server.
     Serve(cmd::serve::Args),
     /// Fetch a page and its embedded objects with a transfer strategy (the robot).
@@ -58,7 +60,7 @@ fn main() -> ExitCode {
     // SIGPIPE and reports EPIPE, which the commands treat as "stop printing".
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Bench(a) => cmd::bench::run(a),
+        Command::Bench(a) => cmd::bench::run(*a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Fetch(a) => cmd::fetch::run(a),
         Command::Link(a) => cmd::link::run(a),

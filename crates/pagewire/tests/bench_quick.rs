@@ -100,8 +100,32 @@ fn bench_quick_fetches_everything_and_counts_match_pcaps() {
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert!(json["made_by"].as_str().unwrap().contains("pagewire"));
     let runs = json["runs"].as_array().expect("runs");
-    // lan + wan, 4 strategies, 2 tests, 1 repetition.
-    assert_eq!(runs.len(), 16, "{stdout}");
+    // lan + wan, 4 strategies, 2 tests, 1 repetition; plus Table 3's
+    // initial robot on the LAN (3 strategies, 2 tests).
+    assert_eq!(runs.len(), 16 + 6, "{stdout}");
+    let initial: Vec<&serde_json::Value> = runs
+        .iter()
+        .filter(|r| r["robot"]["tuning"] == "initial")
+        .collect();
+    assert_eq!(initial.len(), 6);
+    for r in &initial {
+        assert_eq!(r["net"], "lan");
+        assert_eq!(r["robot"]["flush_after_ms"].as_f64(), Some(1000.0));
+        assert_eq!(r["robot"]["explicit_flush"], false);
+        assert_eq!(r["robot"]["revalidation"], "get-head");
+    }
+    for r in runs {
+        // The bench's robot sends paper-sized requests (~190 bytes).
+        assert_eq!(r["robot"]["request_profile"], "libwww-1997");
+        if r["test"] == "first" {
+            let m = r["mean_request_bytes"].as_f64().unwrap();
+            assert!((180.0..=200.0).contains(&m), "{m}");
+        }
+        if r["strategy"] == "http10" {
+            assert_eq!(r["robot"]["revalidation"], "get-head");
+        }
+    }
+    assert!(stdout.contains("Table 3 — initial"), "{stdout}");
     let get =
         |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k} in {r}"));
     for r in runs {
@@ -168,6 +192,11 @@ fn bench_rejects_bad_flags_clearly() {
         (vec!["--tcp", "1985"], "--tcp"),
         (vec!["--rate", "fast"], "rate"),
         (vec!["--suite", "surge"], "--suite"),
+        (vec!["--request-profile", "netscape"], "--request-profile"),
+        (
+            vec!["--http10-revalidation", "never"],
+            "--http10-revalidation",
+        ),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_pagewire"))
             .arg("bench")

@@ -75,6 +75,23 @@ fn fetch_cli_outputs_and_exit_codes() {
     assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("[1 GET, 42 HEAD]"), "{text}");
+    // libwww 4.1D: the page again, unconditionally (its 43128 bytes).
+    assert!(text.contains("43x200"), "{text}");
+    assert!(text.contains("bodies 43128"), "{text}");
+    // The earlier variant: a conditional page GET (304).
+    let o = fetch(&[
+        &page,
+        "--strategy",
+        "http10",
+        "--cache",
+        cache.to_str().unwrap(),
+        "--revalidate",
+        "--revalidation",
+        "conditional-get-head",
+    ]);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("[1 GET, 42 HEAD]"), "{text}");
     assert!(text.contains("1x304"), "{text}");
 
     // A 404 among the objects: exit 1, named in the summary.

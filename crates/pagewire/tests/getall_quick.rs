@@ -1,6 +1,6 @@
 //! `pagewire bench --suite getall --quick` end to end: pages with N inline
 //! images served by `pagewire serve` in a server namespace, loaded by the
-//! robot with HTTP/1.0, persistent, pipelined and GETALL over emulated local
+//! robot with HTTP/1.0, persistent, pipelined, GETALL and object packaging over emulated local
 //! and remote links. Needs root (CI runs as root); skips otherwise.
 
 use std::process::{Command, Stdio};
@@ -65,8 +65,8 @@ fn getall_quick_writes_cells_figures_and_claims() {
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let cells = json["cells"].as_array().expect("cells");
-    // 2 networks x 2 sizes x 2 counts x 4 methods.
-    assert_eq!(cells.len(), 32, "{stdout}");
+    // 2 networks x 2 sizes x 2 counts x 5 methods.
+    assert_eq!(cells.len(), 40, "{stdout}");
     let cell = |net: &str, size: u64, n: u64, m: &str| {
         cells
             .iter()
@@ -80,6 +80,8 @@ fn getall_quick_writes_cells_figures_and_claims() {
         for size in [2544, 45566] {
             // Requests the robot sent: one per object except GETALL's one.
             assert_eq!(cell(net, size, 10, "getall")["requests"], 1);
+            assert_eq!(cell(net, size, 10, "objpack")["requests"], 1);
+            assert_eq!(cell(net, size, 10, "objpack")["connections"], 1);
             assert_eq!(cell(net, size, 10, "pipelined")["requests"], 11);
             assert_eq!(cell(net, size, 10, "http10")["connections"], 11);
             assert_eq!(cell(net, size, 10, "persistent")["connections"], 1);
@@ -90,6 +92,8 @@ fn getall_quick_writes_cells_figures_and_claims() {
     assert!(load("remote", 45566, 10, "getall") > 10.0 * 45566.0 * 8.0 / 1.544e6);
     assert!(load("remote", 2544, 10, "http10") > 10.0 * 0.14);
     assert!(load("remote", 2544, 10, "getall") < load("remote", 2544, 10, "http10"));
+    assert!(load("remote", 45566, 10, "objpack") > 10.0 * 45566.0 * 8.0 / 1.544e6);
+    assert!(load("remote", 2544, 10, "objpack") < load("remote", 2544, 10, "http10"));
     assert_eq!(json["claims"].as_array().unwrap().len(), 6);
     for f in [
         "results.csv",

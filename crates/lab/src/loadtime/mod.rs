@@ -3,7 +3,9 @@
 //! inline images of one size are fetched over an emulated local (10 Mbit/s)
 //! and remote (T1, 70 ms) link with HTTP/1.0 (a connection per object, one
 //! at a time, as Mosaic 2.4), a persistent connection without pipelining,
-//! a pipelined one, and GETALL.
+//! a pipelined one, GETALL, and object packaging (Fujinoki, Sanjay, Shah,
+//! "Web File Transmission by Object Packaging": the page and its images as
+//! one pre-built package, asked for with `Accept`).
 //!
 //! [`run`] measures, [`claims`] checks the paper's sentences, [`report`]
 //! writes Figures 5-8 as SVG, CSV and results.json.
@@ -50,7 +52,7 @@ impl Net {
     }
 }
 
-/// The four ways of loading a page.
+/// The five ways of loading a page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Method {
@@ -63,14 +65,18 @@ pub enum Method {
     Pipelined,
     /// One GETALL request (`Getall: 1`).
     Getall,
+    /// One request for the page's object package
+    /// (`Accept: application/vnd.pagewire.objpack`).
+    Objpack,
 }
 
 impl Method {
-    pub const ALL: [Method; 4] = [
+    pub const ALL: [Method; 5] = [
         Method::Http10,
         Method::Persistent,
         Method::Pipelined,
         Method::Getall,
+        Method::Objpack,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -78,6 +84,7 @@ impl Method {
             Method::Persistent => "persistent",
             Method::Pipelined => "pipelined",
             Method::Getall => "getall",
+            Method::Objpack => "objpack",
         }
     }
     fn fetch_config(self, url: &str) -> FetchConfig {
@@ -86,6 +93,7 @@ impl Method {
             Method::Persistent => Strategy::Http11,
             Method::Pipelined => Strategy::Pipeline,
             Method::Getall => Strategy::Getall,
+            Method::Objpack => Strategy::Objpack,
         };
         let mut c = FetchConfig::new(url, strategy);
         // Mosaic 2.4 fetched one object at a time.
@@ -298,6 +306,17 @@ fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cel
                         net.name(),
                         m.name(),
                         n + 1
+                    );
+                }
+                // GETALL and the package are one request; a robot that fell
+                // back to pipelining (the server sent plain HTML) would
+                // measure the wrong method.
+                if matches!(m, Method::Getall | Method::Objpack) && r.requests != 1 {
+                    bail!(
+                        "{} {} {url}: {} requests, not one (did the server answer with plain HTML?)",
+                        net.name(),
+                        m.name(),
+                        r.requests
                     );
                 }
                 trials[ci * plan.methods.len() + mi].push((

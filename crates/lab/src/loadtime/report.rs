@@ -172,7 +172,7 @@ impl Results {
                 for m in &self.plan.methods {
                     let _ = write!(s, "{:>12}", m.name());
                 }
-                let _ = writeln!(s, "{:>10}", "GETALL %");
+                let _ = writeln!(s, "{:>10}{:>10}", "GETALL %", "objpack %");
                 for &n in &self.plan.counts {
                     let _ = write!(s, "{n:>8}");
                     for &m in &self.plan.methods {
@@ -185,12 +185,23 @@ impl Results {
                             }
                         }
                     }
-                    if let (Some(g), Some(h)) = (
-                        self.at(net, size, n, Method::Getall),
-                        self.at(net, size, n, Method::Http10),
-                    ) {
-                        let _ =
-                            write!(s, "{:>10.1}", (1.0 - g.load_s.mean / h.load_s.mean) * 100.0);
+                    // Improvement over HTTP/1.0 of the one-request methods.
+                    for m in [Method::Getall, Method::Objpack] {
+                        match (
+                            self.at(net, size, n, m),
+                            self.at(net, size, n, Method::Http10),
+                        ) {
+                            (Some(g), Some(h)) => {
+                                let _ = write!(
+                                    s,
+                                    "{:>10.1}",
+                                    (1.0 - g.load_s.mean / h.load_s.mean) * 100.0
+                                );
+                            }
+                            _ => {
+                                let _ = write!(s, "{:>10}", "-");
+                            }
+                        }
                     }
                     let _ = writeln!(s);
                 }

@@ -15,7 +15,7 @@ mod objpack;
 
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
-    pagewire bench                      # all networks (~6 min), results in ./bench-YYYYMMDD-HHMMSS/\n  \
+    pagewire bench                      # all networks, 5 repetitions (~8 min), results in ./bench-YYYYMMDD-HHMMSS/\n  \
     pagewire bench --quick              # lan and wan, one repetition (< 1 min)\n  \
     pagewire bench --server nginx --net lan,wan\n  \
     pagewire bench --server-cmd 'python3 -m http.server {port} -d {root}' --net lan\n  \
@@ -24,7 +24,8 @@ pub struct Args {
     /// Experiment suite: `microscape` (paper 001), `objpack` (paper 002:
     /// lan100 and wan; `--reps` sets per group, `--quick` 2 sets on lan100),
     /// `conn-length` or `getall` (Padmanabhan & Mogul, Figures 2-3 and 5-8;
-    /// these two take --quick, --reps, --tcp, --out).
+    /// these two take --quick, --reps, --tcp, --out), `surge` (paper 004:
+    /// the [surge] options below).
     #[arg(long, default_value = "microscape")]
     suite: String,
     /// Networks, comma-separated: lan, wan, ppp.
@@ -41,10 +42,14 @@ pub struct Args {
     /// first with the same, warm, cache).
     #[arg(long, value_delimiter = ',', default_value = "first,revalidate")]
     tests: Vec<String>,
-    /// Repetitions on every network (default: 5 lan, 5 wan, 1 ppp — PPP runs
-    /// take about a minute each).
+    /// Repetitions on every network (default 5; PPP repetitions run
+    /// concurrently, see --ppp-parallel).
     #[arg(long)]
     reps: Option<u32>,
+    /// PPP repetitions run at once, each on its own link and server
+    /// (1 = one after another). PPP runs are rate-bound, not CPU-bound.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=8))]
+    ppp_parallel: u32,
     /// Quick check: lan and wan only, one repetition (under a minute).
     #[arg(long)]
     quick: bool,
@@ -65,9 +70,28 @@ pub struct Args {
     /// Link options, laid over every network's profile.
     #[command(flatten)]
     link: super::linkopts::LinkOptions,
+    /// Request headers of the robot: libwww-1997 (paper-sized, ~190-byte
+    /// requests) or minimal (~90 bytes).
+    #[arg(long, value_name = "PROFILE", default_value = "libwww-1997")]
+    request_profile: String,
+    /// HTTP/1.0 revalidation: get-head (unconditional page GET + 42 HEADs,
+    /// libwww 4.1D, the default), conditional-get-head, conditional.
+    #[arg(long, value_name = "STYLE", default_value = "get-head")]
+    http10_revalidation: String,
+    /// Skip Table 3's initial-robot runs (1 s flush timer, no explicit
+    /// flush, GET + HEAD revalidation), made on the LAN by default.
+    #[arg(long)]
+    no_initial: bool,
+    /// Leave Nagle's algorithm on in the robot and the pagewire server
+    /// (`serve --nagle`; paper 001 turned it off in both and looked at the
+    /// difference).
+    #[arg(long)]
+    nagle: bool,
     /// Don't draw the progress bar.
     #[arg(long)]
     no_progress: bool,
+    #[command(flatten)]
+    surge: super::bench_surge::SurgeArgs,
 }
 
 fn parse_list<T>(what: &str, xs: &[String]) -> Result<Vec<T>>
@@ -89,7 +113,7 @@ where
 }
 
 /// Link configuration per network: the profile plus the user's overrides.
-fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig>>> {
+fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig> + Send + Sync>> {
     let overrides = a.link.parse()?;
     let seed = a.seed;
     let make = move |net: Net| overrides.config(net.name(), seed);
@@ -99,6 +123,9 @@ fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig>>> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    if a.suite == "surge" {
+        return super::bench_surge::run(&a.surge, &a.server, a.quick, a.out, !a.no_progress);
+    }
     if a.suite == "conn-length" {
         return conn_length(&a);
     }
@@ -110,7 +137,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     if a.suite != "microscape" {
         bail!(
-            "--suite: `microscape` (paper 001) or `objpack` (paper 002), got {:?}",
+            "--suite: `microscape` (paper 001), `objpack` (paper 002), `conn-length`, `getall` or `surge` (paper 004), got {:?}",
             a.suite
         );
     }
@@ -149,7 +176,24 @@ pub fn run(a: Args) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("bench-{stamp}")));
     std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
-    let plan = Plan::new(&nets, &strategies, &tests, reps);
+    let request_profile: pagewire_client::RequestProfile = a
+        .request_profile
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--request-profile: {e}"))?;
+    let http10_revalidation: pagewire_client::Revalidation = a
+        .http10_revalidation
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--http10-revalidation: {e}"))?;
+    if a.nagle && !matches!(server, ServerKind::Pagewire { .. }) {
+        bail!(
+            "--nagle sets the pagewire server's sockets; it cannot change {}",
+            server.label()
+        );
+    }
+    let mut plan = Plan::new(&nets, &strategies, &tests, reps).with_ppp_parallel(a.ppp_parallel);
+    if !a.no_initial && nets.contains(&Net::Lan) {
+        plan = plan.with_initial(&[Net::Lan]);
+    }
     eprint!("{}", plan.describe());
     eprintln!("results: {}", out.display());
     if matches!(server, ServerKind::Nginx) && strategies.contains(&Strategy::PipelineDeflate) {
@@ -167,6 +211,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         command: command.clone(),
         link_config,
         progress: !a.no_progress,
+        request_profile,
+        http10_revalidation,
+        nagle: a.nagle,
     };
     let outcomes = runner::run(&cfg)?;
     let interrupted_by = outcomes.interrupted_by;

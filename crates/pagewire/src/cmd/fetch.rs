@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use pagewire_client::{FetchConfig, Strategy, Timeouts};
+use pagewire_client::{FetchConfig, RequestProfile, Revalidation, Strategy, Timeouts};
 use pagewire_link::config::parse_duration;
 
 #[derive(clap::Args)]
@@ -36,13 +36,26 @@ pub struct Args {
     /// end (the paper's robot left the last batch to the timer).
     #[arg(long)]
     pub flush_at_page_end: bool,
+    /// Pipeline: do not flush after the page request (the paper's initial,
+    /// untuned robot of Table 3; the first batch waits for the timer).
+    #[arg(long)]
+    pub no_explicit_flush: bool,
+    /// How to revalidate: get-head (page GET + HEADs, libwww 4.1D),
+    /// conditional-get-head, conditional (conditional GETs, libwww 5.1).
+    /// Default: get-head for http10, conditional otherwise.
+    #[arg(long, value_name = "STYLE", value_parser = parse_revalidation)]
+    pub revalidation: Option<Revalidation>,
+    /// Request headers: minimal, or libwww-1997 (sized like paper 001's
+    /// robot, ~190-byte requests).
+    #[arg(long, value_name = "PROFILE", default_value = "minimal", value_parser = parse_profile)]
+    pub request_profile: RequestProfile,
     /// http10: most connections open at once.
     #[arg(long, default_value_t = pagewire_client::config::DEFAULT_MAX_CONNS)]
     pub max_conns: usize,
     /// Persistent cache directory (bodies and validators).
     #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
-    /// Revalidate cached objects (conditional GETs; GET + HEADs for http10).
+    /// Revalidate cached objects (see --revalidation).
     #[arg(long)]
     pub revalidate: bool,
     /// Follow `Link: <url>; rel=prefetch` hints into the cache.
@@ -92,6 +105,14 @@ pub struct Args {
     pub nagle: bool,
 }
 
+fn parse_revalidation(s: &str) -> Result<Revalidation, pagewire_client::config::UnknownOption> {
+    s.parse()
+}
+
+fn parse_profile(s: &str) -> Result<RequestProfile, pagewire_client::config::UnknownOption> {
+    s.parse()
+}
+
 fn parse_strategy(s: &str) -> Result<Strategy, pagewire_client::config::UnknownStrategy> {
     s.parse()
 }
@@ -101,6 +122,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.out_buffer_bytes = args.out_buffer;
     cfg.flush_after = args.flush_after;
     cfg.flush_at_page_end = args.flush_at_page_end;
+    cfg.explicit_flush = !args.no_explicit_flush;
+    if let Some(r) = args.revalidation {
+        cfg.revalidation = r;
+    }
+    cfg.request_profile = args.request_profile;
     cfg.max_conns = args.max_conns;
     cfg.cache_dir = args.cache.clone();
     cfg.revalidate = args.revalidate;

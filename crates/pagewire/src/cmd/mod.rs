@@ -1,5 +1,6 @@
 //! One module per command; each owns its `Args` and `run`.
 pub mod bench;
+pub mod bench_surge;
 pub mod fetch;
 pub mod link;
 pub mod linkopts;

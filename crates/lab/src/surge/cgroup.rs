@@ -1,0 +1,330 @@
+//! A cgroup for the server under test: a memory limit (the paper's 32-256 MB
+//! servers) and the accounting the monitor reads (CPU user/system, memory,
+//! block I/O). cgroup v2 when the unified hierarchy has the `memory`
+//! controller, else the v1 hierarchies (`memory`, `cpuacct`, `blkio`).
+//! Removed on drop, after any process left in it is killed.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+const ROOT: &str = "/sys/fs/cgroup";
+
+/// Which cgroup interface the kernel offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Flavor {
+    V1,
+    V2,
+}
+
+/// Counters of the cgroup at one moment.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reading {
+    /// CPU time in user / kernel mode, nanoseconds.
+    pub user_ns: u64,
+    pub system_ns: u64,
+    /// Bytes read from / written to block devices.
+    pub io_read_bytes: u64,
+    pub io_write_bytes: u64,
+    /// Memory charged to the cgroup, page cache excluded (anon + kernel), bytes.
+    pub mem_nonfile: u64,
+    /// Page cache charged to the cgroup, bytes.
+    pub mem_file: u64,
+    /// Major faults (pages read in on a fault).
+    pub major_faults: u64,
+    /// Processes the kernel's OOM killer killed in the cgroup.
+    pub oom_kills: u64,
+}
+
+/// The server's cgroup: one directory (v2) or one per controller (v1).
+pub struct Cgroup {
+    pub flavor: Flavor,
+    pub name: String,
+    /// Directories whose `cgroup.procs` a process is written to.
+    dirs: Vec<PathBuf>,
+    pub limit_bytes: Option<u64>,
+}
+
+fn v2_has_memory() -> bool {
+    fs::read_to_string(Path::new(ROOT).join("cgroup.controllers"))
+        .map(|s| s.split_whitespace().any(|c| c == "memory"))
+        .unwrap_or(false)
+}
+
+/// What this machine offers, for the report.
+pub fn describe() -> String {
+    if v2_has_memory() {
+        let c = fs::read_to_string(Path::new(ROOT).join("cgroup.controllers")).unwrap_or_default();
+        format!("cgroup v2 (controllers: {})", c.trim())
+    } else if Path::new(ROOT)
+        .join("memory/memory.limit_in_bytes")
+        .exists()
+    {
+        "cgroup v1 (memory, cpuacct, blkio hierarchies)".into()
+    } else {
+        "no usable cgroup memory controller".into()
+    }
+}
+
+fn write(p: &Path, v: &str) -> Result<()> {
+    fs::write(p, v).with_context(|| format!("write {v:?} to {}", p.display()))
+}
+
+impl Cgroup {
+    /// Creates `pagewire-surge-<pid>-<tag>` with memory limit `limit_bytes`
+    /// (None: no limit, still accounted). Swap is held at the same limit so
+    /// the server's own memory cannot escape to swap.
+    pub fn create(tag: &str, limit_bytes: Option<u64>) -> Result<Cgroup> {
+        let name = format!("pagewire-surge-{}-{tag}", std::process::id());
+        if v2_has_memory() {
+            let dir = Path::new(ROOT).join(&name);
+            // Controllers must be enabled in the parent for the child.
+            let _ = fs::write(
+                Path::new(ROOT).join("cgroup.subtree_control"),
+                "+memory +cpu +io",
+            );
+            fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+            let cg = Cgroup {
+                flavor: Flavor::V2,
+                name,
+                dirs: vec![dir.clone()],
+                limit_bytes,
+            };
+            if let Some(b) = limit_bytes {
+                write(&dir.join("memory.max"), &b.to_string())?;
+                let _ = fs::write(dir.join("memory.swap.max"), "0");
+            }
+            return Ok(cg);
+        }
+        let mem = Path::new(ROOT).join("memory");
+        if !mem.join("memory.limit_in_bytes").exists() {
+            bail!(
+                "no cgroup memory controller on this machine ({}): cannot limit the server's memory",
+                describe()
+            );
+        }
+        let mut dirs = Vec::new();
+        for ctl in ["memory", "cpuacct", "blkio"] {
+            let base = Path::new(ROOT).join(ctl);
+            if !base.join("cgroup.procs").exists() {
+                continue;
+            }
+            let d = base.join(&name);
+            fs::create_dir_all(&d).with_context(|| format!("create {}", d.display()))?;
+            dirs.push(d);
+        }
+        let cg = Cgroup {
+            flavor: Flavor::V1,
+            name,
+            dirs,
+            limit_bytes,
+        };
+        if let Some(b) = limit_bytes {
+            let d = cg.dir("memory").expect("memory dir made above");
+            write(&d.join("memory.limit_in_bytes"), &b.to_string())?;
+            // memsw exists only with swap accounting; the machine may have no swap.
+            let _ = fs::write(d.join("memory.memsw.limit_in_bytes"), b.to_string());
+            let _ = fs::write(d.join("memory.swappiness"), "0");
+        }
+        Ok(cg)
+    }
+
+    fn dir(&self, ctl: &str) -> Option<&PathBuf> {
+        match self.flavor {
+            Flavor::V2 => self.dirs.first(),
+            Flavor::V1 => self
+                .dirs
+                .iter()
+                .find(|d| d.parent().and_then(|p| p.file_name()) == Some(ctl.as_ref())),
+        }
+    }
+
+    /// A shell prefix that moves the shell into this cgroup before it
+    /// `exec`s the server, so every process the server forks is inside.
+    pub fn enter_prefix(&self) -> String {
+        self.dirs
+            .iter()
+            .map(|d| format!("echo $$ > {}/cgroup.procs && ", d.display()))
+            .collect()
+    }
+
+    /// Processes in the cgroup now.
+    pub fn pids(&self) -> Vec<u32> {
+        let Some(d) = self.dirs.first() else {
+            return Vec::new();
+        };
+        fs::read_to_string(d.join("cgroup.procs"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+
+    /// Reads the counters (missing files read as 0).
+    pub fn read(&self) -> Reading {
+        let mut r = Reading::default();
+        let stat = |d: Option<&PathBuf>, f: &str| -> Vec<(String, u64)> {
+            d.and_then(|d| fs::read_to_string(d.join(f)).ok())
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| {
+                    let mut it = l.split_whitespace();
+                    Some((it.next()?.to_string(), it.next()?.parse().ok()?))
+                })
+                .collect()
+        };
+        let num = |d: Option<&PathBuf>, f: &str| -> u64 {
+            d.and_then(|d| fs::read_to_string(d.join(f)).ok())
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        match self.flavor {
+            Flavor::V2 => {
+                let d = self.dir("memory");
+                for (k, v) in stat(d, "cpu.stat") {
+                    match k.as_str() {
+                        "user_usec" => r.user_ns = v * 1000,
+                        "system_usec" => r.system_ns = v * 1000,
+                        _ => {}
+                    }
+                }
+                let current = num(d, "memory.current");
+                for (k, v) in stat(d, "memory.stat") {
+                    match k.as_str() {
+                        "file" => r.mem_file = v,
+                        "pgmajfault" => r.major_faults = v,
+                        _ => {}
+                    }
+                }
+                r.mem_nonfile = current.saturating_sub(r.mem_file);
+                for (k, v) in stat(d, "memory.events") {
+                    if k == "oom_kill" {
+                        r.oom_kills = v;
+                    }
+                }
+                if let Some(io) = d.and_then(|d| fs::read_to_string(d.join("io.stat")).ok()) {
+                    for tok in io.split_whitespace() {
+                        if let Some(v) = tok.strip_prefix("rbytes=") {
+                            r.io_read_bytes += v.parse().unwrap_or(0);
+                        } else if let Some(v) = tok.strip_prefix("wbytes=") {
+                            r.io_write_bytes += v.parse().unwrap_or(0);
+                        }
+                    }
+                }
+            }
+            Flavor::V1 => {
+                let c = self.dir("cpuacct");
+                r.user_ns = num(c, "cpuacct.usage_user");
+                r.system_ns = num(c, "cpuacct.usage_sys");
+                let m = self.dir("memory");
+                let usage = num(m, "memory.usage_in_bytes");
+                for (k, v) in stat(m, "memory.stat") {
+                    match k.as_str() {
+                        "total_cache" => r.mem_file = v,
+                        "total_pgmajfault" => r.major_faults = v,
+                        _ => {}
+                    }
+                }
+                r.mem_nonfile = usage.saturating_sub(r.mem_file);
+                for (k, v) in stat(m, "memory.oom_control") {
+                    if k == "oom_kill" {
+                        r.oom_kills = v;
+                    }
+                }
+                let b = self.dir("blkio");
+                if let Some(s) = b.and_then(|d| {
+                    fs::read_to_string(d.join("blkio.throttle.io_service_bytes")).ok()
+                }) {
+                    for l in s.lines() {
+                        let f: Vec<&str> = l.split_whitespace().collect();
+                        if f.len() == 3 {
+                            let v: u64 = f[2].parse().unwrap_or(0);
+                            match f[1] {
+                                "Read" => r.io_read_bytes += v,
+                                "Write" => r.io_write_bytes += v,
+                                _ => {}
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        r
+    }
+}
+
+impl Cgroup {
+    /// Kills every process still in the cgroup (orphans of a killed server
+    /// parent) and waits up to 3 s for it to empty.
+    pub fn kill_all(&self) {
+        for pid in self.pids() {
+            let _ = std::process::Command::new("kill")
+                .arg("-9")
+                .arg(pid.to_string())
+                .status();
+        }
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while !self.pids().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        // Kill anything left (the server's guard normally stopped it), then
+        // remove the directories.
+        self.kill_all();
+        for d in self.dirs.iter().rev() {
+            let _ = fs::remove_dir(d);
+        }
+    }
+}
+
+/// Empties the page cache, dentries and inodes (global; root only) so the
+/// next run reads the file set from disk.
+pub fn drop_caches() -> Result<()> {
+    // Dirty pages must reach the disk first or they stay cached.
+    let _ = std::process::Command::new("sync").status();
+    write(Path::new("/proc/sys/vm/drop_caches"), "3")
+}
+
+/// Parses `32M`, `256MB`, `1G`, `none`/`unlimited` (None).
+pub fn parse_size(s: &str) -> Result<Option<u64>, String> {
+    let t = s.trim().to_ascii_lowercase();
+    if t == "none" || t == "unlimited" || t == "max" {
+        return Ok(None);
+    }
+    let t = t.trim_end_matches('b');
+    let (num, mul) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1u64 << 10),
+        Some('m') => (&t[..t.len() - 1], 1 << 20),
+        Some('g') => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("bad memory size {s:?} (e.g. 32M, 256M, 1G, none)"))?;
+    if n == 0 {
+        return Err(format!("memory size {s:?} must be above 0"));
+    }
+    Ok(Some(n * mul))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("32M"), Ok(Some(32 << 20)));
+        assert_eq!(parse_size("256mb"), Ok(Some(256 << 20)));
+        assert_eq!(parse_size("1G"), Ok(Some(1 << 30)));
+        assert_eq!(parse_size("none"), Ok(None));
+        assert!(parse_size("0M").is_err());
+        assert!(parse_size("lots").is_err());
+    }
+}

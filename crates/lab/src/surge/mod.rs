@@ -1,0 +1,470 @@
+//! `pagewire bench --suite surge`: Barford & Crovella, "A Performance
+//! Evaluation of Hyper Text Transfer Protocols" (ACM SIGMETRICS '99) on
+//! today's servers. SURGE user equivalents (`pagewire load`) against
+//! pagewire, nginx or Apache (prefork) in a memory-limited cgroup, over an
+//! emulated switched 100 Mbit/s LAN, with the paper's Webmonitor sampled
+//! once a second; then the paper's Tables 2-7, its figures and its claims.
+//!
+//! | module      | what                                                    |
+//! |-------------|---------------------------------------------------------|
+//! | [`cgroup`]  | the server's cgroup: memory limit, CPU/memory/IO counts  |
+//! | [`monitor`] | Webmonitor: one sample a second, CSV, CWND samples       |
+//! | [`servers`] | pagewire / nginx / Apache prefork, generated configs     |
+//! | [`report`]  | Tables 2-7, per-connection memory, claims, HTML, plots   |
+
+pub mod cgroup;
+pub mod monitor;
+pub mod report;
+pub mod servers;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use pagewire_emu::{Link, LinkConfig};
+use pagewire_load::fileset::{self, Manifest};
+use pagewire_load::model::Params;
+use pagewire_load::run::{Config as LoadConfig, Live, Mode};
+use serde::Serialize;
+
+use cgroup::Cgroup;
+use monitor::{Monitor, Target};
+pub use servers::Server;
+
+/// Port the server listens on inside its namespace.
+pub const PORT: u16 = 80;
+
+/// One memory configuration: a label (`32M`, `none`) and its limit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Memory {
+    pub label: String,
+    pub limit_bytes: Option<u64>,
+}
+
+impl Memory {
+    pub fn parse(s: &str) -> Result<Memory, String> {
+        Ok(Memory {
+            label: s.trim().to_string(),
+            limit_bytes: cgroup::parse_size(s)?,
+        })
+    }
+    /// Ordering key: smaller limits first, no limit last.
+    pub fn key(&self) -> u64 {
+        self.limit_bytes.unwrap_or(u64::MAX)
+    }
+}
+
+/// The suite's configuration.
+pub struct SurgeConfig {
+    pub server: Server,
+    pub memories: Vec<Memory>,
+    pub ues: Vec<u64>,
+    pub modes: Vec<Mode>,
+    pub duration: Duration,
+    pub ramp: Duration,
+    /// Files in the SURGE set (the paper: 2000, about 50 MB).
+    pub files: usize,
+    pub seed: u64,
+    pub out_dir: PathBuf,
+    /// Network profile (`lan100`: the paper's switched 100 Mbit/s LAN).
+    pub link: LinkConfig,
+    /// Empty the page cache before every run of a memory-limited configuration.
+    pub cold_cache: bool,
+    pub progress: bool,
+    pub command: Vec<String>,
+}
+
+/// Packets by type on the link, both directions (Figure 1, Tables 2 and 7).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Packets {
+    pub total: u64,
+    pub bytes: u64,
+    pub data: u64,
+    pub data_bytes: u64,
+    pub syn: u64,
+    pub fin: u64,
+    pub rst: u64,
+    pub ack: u64,
+    pub retransmissions: u64,
+    pub connections: u64,
+}
+
+/// One run: a server, memory, mode and load level.
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    pub server: String,
+    pub memory: String,
+    pub limit_bytes: Option<u64>,
+    pub mode: String,
+    pub ues: u64,
+    pub duration_s: f64,
+    pub cold_cache: bool,
+    pub gets: u64,
+    pub errors: u64,
+    pub retries: u64,
+    pub load_connections: u64,
+    pub gets_per_second: f64,
+    /// Per-second GETs of the measurement window (after the ramp): mean, sd, n.
+    pub gps_sd: f64,
+    pub gps_n: u32,
+    pub latency_mean_ms: f64,
+    pub latency_p50_ms: f64,
+    pub latency_p99_ms: f64,
+    pub object_latency_mean_ms: f64,
+    pub packets: Packets,
+    /// Monitor means over the run.
+    pub usr: f64,
+    pub kern: f64,
+    pub idle: f64,
+    pub iowait: f64,
+    pub pages_read: f64,
+    pub pages_written: f64,
+    pub sys_pages_read: f64,
+    pub major_faults: f64,
+    /// Server processes the OOM killer killed during the run.
+    pub oom_kills: u64,
+    pub tcp_sent: f64,
+    pub tcp_received: f64,
+    pub established: f64,
+    pub time_wait: f64,
+    pub rss_mean: f64,
+    pub page_cache_mean: f64,
+    pub cwnd_mean: f64,
+    pub cwnd_sd: f64,
+    pub cwnd_n: u64,
+    pub cwnd_max: u64,
+    /// 1-minute load average before and after the run (shared machine).
+    pub loadavg_before: f64,
+    pub loadavg_after: f64,
+    pub monitor_csv: String,
+    pub cwnd_csv: String,
+    pub error: Option<String>,
+    /// (established, rss) pairs of the monitor's seconds, for Figure 9.
+    #[serde(skip)]
+    pub mem_points: Vec<(f64, f64)>,
+    #[serde(skip)]
+    pub cwnds: Vec<u32>,
+}
+
+impl Run {
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+}
+
+/// What the suite hands to the report.
+pub struct Outcome {
+    pub runs: Vec<Run>,
+    pub manifest_bytes: u64,
+    pub manifest_files: usize,
+    pub wall_s: f64,
+    pub cgroup: String,
+    pub interrupted_by: Option<i32>,
+}
+
+pub fn loadavg() -> f64 {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(f64::NAN)
+}
+
+fn mean_sd(xs: &[f64]) -> (f64, f64) {
+    if xs.is_empty() {
+        return (f64::NAN, 0.0);
+    }
+    let n = xs.len() as f64;
+    let m = xs.iter().sum::<f64>() / n;
+    let sd = if xs.len() > 1 {
+        (xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    (m, sd)
+}
+
+/// Generates (or reuses) the file set in `dir`.
+pub fn file_set(dir: &Path, files: usize, seed: u64) -> Result<Manifest> {
+    if let Ok(m) = Manifest::load(dir) {
+        if m.files == files && m.seed == seed {
+            return Ok(m);
+        }
+    }
+    let m = fileset::generate(files, seed, &Params::default());
+    fileset::write(&m, dir)?;
+    Ok(m)
+}
+
+/// Runs the whole matrix.
+pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
+    let started = Instant::now();
+    fs::create_dir_all(cfg.out_dir.join("monitor"))?;
+    let root = cfg.out_dir.join("site");
+    let manifest = file_set(&root, cfg.files, cfg.seed)
+        .with_context(|| format!("make the SURGE file set in {}", root.display()))?;
+    let root = root.canonicalize()?;
+    if cfg.server == Server::Apache {
+        // Apache's children run as www-data: the document root must be readable.
+        let _ = std::process::Command::new("chmod")
+            .args(["-R", "a+rX"])
+            .arg(&root)
+            .status();
+    }
+    if let Server::Pagewire { .. } = cfg.server {
+        // pagewire's server holds the whole site in its own memory (the
+        // store is built at start and never reads the disk again): under a
+        // limit it cannot page files from disk, it can only be killed.
+        if let Some(m) = cfg.memories.iter().find(|m| {
+            m.limit_bytes
+                .is_some_and(|b| b < 2 * manifest.bytes + (64 << 20))
+        }) {
+            bail!(
+                "--memory {}: pagewire's server keeps the whole {:.0} MB file set in its own memory                  (it never reads the disk after start), so a limit below the set cannot make it page                  files from disk; use --server nginx or apache for memory-limited runs, or --memory none",
+                m.label,
+                manifest.bytes as f64 / 1048576.0
+            );
+        }
+    }
+    pagewire_emu::cli::install_termination_handlers();
+    let mut memories = cfg.memories.clone();
+    // Unlimited (warm, CPU-bound) first, then smaller and smaller.
+    memories.sort_by_key(|m| std::cmp::Reverse(m.key()));
+    let total = memories.len() * cfg.modes.len() * cfg.ues.len();
+    let mut done = 0;
+    let mut runs = Vec::new();
+    let mut interrupted_by = None;
+    'mem: for mem in &memories {
+        let cg = Arc::new(Cgroup::create(
+            &mem.label.to_ascii_lowercase(),
+            mem.limit_bytes,
+        )?);
+        let link = Link::start(cfg.link.clone()).context("start the lan100 link")?;
+        let addr = format!("{}:{PORT}", link.server_addr());
+        let target = format!("http://{addr}");
+        for &mode in &cfg.modes {
+            // A fresh server per mode: under a limit the OOM killer may kill
+            // a server process (Apache's parent included), which must not
+            // carry over into the next mode's runs.
+            let sdir = cfg.out_dir.join(format!(
+                "server-{}-{}-{}",
+                cfg.server.label(),
+                mem.label,
+                mode.name()
+            ));
+            let mut server = servers::start(&cfg.server, &link, &cg, &root, &sdir, &addr)?;
+            for &ues in &cfg.ues {
+                if let Some(sig) = pagewire_emu::cli::terminated_by() {
+                    interrupted_by = Some(sig);
+                    break 'mem;
+                }
+                done += 1;
+                if cfg.progress {
+                    eprintln!(
+                        "[{done}/{total}] {} memory {} {} {} UEs ({} s) load {:.2}",
+                        cfg.server.label(),
+                        mem.label,
+                        mode.name(),
+                        ues,
+                        cfg.duration.as_secs_f64(),
+                        loadavg()
+                    );
+                }
+                let cold = cfg.cold_cache && mem.limit_bytes.is_some();
+                if cold {
+                    cgroup::drop_caches()?;
+                }
+                let r = one_run(
+                    cfg, &link, &cg, &server, &manifest, &target, mem, mode, ues, cold,
+                );
+                let r = match r {
+                    Ok(r) => r,
+                    Err(e) => {
+                        if let Some(st) = server.exited() {
+                            bail!(
+                                "{} exited ({st}) during the runs: {}",
+                                cfg.server.label(),
+                                fs::read_to_string(&server.log).unwrap_or_default()
+                            );
+                        }
+                        return Err(e);
+                    }
+                };
+                if let Some(e) = &r.error {
+                    eprintln!("  run failed: {e}");
+                }
+                runs.push(r);
+                // Let TIME_WAIT and lingering connections of the previous
+                // run not overlap the next run's first seconds too much.
+                std::thread::sleep(Duration::from_millis(500));
+            }
+            drop(server);
+            // Whatever the server left in the cgroup goes with it.
+            cg.kill_all();
+        }
+        drop(link);
+        drop(cg);
+    }
+    Ok(Outcome {
+        runs,
+        manifest_bytes: manifest.bytes,
+        manifest_files: manifest.files,
+        wall_s: started.elapsed().as_secs_f64(),
+        cgroup: cgroup::describe(),
+        interrupted_by,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one_run(
+    cfg: &SurgeConfig,
+    link: &Link,
+    cg: &Arc<Cgroup>,
+    server: &servers::Running,
+    manifest: &Manifest,
+    target: &str,
+    mem: &Memory,
+    mode: Mode,
+    ues: u64,
+    cold: bool,
+) -> Result<Run> {
+    let load_before = loadavg();
+    let lc = LoadConfig {
+        target: target.to_string(),
+        ues,
+        duration: cfg.duration,
+        ramp: cfg.ramp,
+        mode,
+        conns_per_ue: 1,
+        seed: cfg.seed,
+        shard: (0, 1),
+        threads: 1,
+        timeout: Duration::from_secs(10),
+        params: Params::default(),
+        command_line: cfg.command.join(" "),
+        start_at: None,
+    };
+    link.begin_run(None)?;
+    let mon = Monitor::start(Target {
+        netns_pid: server.pid(),
+        netns: server.netns.clone(),
+        cgroup: cg.clone(),
+        interval: Duration::from_secs(1),
+    });
+    let live = Arc::new(Live::default());
+    let res = link.run_in_client(move || pagewire_load::run::run(lc, manifest, live))?;
+    let rec = mon.stop();
+    let c = link.end_run_settled(Duration::from_millis(300))?;
+    let stem = format!(
+        "{}-{}-{}-{}ue",
+        cfg.server.label(),
+        mem.label,
+        mode.name(),
+        ues
+    );
+    let mon_rel = format!("monitor/{stem}.csv");
+    let cwnd_rel = format!("monitor/{stem}-cwnd.csv");
+    rec.write_csv(&cfg.out_dir.join(&mon_rel))?;
+    monitor::write_cdf(&cfg.out_dir.join(&cwnd_rel), &rec.cwnds)?;
+    let k = &c.kinds;
+    let packets = Packets {
+        total: c.packets_total,
+        bytes: c.bytes_total,
+        data: k.data.packets + k.retransmission.packets,
+        data_bytes: c.payload_bytes_total,
+        syn: k.syn.packets + k.syn_ack.packets,
+        fin: k.fin.packets,
+        rst: k.rst.packets,
+        ack: k.pure_ack.packets,
+        retransmissions: c.retransmissions,
+        connections: c.connections_opened,
+    };
+    let cw: Vec<f64> = rec.cwnds.iter().map(|&x| x as f64).collect();
+    let (cwnd_mean, cwnd_sd) = mean_sd(&cw);
+    let mut run = Run {
+        server: cfg.server.label().to_string(),
+        memory: mem.label.clone(),
+        limit_bytes: mem.limit_bytes,
+        mode: mode.name().to_string(),
+        ues,
+        duration_s: cfg.duration.as_secs_f64(),
+        cold_cache: cold,
+        gets: 0,
+        errors: 0,
+        retries: 0,
+        load_connections: 0,
+        gets_per_second: 0.0,
+        gps_sd: 0.0,
+        gps_n: 0,
+        latency_mean_ms: f64::NAN,
+        latency_p50_ms: f64::NAN,
+        latency_p99_ms: f64::NAN,
+        object_latency_mean_ms: f64::NAN,
+        packets,
+        usr: rec.mean(|s| s.usr),
+        kern: rec.mean(|s| s.kern),
+        idle: rec.mean(|s| s.idle),
+        iowait: rec.mean(|s| s.iowait),
+        pages_read: rec.mean(|s| s.pages_read),
+        pages_written: rec.mean(|s| s.pages_written),
+        sys_pages_read: rec.mean(|s| s.sys_pages_read),
+        major_faults: rec.mean(|s| s.major_faults),
+        oom_kills: rec.samples.iter().map(|s| s.oom_kills).sum(),
+        tcp_sent: rec.mean(|s| s.tcp_sent),
+        tcp_received: rec.mean(|s| s.tcp_received),
+        established: rec.mean(|s| s.established),
+        time_wait: rec.mean(|s| s.time_wait),
+        rss_mean: rec.mean(|s| s.rss as f64),
+        page_cache_mean: rec.mean(|s| s.page_cache as f64),
+        cwnd_mean,
+        cwnd_sd,
+        cwnd_n: rec.cwnds.len() as u64,
+        cwnd_max: rec.cwnds.iter().copied().max().unwrap_or(0) as u64,
+        loadavg_before: load_before,
+        loadavg_after: loadavg(),
+        monitor_csv: mon_rel,
+        cwnd_csv: cwnd_rel,
+        error: None,
+        mem_points: rec
+            .samples
+            .iter()
+            .map(|s| (s.established, s.rss as f64))
+            .collect(),
+        cwnds: rec.cwnds.clone(),
+    };
+    match res {
+        Ok((summary, metrics)) => {
+            run.gets = summary.gets;
+            run.errors = summary.errors;
+            run.retries = summary.retries;
+            run.load_connections = summary.connections;
+            run.gets_per_second = summary.gets_per_second;
+            run.latency_mean_ms = summary.get_latency_ms.mean;
+            run.latency_p50_ms = summary.get_latency_ms.p50;
+            run.latency_p99_ms = summary.get_latency_ms.p99;
+            run.object_latency_mean_ms = summary.object_latency_ms.mean;
+            // Per-second GETs over the measurement window, the ramp's seconds excluded.
+            let skip = cfg.ramp.as_secs() as usize;
+            let secs = cfg.duration.as_secs() as usize;
+            let per: Vec<f64> = metrics
+                .series
+                .iter()
+                .skip(skip)
+                .take(secs.saturating_sub(skip))
+                .map(|s| s.gets as f64)
+                .collect();
+            let (_, sd) = mean_sd(&per);
+            run.gps_sd = sd;
+            run.gps_n = per.len() as u32;
+            if summary.gets == 0 {
+                run.error = Some(format!(
+                    "no GET completed ({} errors: {:?})",
+                    summary.errors, summary.errors_by_kind
+                ));
+            }
+        }
+        Err(e) => run.error = Some(format!("{e:#}")),
+    }
+    Ok(run)
+}

@@ -1,0 +1,1268 @@
+//! The SURGE suite's report: paper 004's Tables 2-7 in its layout with its
+//! Apache 1.3.0 values beside ours, per-connection memory (Figure 9) by
+//! least squares, throughput and latency against load (Figures 3, 5, 6,
+//! 11, 12), CWND CDFs (Figure 2), the claims table, and the files.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+use anyhow::Result;
+use plotters::prelude::*;
+use serde::Serialize;
+
+use super::{Outcome, Run};
+use crate::claims::spec::{
+    check_all, Cells, Claim, ClaimKind, ClaimSpec, Estimate, Evaluation, Interval, Outcome as O,
+    Verdict,
+};
+
+/// Paper 004's Apache 1.3.0 / 128 MB values (Tables 2, 3, 4, 6, 7), per
+/// mode and its 40 / 280 / 520 UE columns.
+pub mod paper {
+    pub const UES: [u64; 3] = [40, 280, 520];
+    /// Table 2 / 7 (millions): data packets, total packets, data bytes, total bytes, data bytes per data packet.
+    pub fn table2(mode: &str) -> Option<[[f64; 3]; 5]> {
+        Some(match mode {
+            "http10" => [
+                [0.107, 0.758, 1.327],
+                [0.201, 1.462, 2.571],
+                [128.2, 897.7, 1602.9],
+                [136.2, 956.2, 1705.7],
+                [1197.0, 1184.0, 1207.0],
+            ],
+            "http11" => [
+                [0.101, 0.716, 1.330],
+                [0.134, 0.947, 1.784],
+                [119.0, 842.8, 1607.4],
+                [124.4, 880.7, 1678.8],
+                [1180.0, 1178.0, 1208.0],
+            ],
+            "pipeline" => [
+                [0.099, 0.697, 1.308],
+                [0.133, 0.935, 1.784],
+                [118.6, 836.9, 1608.7],
+                [123.9, 874.3, 1680.0],
+                [1198.0, 1200.0, 1229.0],
+            ],
+            "early-close" => [
+                [0.105, 0.703, 1.220],
+                [0.176, 1.180, 2.089],
+                [127.3, 844.4, 1493.6],
+                [134.3, 891.6, 1577.1],
+                [1210.0, 1200.0, 1224.0],
+            ],
+            _ => return None,
+        })
+    }
+    /// Tables 3 / 7: CWND average and max.
+    pub fn cwnd(mode: &str) -> Option<[[f64; 3]; 2]> {
+        Some(match mode {
+            "http10" => [[5.79, 4.04, 3.81], [29.0, 83.0, 99.0]],
+            "http11" => [[10.48, 10.79, 9.28], [68.0, 186.0, 150.0]],
+            "pipeline" => [[11.04, 11.30, 9.72], [106.0, 202.0, 141.0]],
+            "early-close" => [[4.87, 5.40, 4.39], [35.0, 233.0, 182.0]],
+            _ => return None,
+        })
+    }
+    /// Table 4: USR, KER, IDL, PGR, PGW, TPS, TPR.
+    pub fn table4(mode: &str) -> Option<[[f64; 3]; 7]> {
+        Some(match mode {
+            "http10" => [
+                [1.66, 15.18, 27.15],
+                [7.89, 41.95, 69.96],
+                [90.45, 42.87, 2.89],
+                [0.00, 0.00, 0.01],
+                [11.16, 33.74, 48.93],
+                [233.0, 1859.0, 3515.0],
+                [125.0, 944.0, 1745.0],
+            ],
+            "http11" => [
+                [1.33, 13.10, 20.84],
+                [6.90, 43.70, 72.02],
+                [91.77, 43.20, 7.14],
+                [0.02, 0.02, 0.02],
+                [12.44, 36.73, 46.38],
+                [188.0, 1382.0, 2135.0],
+                [66.0, 441.0, 710.0],
+            ],
+            _ => return None,
+        })
+    }
+    /// Tables 6 / 7: total connects, average ESTABLISHED, average duration (s), connect seconds.
+    pub fn table6(mode: &str) -> Option<[[f64; 3]; 4]> {
+        Some(match mode {
+            "http10" => [
+                [10902.0, 83826.0, 153231.0],
+                [0.16, 3.47, 23.82],
+                [0.02, 0.04, 0.12],
+                [218.0, 3353.0, 18388.0],
+            ],
+            "http11" => [
+                [2278.0, 15194.0, 26456.0],
+                [35.41, 234.11, 398.05],
+                [13.02, 13.59, 15.59],
+                [29659.0, 206486.0, 412449.0],
+            ],
+            "early-close" => [
+                [7876.0, 54667.0, 96776.0],
+                [f64::NAN; 3],
+                [f64::NAN; 3],
+                [f64::NAN; 3],
+            ],
+            _ => return None,
+        })
+    }
+    /// Figure 9: KB per connection (HTTP/1.0, HTTP/1.1).
+    pub const MEM_PER_CONN_KB: [f64; 2] = [378.0, 81.0];
+    /// The paper's runs lasted ten minutes.
+    pub const RUN_S: f64 = 600.0;
+}
+
+/// A least-squares line `y = a + b x` with the slope's standard error.
+#[derive(Clone, Debug, Serialize)]
+pub struct Fit {
+    pub server: String,
+    pub memory: String,
+    pub mode: String,
+    pub n: usize,
+    pub slope_kb_per_conn: f64,
+    pub slope_se_kb: f64,
+    pub intercept_mb: f64,
+    pub r2: f64,
+}
+
+pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64, f64, f64)> {
+    let n = points.len() as f64;
+    if points.len() < 3 {
+        return None;
+    }
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let b = sxy / sxx;
+    let a = my - b * mx;
+    let sse: f64 = points.iter().map(|p| (p.1 - a - b * p.0).powi(2)).sum();
+    let syy: f64 = points.iter().map(|p| (p.1 - my).powi(2)).sum();
+    let se = (sse / (n - 2.0) / sxx).sqrt();
+    let r2 = if syy > 0.0 { 1.0 - sse / syy } else { 0.0 };
+    Some((a, b, se, r2))
+}
+
+/// Figure 9: memory against ESTABLISHED per (memory config, mode), over
+/// every monitor second of every load level.
+pub fn fits(runs: &[Run]) -> Vec<Fit> {
+    let mut keys: Vec<(String, String, String)> = runs
+        .iter()
+        .map(|r| (r.server.clone(), r.memory.clone(), r.mode.clone()))
+        .collect();
+    keys.dedup();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|(s, m, mode)| {
+            let pts: Vec<(f64, f64)> = runs
+                .iter()
+                .filter(|r| r.server == s && r.memory == m && r.mode == mode && r.ok())
+                .flat_map(|r| r.mem_points.iter().copied())
+                .collect();
+            let (a, b, se, r2) = least_squares(&pts)?;
+            Some(Fit {
+                server: s,
+                memory: m,
+                mode,
+                n: pts.len(),
+                slope_kb_per_conn: b / 1024.0,
+                slope_se_kb: se / 1024.0,
+                intercept_mb: a / 1048576.0,
+                r2,
+            })
+        })
+        .collect()
+}
+
+/// The claims' context: the runs and fits.
+pub struct Ctx {
+    pub runs: Vec<Run>,
+    pub fits: Vec<Fit>,
+}
+
+impl Ctx {
+    fn disk_bound(&self, r: &Run) -> bool {
+        let base = self.largest().and_then(|m| {
+            self.runs.iter().find(|b| {
+                b.memory == m && b.mode == r.mode && b.ues == r.ues && b.limit_bytes.is_none()
+            })
+        });
+        disk_bound_vs(r, base)
+    }
+    fn memories(&self) -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = self
+            .runs
+            .iter()
+            .map(|r| (r.memory.clone(), r.limit_bytes.unwrap_or(u64::MAX)))
+            .collect();
+        v.sort_by_key(|x| x.1);
+        v.dedup();
+        v
+    }
+    /// The largest configuration (CPU-bound case) and the smallest limited one.
+    fn largest(&self) -> Option<String> {
+        self.memories().last().map(|m| m.0.clone())
+    }
+    fn smallest_limited(&self) -> Option<String> {
+        self.memories()
+            .into_iter()
+            .find(|m| m.1 != u64::MAX)
+            .map(|m| m.0)
+    }
+    fn max_ues(&self) -> Option<u64> {
+        self.runs.iter().map(|r| r.ues).max()
+    }
+    fn get(&self, mem: &str, mode: &str, ues: u64) -> Option<&Run> {
+        self.runs
+            .iter()
+            .find(|r| r.memory == mem && r.mode == mode && r.ues == ues && r.ok())
+    }
+    fn ues_of(&self, mem: &str) -> Vec<u64> {
+        let mut v: Vec<u64> = self
+            .runs
+            .iter()
+            .filter(|r| r.memory == mem)
+            .map(|r| r.ues)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// GETs per second over the run's seconds (after the ramp).
+pub fn gps(r: &Run) -> Interval {
+    Estimate {
+        mean: r.gets_per_second,
+        sd: r.gps_sd,
+        n: r.gps_n,
+    }
+    .interval()
+}
+
+fn per_get(r: &Run, x: u64) -> f64 {
+    x as f64 / r.gets.max(1) as f64
+}
+
+fn cwnd_est(r: &Run) -> Interval {
+    Estimate {
+        mean: r.cwnd_mean,
+        sd: r.cwnd_sd,
+        n: r.cwnd_n.min(u32::MAX as u64) as u32,
+    }
+    .interval()
+}
+
+/// Pages the server read from disk per second (its cgroup's or its
+/// processes' I/O accounting; never the machine-wide pgpgin, which counts
+/// every other program's reads too).
+pub fn server_pages_read(r: &Run) -> f64 {
+    r.pages_read
+}
+
+/// Disk-bound: a memory-limited run whose server read at least 500 pages
+/// (2 MB) a second from disk and at least 5 times the unlimited
+/// configuration's rate at the same mode and load.
+fn disk_bound_vs(r: &Run, base: Option<&Run>) -> bool {
+    let p = server_pages_read(r);
+    r.limit_bytes.is_some() && p >= 500.0 && base.is_none_or(|b| p >= 5.0 * server_pages_read(b))
+}
+
+/// CPU-bound: the machine had under 10% idle and the server itself used at
+/// least a quarter of it (on a shared machine other programs' load alone
+/// must not count as the server's CPU bottleneck).
+fn cpu_bound(r: &Run) -> bool {
+    r.idle < 10.0 && r.usr + r.kern >= 25.0
+}
+
+fn rule_network(c: &Ctx) -> Evaluation {
+    let mut cells = Cells::new();
+    if let Some(mem) = c.largest() {
+        for u in c.ues_of(&mem) {
+            let (Some(a), Some(b)) = (c.get(&mem, "http10", u), c.get(&mem, "http11", u)) else {
+                continue;
+            };
+            let (pa, pb) = (per_get(a, a.packets.total), per_get(b, b.packets.total));
+            cells.push(
+                format!("{mem} {u} UEs: packets/GET HTTP/1.1 {pb:.2} vs HTTP/1.0 {pa:.2}"),
+                O::from_bool(pb < pa),
+            );
+        }
+    }
+    cells.evaluate(
+        Verdict::Contradicted,
+        "read as: fewer link packets per GET with persistent HTTP/1.1 than HTTP/1.0 at every load of the largest memory configuration (single runs: the counts decide)",
+    )
+}
+
+fn rule_cpu(c: &Ctx) -> Evaluation {
+    let mut cells = Cells::new();
+    let (Some(mem), Some(u)) = (c.largest(), c.max_ues()) else {
+        return cells.evaluate(Verdict::Inconclusive, "not measured");
+    };
+    let (Some(a), Some(b)) = (c.get(&mem, "http10", u), c.get(&mem, "http11", u)) else {
+        return cells.evaluate(Verdict::Inconclusive, "needs http10 and http11");
+    };
+    if !cpu_bound(a) || !cpu_bound(b) {
+        return Evaluation::new(
+            Verdict::Inconclusive,
+            format!(
+                "precondition not met: at {mem}, {u} UEs the machine was {:.0}% / {:.0}% idle and the server used {:.0}% / {:.0}% of it (HTTP/1.0 / 1.1) — the server's CPU was not its bottleneck; throughput {:.1} vs {:.1} GETs/s",
+                a.idle, b.idle, a.usr + a.kern, b.usr + b.kern, a.gets_per_second, b.gets_per_second
+            ),
+        );
+    }
+    let ratio = gps(b) / gps(a);
+    cells.push(
+        format!(
+            "{mem}, {u} UEs (idle {:.0}%/{:.0}%): HTTP/1.1/HTTP/1.0 throughput {}",
+            a.idle,
+            b.idle,
+            ratio.show(3)
+        ),
+        ratio.within(0.9..=1.1),
+    );
+    cells.evaluate(
+        Verdict::Contradicted,
+        "read as: with the CPU saturated, HTTP/1.1's GETs/s within ±10% of HTTP/1.0's (95% interval over the run's seconds)",
+    )
+}
+
+fn rule_disk(c: &Ctx) -> Evaluation {
+    let mut cells = Cells::new();
+    let (Some(mem), Some(u)) = (c.smallest_limited(), c.max_ues()) else {
+        return cells.evaluate(
+            Verdict::Inconclusive,
+            "needs a memory-limited configuration",
+        );
+    };
+    let (Some(a), Some(b)) = (c.get(&mem, "http10", u), c.get(&mem, "http11", u)) else {
+        return cells.evaluate(Verdict::Inconclusive, "needs http10 and http11");
+    };
+    if !c.disk_bound(a) && !c.disk_bound(b) {
+        return Evaluation::new(
+            Verdict::Inconclusive,
+            format!(
+                "precondition not met: at {mem}, {u} UEs {:.0} / {:.0} pages/s were read from disk (HTTP/1.0 / 1.1): the disk was not the bottleneck",
+                server_pages_read(a), server_pages_read(b)
+            ),
+        );
+    }
+    cells.push(
+        format!(
+            "{mem}, {u} UEs ({:.0}/{:.0} pages read/s): GETs/s HTTP/1.1 {} vs HTTP/1.0 {}",
+            server_pages_read(a),
+            server_pages_read(b),
+            gps(b).show(1),
+            gps(a).show(1)
+        ),
+        gps(b).less(&gps(a)),
+    );
+    cells.push(
+        format!(
+            "mean latency HTTP/1.1 {:.1} ms vs HTTP/1.0 {:.1} ms",
+            b.latency_mean_ms, a.latency_mean_ms
+        ),
+        O::from_bool(b.latency_mean_ms > a.latency_mean_ms),
+    );
+    cells.evaluate(
+        Verdict::Inconclusive,
+        "read as: in the smallest memory configuration at the highest load, HTTP/1.1 has fewer GETs/s (intervals apart) and higher latency than HTTP/1.0",
+    )
+}
+
+fn rule_mem_per_conn(c: &Ctx) -> Evaluation {
+    let mut cells = Cells::new();
+    if let Some(mem) = c.largest() {
+        let f = |m: &str| {
+            c.fits
+                .iter()
+                .find(|f| f.memory == mem && f.mode == m)
+                .cloned()
+        };
+        if let (Some(a), Some(b)) = (f("http10"), f("http11")) {
+            let ia = Interval {
+                value: a.slope_kb_per_conn,
+                lo: a.slope_kb_per_conn - 1.96 * a.slope_se_kb,
+                hi: a.slope_kb_per_conn + 1.96 * a.slope_se_kb,
+                single: false,
+            };
+            let ib = Interval {
+                value: b.slope_kb_per_conn,
+                lo: b.slope_kb_per_conn - 1.96 * b.slope_se_kb,
+                hi: b.slope_kb_per_conn + 1.96 * b.slope_se_kb,
+                single: false,
+            };
+            cells.push(
+                format!(
+                    "{mem}: {} KB per HTTP/1.0 connection (r² {:.2}) vs {} KB per HTTP/1.1 connection (r² {:.2})",
+                    ia.show(1),
+                    a.r2,
+                    ib.show(1),
+                    b.r2
+                ),
+                ia.greater(&ib),
+            );
+        }
+    }
+    cells.evaluate(
+        Verdict::Contradicted,
+        "read as: the least-squares slope of server memory against ESTABLISHED is larger for HTTP/1.0 than for HTTP/1.1 (95% intervals of the slopes)",
+    )
+}
+
+fn rule_cwnd(c: &Ctx) -> Evaluation {
+    let mut cells = Cells::new();
+    if let Some(mem) = c.largest() {
+        for u in c.ues_of(&mem) {
+            let (Some(a), Some(b)) = (c.get(&mem, "http10", u), c.get(&mem, "http11", u)) else {
+                continue;
+            };
+            if a.cwnd_n == 0 || b.cwnd_n == 0 {
+                continue;
+            }
+            cells.push(
+                format!(
+                    "{u} UEs: mean CWND HTTP/1.1 {} vs HTTP/1.0 {}",
+                    cwnd_est(b).show(2),
+                    cwnd_est(a).show(2)
+                ),
+                cwnd_est(b).greater(&cwnd_est(a)),
+            );
+        }
+    }
+    cells.evaluate(
+        Verdict::Contradicted,
+        "read as: the mean congestion window of the server's established connections (sampled each second) is larger under HTTP/1.1 at every load",
+    )
+}
+
+/// A mode's GETs/s in configuration `mem` over its GETs/s without a limit
+/// at the same load: how much of its throughput it keeps. The pipelined
+/// modes of `pagewire load` offer more GETs per UE than the sequential ones
+/// (one active OFF time per object instead of one per file), so modes are
+/// compared by what they keep, never by raw GETs/s.
+fn retention(c: &Ctx, mem: &str, mode: &str, u: u64) -> Option<Interval> {
+    let base = c.largest()?;
+    if base == mem {
+        return None;
+    }
+    Some(gps(c.get(mem, mode, u)?) / gps(c.get(&base, mode, u)?))
+}
+
+fn rule_ec_throughput(c: &Ctx) -> Evaluation {
+    let mut cells = Cells::new();
+    let (Some(u), Some(base)) = (c.max_ues(), c.largest()) else {
+        return cells.evaluate(Verdict::Inconclusive, "not measured");
+    };
+    for (mem, _) in c.memories() {
+        if mem == base {
+            continue;
+        }
+        let (Some(e), Some(a)) = (
+            retention(c, &mem, "early-close", u),
+            retention(c, &mem, "http10", u),
+        ) else {
+            continue;
+        };
+        let r = e / a;
+        cells.push(
+            format!(
+                "{mem}, {u} UEs: early close keeps {} of its unlimited GETs/s, HTTP/1.0 {}: ratio {}",
+                e.show(2),
+                a.show(2),
+                r.show(2)
+            ),
+            r.within(0.9..=1.1),
+        );
+        if let (Some(b), Some(rb)) = (c.get(&mem, "http11", u), retention(c, &mem, "http11", u)) {
+            let disk = c.disk_bound(b)
+                || c.get(&mem, "early-close", u)
+                    .is_some_and(|r| c.disk_bound(r));
+            if disk {
+                cells.push(
+                    format!(
+                        "{mem} (disk-bound), {u} UEs: early close keeps {} vs persistent HTTP/1.1 {}",
+                        e.show(2),
+                        rb.show(2)
+                    ),
+                    e.greater(&rb),
+                );
+            }
+        }
+    }
+    cells.evaluate(
+        Verdict::Contradicted,
+        "read as: in every memory-limited configuration at the highest load, early close keeps as large a share of its unlimited GETs/s as HTTP/1.0 does (ratio within ±10%), and a larger share than persistent HTTP/1.1 (intervals apart) where the disk is the bottleneck; the unlimited configuration is the reference (the pipelined modes offer more GETs per UE, so raw GETs/s do not compare)",
+    )
+}
+
+fn rule_ec_packets(c: &Ctx) -> Evaluation {
+    let mut cells = Cells::new();
+    if let Some(mem) = c.largest() {
+        for u in c.ues_of(&mem) {
+            let (Some(a), Some(p), Some(e)) = (
+                c.get(&mem, "http10", u),
+                c.get(&mem, "pipeline", u),
+                c.get(&mem, "early-close", u),
+            ) else {
+                continue;
+            };
+            let (ca, cp, ce) = (
+                per_get(a, a.packets.connections),
+                per_get(p, p.packets.connections),
+                per_get(e, e.packets.connections),
+            );
+            cells.push(
+                format!("{u} UEs: connections/GET pipelined {cp:.3} < early-close {ce:.3} < HTTP/1.0 {ca:.3}"),
+                O::from_bool(cp < ce && ce < ca),
+            );
+            let more = per_get(e, e.packets.total) / per_get(p, p.packets.total) - 1.0;
+            cells.push(
+                format!(
+                    "{u} UEs: early close {:+.0}% packets/GET vs pipelined HTTP/1.1",
+                    100.0 * more
+                ),
+                O::from_bool((0.0..=0.35).contains(&more)),
+            );
+        }
+    }
+    cells.evaluate(
+        Verdict::Contradicted,
+        "read as: per GET, early close opens more connections than pipelined HTTP/1.1 and fewer than HTTP/1.0, and sends more packets than pipelined HTTP/1.1 but not over 35% more (the paper's Table 7 spans +17% to +32%); single runs: the counts decide",
+    )
+}
+
+/// Paper 004's results and its early-close claims.
+pub static CLAIMS: &[ClaimSpec<Ctx>] = &[
+    ClaimSpec {
+        id: "p004-network",
+        quote: "When the server is not the bottleneck, the network demands of HTTP/1.1 are somewhat lower than those of HTTP/1.0 in our LAN test configuration.",
+        source: "paper 004, section 1 (result 1); Tables 2 and 7",
+        kind: ClaimKind::Claim,
+        rule: rule_network,
+    },
+    ClaimSpec {
+        id: "p004-cwnd",
+        quote: "The table shows that the CWND size is much larger on average in HTTP/1.1 which should have a beneficial effect on latency reduction in the wide area.",
+        source: "paper 004, section 4.1, Table 3",
+        kind: ClaimKind::Claim,
+        rule: rule_cwnd,
+    },
+    ClaimSpec {
+        id: "p004-cpu",
+        quote: "When the server CPU is the bottleneck resource, there is no significant difference in performance between HTTP/1.0 and HTTP/1.1.",
+        source: "paper 004, section 1 (result 2); section 4.2, Figure 3",
+        kind: ClaimKind::Claim,
+        rule: rule_cpu,
+    },
+    ClaimSpec {
+        id: "p004-disk",
+        quote: "When memory on the server is limited and the disk system becomes the bottleneck resource, HTTP/1.1 performs significantly worse than HTTP/1.0.",
+        source: "paper 004, section 1 (result 3); section 4.3, Figures 5 and 6",
+        kind: ClaimKind::Claim,
+        rule: rule_disk,
+    },
+    ClaimSpec {
+        id: "p004-mem-per-conn",
+        quote: "These figures indicate that the memory needed by a connection in Apache is large; for an active connection (i.e. an HTTP/1.0 connection) the memory demand is four times higher than for a mostly-idle connection (i.e. an HTTP/1.1 connection).",
+        source: "paper 004, section 4.3.1, Figure 9",
+        kind: ClaimKind::Claim,
+        rule: rule_mem_per_conn,
+    },
+    ClaimSpec {
+        id: "p004-early-close-throughput",
+        quote: "The figures show that HTTP/1.1 with early close actually performs as well as HTTP/1.0 in terms of throughput in either configuration and much better than standard HTTP/1.1 in the disk constrained test.",
+        source: "paper 004, section 4.4, Figures 11 and 12",
+        kind: ClaimKind::Claim,
+        rule: rule_ec_throughput,
+    },
+    ClaimSpec {
+        id: "p004-early-close-packets",
+        quote: "From this we can see that HTTP/1.1 with early close roughly falls in between HTTP/1.0 and standard HTTP/1.1 in terms of total connections opened during tests and that only 17% more packets are transferred versus standard HTTP/1.1.",
+        source: "paper 004, section 4.4, Table 7",
+        kind: ClaimKind::Claim,
+        rule: rule_ec_packets,
+    },
+];
+
+pub fn check(runs: &[Run], fits: &[Fit]) -> Vec<Claim> {
+    let ctx = Ctx {
+        runs: runs.to_vec(),
+        fits: fits.to_vec(),
+    };
+    check_all(CLAIMS, &ctx)
+}
+
+const MODE_NAMES: [(&str, &str); 4] = [
+    ("http10", "HTTP/1.0"),
+    ("http11", "HTTP/1.1"),
+    ("pipeline", "HTTP/1.1 Pipelining"),
+    ("early-close", "HTTP/1.1 early close"),
+];
+
+fn mode_title(m: &str) -> &str {
+    MODE_NAMES
+        .iter()
+        .find(|x| x.0 == m)
+        .map(|x| x.1)
+        .unwrap_or(m)
+}
+
+fn paper_col(u: u64) -> Option<usize> {
+    paper::UES.iter().position(|&x| x == u)
+}
+
+fn fmt(x: f64, d: usize) -> String {
+    if x.is_nan() {
+        "-".into()
+    } else {
+        format!("{x:.d$}")
+    }
+}
+
+/// A table: rows of quantities, one column per (mode, UEs), ours with the
+/// paper's value (at the same UE count, when the paper has one) beside.
+#[allow(clippy::type_complexity)]
+fn grid(
+    out: &mut String,
+    title: &str,
+    runs: &[&Run],
+    rows: &[(
+        &str,
+        usize,
+        &dyn Fn(&Run) -> f64,
+        &dyn Fn(&str, usize) -> Option<f64>,
+    )],
+) {
+    let _ = writeln!(out, "{title}");
+    let mut head = format!("{:<30}", "");
+    for r in runs {
+        head.push_str(&format!(
+            " {:>22}",
+            format!("{} {}UE", short(&r.mode), r.ues)
+        ));
+    }
+    let _ = writeln!(out, "{head}");
+    for (name, d, f, p) in rows {
+        let mut line = format!("{name:<30}");
+        for r in runs {
+            let ours = fmt(f(r), *d);
+            let theirs = paper_col(r.ues)
+                .and_then(|c| p(&r.mode, c))
+                .filter(|x| !x.is_nan())
+                .map(|x| format!(" ({})", fmt(x, *d)))
+                .unwrap_or_default();
+            line.push_str(&format!(" {:>22}", format!("{ours}{theirs}")));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let _ = writeln!(out);
+}
+
+fn short(m: &str) -> &str {
+    match m {
+        "http10" => "1.0",
+        "http11" => "1.1",
+        "pipeline" => "pipe",
+        "early-close" => "EC",
+        x => x,
+    }
+}
+
+/// The text report: every table, the fits and the claims.
+pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{header}");
+    let mut mems: Vec<(String, u64)> = o
+        .runs
+        .iter()
+        .map(|r| (r.memory.clone(), r.limit_bytes.unwrap_or(u64::MAX)))
+        .collect();
+    mems.sort_by_key(|m| std::cmp::Reverse(m.1));
+    mems.dedup();
+    let _ = writeln!(
+        s,
+        "Values: ours, then (paper 004's Apache 1.3.0 / 128 MB value) where the paper has the same UE count.\n\
+         Counts are scaled to the paper's 10-minute runs (x 600 / run seconds) so they compare.\n"
+    );
+    for (mem, _) in &mems {
+        let rs: Vec<&Run> = o.runs.iter().filter(|r| &r.memory == mem).collect();
+        let server = rs.first().map(|r| r.server.clone()).unwrap_or_default();
+        let sc = |r: &Run| paper::RUN_S / r.duration_s / 1e6;
+        grid(
+            &mut s,
+            &format!("Table 2/7 — packets and bytes ({server}, memory {mem}; millions per 600 s)"),
+            &rs,
+            &[
+                (
+                    "Data Packets",
+                    3,
+                    &|r: &Run| r.packets.data as f64 * sc(r),
+                    &|m, c| paper::table2(m).map(|t| t[0][c]),
+                ),
+                (
+                    "Total Packets",
+                    3,
+                    &|r: &Run| r.packets.total as f64 * sc(r),
+                    &|m, c| paper::table2(m).map(|t| t[1][c]),
+                ),
+                (
+                    "Total Data Bytes",
+                    1,
+                    &|r: &Run| r.packets.data_bytes as f64 * sc(r),
+                    &|m, c| paper::table2(m).map(|t| t[2][c]),
+                ),
+                (
+                    "Total Bytes",
+                    1,
+                    &|r: &Run| r.packets.bytes as f64 * sc(r),
+                    &|m, c| paper::table2(m).map(|t| t[3][c]),
+                ),
+                (
+                    "Data Byts/Data Pkts",
+                    0,
+                    &|r: &Run| r.packets.data_bytes as f64 / r.packets.data.max(1) as f64,
+                    &|m, c| paper::table2(m).map(|t| t[4][c]),
+                ),
+                (
+                    "SYN (+SYN-ACK) packets",
+                    3,
+                    &|r: &Run| r.packets.syn as f64 * sc(r),
+                    &|_, _| None,
+                ),
+                (
+                    "FIN packets",
+                    3,
+                    &|r: &Run| r.packets.fin as f64 * sc(r),
+                    &|_, _| None,
+                ),
+                (
+                    "RST packets",
+                    3,
+                    &|r: &Run| r.packets.rst as f64 * sc(r),
+                    &|_, _| None,
+                ),
+                (
+                    "pure ACK packets",
+                    3,
+                    &|r: &Run| r.packets.ack as f64 * sc(r),
+                    &|_, _| None,
+                ),
+                (
+                    "GETs (thousands/600 s)",
+                    1,
+                    &|r: &Run| r.gets as f64 * sc(r) * 1000.0,
+                    &|_, _| None,
+                ),
+                (
+                    "packets per GET",
+                    2,
+                    &|r: &Run| per_get(r, r.packets.total),
+                    &|m, c| {
+                        paper::table2(m)
+                            .zip(paper::table6(m))
+                            .map(|_| f64::NAN)
+                            .filter(|_| c > 9)
+                    },
+                ),
+            ],
+        );
+        grid(
+            &mut s,
+            &format!("Table 3 — congestion window, segments ({server}, memory {mem})"),
+            &rs,
+            &[
+                ("CWND Average", 2, &|r: &Run| r.cwnd_mean, &|m, c| {
+                    paper::cwnd(m).map(|t| t[0][c])
+                }),
+                ("CWND Max", 0, &|r: &Run| r.cwnd_max as f64, &|m, c| {
+                    paper::cwnd(m).map(|t| t[1][c])
+                }),
+                (
+                    "samples (conn-seconds)",
+                    0,
+                    &|r: &Run| r.cwnd_n as f64,
+                    &|_, _| None,
+                ),
+            ],
+        );
+        grid(
+            &mut s,
+            &format!("Table 4 — server monitor, means of the 1 s samples ({server}, memory {mem})"),
+            &rs,
+            &[
+                ("USR (% of machine)", 2, &|r: &Run| r.usr, &|m, c| {
+                    paper::table4(m).map(|t| t[0][c])
+                }),
+                ("KER (% of machine)", 2, &|r: &Run| r.kern, &|m, c| {
+                    paper::table4(m).map(|t| t[1][c])
+                }),
+                ("IDL (machine %)", 2, &|r: &Run| r.idle, &|m, c| {
+                    paper::table4(m).map(|t| t[2][c])
+                }),
+                ("iowait (machine %)", 2, &|r: &Run| r.iowait, &|_, _| None),
+                (
+                    "PGR (server pages/s)",
+                    2,
+                    &|r: &Run| r.pages_read,
+                    &|m, c| paper::table4(m).map(|t| t[3][c]),
+                ),
+                (
+                    "PGW (server pages/s)",
+                    2,
+                    &|r: &Run| r.pages_written,
+                    &|m, c| paper::table4(m).map(|t| t[4][c]),
+                ),
+                (
+                    "machine pages read/s",
+                    1,
+                    &|r: &Run| r.sys_pages_read,
+                    &|_, _| None,
+                ),
+                ("major faults/s", 1, &|r: &Run| r.major_faults, &|_, _| None),
+                (
+                    "OOM kills (run)",
+                    0,
+                    &|r: &Run| r.oom_kills as f64,
+                    &|_, _| None,
+                ),
+                ("TPS (segments/s)", 0, &|r: &Run| r.tcp_sent, &|m, c| {
+                    paper::table4(m).map(|t| t[5][c])
+                }),
+                ("TPR (segments/s)", 0, &|r: &Run| r.tcp_received, &|m, c| {
+                    paper::table4(m).map(|t| t[6][c])
+                }),
+                (
+                    "server memory, no cache (MB)",
+                    1,
+                    &|r: &Run| r.rss_mean / 1048576.0,
+                    &|_, _| None,
+                ),
+                (
+                    "server page cache (MB)",
+                    1,
+                    &|r: &Run| r.page_cache_mean / 1048576.0,
+                    &|_, _| None,
+                ),
+                (
+                    "load average before",
+                    2,
+                    &|r: &Run| r.loadavg_before,
+                    &|_, _| None,
+                ),
+                (
+                    "load average after",
+                    2,
+                    &|r: &Run| r.loadavg_after,
+                    &|_, _| None,
+                ),
+            ],
+        );
+        grid(
+            &mut s,
+            &format!("Table 6/7 — TCP connections ({server}, memory {mem}; per 600 s)"),
+            &rs,
+            &[
+                (
+                    "Total Connects",
+                    0,
+                    &|r: &Run| r.packets.connections as f64 * paper::RUN_S / r.duration_s,
+                    &|m, c| paper::table6(m).map(|t| t[0][c]),
+                ),
+                (
+                    "Average ESTABLISHED",
+                    2,
+                    &|r: &Run| r.established,
+                    &|m, c| paper::table6(m).map(|t| t[1][c]),
+                ),
+                (
+                    "Average Duration (s)",
+                    2,
+                    &|r: &Run| r.established * r.duration_s / r.packets.connections.max(1) as f64,
+                    &|m, c| paper::table6(m).map(|t| t[2][c]),
+                ),
+                (
+                    "Connect Seconds",
+                    0,
+                    &|r: &Run| r.established * paper::RUN_S,
+                    &|m, c| paper::table6(m).map(|t| t[3][c]),
+                ),
+                ("average TIME_WAIT", 1, &|r: &Run| r.time_wait, &|_, _| None),
+            ],
+        );
+        grid(
+            &mut s,
+            &format!("Figures 3/5/6/11/12 — throughput and latency ({server}, memory {mem})"),
+            &rs,
+            &[
+                ("GETs/s", 1, &|r: &Run| r.gets_per_second, &|_, _| None),
+                ("GETs/s sd over seconds", 1, &|r: &Run| r.gps_sd, &|_, _| {
+                    None
+                }),
+                (
+                    "latency mean (ms)",
+                    1,
+                    &|r: &Run| r.latency_mean_ms,
+                    &|_, _| None,
+                ),
+                (
+                    "latency p99 (ms)",
+                    1,
+                    &|r: &Run| r.latency_p99_ms,
+                    &|_, _| None,
+                ),
+                (
+                    "object latency mean (ms)",
+                    1,
+                    &|r: &Run| r.object_latency_mean_ms,
+                    &|_, _| None,
+                ),
+                ("errors", 0, &|r: &Run| r.errors as f64, &|_, _| None),
+                ("retries", 0, &|r: &Run| r.retries as f64, &|_, _| None),
+            ],
+        );
+    }
+    let _ = writeln!(s, "Figure 9 — server memory against ESTABLISHED connections (least squares over the 1 s samples of all loads); paper: Apache 1.3.0 {} KB per HTTP/1.0 and {} KB per HTTP/1.1 connection", paper::MEM_PER_CONN_KB[0], paper::MEM_PER_CONN_KB[1]);
+    let _ = writeln!(
+        s,
+        "{:<10} {:<8} {:<12} {:>6} {:>14} {:>10} {:>14} {:>6}",
+        "server", "memory", "mode", "n", "KB/connection", "± se", "intercept MB", "r²"
+    );
+    for f in fits {
+        let _ = writeln!(
+            s,
+            "{:<10} {:<8} {:<12} {:>6} {:>14.1} {:>10.1} {:>14.1} {:>6.2}",
+            f.server,
+            f.memory,
+            f.mode,
+            f.n,
+            f.slope_kb_per_conn,
+            f.slope_se_kb,
+            f.intercept_mb,
+            f.r2
+        );
+    }
+    let _ = writeln!(s);
+    let _ = writeln!(
+        s,
+        "Claims of paper 004 (Barford & Crovella) checked against these runs:"
+    );
+    for c in claims {
+        let _ = writeln!(
+            s,
+            "  [{:<12}] {} ({})",
+            c.verdict.to_string(),
+            c.claim,
+            c.source
+        );
+        let _ = writeln!(s, "                 {}", c.evidence);
+    }
+    let count = |v: Verdict| claims.iter().filter(|c| c.verdict == v).count();
+    let _ = writeln!(
+        s,
+        "  {} confirmed, {} contradicted, {} inconclusive",
+        count(Verdict::Confirmed),
+        count(Verdict::Contradicted),
+        count(Verdict::Inconclusive)
+    );
+    s
+}
+
+fn line_plot(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<String> {
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, (640, 400)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let xs = series.iter().flat_map(|s| s.1.iter().map(|p| p.0));
+        let ys = series.iter().flat_map(|s| s.1.iter().map(|p| p.1));
+        let xmax = xs.fold(1.0f64, f64::max) * 1.05;
+        let ymax = ys.filter(|y| y.is_finite()).fold(1e-9f64, f64::max) * 1.1;
+        let mut ch = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(55)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        ch.configure_mesh()
+            .x_desc(x_label)
+            .y_desc(y_label)
+            .draw()
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        for (i, (name, pts)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            let pts: Vec<(f64, f64)> = pts.iter().copied().filter(|p| p.1.is_finite()).collect();
+            ch.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 15, y)], color));
+            ch.draw_series(pts.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        }
+        ch.configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        root.present().map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    }
+    Ok(buf)
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Everything a suite run writes.
+#[derive(Serialize)]
+pub struct Results<'a> {
+    pub made_by: String,
+    pub command: &'a [String],
+    pub date_utc: &'a str,
+    pub host: &'a str,
+    pub cgroup: &'a str,
+    pub link: serde_json::Value,
+    pub file_set: serde_json::Value,
+    pub wall_s: f64,
+    pub runs: &'a [Run],
+    pub per_connection_memory: &'a [Fit],
+    pub claims: &'a [Claim],
+}
+
+/// Writes results.json, results.csv, report.txt and report.html into `dir`.
+pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
+    fs::write(dir.join("results.json"), serde_json::to_string_pretty(res)?)?;
+    let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
+    w.write_record([
+        "server",
+        "memory",
+        "mode",
+        "ues",
+        "duration_s",
+        "gets",
+        "gets_per_second",
+        "gps_sd",
+        "latency_mean_ms",
+        "latency_p99_ms",
+        "errors",
+        "packets",
+        "bytes",
+        "data_packets",
+        "data_bytes",
+        "syn",
+        "fin",
+        "rst",
+        "ack",
+        "connections",
+        "usr",
+        "kern",
+        "idle",
+        "iowait",
+        "pages_read",
+        "pages_written",
+        "tcp_sent",
+        "tcp_received",
+        "established",
+        "time_wait",
+        "rss_mb",
+        "cwnd_mean",
+        "cwnd_max",
+        "loadavg_before",
+        "loadavg_after",
+        "error",
+    ])?;
+    for r in res.runs {
+        let p = &r.packets;
+        w.write_record([
+            r.server.clone(),
+            r.memory.clone(),
+            r.mode.clone(),
+            r.ues.to_string(),
+            r.duration_s.to_string(),
+            r.gets.to_string(),
+            format!("{:.2}", r.gets_per_second),
+            format!("{:.2}", r.gps_sd),
+            format!("{:.2}", r.latency_mean_ms),
+            format!("{:.2}", r.latency_p99_ms),
+            r.errors.to_string(),
+            p.total.to_string(),
+            p.bytes.to_string(),
+            p.data.to_string(),
+            p.data_bytes.to_string(),
+            p.syn.to_string(),
+            p.fin.to_string(),
+            p.rst.to_string(),
+            p.ack.to_string(),
+            p.connections.to_string(),
+            format!("{:.2}", r.usr),
+            format!("{:.2}", r.kern),
+            format!("{:.2}", r.idle),
+            format!("{:.2}", r.iowait),
+            format!("{:.2}", r.pages_read),
+            format!("{:.2}", r.pages_written),
+            format!("{:.1}", r.tcp_sent),
+            format!("{:.1}", r.tcp_received),
+            format!("{:.2}", r.established),
+            format!("{:.2}", r.time_wait),
+            format!("{:.2}", r.rss_mean / 1048576.0),
+            format!("{:.2}", r.cwnd_mean),
+            r.cwnd_max.to_string(),
+            format!("{:.2}", r.loadavg_before),
+            format!("{:.2}", r.loadavg_after),
+            r.error.clone().unwrap_or_default(),
+        ])?;
+    }
+    w.flush()?;
+    fs::write(dir.join("report.txt"), text)?;
+    // HTML: the text tables, then the figures.
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<!doctype html><meta charset=utf-8><title>pagewire bench --suite surge</title>\
+         <style>body{{font-family:sans-serif;max-width:1300px;margin:auto}}pre{{font-size:12px;overflow-x:auto}}</style>\
+         <h1>Paper 004 (Barford &amp; Crovella) on today's servers</h1>"
+    );
+    let mut mems: Vec<(String, u64)> = res
+        .runs
+        .iter()
+        .map(|r| (r.memory.clone(), r.limit_bytes.unwrap_or(u64::MAX)))
+        .collect();
+    mems.sort_by_key(|m| std::cmp::Reverse(m.1));
+    mems.dedup();
+    let mut modes: Vec<String> = res.runs.iter().map(|r| r.mode.clone()).collect();
+    modes.dedup();
+    modes.sort();
+    modes.dedup();
+    h.push_str("<h2>Throughput and latency against load (Figures 3, 5, 6, 11, 12)</h2>");
+    for (mem, _) in &mems {
+        let curve = |f: &dyn Fn(&Run) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {
+            modes
+                .iter()
+                .map(|m| {
+                    let mut pts: Vec<(f64, f64)> = res
+                        .runs
+                        .iter()
+                        .filter(|r| &r.memory == mem && &r.mode == m && r.ok())
+                        .map(|r| (r.ues as f64, f(r)))
+                        .collect();
+                    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    (mode_title(m).to_string(), pts)
+                })
+                .collect()
+        };
+        h.push_str(&line_plot(
+            &format!("Throughput, memory {mem}"),
+            "user equivalents",
+            "GETs/s",
+            &curve(&|r| r.gets_per_second),
+        )?);
+        h.push_str(&line_plot(
+            &format!("Mean GET latency, memory {mem}"),
+            "user equivalents",
+            "seconds",
+            &curve(&|r| r.latency_mean_ms / 1000.0),
+        )?);
+    }
+    h.push_str("<h2>CWND CDFs (Figure 2)</h2>");
+    let mut ues: Vec<u64> = res.runs.iter().map(|r| r.ues).collect();
+    ues.sort();
+    ues.dedup();
+    if let Some((mem, _)) = mems.first() {
+        for u in &ues {
+            let series: Vec<(String, Vec<(f64, f64)>)> = res
+                .runs
+                .iter()
+                .filter(|r| &r.memory == mem && r.ues == *u && !r.cwnds.is_empty())
+                .map(|r| {
+                    let mut v = r.cwnds.clone();
+                    v.sort_unstable();
+                    let n = v.len() as f64;
+                    let mut pts = Vec::new();
+                    for (i, x) in v.iter().enumerate() {
+                        if i + 1 == v.len() || v[i + 1] != *x {
+                            pts.push(((*x as f64).min(64.0), (i + 1) as f64 / n));
+                        }
+                    }
+                    (mode_title(&r.mode).to_string(), pts)
+                })
+                .collect();
+            if !series.is_empty() {
+                h.push_str(&line_plot(
+                    &format!("CWND CDF, {u} UEs, memory {mem} (x capped at 64)"),
+                    "congestion window (segments)",
+                    "fraction",
+                    &series,
+                )?);
+            }
+        }
+    }
+    h.push_str("<h2>Server memory against ESTABLISHED (Figure 9)</h2>");
+    if let Some((mem, _)) = mems.first() {
+        let series: Vec<(String, Vec<(f64, f64)>)> = modes
+            .iter()
+            .map(|m| {
+                let mut pts: Vec<(f64, f64)> = res
+                    .runs
+                    .iter()
+                    .filter(|r| &r.memory == mem && &r.mode == m)
+                    .flat_map(|r| r.mem_points.iter().map(|p| (p.0, p.1 / 1048576.0)))
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                (mode_title(m).to_string(), pts)
+            })
+            .collect();
+        h.push_str(&line_plot(
+            &format!("Server memory (MB, no page cache) vs ESTABLISHED, memory {mem}"),
+            "ESTABLISHED connections",
+            "MB",
+            &series,
+        )?);
+    }
+    let _ = write!(h, "<h2>Tables and claims</h2><pre>{}</pre>", esc(text));
+    fs::write(dir.join("report.html"), h)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn least_squares_recovers_a_line() {
+        let pts: Vec<(f64, f64)> = (0..20).map(|i| (i as f64, 5.0 + 3.0 * i as f64)).collect();
+        let (a, b, se, r2) = least_squares(&pts).unwrap();
+        assert!((a - 5.0).abs() < 1e-9 && (b - 3.0).abs() < 1e-9);
+        assert!(se < 1e-9 && (r2 - 1.0).abs() < 1e-9);
+        assert!(least_squares(&[(1.0, 1.0), (1.0, 2.0), (1.0, 3.0)]).is_none());
+    }
+
+    #[test]
+    fn paper_tables_are_whole() {
+        for m in ["http10", "http11", "pipeline", "early-close"] {
+            assert!(paper::table2(m).is_some() && paper::cwnd(m).is_some());
+        }
+        // Table 7: early close's packets over pipelined HTTP/1.1 at 520 UEs: +17%.
+        let e = paper::table2("early-close").unwrap()[1][2];
+        let p = paper::table2("pipeline").unwrap()[1][2];
+        assert!(((e / p - 1.0) * 100.0 - 17.0).abs() < 0.5);
+    }
+}

@@ -1,0 +1,191 @@
+//! `pagewire bench --suite surge`: paper 004 (Barford & Crovella) — SURGE
+//! load against a memory-limited server, monitored once a second.
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use pagewire_emu::LinkConfig;
+use pagewire_lab::report::utc_now;
+use pagewire_lab::surge::{self, report, Memory, Server, SurgeConfig};
+use pagewire_load::run::Mode;
+
+/// Options of `--suite surge` only.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SurgeArgs {
+    /// [surge] Server memory limits (cgroup), comma-separated: e.g. 32M,64M,none.
+    /// Default none,64M,32M (--quick: none,24M; pagewire: none).
+    #[arg(long, value_delimiter = ',')]
+    pub memory: Vec<String>,
+    /// [surge] Load levels in user equivalents. Default 40,280,520 (--quick: 10,40).
+    #[arg(long, value_delimiter = ',')]
+    pub ues: Vec<u64>,
+    /// [surge] Modes: http10, http11, pipeline, early-close.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "http10,http11,pipeline,early-close"
+    )]
+    pub modes: Vec<String>,
+    /// [surge] Length of each run (the ramp included). Default 30s (--quick: 10s).
+    #[arg(long, value_parser = pagewire_link::config::parse_duration)]
+    pub duration: Option<Duration>,
+    /// [surge] UEs start spread over this much time. Default 5s (--quick: 2s).
+    #[arg(long, value_parser = pagewire_link::config::parse_duration)]
+    pub ramp: Option<Duration>,
+    /// [surge] Files in the SURGE set (paper: 2000, about 50 MB).
+    #[arg(long, default_value_t = pagewire_load::fileset::DEFAULT_FILES)]
+    pub files: usize,
+    /// [surge] Keep the page cache between runs of memory-limited configurations
+    /// (default: emptied before each, so the files come from disk).
+    #[arg(long)]
+    pub warm: bool,
+}
+
+pub fn run(
+    s: &SurgeArgs,
+    server: &str,
+    quick: bool,
+    out: Option<PathBuf>,
+    progress: bool,
+) -> Result<ExitCode> {
+    let server = match server {
+        "pagewire" => Server::Pagewire {
+            exe: std::env::current_exe().context("find this pagewire binary")?,
+        },
+        "nginx" => Server::Nginx,
+        "apache" => Server::Apache,
+        other => bail!("--server: the surge suite runs pagewire, nginx or apache, got {other:?}"),
+    };
+    let mem_specs: Vec<String> = if !s.memory.is_empty() {
+        s.memory.clone()
+    } else if matches!(server, Server::Pagewire { .. }) {
+        // pagewire's server holds the file set in its own memory: only unlimited runs.
+        vec!["none".into()]
+    } else if quick {
+        vec!["none".into(), "24M".into()]
+    } else {
+        vec!["none".into(), "64M".into(), "32M".into()]
+    };
+    let memories = mem_specs
+        .iter()
+        .map(|m| Memory::parse(m).map_err(|e| anyhow::anyhow!("--memory: {e}")))
+        .collect::<Result<Vec<_>>>()?;
+    let ues = if !s.ues.is_empty() {
+        s.ues.clone()
+    } else if quick {
+        vec![10, 40]
+    } else {
+        vec![40, 280, 520]
+    };
+    if ues.contains(&0) {
+        bail!("--ues: every load level needs at least 1 UE");
+    }
+    let modes = s
+        .modes
+        .iter()
+        .map(|m| {
+            m.trim()
+                .parse::<Mode>()
+                .map_err(|e| anyhow::anyhow!("--modes: {e}"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if modes.is_empty() {
+        bail!("--modes: nothing to run");
+    }
+    let duration = s
+        .duration
+        .unwrap_or(Duration::from_secs(if quick { 10 } else { 30 }));
+    let ramp = s
+        .ramp
+        .unwrap_or(Duration::from_secs(if quick { 2 } else { 5 }));
+    if duration < Duration::from_secs(2) || ramp >= duration {
+        bail!("--duration must be at least 2 s and longer than --ramp");
+    }
+    let (date, stamp) = utc_now();
+    let out = out.unwrap_or_else(|| PathBuf::from(format!("bench-surge-{stamp}")));
+    std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
+    let command = pagewire_emu::command_line();
+    let link = LinkConfig::profile("lan100")?;
+    let cfg = SurgeConfig {
+        server: server.clone(),
+        memories,
+        ues,
+        modes,
+        duration,
+        ramp,
+        files: s.files,
+        seed: pagewire_load::fileset::DEFAULT_SEED,
+        out_dir: out.clone(),
+        link: link.clone(),
+        cold_cache: !s.warm,
+        progress,
+        command: command.clone(),
+    };
+    let runs = cfg.memories.len() * cfg.modes.len() * cfg.ues.len();
+    eprintln!(
+        "surge suite: {} server, {runs} runs of {} s on lan100 (~{:.0} min); results: {}",
+        server.label(),
+        duration.as_secs(),
+        runs as f64 * (duration.as_secs_f64() + 2.0) / 60.0,
+        out.display()
+    );
+    let o = surge::run(&cfg)?;
+    let fits = report::fits(&o.runs);
+    let claims = report::check(&o.runs, &fits);
+    let host = format!(
+        "Linux {}, {} CPUs",
+        std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .unwrap_or_default()
+            .trim(),
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(0)
+    );
+    let header = format!(
+        "pagewire {} bench --suite surge — {date}\ncommand: {}\nhost: {host}; {}; load average at the end {:.2}\n\
+         server: {}; file set: {} files, {:.1} MB; link: lan100 (100 Mbit/s, RTT 0.2 ms); {} runs in {:.0} s\n",
+        env!("CARGO_PKG_VERSION"),
+        command.join(" "),
+        o.cgroup,
+        surge::loadavg(),
+        server.label(),
+        o.manifest_files,
+        o.manifest_bytes as f64 / 1048576.0,
+        o.runs.len(),
+        o.wall_s
+    );
+    let text = report::render_text(&o, &fits, &claims, &header);
+    let res = report::Results {
+        made_by: format!("pagewire {} bench --suite surge", env!("CARGO_PKG_VERSION")),
+        command: &command,
+        date_utc: &date,
+        host: &host,
+        cgroup: &o.cgroup,
+        link: serde_json::to_value(&link)?,
+        file_set: serde_json::json!({"files": o.manifest_files, "bytes": o.manifest_bytes, "seed": cfg.seed}),
+        wall_s: o.wall_s,
+        runs: &o.runs,
+        per_connection_memory: &fits,
+        claims: &claims,
+    };
+    report::write(&out, &res, &text)?;
+    print!("{text}");
+    println!(
+        "Wrote {0}/results.json, results.csv, report.txt, report.html and the monitor CSVs in {0}/monitor/.",
+        out.display()
+    );
+    if let Some(sig) = o.interrupted_by {
+        eprintln!(
+            "pagewire bench: interrupted by signal {sig}; the results above cover the runs done"
+        );
+        return Ok(ExitCode::from(130));
+    }
+    let failed = o.runs.iter().filter(|r| !r.ok()).count();
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!("{failed} run(s) failed");
+        ExitCode::from(1)
+    })
+}
