@@ -89,7 +89,16 @@ pub struct Entry {
 #[derive(Debug, Clone)]
 pub struct Cache {
     dir: PathBuf,
+    stale_removed: usize,
 }
+
+/// Temporary files of `put` start with this (tempfile's default prefix).
+const TMP_PREFIX: &str = ".tmp";
+
+/// A temporary file older than this is an interrupted write (a robot killed
+/// between create and rename): entries are written in well under a second,
+/// so a minute spares only writes of fetches running right now.
+pub const STALE_TMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
@@ -114,13 +123,20 @@ impl Cache {
             what: format!("cannot create cache directory {}", dir.display()),
             source,
         })?;
+        let stale_removed = remove_stale_tmp(dir, STALE_TMP_AGE);
         Ok(Cache {
             dir: dir.to_path_buf(),
+            stale_removed,
         })
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// Temporary files of interrupted writes removed when the cache opened.
+    pub fn stale_removed(&self) -> usize {
+        self.stale_removed
     }
 
     /// The file of `url`'s entry: named by the URL's hash, so any URL maps
@@ -196,6 +212,31 @@ impl Cache {
     }
 }
 
+/// Removes `.tmp*` files in `dir` last modified more than `age` ago (writes
+/// cut short by a crash or kill -9; issue 18). Best effort: a file that
+/// cannot be removed stays for the next time.
+fn remove_stale_tmp(dir: &Path, age: std::time::Duration) -> usize {
+    let Ok(rd) = fs::read_dir(dir) else { return 0 };
+    let now = std::time::SystemTime::now();
+    let mut n = 0;
+    // Bounded by the directory's entries.
+    for e in rd.flatten() {
+        if !e.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
+            continue;
+        }
+        let Ok(md) = e.metadata() else { continue };
+        let old = md
+            .modified()
+            .ok()
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|d| d > age);
+        if md.is_file() && old && fs::remove_file(e.path()).is_ok() {
+            n += 1;
+        }
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,6 +267,32 @@ mod tests {
         assert_eq!(&c.get("http://h/a").unwrap().unwrap().body[..], b"two!");
         // No temporary files left behind.
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    /// Issue 18: kill -9 between create and rename left `.tmp*` files
+    /// forever. Stale ones go when the cache opens; fresh ones (a write in
+    /// progress) and entries stay.
+    #[test]
+    fn stale_temporary_files_are_removed_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        c.put(&meta("http://h/a", b"one"), b"one").unwrap();
+        let stale = dir.path().join(".tmpAbC123");
+        let fresh = dir.path().join(".tmpXyZ789");
+        fs::write(&stale, vec![0u8; 300_000]).unwrap();
+        fs::write(&fresh, b"in progress").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        fs::File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        assert_eq!(c.stale_removed(), 1);
+        assert!(!stale.exists());
+        assert!(fresh.exists());
+        assert_eq!(&c.get("http://h/a").unwrap().unwrap().body[..], b"one");
     }
 
     #[test]

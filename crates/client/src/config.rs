@@ -275,6 +275,17 @@ pub struct Timeouts {
     /// The whole fetch, all objects and retries.
     #[serde(with = "crate::report::duration_ms")]
     pub total: Duration,
+    /// One response, from when it is the one awaited on its connection (its
+    /// request sent and every earlier response on the connection complete)
+    /// to its last byte. Bytes that trickle in or endless interim
+    /// `100 Continue`s do not extend it.
+    #[serde(with = "crate::report::duration_ms")]
+    pub object: Duration,
+    /// Least progress while a response is awaited, in bytes per second,
+    /// over consecutive windows as long as `read`: a connection that brings
+    /// fewer than `min_rate * read` bytes of final responses (interim 1xx
+    /// heads do not count) in such a window fails. 0 turns the check off.
+    pub min_rate: u64,
 }
 
 impl Default for Timeouts {
@@ -285,8 +296,73 @@ impl Default for Timeouts {
             connect: Duration::from_secs(10),
             read: Duration::from_secs(30),
             total: Duration::from_secs(600),
+            // Paper 001's largest object over PPP (~40 KB at 28.8 kbit/s)
+            // takes ~12 s; 120 s leaves room for loss and slow servers.
+            object: Duration::from_secs(120),
+            // 30 s windows at 100 B/s: 3000 bytes, far below what even the
+            // 28.8k profile carries (~3600 B/s) but above a byte-per-second drip.
+            min_rate: DEFAULT_MIN_RATE,
         }
     }
+}
+
+/// Default least progress while a response is awaited (bytes per second).
+pub const DEFAULT_MIN_RATE: u64 = 100;
+
+/// Parses a byte rate: a number, a unit `B`, `kB`, `KiB`, `MB` or `MiB`, and
+/// `/s` (`100B/s`, `1.5KiB/s`); `0` (or `0B/s`) turns the check off.
+pub fn parse_byte_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    if t == "0" {
+        return Ok(0);
+    }
+    let err =
+        || format!("invalid rate {s:?}: expected e.g. 100B/s, 2KiB/s, 1MB/s (bytes per second)");
+    let t = t.strip_suffix("/s").ok_or_else(err)?;
+    let units: [(&str, f64); 5] = [
+        ("KiB", 1024.0),
+        ("MiB", 1024.0 * 1024.0),
+        ("kB", 1e3),
+        ("MB", 1e6),
+        ("B", 1.0),
+    ];
+    let (num, mult) = units
+        .iter()
+        .find_map(|(u, m)| t.strip_suffix(u).map(|n| (n, *m)))
+        .ok_or_else(err)?;
+    let v: f64 = num.trim().parse().map_err(|_| err())?;
+    let r = v * mult;
+    if !(r.is_finite() && (0.0..=1e12).contains(&r)) {
+        return Err(format!("invalid rate {s:?}: must be 0 to 1 TB/s"));
+    }
+    Ok(r.round() as u64)
+}
+
+/// Parses a size: a number and a unit `B`, `kB`, `KiB`, `MB`, `MiB`, `GB`
+/// or `GiB` (`32MiB`, `1.5MB`); at least 1 KiB. A bare number is rejected,
+/// like a bare duration.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let err = || format!("invalid size {s:?}: expected e.g. 32MiB, 500kB, 1GiB");
+    let units: [(&str, f64); 7] = [
+        ("KiB", 1024.0),
+        ("MiB", 1024.0 * 1024.0),
+        ("GiB", 1024.0 * 1024.0 * 1024.0),
+        ("kB", 1e3),
+        ("MB", 1e6),
+        ("GB", 1e9),
+        ("B", 1.0),
+    ];
+    let (num, mult) = units
+        .iter()
+        .find_map(|(u, m)| t.strip_suffix(u).map(|n| (n, *m)))
+        .ok_or_else(err)?;
+    let v: f64 = num.trim().parse().map_err(|_| err())?;
+    let b = v * mult;
+    if !(b.is_finite() && (1024.0..=1e12).contains(&b)) {
+        return Err(format!("invalid size {s:?}: must be 1 KiB to 1 TB"));
+    }
+    Ok(b.round() as u64)
 }
 
 /// Paper 001, "Pipelining": "1024 bytes is a good compromise ... if the MTU
@@ -348,7 +424,21 @@ pub struct FetchConfig {
     /// Write objects that arrive in an object package here (`wget -p`
     /// layout, see `save`) the moment each is complete.
     pub save_dir: Option<PathBuf>,
+    /// Redirects of the page (301, 302, 303, 307, 308 with a `Location`)
+    /// followed, like curl's `-L --max-redirs N`; 0 (the default) follows
+    /// none and reports the 3xx as the page's status.
+    pub max_redirects: usize,
+    /// A deflate body inflating past this many bytes fails its object
+    /// (a "deflate bomb"); see `inflate::DEFAULT_MAX_INFLATED_BYTES`.
+    pub max_inflated: u64,
+    /// Inflate `Content-Encoding: deflate` also on responses to requests
+    /// that did not ask for it (`Accept-Encoding`). Off: such bodies are
+    /// kept as sent, with a warning, as curl does without `--compressed`.
+    pub decode_unasked: bool,
 }
+
+/// Most redirects `max_redirects` may allow (browsers stop at about 20).
+pub const MAX_REDIRECTS: usize = 20;
 
 impl FetchConfig {
     /// The paper's defaults for `url` and `strategy`.
@@ -372,6 +462,9 @@ impl FetchConfig {
             nodelay: true,
             max_reconnects: 64,
             save_dir: None,
+            max_redirects: 0,
+            max_inflated: crate::inflate::DEFAULT_MAX_INFLATED_BYTES,
+            decode_unasked: false,
         }
     }
 
@@ -386,6 +479,12 @@ impl FetchConfig {
             return Err(FetchError::Config(format!(
                 "max-conns must be 1..=256, got {}",
                 self.max_conns
+            )));
+        }
+        if self.max_redirects > MAX_REDIRECTS {
+            return Err(FetchError::Config(format!(
+                "max-redirects must be 0..={MAX_REDIRECTS}, got {}",
+                self.max_redirects
             )));
         }
         if self.revalidate && self.cache_dir.is_none() {
@@ -521,5 +620,22 @@ mod tests {
         assert!(Target::parse("http://:80/").is_err());
         assert!(Target::parse("http://h:99999/").is_err());
         assert!(Target::parse("http://h/a b").is_err());
+    }
+
+    #[test]
+    fn parses_byte_rates() {
+        assert_eq!(parse_byte_rate("100B/s"), Ok(100));
+        assert_eq!(parse_byte_rate("2KiB/s"), Ok(2048));
+        assert_eq!(parse_byte_rate("1.5kB/s"), Ok(1500));
+        assert_eq!(parse_byte_rate("1MiB/s"), Ok(1 << 20));
+        assert_eq!(parse_byte_rate("0"), Ok(0));
+        assert!(parse_byte_rate("100").is_err());
+        assert!(parse_byte_rate("100B").is_err());
+        assert!(parse_byte_rate("-1B/s").is_err());
+        assert!(parse_byte_rate("fastB/s").is_err());
+        assert_eq!(parse_size("32MiB"), Ok(32 << 20));
+        assert_eq!(parse_size("1.5MB"), Ok(1_500_000));
+        assert!(parse_size("32").is_err());
+        assert!(parse_size("10B").is_err());
     }
 }

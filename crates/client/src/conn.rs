@@ -54,6 +54,8 @@ pub enum End {
     Closed {
         unanswered: Vec<ObjId>,
         answered: u32,
+        /// What the server did, for an error if it keeps doing it.
+        how: String,
     },
 }
 
@@ -79,7 +81,18 @@ struct Conn<'s> {
     eof: bool,
     /// Writing failed (the server is gone); only reading remains.
     write_closed: bool,
+    /// Reading failed with a reset (ECONNRESET), not a FIN.
+    reset: bool,
     last_progress: Instant,
+    /// When the response now awaited (front of `in_flight`) became so: its
+    /// object deadline counts from here.
+    awaited_since: Instant,
+    /// Bytes of the awaited response so far (final heads and body).
+    awaited_bytes: u64,
+    /// The current minimum-rate window: its start and the bytes of final
+    /// responses received in it.
+    window_start: Instant,
+    window_bytes: u64,
     last_answered: Option<ObjId>,
     /// The page just completed; flush once its last requests are buffered
     /// (`FetchConfig::flush_at_page_end`).
@@ -134,7 +147,12 @@ pub async fn drive(
         closing: false,
         eof: false,
         write_closed: false,
+        reset: false,
         last_progress: Instant::now(),
+        awaited_since: Instant::now(),
+        awaited_bytes: 0,
+        window_start: Instant::now(),
+        window_bytes: 0,
         last_answered: None,
         page_end_flush: false,
     };
@@ -193,6 +211,19 @@ impl Conn<'_> {
     }
 
     fn end_closed(&mut self) -> End {
+        let verb = if self.reset {
+            "connection reset by the server"
+        } else {
+            "the server closed the connection"
+        };
+        let how = match &self.resp {
+            Some(_) => format!(
+                "{verb} in the middle of the response ({} bytes of it received)",
+                self.awaited_bytes
+            ),
+            None if self.in_flight.is_empty() => verb.to_string(),
+            None => format!("{verb} before the response"),
+        };
         let mut unanswered: Vec<ObjId> = self.in_flight.drain(..).collect();
         if let Some((id, _)) = self.resp.take() {
             // Reached only when a reset discarded a partial response.
@@ -205,6 +236,7 @@ impl Conn<'_> {
         End::Closed {
             unanswered,
             answered: self.answered,
+            how,
         }
     }
 
@@ -221,8 +253,13 @@ impl Conn<'_> {
             let now = Instant::now();
             let req = self.sess.request(id, self.id, now)?;
             if self.in_flight.is_empty() && self.resp.is_none() {
-                // The read timeout counts from when an answer is first owed.
+                // The read timeout, the object deadline and the rate window
+                // count from when an answer is first owed.
                 self.last_progress = now;
+                self.awaited_since = now;
+                self.awaited_bytes = 0;
+                self.window_start = now;
+                self.window_bytes = 0;
             }
             self.in_flight.push_back(id);
             if self.in_flight.len() > 1 {
@@ -297,6 +334,7 @@ impl Conn<'_> {
         let read_deadline =
             tokio::time::Instant::from_std(self.last_progress + self.sess.cfg.timeouts.read);
         let want_write = self.wire_off < self.wire.len() && !self.write_closed;
+        let guard_at = tokio::time::Instant::from_std(self.guard_deadline());
         tokio::select! {
             r = self.stream.readable() => {
                 if r.is_err() {
@@ -325,7 +363,61 @@ impl Conn<'_> {
                     after: self.sess.cfg.timeouts.read,
                 })
             }
+            _ = tokio::time::sleep_until(guard_at), if awaiting => self.check_guards(Instant::now()),
         }
+    }
+
+    /// The awaited response's object deadline or the end of the current
+    /// minimum-rate window, whichever comes first.
+    fn guard_deadline(&self) -> Instant {
+        let t = &self.sess.cfg.timeouts;
+        let deadline = self.awaited_since + t.object;
+        if t.min_rate > 0 {
+            deadline.min(self.window_start + t.read)
+        } else {
+            deadline
+        }
+    }
+
+    /// Enforces the object deadline and the minimum rate (issue 18: a byte
+    /// every few seconds, or endless `100 Continue`s, must not hold a fetch).
+    fn check_guards(&mut self, now: Instant) -> Result<(), FetchError> {
+        let t = self.sess.cfg.timeouts;
+        let id = self
+            .resp
+            .as_ref()
+            .map(|r| r.0)
+            .or(self.in_flight.front().copied())
+            .unwrap_or(PAGE);
+        if now >= self.awaited_since + t.object {
+            return Err(FetchError::ObjectDeadline {
+                url: self.sess.url_of(id),
+                after: t.object,
+                received: self.awaited_bytes,
+            });
+        }
+        if now >= self.last_progress + t.read {
+            // Silence, not slowness: the read timeout's error.
+            return Err(FetchError::ReadTimeout {
+                url: self.sess.url_of(id),
+                after: t.read,
+            });
+        }
+        if t.min_rate > 0 && now >= self.window_start + t.read {
+            let window = now.saturating_duration_since(self.window_start);
+            let need = (t.min_rate as f64 * window.as_secs_f64()) as u64;
+            if self.window_bytes < need {
+                return Err(FetchError::TooSlow {
+                    url: self.sess.url_of(id),
+                    received: self.window_bytes,
+                    window,
+                    min_rate: t.min_rate,
+                });
+            }
+            self.window_start = now;
+            self.window_bytes = 0;
+        }
+        Ok(())
     }
 
     fn read(&mut self, queue: &mut VecDeque<ObjId>, sink: &Sink) -> Result<(), FetchError> {
@@ -338,6 +430,8 @@ impl Conn<'_> {
             Ok(n) => {
                 let now = Instant::now();
                 self.last_progress = now;
+                self.window_bytes += n as u64;
+                self.awaited_bytes += n as u64;
                 self.sess.read(self.id, n, now);
                 self.process(queue, sink)
             }
@@ -348,6 +442,7 @@ impl Conn<'_> {
                 // the kernel discarded is gone: the partial response, if any,
                 // is forgotten and re-requested.
                 self.eof = true;
+                self.reset = true;
                 Ok(())
             }
         }
@@ -393,13 +488,22 @@ impl Conn<'_> {
                         };
                         return Err(FetchError::object(
                             &self.sess.url_of(id),
-                            format!("malformed response: {e}{hint}"),
+                            // What the server did; never the status a server
+                            // would answer with (`e`'s Display has one).
+                            format!(
+                                "the server sent a malformed response head: {}{hint}",
+                                e.reason()
+                            ),
                         ));
                     }
                 };
                 let (info, new) = self.sess.on_head(id, self.id, &head, Instant::now())?;
                 self.route(new, queue, sink);
                 if info.interim {
+                    // Interim heads are not progress toward the response.
+                    let n = head.raw().len() as u64;
+                    self.window_bytes = self.window_bytes.saturating_sub(n);
+                    self.awaited_bytes = self.awaited_bytes.saturating_sub(n);
                     continue;
                 }
                 if info.closing {
@@ -419,7 +523,7 @@ impl Conn<'_> {
                 Err(e) => {
                     return Err(FetchError::object(
                         &self.sess.url_of(id),
-                        format!("malformed body: {e}"),
+                        format!("the server sent a malformed body: {}", e.reason()),
                     ))
                 }
             }
@@ -433,6 +537,10 @@ impl Conn<'_> {
         sink: &Sink,
     ) -> Result<(), FetchError> {
         self.resp = None;
+        // The next response is awaited from now; bytes of it already read
+        // are not counted (small, and only ever in its favour).
+        self.awaited_since = Instant::now();
+        self.awaited_bytes = 0;
         let front = self.in_flight.pop_front();
         debug_assert_eq!(front, Some(id));
         self.answered += 1;

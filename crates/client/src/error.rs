@@ -18,12 +18,33 @@ pub enum FetchError {
     /// Nothing arrived for too long.
     #[error("{url}: no data for {:.1} s (read timeout) while waiting for its response", .after.as_secs_f64())]
     ReadTimeout { url: String, after: Duration },
+    /// One response took longer than `Timeouts::object`.
+    #[error("{url}: response not complete after {:.1} s (object deadline; {received} bytes of it received)", .after.as_secs_f64())]
+    ObjectDeadline {
+        url: String,
+        after: Duration,
+        received: u64,
+    },
+    /// Bytes came, but slower than `Timeouts::min_rate`.
+    #[error("{url}: only {received} bytes in {:.1} s while waiting for its response (below the minimum rate of {min_rate} B/s)", .window.as_secs_f64())]
+    TooSlow {
+        url: String,
+        received: u64,
+        window: Duration,
+        min_rate: u64,
+    },
     /// The whole fetch took longer than `Timeouts::total`.
-    #[error("fetch did not finish within {:.1} s", .0.as_secs_f64())]
-    TotalTimeout(Duration),
+    #[error("fetch did not finish within {:.1} s (still waiting for {})", .0.as_secs_f64(), .1)]
+    TotalTimeout(Duration, String),
     /// The server kept closing connections without answering.
-    #[error("gave up after {reconnects} reconnections: the server keeps closing connections with requests unanswered (next unanswered: {url})")]
-    TooManyReconnects { reconnects: usize, url: String },
+    #[error("{url}: gave up after {reconnects} reconnections: the server keeps ending connections with requests unanswered (last: {last})")]
+    TooManyReconnects {
+        reconnects: usize,
+        url: String,
+        /// How the last connection ended, in the server's terms
+        /// ("connection reset ...", "the server closed the connection ...").
+        last: String,
+    },
     /// A local I/O problem (cache directory, save directory).
     #[error("{what}: {source}")]
     Io {

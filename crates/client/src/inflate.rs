@@ -8,9 +8,11 @@
 
 use flate2::{Decompress, FlushDecompress, Status};
 
-/// Inflated output is bounded: 256 MiB is far above any page and stops a
-/// small "deflate bomb" from exhausting memory.
-pub const MAX_INFLATED_BYTES: u64 = 256 << 20;
+/// Default bound on one body's inflated size (`FetchConfig::max_inflated`):
+/// 32 MiB is hundreds of times the Microscape page (42 KB) and above the
+/// largest HTML documents of real sites, and keeps a "deflate bomb" (1032:1
+/// at best) from taking more than about twice that in memory.
+pub const DEFAULT_MAX_INFLATED_BYTES: u64 = 32 << 20;
 
 /// Output is produced in steps of this size.
 const STEP_BYTES: usize = 32 * 1024;
@@ -20,8 +22,8 @@ const STEP_BYTES: usize = 32 * 1024;
 pub enum InflateError {
     #[error("bad deflate data: {0}")]
     Bad(#[from] flate2::DecompressError),
-    #[error("inflates to more than {MAX_INFLATED_BYTES} bytes")]
-    TooLarge,
+    #[error("inflates to more than {0} bytes (the inflated-size limit, --max-inflated)")]
+    TooLarge(u64),
     #[error("data after the end of the deflate stream")]
     TrailingData,
     #[error("empty deflate body")]
@@ -30,13 +32,20 @@ pub enum InflateError {
     Truncated,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Inflater {
     /// Decided after the first two bytes.
     inner: Option<Decompress>,
     head: Vec<u8>,
     finished: bool,
     produced: u64,
+    limit: u64,
+}
+
+impl Default for Inflater {
+    fn default() -> Self {
+        Inflater::with_limit(DEFAULT_MAX_INFLATED_BYTES)
+    }
 }
 
 fn is_zlib_header(b0: u8, b1: u8) -> bool {
@@ -48,6 +57,18 @@ fn is_zlib_header(b0: u8, b1: u8) -> bool {
 impl Inflater {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An inflater that fails once the output exceeds `limit` bytes; the
+    /// output is checked every 32 KiB, so memory stays near the limit.
+    pub fn with_limit(limit: u64) -> Self {
+        Inflater {
+            inner: None,
+            head: Vec::new(),
+            finished: false,
+            produced: 0,
+            limit,
+        }
     }
 
     /// Inflates `input`, appending to `out`.
@@ -77,19 +98,23 @@ impl Inflater {
     fn run(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), InflateError> {
         let d = self.inner.as_mut().expect("decided");
         // Bounded: every pass consumes input or produces output, else stops
-        // (and the output is bounded by MAX_INFLATED_BYTES).
+        // (and the output is bounded by `limit`).
+        // A fixed step buffer: `decompress_vec` would fill whatever
+        // capacity `out` has grown to, so one pass could overshoot the limit
+        // by as much as `out` already holds.
+        let mut step = vec![0u8; STEP_BYTES];
+        let room = STEP_BYTES;
         while !self.finished {
-            out.reserve(STEP_BYTES);
-            let room = out.capacity() - out.len();
             let (in0, out0) = (d.total_in(), d.total_out());
-            let status = d.decompress_vec(input, out, FlushDecompress::None)?;
+            let status = d.decompress(input, &mut step, FlushDecompress::None)?;
             let used = (d.total_in() - in0) as usize;
             let made = d.total_out() - out0;
             input = &input[used..];
             self.produced += made;
-            if self.produced > MAX_INFLATED_BYTES {
-                return Err(InflateError::TooLarge);
+            if self.produced > self.limit {
+                return Err(InflateError::TooLarge(self.limit));
             }
+            out.extend_from_slice(&step[..made as usize]);
             if status == Status::StreamEnd {
                 self.finished = true;
             }
@@ -124,7 +149,12 @@ impl Inflater {
             // Drain with Finish in case the stream end is only implied.
             let d = self.inner.as_mut().expect("decided");
             out.reserve(STEP_BYTES);
+            let out0 = d.total_out();
             let status = d.decompress_vec(&[], out, FlushDecompress::Finish)?;
+            self.produced += d.total_out() - out0;
+            if self.produced > self.limit {
+                return Err(InflateError::TooLarge(self.limit));
+            }
             if status != Status::StreamEnd {
                 return Err(InflateError::Truncated);
             }
@@ -196,6 +226,28 @@ mod tests {
             inflate_in_chunks(b"", 1),
             Err(InflateError::Empty)
         ));
+    }
+
+    /// Issue 18: a 1 MB body of zeros inflating far past the limit fails
+    /// as soon as the limit is passed, with memory near the limit.
+    #[test]
+    fn bomb_stops_at_the_limit() {
+        let mut z = ZlibEncoder::new(Vec::new(), Compression::best());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            z.write_all(&zeros).unwrap();
+        }
+        let bomb = z.finish().unwrap();
+        assert!(bomb.len() < 100_000, "{}", bomb.len());
+        let mut inf = Inflater::with_limit(4 << 20);
+        let mut out = Vec::new();
+        let err = inf.feed(&bomb, &mut out).unwrap_err();
+        assert!(
+            matches!(err, InflateError::TooLarge(l) if l == 4 << 20),
+            "{err}"
+        );
+        assert!(out.len() <= (4 << 20) + 64 * 1024, "{}", out.len());
+        assert!(out.capacity() <= 16 << 20, "{}", out.capacity());
     }
 
     /// Bug "deflate tail withheld": the last body chunk inflated to more

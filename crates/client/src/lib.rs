@@ -53,8 +53,51 @@ const MAX_ATTEMPTS_PER_OBJECT: u32 = 4;
 /// that got no response at all (a server that accepts and closes).
 const MAX_FRUITLESS_RECONNECTS: usize = 3;
 
-/// Fetches the page at `config.url` and its same-server embedded objects.
-pub async fn fetch(config: FetchConfig) -> Result<FetchReport, FetchError> {
+/// Fetches the page at `config.url` and its same-server embedded objects,
+/// following up to `config.max_redirects` redirects of the page.
+pub async fn fetch(mut config: FetchConfig) -> Result<FetchReport, FetchError> {
+    let mut chain = Vec::new();
+    // Bounded: at most MAX_REDIRECTS + 1 fetches (validated).
+    loop {
+        let max = config.max_redirects;
+        let mut report = fetch_one(config.clone()).await?;
+        let Some(location) = report.page_redirect() else {
+            report.redirects = chain;
+            return Ok(report);
+        };
+        if chain.len() >= max {
+            if max > 0 {
+                report.warnings.push(format!(
+                    "redirect to {location} not followed: {max} redirects followed already (--max-redirects)"
+                ));
+            }
+            report.redirects = chain;
+            return Ok(report);
+        }
+        let from = report.url.clone();
+        let next = pagewire_discover::resolve(&from, &location)
+            .filter(|u| config::Target::parse(u).is_ok())
+            .ok_or_else(|| {
+                FetchError::object(
+                    &from,
+                    format!(
+                        "the server redirected to {location:?}, which the robot cannot follow (plain http URLs only)"
+                    ),
+                )
+            })?;
+        if next == from || chain.contains(&next) {
+            return Err(FetchError::object(
+                &from,
+                format!("the server redirected in a loop (to {next})"),
+            ));
+        }
+        chain.push(from);
+        config.url = next;
+    }
+}
+
+/// One fetch of one page URL (no redirects followed).
+async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
     let target = config.validate()?;
     let cache = config.cache_dir.as_deref().map(Cache::open).transpose()?;
     let addr = lookup(&target, &config).await?;
@@ -74,7 +117,7 @@ pub async fn fetch(config: FetchConfig) -> Result<FetchReport, FetchError> {
     };
     match tokio::time::timeout(total, work).await {
         Ok(r) => r?,
-        Err(_) => return Err(FetchError::TotalTimeout(total)),
+        Err(_) => return Err(FetchError::TotalTimeout(total, sess.waiting_for())),
     }
     Ok(sess.finish())
 }
@@ -126,6 +169,7 @@ async fn run_persistent(sess: &Session) -> Result<(), FetchError> {
             End::Closed {
                 unanswered,
                 answered,
+                how,
             } => {
                 // Unanswered requests go first, in their original order.
                 for id in unanswered.into_iter().rev() {
@@ -140,6 +184,7 @@ async fn run_persistent(sess: &Session) -> Result<(), FetchError> {
                     return Err(FetchError::TooManyReconnects {
                         reconnects,
                         url: sess.url_of(queue[0]),
+                        last: how,
                     });
                 }
             }
@@ -206,10 +251,14 @@ async fn one_request(
         pipeline: false,
         cautious: false,
     };
+    let mut last = String::new();
     for _ in 0..MAX_ATTEMPTS_PER_OBJECT {
         match drive(sess, &mut queue, plan, &sink).await? {
             End::Done => return Ok(()),
-            End::Closed { unanswered, .. } => {
+            End::Closed {
+                unanswered, how, ..
+            } => {
+                last = how;
                 queue.extend(unanswered);
                 if queue.is_empty() {
                     return Ok(());
@@ -220,6 +269,7 @@ async fn one_request(
     Err(FetchError::TooManyReconnects {
         reconnects: MAX_ATTEMPTS_PER_OBJECT as usize,
         url: sess.url_of(id),
+        last,
     })
 }
 

@@ -254,8 +254,16 @@ pub struct FetchReport {
     pub skipped_other_server: Vec<String>,
     /// Prefetch hints seen (`Link: rel=prefetch`), as URLs.
     pub prefetch_hints: Vec<String>,
-    /// Non-fatal problems (corrupt cache entries, parser trouble).
+    /// Non-fatal problems (corrupt cache entries, parser trouble, the
+    /// object limit reached).
     pub warnings: Vec<String>,
+    /// Same-server references of the page not fetched because the page has
+    /// more than `pagewire_discover::MAX_REFERENCES` (also a warning).
+    pub references_not_fetched: usize,
+    /// URLs that redirected, in order, when redirects were followed
+    /// (`FetchConfig::max_redirects`); `url` is where the page was found.
+    /// The other fields describe the last hop's fetch only.
+    pub redirects: Vec<String>,
 }
 
 impl FetchReport {
@@ -264,6 +272,20 @@ impl FetchReport {
         self.objects
             .iter()
             .filter(|o| !(200..300).contains(&o.status) && o.status != 304)
+    }
+
+    /// Where the page redirects: its `Location` when its status is 301, 302,
+    /// 303, 307 or 308.
+    pub fn page_redirect(&self) -> Option<String> {
+        let page = self.objects.iter().find(|o| o.kind == ObjectKind::Page)?;
+        if !matches!(page.status, 301 | 302 | 303 | 307 | 308) {
+            return None;
+        }
+        page.response_headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("location"))
+            .map(|(_, v)| v.trim().to_string())
+            .filter(|v| !v.is_empty())
     }
 
     /// The report as one line of JSON (`--json`).
@@ -366,8 +388,23 @@ impl FetchReport {
                 prefetched
             );
         }
+        for r in &self.redirects {
+            let _ = writeln!(s, "  redirected from {r}");
+        }
+        if self.references_not_fetched > 0 {
+            let _ = writeln!(
+                s,
+                "  LIMIT: {} references not fetched (more than {} objects)",
+                self.references_not_fetched,
+                pagewire_discover::MAX_REFERENCES
+            );
+        }
         for o in self.failed_objects() {
-            let _ = writeln!(s, "  FAILED {} {}", o.status, o.url);
+            if (300..400).contains(&o.status) {
+                let _ = writeln!(s, "  NOT FOLLOWED {} {} (redirect)", o.status, o.url);
+            } else {
+                let _ = writeln!(s, "  FAILED {} {}", o.status, o.url);
+            }
         }
         for w in &self.warnings {
             let _ = writeln!(s, "  warning: {w}");

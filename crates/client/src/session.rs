@@ -107,6 +107,8 @@ struct State {
     hints: Vec<String>,
     hint_set: HashSet<String>,
     prefetched: usize,
+    /// References of the page not fetched because of the object limit.
+    refs_dropped: usize,
     by_method: BTreeMap<RequestMethod, u32>,
     warnings: Vec<String>,
     /// `getall`, later visit: uncached objects waiting for the page's end,
@@ -162,6 +164,11 @@ impl Session {
             discoverer: Some(Discoverer::new(&page_url)),
             ..State::default()
         };
+        if let Some(n) = cache.as_ref().map(Cache::stale_removed).filter(|&n| n > 0) {
+            st.warnings.push(format!(
+                "cache: removed {n} temporary files left by interrupted writes"
+            ));
+        }
         let s = Session {
             cfg,
             target,
@@ -249,17 +256,20 @@ impl Session {
             match same_server_path(&self.page_url, &r) {
                 Some(path) => {
                     let path = encode_target(&path);
-                    if !st.by_path.contains_key(&path)
-                        && st.objs.len() < pagewire_discover::MAX_REFERENCES
-                    {
-                        let id = self.add_object(st, path, kind);
-                        if self.getall_from_cache(st, id) {
-                            // In the cache: not requested.
-                        } else if self.getall_later_visit() && kind == ObjectKind::Embedded {
-                            st.getlist_pending.push(id);
-                        } else {
-                            ids.push(id);
-                        }
+                    if st.by_path.contains_key(&path) {
+                        continue;
+                    }
+                    if st.objs.len() >= pagewire_discover::MAX_REFERENCES {
+                        st.refs_dropped += 1;
+                        continue;
+                    }
+                    let id = self.add_object(st, path, kind);
+                    if self.getall_from_cache(st, id) {
+                        // In the cache: not requested.
+                    } else if self.getall_later_visit() && kind == ObjectKind::Embedded {
+                        st.getlist_pending.push(id);
+                    } else {
+                        ids.push(id);
                     }
                 }
                 None => {
@@ -270,6 +280,23 @@ impl Session {
             }
         }
         ids
+    }
+
+    /// The objects requested and not complete, for an error: the first
+    /// URL and how many more.
+    pub fn waiting_for(&self) -> String {
+        let st = self.lock();
+        let mut open = st
+            .objs
+            .iter()
+            .filter(|o| o.attempts > 0 && o.record.is_none() && o.getlist.is_empty());
+        match open.next() {
+            None => "no response".to_string(),
+            Some(o) => match open.count() {
+                0 => o.url.clone(),
+                n => format!("{} and {n} more", o.url),
+            },
+        }
     }
 
     pub fn url_of(&self, id: ObjId) -> String {
@@ -322,10 +349,7 @@ impl Session {
                 }
             }
         }
-        if strategy == Strategy::PipelineDeflate
-            && o.method == RequestMethod::Get
-            && !is_image_path(&o.path)
-        {
+        if asks_deflate(strategy, o.method, &o.path) {
             // Paper 001 compresses the HTML only; images are already
             // compressed, so their requests do not carry the header.
             headers.push(("Accept-Encoding", "deflate".to_string()));
@@ -557,17 +581,43 @@ impl Session {
             not_modified = same;
             changed = !same;
         }
+        let asked = asks_deflate(self.cfg.strategy, o.method, &o.path);
+        let mut unasked_warning = None;
         let inflater = match &content_encoding {
-            Some(e) if e.eq_ignore_ascii_case("deflate") => Some(Inflater::new()),
-            Some(e) if !not_modified && o.method == RequestMethod::Get => {
+            Some(_) if not_modified || o.method != RequestMethod::Get => None,
+            Some(e) if e.eq_ignore_ascii_case("deflate") && (asked || self.cfg.decode_unasked) => {
+                Some(Inflater::with_limit(self.cfg.max_inflated))
+            }
+            Some(e) if !asked => {
+                // RFC 9110 §12.5.3 lets a server send a coding not asked
+                // for; decoding it would trust what the robot never
+                // negotiated (issue 18: a deflate bomb to a plain GET).
+                unasked_warning = Some(format!(
+                    "{}: Content-Encoding {e:?} not asked for: body kept as sent, not decoded{}",
+                    o.url,
+                    if e.eq_ignore_ascii_case("deflate") {
+                        " (--decode-unasked inflates it)"
+                    } else {
+                        ""
+                    }
+                ));
+                None
+            }
+            Some(e) => {
                 let url = o.url.clone();
                 return Err(FetchError::object(
                     &url,
-                    format!("unsupported Content-Encoding {e:?} (the robot asked for none)"),
+                    format!(
+                        "the server sent Content-Encoding {e:?}; the robot asked for deflate only"
+                    ),
                 ));
             }
             _ => None,
         };
+        if let Some(w) = unasked_warning {
+            st.warnings.push(w);
+        }
+        let o = &mut st.objs[id];
         let getall_boundary = (self.cfg.strategy == Strategy::Getall
             && (id == PAGE || !o.getlist.is_empty())
             && status == 200)
@@ -1032,6 +1082,7 @@ impl Session {
             let mut refs = Vec::new();
             if let Some(mut d) = st.discoverer.take() {
                 refs = d.finish();
+                st.refs_dropped += d.dropped();
                 if let Some(e) = d.error() {
                     st.warnings
                         .push(format!("HTML tokenizer stopped early: {e}"));
@@ -1047,6 +1098,14 @@ impl Session {
             }
             st.discovery_done = true;
             st.page_done = Some(now);
+            if st.refs_dropped > 0 {
+                let w = format!(
+                    "object limit reached: the page references more than {} objects; {} references were not fetched",
+                    pagewire_discover::MAX_REFERENCES,
+                    st.refs_dropped
+                );
+                st.warnings.push(w);
+            }
         }
         Ok(next)
     }
@@ -1131,6 +1190,13 @@ impl Session {
                     body_sha256: sha256_hex(body),
                     prefetched: o.kind == ObjectKind::Prefetch,
                 };
+                if rec.outcome == Outcome::NotModified
+                    && o.cached.as_ref().is_some_and(|c| c.meta == meta)
+                {
+                    // Issue 18: a 304 that changes nothing rewrites nothing
+                    // (an all-304 revalidation used to rewrite every entry).
+                    continue;
+                }
                 if let Err(e) = cache.put(&meta, body) {
                     warnings.push(e.to_string());
                 }
@@ -1225,6 +1291,8 @@ impl Session {
             retried_requests: st.retried,
             skipped_other_server: std::mem::take(&mut st.skipped),
             prefetch_hints: hints,
+            references_not_fetched: st.refs_dropped,
+            redirects: Vec::new(),
             warnings: std::mem::take(&mut st.warnings),
         }
     }
@@ -1252,6 +1320,13 @@ fn encode_target(path: &str) -> String {
         }
     }
     out
+}
+
+/// Whether the robot's request for `path` carries `Accept-Encoding: deflate`.
+fn asks_deflate(strategy: Strategy, method: RequestMethod, path: &str) -> bool {
+    // Paper 001 compresses the HTML only; images are already compressed, so
+    // their requests do not carry the header.
+    strategy == Strategy::PipelineDeflate && method == RequestMethod::Get && !is_image_path(path)
 }
 
 fn is_image_path(path: &str) -> bool {

@@ -31,8 +31,9 @@ const MAX_TOKENIZER_MEMORY_BYTES: usize = 4 << 20;
 /// across network chunks is still found; beyond 1 MiB the rest is ignored.
 const MAX_STYLE_TEXT_BYTES: usize = 1 << 20;
 
-/// A page has at most this many references reported (a bound on the robot's
-/// request queue; the Microscape page has 42).
+/// A page has at most this many distinct references reported, each once (a
+/// bound on the robot's request queue; the Microscape page has 42); the
+/// rest are counted ([`Discoverer::dropped`]).
 pub const MAX_REFERENCES: usize = 10_000;
 
 #[derive(Default)]
@@ -40,17 +41,32 @@ struct Found {
     base: String,
     refs: Vec<String>,
     total: usize,
+    /// The references reported, so each is reported once and duplicates do
+    /// not count toward `MAX_REFERENCES` (bounded by it).
+    seen: std::collections::HashSet<String>,
+    /// Distinct references seen beyond `MAX_REFERENCES` (not reported).
+    dropped: usize,
     style_text: String,
 }
 
 impl Found {
     fn push_raw(&mut self, raw: &str) {
         let raw = decode_entities(raw.trim());
-        if raw.is_empty() || raw.starts_with('#') || self.total >= MAX_REFERENCES {
+        if raw.is_empty() || raw.starts_with('#') {
             return;
         }
         if let Some(resolved) = resolve(&self.base, &raw) {
+            if self.seen.contains(&resolved) {
+                return;
+            }
+            if self.total >= MAX_REFERENCES {
+                // Not remembered (memory stays bounded): a reference
+                // repeated beyond the limit is counted each time.
+                self.dropped += 1;
+                return;
+            }
             self.total += 1;
+            self.seen.insert(resolved.clone());
             self.refs.push(resolved);
         }
     }
@@ -200,6 +216,12 @@ impl Discoverer {
             found.push_css(&css);
         }
         std::mem::take(&mut found.refs)
+    }
+
+    /// References found beyond [`MAX_REFERENCES`] and so not reported: a
+    /// caller must say that the page was cut short.
+    pub fn dropped(&self) -> usize {
+        lock(&self.found).dropped
     }
 
     /// Why the tokenizer stopped early, if it did.

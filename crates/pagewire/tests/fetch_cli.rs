@@ -118,3 +118,59 @@ fn fetch_cli_outputs_and_exit_codes() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--cache"));
 }
+
+/// Issue 18 #7 and #3: a directory's 301 exits 1 (not followed, said so)
+/// unless `--max-redirects` follows it; `--help` states the exit codes and
+/// the deadline flags take units.
+#[test]
+fn fetch_cli_redirects_limits_and_help() {
+    let site = tempfile::tempdir().unwrap();
+    std::fs::create_dir(site.path().join("sub")).unwrap();
+    std::fs::write(
+        site.path().join("sub/index.html"),
+        "<html><body><img src=a.gif></body></html>",
+    )
+    .unwrap();
+    std::fs::write(site.path().join("sub/a.gif"), b"GIF89a").unwrap();
+    let server = Serve::start(site.path(), &[]);
+    let dir = format!("{}/sub", server.url);
+
+    let o = fetch(&[&dir]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("NOT FOLLOWED 301"));
+
+    let o = fetch(&[&dir, "--max-redirects", "3", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["url"], format!("{dir}/"));
+    assert_eq!(report["redirects"][0], dir.as_str());
+    assert_eq!(report["objects"].as_array().unwrap().len(), 2);
+    assert_eq!(report["references_not_fetched"], 0);
+    assert_eq!(report["timeouts"]["object"], 120000.0);
+    assert_eq!(report["timeouts"]["min_rate"], 100);
+
+    for bad in [
+        ["--min-rate", "100"],
+        ["--object-timeout", "120"],
+        ["--max-inflated", "32"],
+        ["--max-redirects", "21"],
+    ] {
+        let o = fetch(&[&dir, bad[0], bad[1]]);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+    }
+
+    let help = String::from_utf8_lossy(&fetch(&["--help"]).stdout).into_owned();
+    for needle in [
+        "--object-timeout",
+        "--min-rate",
+        "--max-redirects",
+        "--max-inflated",
+        "--decode-unasked",
+        "redirect (3xx) not followed",
+    ] {
+        assert!(
+            help.contains(needle),
+            "{needle} missing from --help:\n{help}"
+        );
+    }
+}

@@ -10,9 +10,12 @@ use pagewire_link::config::parse_duration;
 
 #[derive(clap::Args)]
 #[command(
-    after_help = "Exit status: 0 all objects fetched with a success status; \
-1 some object answered with an error status (4xx/5xx); 2 the fetch failed \
-(connection, malformed or truncated response, timeout)."
+    after_help = "Exit status: 0 every object answered with a success status \
+(2xx, or 304 when revalidating); 1 some object answered otherwise: an error \
+status (4xx/5xx), or a redirect (3xx) not followed (the page's are followed \
+with --max-redirects N; an embedded object's never are); 2 the fetch failed \
+(bad arguments, connection refused or reset, malformed or truncated \
+response, a deadline or the minimum rate missed)."
 )]
 pub struct Args {
     /// Page URL (http://host[:port]/path).
@@ -73,10 +76,30 @@ pub struct Args {
     /// Read timeout (silence while a response is awaited), e.g. 30s.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     pub read_timeout: Duration,
+    /// Deadline of one response, from when it is awaited to its last byte,
+    /// whatever trickles in meanwhile, e.g. 2m.
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    pub object_timeout: Duration,
+    /// Least progress while a response is awaited, in bytes per second over
+    /// windows of --read-timeout, e.g. 100B/s, 1KiB/s; 0 turns it off.
+    #[arg(long, value_name = "RATE", default_value = "100B/s", value_parser = pagewire_client::config::parse_byte_rate)]
+    pub min_rate: u64,
     /// Fetch this many times in a row (each a separate record; with --cache
     /// and --revalidate, the first fills the cache).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
+    /// Follow up to N redirects of the page (301/302/303/307/308 with a
+    /// Location), like curl -L; 0 follows none.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=20))]
+    pub max_redirects: u8,
+    /// A deflate body inflating past this size fails its object (a "deflate
+    /// bomb"), e.g. 32MiB, 500kB.
+    #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = pagewire_client::config::parse_size)]
+    pub max_inflated: u64,
+    /// Inflate Content-Encoding: deflate also when the request did not ask
+    /// for it (by default such a body is kept as sent, with a warning).
+    #[arg(long)]
+    pub decode_unasked: bool,
     /// Leave Nagle's algorithm on (paper 001 turned it off).
     #[arg(long)]
     pub nagle: bool,
@@ -111,9 +134,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.keep_bodies = args.save.is_some() || args.har.is_some();
     cfg.save_dir = args.save.clone();
     cfg.nodelay = !args.nagle;
+    cfg.max_redirects = args.max_redirects.into();
+    cfg.max_inflated = args.max_inflated;
+    cfg.decode_unasked = args.decode_unasked;
     cfg.timeouts = Timeouts {
         connect: args.connect_timeout,
         read: args.read_timeout,
+        object: args.object_timeout,
+        min_rate: args.min_rate,
         ..Timeouts::default()
     };
     let rt = tokio::runtime::Builder::new_current_thread()
