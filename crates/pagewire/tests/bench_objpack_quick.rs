@@ -3,20 +3,14 @@
 //! their own namespaces over the emulated 100 Mbit/s LAN. Asserts on
 //! results.json. Needs root (CI runs as root); skips otherwise.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+mod common;
+use common::is_root;
 
 /// `--quick` takes ~20 s here; allow three minutes on a loaded machine.
 const TIMEOUT: Duration = Duration::from_secs(180);
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 #[test]
 fn quick_objpack_suite_runs_end_to_end() {
@@ -26,33 +20,24 @@ fn quick_objpack_suite_runs_end_to_end() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("res");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pagewire"))
-        .args([
-            "bench",
-            "--suite",
-            "objpack",
-            "--quick",
-            "--no-progress",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if started.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("bench --suite objpack --quick took over {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let o = child.wait_with_output().unwrap();
+    let (o, elapsed, _) = common::run_bounded(
+        Command::new(env!("CARGO_BIN_EXE_pagewire"))
+            .args([
+                "bench",
+                "--suite",
+                "objpack",
+                "--quick",
+                "--no-progress",
+                "--out",
+            ])
+            .arg(&out),
+        TIMEOUT,
+        "bench --suite objpack --quick",
+    );
+    eprintln!(
+        "bench --suite objpack --quick took {:.1} s",
+        elapsed.as_secs_f64()
+    );
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),

@@ -5,21 +5,15 @@
 //! otherwise.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+mod common;
+use common::is_root;
 
 /// `--quick` must finish within a minute on the 2-core CI machine; allow
 /// three for a loaded machine before calling it hung.
 const TIMEOUT: Duration = Duration::from_secs(180);
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 /// Packet records in a classic pcap file, counted from the format itself
 /// (24-byte global header, then 16-byte record headers each followed by
@@ -64,37 +58,21 @@ fn bench_quick_fetches_everything_and_counts_match_pcaps() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pagewire"))
-        .args(["bench", "--quick", "--no-progress", "--out"])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start pagewire bench");
-    let started = Instant::now();
-    // Bounded wait; kill on timeout so a hang fails instead of blocking CI.
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("pagewire bench --quick did not finish within {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let output = child.wait_with_output().unwrap();
+    let (output, elapsed, _) = common::run_bounded(
+        Command::new(env!("CARGO_BIN_EXE_pagewire"))
+            .args(["bench", "--quick", "--no-progress", "--out"])
+            .arg(&out),
+        TIMEOUT,
+        "pagewire bench --quick",
+    );
+    let status = output.status;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         status.success(),
         "bench failed: {status}\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
-    eprintln!(
-        "bench --quick took {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    eprintln!("bench --quick took {:.1} s", elapsed.as_secs_f64());
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();

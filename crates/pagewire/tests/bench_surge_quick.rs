@@ -5,19 +5,13 @@
 //! CSVs and the report, and that the cgroups are gone afterwards. Needs
 //! root and apache2 (scripts/setup-deps.sh); skips otherwise.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+mod common;
+use common::is_root;
 
 const TIMEOUT: Duration = Duration::from_secs(150);
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 #[test]
 fn surge_quick_runs_apache_limited_and_unlimited_with_monitor() {
@@ -31,48 +25,39 @@ fn surge_quick_runs_apache_limited_and_unlimited_with_monitor() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pagewire"))
-        .args([
-            "bench",
-            "--suite",
-            "surge",
-            "--quick",
-            "--server",
-            "apache",
-            "--memory",
-            "none,12M",
-            "--ues",
-            "6",
-            "--modes",
-            "http10,early-close",
-            "--duration",
-            "5s",
-            "--ramp",
-            "1s",
-            "--files",
-            "400",
-            "--no-progress",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start pagewire bench");
-    let pid = child.id();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("bench --suite surge --quick took over {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    let o = child.wait_with_output().unwrap();
+    let (o, elapsed, pid) = common::run_bounded(
+        Command::new(env!("CARGO_BIN_EXE_pagewire"))
+            .args([
+                "bench",
+                "--suite",
+                "surge",
+                "--quick",
+                "--server",
+                "apache",
+                "--memory",
+                "none,12M",
+                "--ues",
+                "6",
+                "--modes",
+                "http10,early-close",
+                "--duration",
+                "5s",
+                "--ramp",
+                "1s",
+                "--files",
+                "400",
+                "--no-progress",
+                "--out",
+            ])
+            .arg(&out),
+        TIMEOUT,
+        "bench --suite surge --quick",
+    );
+    eprintln!(
+        "bench --suite surge --quick took {:.1} s",
+        elapsed.as_secs_f64()
+    );
+    let status = o.status;
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(

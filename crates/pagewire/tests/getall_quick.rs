@@ -3,20 +3,14 @@
 //! robot with HTTP/1.0, persistent, pipelined, GETALL and object packaging over emulated local
 //! and remote links. Needs root (CI runs as root); skips otherwise.
 
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
+
+mod common;
+use common::is_root;
 
 /// `--quick` takes about 30 s; three minutes before calling it hung.
 const TIMEOUT: Duration = Duration::from_secs(180);
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 #[test]
 fn getall_quick_writes_cells_figures_and_claims() {
@@ -26,41 +20,25 @@ fn getall_quick_writes_cells_figures_and_claims() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ga");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pagewire"))
-        .args([
-            "bench",
-            "--suite",
-            "getall",
-            "--quick",
-            "--no-progress",
-            "--out",
-        ])
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start pagewire bench");
-    let started = Instant::now();
-    // Bounded wait; kill on timeout so a hang fails instead of blocking CI.
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if started.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("getall --quick did not finish within {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let output = child.wait_with_output().unwrap();
+    let (output, elapsed, _) = common::run_bounded(
+        Command::new(env!("CARGO_BIN_EXE_pagewire"))
+            .args([
+                "bench",
+                "--suite",
+                "getall",
+                "--quick",
+                "--no-progress",
+                "--out",
+            ])
+            .arg(&out),
+        TIMEOUT,
+        "bench --suite getall --quick",
+    );
+    let status = output.status;
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(status.success(), "failed: {status}\n{stdout}\n{stderr}");
-    eprintln!(
-        "getall --quick took {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    eprintln!("getall --quick took {:.1} s", elapsed.as_secs_f64());
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();

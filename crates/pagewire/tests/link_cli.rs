@@ -4,6 +4,9 @@
 
 use std::process::Command;
 
+mod common;
+use common::is_root;
+
 const SERVER: &str = r#"python3 -c '
 import os, socket
 s = socket.socket()
@@ -28,15 +31,6 @@ while True:
     n += len(b)
 sys.exit(3 if n == 100000 else 1)
 "#;
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 #[test]
 fn link_runs_server_and_client_and_prints_json_counters() {

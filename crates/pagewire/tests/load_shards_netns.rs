@@ -19,6 +19,9 @@ use std::time::{Duration, Instant};
 
 use pagewire_emu::ns::{self, Netns, Spawner};
 
+mod common;
+use common::is_root;
+
 const PW: &str = env!("CARGO_BIN_EXE_pagewire");
 const SERVER: &str = "198.18.100.1";
 const PORT: u16 = 8080;
@@ -28,15 +31,6 @@ const UES: u64 = 60;
 const DURATION: &str = "5s";
 /// Longest any one `pagewire load` may take before the test fails.
 const LOAD_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 /// One network namespace, a thread inside it that runs `ip` and spawns
 /// processes, and the processes it started. Dropping it stops them, kills

@@ -47,3 +47,48 @@ impl Drop for Serve {
         let _ = self.child.wait();
     }
 }
+
+/// Whether the test runs as root: the namespace tests need it and skip
+/// (saying so) otherwise.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Runs `cmd` to the end with its output captured, and kills it after
+/// `timeout` so that a hang fails the test instead of blocking CI. Output is
+/// read while the command runs (no pipe can fill up and stall it). Returns
+/// the output, the time `cmd` took and its process id (names it made may
+/// carry it).
+pub fn run_bounded(
+    cmd: &mut Command,
+    timeout: std::time::Duration,
+    what: &str,
+) -> (std::process::Output, std::time::Duration, u32) {
+    let started = std::time::Instant::now();
+    let child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {what}: {e}"));
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(out) => (
+            out.unwrap_or_else(|e| panic!("wait for {what}: {e}")),
+            started.elapsed(),
+            pid,
+        ),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("{what} did not finish within {timeout:?}");
+        }
+    }
+}
