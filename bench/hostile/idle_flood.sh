@@ -47,7 +47,7 @@ wait_port() {
         ss -Htln "sport = :$PORT" | grep -q . && return 0
         sleep 0.1
     done
-    echo "server did not start" >&2; exit 1
+    echo "server did not start:" >&2; cat "$WORK"/*.err >&2 2>/dev/null; exit 1
 }
 start_pagewire() {
     # shellcheck disable=SC2086

@@ -764,6 +764,21 @@ fn check_partial(window: &[u8], total: usize, limits: &Limits, role: Role) -> Re
 /// reads, which the fuzz target checks.
 fn diagnose(window: &[u8], err: httparse::Error, limits: &Limits, role: Role) -> Error {
     let prefix = &window[..fault_prefix_len(window, limits, role)];
+    if role == Role::Response {
+        // A bad status code before the fault is the earlier fault, as a
+        // partial head would have shown (`check_status_code` there).
+        let accepted = &prefix[..prefix.len() - 1];
+        let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_ARRAY_CAP];
+        let mut res = httparse::Response::new(&mut []);
+        let _ = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut res,
+            accepted,
+            &mut slots[..limits.header_slots()],
+        );
+        if let Err(e) = check_status_code(res.code) {
+            return e;
+        }
+    }
     if let Err(e) = check_lines(prefix, limits, role) {
         return e;
     }
