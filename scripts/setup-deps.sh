@@ -54,3 +54,6 @@ apt_install nginx-light h2o wrk nghttp2-client python3
 apt_install apache2 util-linux iproute2
 # bench/server/drip.sh (slow-sender drip beside nginx); STRACE=1 counts its system calls.
 apt_install strace
+
+# bench/hostile/slowloris.sh: slowloris probes against pagewire and nginx (issue 18).
+apt_install slowhttptest nginx-light curl python3

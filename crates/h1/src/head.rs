@@ -414,11 +414,16 @@ pub fn parse_response(
             &mut slots[..limits.header_slots()],
         ) {
             Ok(httparse::Status::Partial) => {
+                // The status line is the earliest byte: a bad code there is
+                // named before any later line's limit, as when complete
+                // (fuzz find: `020` then an over-long field line).
+                check_status_code(res.code)?;
                 check_partial(window, buf.len(), limits, Role::Response)?;
                 return Ok(None);
             }
             Err(e) => return Err(diagnose(window, e, limits, Role::Response)),
             Ok(httparse::Status::Complete(n)) => {
+                check_status_code(res.code)?;
                 if n > limits.head_bytes() {
                     check_lines(&window[..n], limits, Role::Response)?;
                     return Err(ErrorKind::HeadTooLarge.into());
@@ -429,9 +434,6 @@ pub fn parse_response(
                     _ => return Err(ErrorKind::UnsupportedVersion.into()),
                 };
                 let status = res.code.unwrap_or(0);
-                if !(100..=999).contains(&status) {
-                    return Err(ErrorKind::InvalidStatusLine.into());
-                }
                 let reason = Span::of(window, res.reason.unwrap_or_default().as_bytes());
                 let mut fields = Fields::new();
                 for h in res.headers.iter() {
@@ -464,6 +466,15 @@ pub fn parse_response(
 
 // ---------------------------------------------------------------------------
 // Framing rules
+
+/// A status code httparse has read (the status line is complete) must be
+/// 100-999 (RFC 9110 §15); none yet is fine.
+fn check_status_code(code: Option<u16>) -> Result<(), Error> {
+    match code {
+        Some(c) if !(100..=999).contains(&c) => Err(ErrorKind::InvalidStatusLine.into()),
+        _ => Ok(()),
+    }
+}
 
 /// Accumulated Transfer-Encoding facts over every TE field line, in order
 /// (RFC 9110 §5.3: several lines form one list).
@@ -753,6 +764,21 @@ fn check_partial(window: &[u8], total: usize, limits: &Limits, role: Role) -> Re
 /// reads, which the fuzz target checks.
 fn diagnose(window: &[u8], err: httparse::Error, limits: &Limits, role: Role) -> Error {
     let prefix = &window[..fault_prefix_len(window, limits, role)];
+    if role == Role::Response {
+        // A bad status code before the fault is the earlier fault, as a
+        // partial head would have shown (`check_status_code` there).
+        let accepted = &prefix[..prefix.len() - 1];
+        let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_ARRAY_CAP];
+        let mut res = httparse::Response::new(&mut []);
+        let _ = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut res,
+            accepted,
+            &mut slots[..limits.header_slots()],
+        );
+        if let Err(e) = check_status_code(res.code) {
+            return e;
+        }
+    }
     if let Err(e) = check_lines(prefix, limits, role) {
         return e;
     }

@@ -327,3 +327,58 @@ fn fuzz_find_split_verdict_is_split_independent() {
     let bytes: Vec<&[u8]> = input.chunks(1).collect();
     assert_eq!(verdict(&bytes, true), whole, "byte by byte");
 }
+
+#[test]
+fn fuzz_find_bad_status_code_is_named_at_every_split() {
+    // Fuzz find (response_path target): status `020`, then a field line over
+    // its limit. Whole, the complete head was refused for the code; split,
+    // the partial head was refused for the line. The code comes first.
+    for data in [
+        &include_bytes!("data/response_path-status-vs-line.bin")[..],
+        // The second find: status `000`, then a bad field name (httparse's
+        // error, diagnosed, named the name; a partial head, the code).
+        &include_bytes!("data/response_path-status-vs-name.bin")[..],
+    ] {
+        bad_status_code_at_every_split(&data[1..]);
+    }
+}
+
+fn bad_status_code_at_every_split(input: &[u8]) {
+    let limits = Limits {
+        max_request_line_bytes: 256,
+        max_header_line_bytes: 256,
+        max_headers: 16,
+        max_head_bytes: 1024,
+        max_chunk_line_bytes: 64,
+        max_trailer_bytes: 128,
+        max_trailers: 4,
+        require_host: false,
+    };
+    let verdict = |pieces: &[&[u8]]| -> ErrorKind {
+        let mut buf = BytesMut::new();
+        for piece in pieces {
+            buf.extend_from_slice(piece);
+            match parse_response(&mut buf, &limits, &Method::Get) {
+                Ok(None) => {}
+                Ok(Some(h)) => panic!("unexpected head {}", h.status()),
+                Err(e) => return e.kind(),
+            }
+        }
+        panic!("no verdict");
+    };
+    assert_eq!(verdict(&[input]), ErrorKind::InvalidStatusLine);
+    for at in 0..=input.len() {
+        let (a, b) = input.split_at(at);
+        assert_eq!(
+            verdict(&[a, b]),
+            ErrorKind::InvalidStatusLine,
+            "split at {at}"
+        );
+    }
+    let bytes: Vec<&[u8]> = input.chunks(1).collect();
+    assert_eq!(
+        verdict(&bytes),
+        ErrorKind::InvalidStatusLine,
+        "byte by byte"
+    );
+}
