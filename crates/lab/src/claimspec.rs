@@ -15,25 +15,7 @@ pub fn unmeasured(what: &str) -> Evaluation {
 
 /// Mean, sample standard deviation and count of `xs`.
 pub fn estimate_of(xs: &[f64]) -> Estimate {
-    let n = xs.len();
-    if n == 0 {
-        return Estimate {
-            mean: f64::NAN,
-            sd: f64::NAN,
-            n: 0,
-        };
-    }
-    let mean = xs.iter().sum::<f64>() / n as f64;
-    let sd = if n > 1 {
-        (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-    } else {
-        0.0
-    };
-    Estimate {
-        mean,
-        sd,
-        n: n as u32,
-    }
+    Estimate::of(xs)
 }
 
 /// `#[serde(serialize_with)]` for an [`Estimate`]: `{mean, sd, n}`.

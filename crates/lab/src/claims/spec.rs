@@ -176,6 +176,11 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    /// Mean, sample standard deviation and count of `xs` (NaN for none).
+    pub fn of(xs: &[f64]) -> Estimate {
+        crate::stats::MeanSd::of(xs.iter().copied()).estimate()
+    }
+
     /// A value known exactly (a constant of the page, a count that is the
     /// same every run).
     pub fn exact(x: f64) -> Estimate {

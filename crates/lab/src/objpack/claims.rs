@@ -84,20 +84,16 @@ impl Ctx {
     }
 }
 
-/// Mean, sample standard deviation and count.
+/// Mean, sample standard deviation and count (an empty cell reads 0, 0, 0).
 pub fn estimate(xs: &[f64]) -> Estimate {
-    let n = xs.len();
-    let mean = xs.iter().sum::<f64>() / n.max(1) as f64;
-    let sd = if n >= 2 {
-        (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-    } else {
-        0.0
-    };
-    Estimate {
-        mean,
-        sd,
-        n: n as u32,
+    if xs.is_empty() {
+        return Estimate {
+            mean: 0.0,
+            sd: 0.0,
+            n: 0,
+        };
     }
+    Estimate::of(xs)
 }
 
 fn pct(i: &Interval) -> String {

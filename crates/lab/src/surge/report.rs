@@ -955,28 +955,10 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
         );
     }
     let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "Claims of paper 004 (Barford & Crovella) checked against these runs:"
-    );
-    for c in claims {
-        let _ = writeln!(
-            s,
-            "  [{:<12}] {} ({})",
-            c.verdict.to_string(),
-            c.claim,
-            c.source
-        );
-        let _ = writeln!(s, "                 {}", c.evidence);
-    }
-    let count = |v: Verdict| claims.iter().filter(|c| c.verdict == v).count();
-    let _ = writeln!(
-        s,
-        "  {} confirmed, {} contradicted, {} inconclusive",
-        count(Verdict::Confirmed),
-        count(Verdict::Contradicted),
-        count(Verdict::Inconclusive)
-    );
+    s.push_str(&crate::claims::render_titled(
+        "Claims of paper 004 (Barford & Crovella) checked against these runs:",
+        claims,
+    ));
     s
 }
 
