@@ -23,6 +23,7 @@ pub mod run;
 pub mod sim;
 pub mod spec;
 pub mod synth;
+pub mod variant;
 
 pub use graph::{DependencyGraph, GraphLimits, NodeId, Window};
 pub use online::{OnlineLimits, OnlinePredictor};

@@ -27,6 +27,8 @@ pub struct Provenance {
     pub cache: CacheConfig,
     pub time_model: TimeModel,
     pub time_model_source: String,
+    /// [`crate::variant::Variant::describe`] of the run.
+    pub readings: String,
     pub created_unix_s: u64,
 }
 
@@ -49,6 +51,7 @@ impl Provenance {
                 "fetch time model: y = {:.4} + {:.4e} x s ({})",
                 self.time_model.a_s, self.time_model.b_s_per_byte, self.time_model_source
             ),
+            format!("readings: {}", self.readings),
             format!("created: unix time {}", self.created_unix_s),
         ]
     }
@@ -632,6 +635,7 @@ mod tests {
             cache: CacheConfig::default(),
             time_model: TimeModel::PAPER,
             time_model_source: "paper".into(),
+            readings: "defaults".into(),
             created_unix_s: 0,
         }
     }
@@ -668,7 +672,13 @@ mod tests {
                         prefetch_bytes: (500.0 * (1.1 - p)) as u64,
                         ..base
                     };
-                    results.push(derive(model, &params, c, &base));
+                    results.push(derive(
+                        model,
+                        &params,
+                        c,
+                        &base,
+                        crate::variant::TrafficMeasure::NetBytes,
+                    ));
                 }
             }
         }

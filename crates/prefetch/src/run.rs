@@ -13,6 +13,7 @@
 //!     split: Split::default(),
 //!     cache: CacheConfig::default(),
 //!     time_model: TimeModelChoice::Paper,
+//!     variant: Default::default(),
 //! };
 //! let loaded = job.load("pagewire 0.1.0".into(), "pagewire prefetch simulate ...".into())?;
 //! let mut out = std::io::stdout().lock();
@@ -35,6 +36,7 @@ use crate::report::{
     csv, paper_comparison, provenance_json_line, summary_json, text_tables, write_plots,
     HashingReader, Provenance,
 };
+use crate::variant::{Entries, Variant};
 use crate::sim::{
     sweep, CacheConfig, Counters, Grid, PointResult, SimOptions, Split, TimeModel, Trace,
 };
@@ -125,6 +127,9 @@ pub struct SimulateJob {
     pub split: Split,
     pub cache: CacheConfig,
     pub time_model: TimeModelChoice,
+    /// Readings of the paper's open points (defaults: those of
+    /// `docs/prefetch/`).
+    pub variant: Variant,
 }
 
 /// A job with its log read: ready to print its header and run.
@@ -164,7 +169,7 @@ impl SimulateJob {
         })?;
         let (log_bytes, log_sha256) = reader.finish();
         let read_s = started.elapsed().as_secs_f64();
-        let trace = Trace::new(&log, self.split);
+        let trace = Trace::with_entries(&log, self.split, self.variant.entries);
         let st = &log.stats;
         let skipped: Vec<String> = SkipReason::ALL
             .iter()
@@ -205,6 +210,7 @@ impl SimulateJob {
         let opts = SimOptions {
             cache,
             time,
+            variant: self.variant,
             ..SimOptions::default()
         };
         let prov = Provenance {
@@ -218,6 +224,7 @@ impl SimulateJob {
             cache,
             time_model: time,
             time_model_source: time_source.clone(),
+            readings: self.variant.describe(),
             created_unix_s: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
@@ -248,7 +255,12 @@ impl SimulateJob {
                 st.out_of_order
             ),
             format!(
-                "file accesses (GET with status 200/203/206/304): {} of {} hosts and {} URLs; ignored {} not GET, {} other status",
+                "file accesses ({}): {} of {} hosts and {} URLs; ignored {} not GET, {} other status",
+                match self.variant.entries {
+                    Entries::Files => "GET with status 200/203/206/304",
+                    Entries::Get => "every GET",
+                    Entries::All => "every request",
+                },
                 trace.accesses.len(),
                 log.hosts.len(),
                 log.urls.len(),
@@ -256,6 +268,7 @@ impl SimulateJob {
                 trace.filtered.status
             ),
             format!("split: {}", trace.split_note),
+            format!("readings: {}", self.variant.describe()),
             format!(
                 "client cache: {} bytes in {}-byte blocks, LRU per host, empty when simulation starts; the graph keeps learning during simulation (§8)",
                 cache.capacity_bytes, cache.block_bytes
@@ -499,6 +512,7 @@ mod tests {
             split: Split::default(),
             cache: CacheConfig::default(),
             time_model: TimeModelChoice::Paper,
+            variant: Variant::default(),
         };
         let loaded = job.load("pagewire test".into(), "test".into()).unwrap();
         assert_eq!(loaded.points(), 8);
@@ -526,6 +540,7 @@ mod tests {
             split: Split::default(),
             cache: CacheConfig::default(),
             time_model: TimeModelChoice::Paper,
+            variant: Variant::default(),
         };
         let err = job.load("t".into(), "t".into()).err().unwrap();
         assert!(matches!(err, RunError::Open { .. }));

@@ -28,6 +28,7 @@ use serde::Serialize;
 use crate::graph::{DependencyGraph, GraphLimits, NodeId, Window};
 use crate::log::{AccessLog, Method};
 use crate::params::{MaxCandidates, PrefetchParams, THRESHOLD_EPSILON};
+use crate::variant::{Entries, ThresholdRule, TrafficMeasure, Variant, WeightTiming};
 
 /// The paper's split: 50,000 entries to train, 70,000 to simulate (§8).
 pub const PAPER_TRAIN: usize = 50_000;
@@ -119,6 +120,9 @@ pub struct Access {
     /// Seconds until the same host's next access in the log (0 when the log
     /// goes backwards in time; +inf for the host's last access).
     pub next_gap_s: f64,
+    /// Seconds since the same host's previous access (0 when the log goes
+    /// backwards in time; +inf for the host's first access).
+    pub prev_gap_s: f64,
 }
 
 /// The log reduced to what the simulator needs, shared by every point.
@@ -157,7 +161,13 @@ impl Default for Split {
 }
 
 impl Trace {
+    /// File accesses as [`Entries::Files`] reads them.
     pub fn new(log: &AccessLog, split: Split) -> Trace {
+        Trace::with_entries(log, split, Entries::Files)
+    }
+
+    /// The accesses `entries` selects (the filtered lines are counted).
+    pub fn with_entries(log: &AccessLog, split: Split, entries: Entries) -> Trace {
         let mut filtered = Filtered::default();
         let mut url_size_bytes = vec![0u64; log.urls.len()];
         let mut accesses = Vec::with_capacity(log.requests.len());
@@ -166,11 +176,11 @@ impl Trace {
                 let s = &mut url_size_bytes[r.url as usize];
                 *s = (*s).max(b);
             }
-            if r.method != Method::Get {
+            if entries != Entries::All && r.method != Method::Get {
                 filtered.method += 1;
                 continue;
             }
-            if !matches!(r.status, 200 | 203 | 206 | 304) {
+            if entries == Entries::Files && !matches!(r.status, 200 | 203 | 206 | 304) {
                 filtered.status += 1;
                 continue;
             }
@@ -179,6 +189,7 @@ impl Trace {
                 url: r.url,
                 time_s: r.time_s,
                 next_gap_s: f64::INFINITY,
+                prev_gap_s: f64::INFINITY,
             });
         }
         // Gap to each host's next access: one backward pass.
@@ -188,6 +199,13 @@ impl Trace {
                 a.next_gap_s = (t - a.time_s).max(0) as f64;
             }
             next_time[a.host as usize] = Some(a.time_s);
+        }
+        let mut prev_time: Vec<Option<i64>> = vec![None; log.hosts.len()];
+        for a in accesses.iter_mut() {
+            if let Some(t) = prev_time[a.host as usize] {
+                a.prev_gap_s = (a.time_s - t).max(0) as f64;
+            }
+            prev_time[a.host as usize] = Some(a.time_s);
         }
         let n = accesses.len();
         let (train, simulate, split_note) = choose_split(n, split);
@@ -258,6 +276,8 @@ pub struct Counters {
     pub access_time_s: f64,
     pub demand_bytes: u64,
     pub prefetch_bytes: u64,
+    /// Cache blocks prefetched.
+    pub prefetch_blocks: u64,
     /// Prefetches performed (file fetched into the cache).
     pub prefetches: u64,
     /// Prefetched files later hit by a real access before eviction.
@@ -271,6 +291,55 @@ pub struct Counters {
     pub advised_cached: u64,
     /// Advised files larger than the whole cache (never prefetched).
     pub advised_too_big: u64,
+    /// Prefetches by the weight of the arc that advised them, in tenths
+    /// (`[0]`: 0.0-0.1, ..., `[9]`: 0.9-1.0).
+    pub prefetched_by_weight: [u64; 10],
+    /// Of those, the useful ones.
+    pub useful_by_weight: [u64; 10],
+}
+
+/// Tenth of the weight range a weight falls in (0..=9).
+pub fn weight_bin(weight: f64) -> usize {
+    ((weight * 10.0 + 1e-9).floor().max(0.0) as usize).min(9)
+}
+
+/// The traffic increase in every [`TrafficMeasure`] (see there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct TrafficIncrease {
+    pub net_bytes: f64,
+    pub gross_bytes: f64,
+    pub net_blocks: f64,
+    pub gross_blocks: f64,
+    pub net_files: f64,
+    pub gross_files: f64,
+}
+
+impl TrafficIncrease {
+    pub fn of(c: &Counters, base: &Counters) -> TrafficIncrease {
+        let gross = |num: u64, den: u64| ratio(num as f64, den as f64);
+        // With nothing fetched without prefetching there is no increase to
+        // speak of: 0, as for p > 1.
+        let net = |num: u64, den: u64| if den > 0 { gross(num, den) - 1.0 } else { 0.0 };
+        TrafficIncrease {
+            net_bytes: net(c.demand_bytes + c.prefetch_bytes, base.demand_bytes),
+            gross_bytes: gross(c.prefetch_bytes, base.demand_bytes),
+            net_blocks: net(c.block_misses + c.prefetch_blocks, base.block_misses),
+            gross_blocks: gross(c.prefetch_blocks, base.block_misses),
+            net_files: net(c.file_misses + c.prefetches, base.file_misses),
+            gross_files: gross(c.prefetches, base.file_misses),
+        }
+    }
+
+    pub fn get(&self, m: TrafficMeasure) -> f64 {
+        match m {
+            TrafficMeasure::NetBytes => self.net_bytes,
+            TrafficMeasure::GrossBytes => self.gross_bytes,
+            TrafficMeasure::NetBlocks => self.net_blocks,
+            TrafficMeasure::GrossBlocks => self.gross_blocks,
+            TrafficMeasure::NetFiles => self.net_files,
+            TrafficMeasure::GrossFiles => self.gross_files,
+        }
+    }
 }
 
 /// One simulated point with derived metrics.
@@ -283,8 +352,11 @@ pub struct PointResult {
     pub i: MaxCandidates,
     pub miss_rate: f64,
     pub avg_access_time_s: f64,
-    /// (traffic with prefetching) / (traffic without) - 1.
+    /// (traffic with prefetching) / (traffic without) - 1, in the variant's
+    /// [`TrafficMeasure`] (net bytes by default).
     pub traffic_increase: f64,
+    /// The traffic increase in every measure.
+    pub traffic: TrafficIncrease,
     pub prefetches: u64,
     pub useful: u64,
     pub wasted: u64,
@@ -309,6 +381,8 @@ pub struct SimOptions {
     pub cache: CacheConfig,
     pub time: TimeModel,
     pub graph: GraphLimits,
+    /// The readings of the paper's open points.
+    pub variant: Variant,
 }
 
 impl Default for SimOptions {
@@ -322,6 +396,7 @@ impl Default for SimOptions {
             graph: GraphLimits {
                 max_arcs_per_node: 256,
             },
+            variant: Variant::default(),
         }
     }
 }
@@ -351,6 +426,8 @@ struct Entry {
     next: u32,
     /// Prefetched and not yet used by a real access.
     prefetched: bool,
+    /// [`weight_bin`] of the arc that advised the prefetch.
+    bin: u8,
 }
 
 #[derive(Clone, Copy)]
@@ -431,6 +508,10 @@ impl Caches {
     /// that host until it fits. Returns how many evicted entries were unused
     /// prefetches. Files bigger than the cache are not stored.
     fn insert(&mut self, host: u32, url: u32, blocks: u64, prefetched: bool) -> u64 {
+        self.insert_binned(host, url, blocks, prefetched, 0)
+    }
+
+    fn insert_binned(&mut self, host: u32, url: u32, blocks: u64, prefetched: bool, bin: u8) -> u64 {
         if blocks > self.capacity_blocks {
             return 0;
         }
@@ -452,6 +533,7 @@ impl Caches {
             prev: NIL,
             next: NIL,
             prefetched,
+            bin,
         };
         let slot = match self.free.pop() {
             Some(s) => {
@@ -496,6 +578,7 @@ impl Lane {
                 if e.prefetched {
                     e.prefetched = false;
                     self.c.useful += 1;
+                    self.c.useful_by_weight[usize::from(e.bin)] += 1;
                 }
                 self.caches.touch(slot);
             }
@@ -509,7 +592,14 @@ impl Lane {
         }
     }
 
-    fn prefetch(&mut self, a: &Access, url: NodeId, size_bytes: u64, opts: &SimOptions) {
+    fn prefetch(
+        &mut self,
+        a: &Access,
+        url: NodeId,
+        weight: f64,
+        size_bytes: u64,
+        opts: &SimOptions,
+    ) {
         if self.caches.get(a.host, url).is_some() {
             self.c.advised_cached += 1;
             return;
@@ -525,7 +615,12 @@ impl Lane {
         }
         self.c.prefetches += 1;
         self.c.prefetch_bytes += size_bytes;
-        self.c.wasted += self.caches.insert(a.host, url, blocks, true);
+        self.c.prefetch_blocks += blocks;
+        let bin = weight_bin(weight);
+        self.c.prefetched_by_weight[bin] += 1;
+        self.c.wasted += self
+            .caches
+            .insert_binned(a.host, url, blocks, true, bin as u8);
     }
 }
 
@@ -549,10 +644,29 @@ pub fn train(trace: &Trace, w: usize, opts: &SimOptions) -> Trained {
     let mut graph = DependencyGraph::new(opts.graph);
     let mut windows: Vec<Option<Window>> = vec![None; trace.hosts];
     for a in trace.train_part() {
-        let win = windows[a.host as usize].get_or_insert_with(|| Window::new(w));
+        let win = host_window(&mut windows, a, w, opts);
         graph.observe(win, a.url);
     }
     Trained { graph, windows }
+}
+
+/// The host's window, emptied first when the variant resets windows after
+/// a silence longer than the access's gap.
+fn host_window<'a>(
+    windows: &'a mut [Option<Window>],
+    a: &Access,
+    w: usize,
+    opts: &SimOptions,
+) -> &'a mut Window {
+    let slot = &mut windows[a.host as usize];
+    if opts
+        .variant
+        .window_reset_s
+        .is_some_and(|limit| a.prev_gap_s > limit)
+    {
+        *slot = None;
+    }
+    slot.get_or_insert_with(|| Window::new(w))
 }
 
 /// Simulate every lane for one (w, i) from a trained graph, in lockstep.
@@ -578,25 +692,37 @@ pub fn simulate_lanes(
         })
         .collect();
     let any_prefetching = lanes.iter().any(|l| l.threshold <= 1.0 + THRESHOLD_EPSILON);
+    let limit = max_hints.count();
+    let variant = opts.variant;
+    let mut candidates: Vec<(f64, NodeId)> = Vec::new();
     for a in trace.sim_part() {
         let size = trace.url_size_bytes[a.url as usize];
         for lane in &mut lanes {
             lane.demand(a, size, opts);
         }
-        let win = windows[a.host as usize].get_or_insert_with(|| Window::new(w));
+        candidates.clear();
+        if any_prefetching && variant.weights == WeightTiming::Before {
+            candidates.extend(graph.ranked_iter(a.url).take(limit));
+        }
+        let win = host_window(&mut windows, a, w, opts);
         graph.observe(win, a.url);
         if !any_prefetching {
             continue;
         }
-        let limit = max_hints.count();
+        if variant.weights == WeightTiming::After {
+            candidates.extend(graph.ranked_iter(a.url).take(limit));
+        }
         for lane in &mut lanes {
-            let p = lane.threshold - THRESHOLD_EPSILON;
-            for (weight, to) in graph.ranked_iter(a.url).take(limit) {
-                if weight < p {
+            for &(weight, to) in &candidates {
+                let passes = match variant.threshold {
+                    ThresholdRule::AtLeast => weight >= lane.threshold - THRESHOLD_EPSILON,
+                    ThresholdRule::Above => weight > lane.threshold + THRESHOLD_EPSILON,
+                };
+                if !passes {
                     break;
                 }
                 let to_size = trace.url_size_bytes[to as usize];
-                lane.prefetch(a, to, to_size, opts);
+                lane.prefetch(a, to, weight, to_size, opts);
             }
         }
     }
@@ -632,11 +758,16 @@ fn ratio(num: f64, den: f64) -> f64 {
 }
 
 /// Derive the paper's metrics from counters.
-pub fn derive(model: Model, params: &PrefetchParams, c: Counters, base: &Counters) -> PointResult {
+pub fn derive(
+    model: Model,
+    params: &PrefetchParams,
+    c: Counters,
+    base: &Counters,
+    measure: TrafficMeasure,
+) -> PointResult {
     let miss_rate = ratio(c.block_misses as f64, c.blocks_accessed as f64);
     let base_miss = ratio(base.block_misses as f64, base.blocks_accessed as f64);
-    let base_bytes = base.demand_bytes as f64;
-    let traffic = (c.demand_bytes + c.prefetch_bytes) as f64;
+    let traffic = TrafficIncrease::of(&c, base);
     PointResult {
         model,
         p: params.threshold,
@@ -644,11 +775,8 @@ pub fn derive(model: Model, params: &PrefetchParams, c: Counters, base: &Counter
         i: params.max_hints,
         miss_rate,
         avg_access_time_s: ratio(c.access_time_s, c.accesses as f64),
-        traffic_increase: if base_bytes > 0.0 {
-            traffic / base_bytes - 1.0
-        } else {
-            0.0
-        },
+        traffic_increase: traffic.get(measure),
+        traffic,
         prefetches: c.prefetches,
         useful: c.useful,
         wasted: c.wasted,
@@ -738,7 +866,7 @@ pub fn sweep(
                         threshold: spec.threshold,
                         max_hints: i,
                     };
-                    derive(spec.model, &params, c, &base)
+                    derive(spec.model, &params, c, &base, opts.variant.traffic)
                 })
                 .collect::<Vec<_>>()
         })
@@ -801,7 +929,7 @@ mod tests {
         }];
         let t = train(trace, params.window, &opts);
         let c = simulate_lanes(trace, params.window, params.max_hints, &lanes, t, &opts)[0];
-        derive(model, &params, c, &base)
+        derive(model, &params, c, &base, TrafficMeasure::NetBytes)
     }
 
     #[test]

@@ -12,6 +12,7 @@ use pagewire_prefetch::run::{SimulateJob, TimeModelChoice};
 use pagewire_prefetch::sim::{CacheConfig, Grid, Split, PAPER_SIMULATE, PAPER_TRAIN};
 use pagewire_prefetch::spec::{parse_hints, parse_models, parse_thresholds, parse_windows};
 use pagewire_prefetch::synth::{synth_file, SynthOptions};
+use pagewire_prefetch::variant::{Entries, ThresholdRule, TrafficMeasure, Variant, WeightTiming};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -64,6 +65,28 @@ struct SimulateArgs {
     /// `fit` (fitted from this log's inter-request gaps), or `A,B`.
     #[arg(long, default_value = "paper")]
     time_model: String,
+    /// When weights are read: `after` counting the request that triggers the
+    /// prediction (its successors not yet seen, so no weight reaches 1.0), or
+    /// `before` (the graph as the request found it).
+    #[arg(long, default_value = "after")]
+    weights: WeightTiming,
+    /// Candidates: weight `ge` p, or `gt` p (the paper's "higher than").
+    #[arg(long, default_value = "ge")]
+    threshold_rule: ThresholdRule,
+    /// What `traffic_increase` measures: net-bytes (bytes sent with / without
+    /// prefetching - 1), gross-bytes (prefetched bytes / bytes without),
+    /// net-blocks, gross-blocks, net-files, gross-files. Every measure is in
+    /// the JSON records' `traffic` either way.
+    #[arg(long, default_value = "net-bytes")]
+    traffic: TrafficMeasure,
+    /// Which lines are accesses: files (GET with status 200/203/206/304),
+    /// get (every GET), all (every request).
+    #[arg(long, default_value = "files")]
+    entries: Entries,
+    /// Empty a host's lookahead window after this much silence (`30m`);
+    /// default: never.
+    #[arg(long, value_parser = pagewire_link::config::parse_duration)]
+    window_reset: Option<std::time::Duration>,
     /// Print one JSON record per parameter point on stdout.
     #[arg(long)]
     json: bool,
@@ -151,6 +174,13 @@ fn simulate(a: SimulateArgs) -> anyhow::Result<ExitCode> {
             .time_model
             .parse::<TimeModelChoice>()
             .context("--time-model")?,
+        variant: Variant {
+            weights: a.weights,
+            threshold: a.threshold_rule,
+            traffic: a.traffic,
+            entries: a.entries,
+            window_reset_s: a.window_reset.map(|d| d.as_secs_f64()),
+        },
     };
 
     let loaded = job.load(tool(), command_line())?;
