@@ -22,6 +22,7 @@ pub mod report;
 pub mod run;
 pub mod sim;
 pub mod spec;
+pub mod stats;
 pub mod synth;
 pub mod variant;
 

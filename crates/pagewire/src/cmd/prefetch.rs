@@ -25,6 +25,10 @@ enum Command {
     /// Replay an access log through the predictor and per-client caches
     /// (paper 003 §8) over a grid of p, w, i and both models.
     Simulate(SimulateArgs),
+    /// Statistics of a log that bear on prediction (accesses per host,
+    /// successors per document, arc weights, gaps, usefulness of prefetches
+    /// by arc weight) beside what paper 003 says of DEC's log.
+    Stats(StatsArgs),
     /// Write a large log made of time-shifted copies of a real one (for
     /// speed tests).
     SynthLog(SynthArgs),
@@ -97,6 +101,16 @@ struct SimulateArgs {
 }
 
 #[derive(clap::Args)]
+struct StatsArgs {
+    /// Access log in Common Log Format, plain or gzip (detected by content).
+    #[arg(long)]
+    log: PathBuf,
+    /// Print the statistics as one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Args)]
 struct SynthArgs {
     /// Source log (plain or gzip).
     #[arg(long)]
@@ -117,7 +131,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.command {
         Command::Simulate(a) => simulate(a),
         Command::SynthLog(a) => synth(a),
+        Command::Stats(a) => stats(a),
     }
+}
+
+fn stats(a: StatsArgs) -> anyhow::Result<ExitCode> {
+    let log = pagewire_prefetch::log::AccessLog::read_path(&a.log)
+        .with_context(|| format!("reading {}", a.log.display()))?;
+    let s = pagewire_prefetch::stats::LogStats::compute(&log);
+    let mut out = io::stdout().lock();
+    if a.json {
+        writeln!(out, "{}", serde_json::to_string(&s)?)?;
+    } else {
+        writeln!(out, "{} prefetch stats — {}", tool(), command_line())?;
+        write!(out, "{}", s.text())?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn command_line() -> String {
