@@ -16,6 +16,7 @@
 pub mod fit;
 pub mod graph;
 pub mod log;
+pub mod markov;
 pub mod online;
 pub mod params;
 pub mod report;

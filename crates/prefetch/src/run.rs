@@ -36,10 +36,10 @@ use crate::report::{
     csv, paper_comparison, provenance_json_line, summary_json, text_tables, write_plots,
     HashingReader, Provenance,
 };
-use crate::variant::{Entries, Variant};
 use crate::sim::{
     sweep, CacheConfig, Counters, Grid, PointResult, SimOptions, Split, TimeModel, Trace,
 };
+use crate::variant::{Entries, Variant};
 
 /// Where the fetch-time model `y = a + b·x` of the realistic model comes from.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -511,7 +511,14 @@ impl Caches {
         self.insert_binned(host, url, blocks, prefetched, 0)
     }
 
-    fn insert_binned(&mut self, host: u32, url: u32, blocks: u64, prefetched: bool, bin: u8) -> u64 {
+    fn insert_binned(
+        &mut self,
+        host: u32,
+        url: u32,
+        blocks: u64,
+        prefetched: bool,
+        bin: u8,
+    ) -> u64 {
         if blocks > self.capacity_blocks {
             return 0;
         }

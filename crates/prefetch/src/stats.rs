@@ -346,7 +346,10 @@ impl LogStats {
                 .map(|&w| graph_stats(log, &trace, w, &images))
                 .collect(),
             calibration: if trace.simulate > 0 {
-                [2, 4].iter().map(|&w| calibration(&trace, w, CALIBRATION_P)).collect()
+                [2, 4]
+                    .iter()
+                    .map(|&w| calibration(&trace, w, CALIBRATION_P))
+                    .collect()
             } else {
                 Vec::new()
             },
