@@ -10,6 +10,8 @@
 //!   job (read, sweep, print, write files); [`report`]: tables, CSV, JSON,
 //!   SVG plots.
 //! * [`MaxCandidates`]: the predictor's `i`, a number or `all`.
+//! * [`variant`]: readings of the paper's open points; [`stats`]: log
+//!   statistics that bear on prediction; [`markov`]: a log with a known answer.
 
 #![forbid(unsafe_code)]
 
