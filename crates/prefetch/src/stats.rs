@@ -361,42 +361,29 @@ impl LogStats {
     pub fn text(&self) -> String {
         let mut o = String::new();
         let pct = |x: f64| format!("{:.1}%", 100.0 * x);
-        let row = |o: &mut String, what: &str, ours: String, _dec: &str| {
+        let row = |o: &mut String, what: &str, ours: String| {
             let _ = writeln!(o, "{what:<56} {ours}");
         };
         o.push_str(DEC_FACTS);
         o.push_str("\nthis log (file accesses: GET with status 200/203/206/304):\n");
-        row(&mut o, "lines", self.lines.to_string(), "not stated");
+        row(&mut o, "lines", self.lines.to_string());
         row(
             &mut o,
             "file accesses (GET 200/203/206/304)",
             self.file_accesses.to_string(),
-            ">= 120,000 entries (50,000 train + 70,000 simulated)",
         );
         row(
             &mut o,
             "span",
             format!("{:.1} h", self.span_s as f64 / 3600.0),
-            "not stated",
         );
-        row(&mut o, "client hosts", self.hosts.to_string(), "not stated");
-        row(
-            &mut o,
-            "distinct documents",
-            self.documents.to_string(),
-            "not stated",
-        );
-        row(
-            &mut o,
-            "accesses per host",
-            self.accesses_per_host.line(),
-            "not stated",
-        );
+        row(&mut o, "client hosts", self.hosts.to_string());
+        row(&mut o, "distinct documents", self.documents.to_string());
+        row(&mut o, "accesses per host", self.accesses_per_host.line());
         row(
             &mut o,
             "hosts with a single access",
             pct(self.hosts_with_one_access),
-            "not stated",
         );
         row(
             &mut o,
@@ -407,10 +394,9 @@ impl LogStats {
                 pct(self.top10_share),
                 pct(self.top1pct_share)
             ),
-            "not stated; assumes one client per host (§7.2)",
         );
         for (h, c) in &self.top_hosts {
-            row(&mut o, "  busy host", format!("{h} {c}"), "");
+            row(&mut o, "  busy host", format!("{h} {c}"));
         }
         row(
             &mut o,
@@ -420,14 +406,8 @@ impl LogStats {
                 self.proxy_like_hosts,
                 pct(self.proxy_like_share)
             ),
-            "not stated",
         );
-        row(
-            &mut o,
-            "accesses to images",
-            pct(self.image_share),
-            "not stated",
-        );
+        row(&mut o, "accesses to images", pct(self.image_share));
         row(
             &mut o,
             "bytes of 200 responses",
@@ -435,13 +415,11 @@ impl LogStats {
                 "mean {:.0}, median {:.0}, {} zero-length",
                 self.response_bytes.mean, self.response_bytes.p50, self.zero_length_responses
             ),
-            "§1, a sample of 200,000 retrievals (server not named): mean 12,925, median 1,770, 12,727 zero-length",
         );
         row(
             &mut o,
             "gap between a host's accesses (s)",
             self.gap_s.line(),
-            "not stated",
         );
         row(
             &mut o,
@@ -452,7 +430,6 @@ impl LogStats {
                 .collect::<Vec<_>>()
                 .join(" / ")
                 + " %",
-            "not stated (its realistic model uses the log's inter-arrival times, §8.2)",
         );
         row(
             &mut o,
@@ -462,7 +439,6 @@ impl LogStats {
                 self.sessions,
                 self.accesses_per_session.line()
             ),
-            "not stated",
         );
         for g in &self.graphs {
             let _ = writeln!(
@@ -470,12 +446,7 @@ impl LogStats {
                 "\ngraph after the whole log, w = {} (documents with >= {MIN_REQUESTS} requests: {}):",
                 g.w, g.documents
             );
-            row(
-                &mut o,
-                "  successors per document",
-                g.successors.line(),
-                "not stated",
-            );
+            row(&mut o, "  successors per document", g.successors.line());
             row(
                 &mut o,
                 "  documents with 0 / 1 / 2 / 3-5 / 6-10 / 11-20 / >20",
@@ -485,7 +456,6 @@ impl LogStats {
                     .collect::<Vec<_>>()
                     .join(" / ")
                     + " %",
-                "not stated",
             );
             let arcs: u64 = g.arc_weight_hist.iter().sum();
             row(
@@ -500,7 +470,6 @@ impl LogStats {
                         .collect::<Vec<_>>()
                         .join(" ")
                 ),
-                "not stated",
             );
             row(
                 &mut o,
@@ -511,13 +480,11 @@ impl LogStats {
                     .collect::<Vec<_>>()
                     .join(" ")
                     + " %",
-                "not stated",
             );
             row(
                 &mut o,
                 "  arcs >= 0.5 that end at an image",
                 pct(g.strong_arcs_to_images),
-                "not stated",
             );
         }
         for c in &self.calibration {
