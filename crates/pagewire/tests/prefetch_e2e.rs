@@ -193,6 +193,11 @@ fn simulate_cli_json_records_and_output_files() {
         &["--i", "0"],
         &["--model", "fast"],
         &["--time-model", "1,x"],
+        &["--traffic", "bytes"],
+        &["--weights", "during"],
+        &["--threshold-rule", "eq"],
+        &["--entries", "some"],
+        &["--window-reset", "30"],
     ] {
         let o = Command::new(PW)
             .args(["prefetch", "simulate", "--log", log])
@@ -208,4 +213,68 @@ fn simulate_cli_json_records_and_output_files() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/log"));
+}
+
+/// The reading flags reach the simulator: `--traffic` picks the measure that
+/// `traffic_increase` reports, every measure is in `traffic`; `prefetch
+/// stats` prints the log's statistics beside what the paper says of DEC's.
+#[test]
+fn simulate_readings_and_stats_cli() {
+    let log = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../prefetch/tests/data/sample.log"
+    );
+    let out = Command::new(PW)
+        .args(["prefetch", "simulate", "--log", log])
+        .args(["--p", "0.3", "--w", "2", "--i", "all", "--model", "simple"])
+        .args(["--traffic", "gross-blocks", "--weights", "before"])
+        .args([
+            "--threshold-rule",
+            "gt",
+            "--entries",
+            "get",
+            "--window-reset",
+            "30m",
+        ])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["traffic_increase"], r["traffic"]["gross_blocks"]);
+    assert!(r["prefetches"].as_u64().unwrap() > 0, "{r}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("readings: weights read before counting the request, threshold gt, traffic gross-blocks, entries get, window reset after 1800 s of silence"),
+        "{stderr}"
+    );
+
+    let out = Command::new(PW)
+        .args(["prefetch", "stats", "--log", log])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for want in [
+        "what paper 003 says of DEC's log",
+        "accesses per host",
+        "successors per document",
+        "prefetches by the weight of the advising arc",
+    ] {
+        assert!(text.contains(want), "{want} missing in {text}");
+    }
+    let out = Command::new(PW)
+        .args(["prefetch", "stats", "--json", "--log", log])
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["lines"], 3000);
 }
