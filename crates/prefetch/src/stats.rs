@@ -540,7 +540,7 @@ mod tests {
         }
         let text = s.text();
         assert!(text.contains("successors per document"), "{text}");
-        assert!(text.contains("DEC (paper 003)"));
+        assert!(text.contains("what paper 003 says of DEC's log"));
     }
 
     #[test]
