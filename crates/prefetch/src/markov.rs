@@ -36,6 +36,12 @@ pub struct MarkovSpec {
     /// Seconds between a host's requests.
     pub gap_s: i64,
     pub seed: u64,
+    /// Share of the walks made through a proxy (one host name shared by many
+    /// users: their requests mix in one window and one cache). The known
+    /// answer ([`expected`]) holds only for 0.
+    pub proxied_share: f64,
+    /// Number of proxies the proxied walks are spread over.
+    pub proxies: usize,
 }
 
 impl Default for MarkovSpec {
@@ -49,6 +55,8 @@ impl Default for MarkovSpec {
             concurrent: 4,
             gap_s: 10,
             seed: 17,
+            proxied_share: 0.0,
+            proxies: 1,
         }
     }
 }
@@ -75,6 +83,16 @@ impl MarkovSpec {
         let mut t: i64 = 0;
         let k = self.concurrent.max(1);
         for batch in (0..self.hosts).collect::<Vec<_>>().chunks(k) {
+            let hosts: Vec<String> = batch
+                .iter()
+                .map(|&h| {
+                    if self.proxied_share > 0.0 && rng.random::<f64>() < self.proxied_share {
+                        format!("proxy{}.example", h % self.proxies.max(1))
+                    } else {
+                        format!("m{h}.example")
+                    }
+                })
+                .collect();
             let walks: Vec<Vec<usize>> = batch
                 .iter()
                 .map(|_| {
@@ -94,12 +112,12 @@ impl MarkovSpec {
                 })
                 .collect();
             for level in 0..=self.depth {
-                for (h, walk) in batch.iter().zip(&walks) {
+                for (h, walk) in hosts.iter().zip(&walks) {
                     let path = &walk[..level];
                     let secs = t;
                     let _ = writeln!(
                         out,
-                        "m{h}.example - - [{:02}/Jan/1996:{:02}:{:02}:{:02} +0000] \"GET {} HTTP/1.0\" 200 {}",
+                        "{h} - - [{:02}/Jan/1996:{:02}:{:02}:{:02} +0000] \"GET {} HTTP/1.0\" 200 {}",
                         1 + secs / 86_400,
                         secs / 3600 % 24,
                         secs / 60 % 60,

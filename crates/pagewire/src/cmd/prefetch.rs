@@ -29,6 +29,10 @@ enum Command {
     /// successors per document, arc weights, gaps, usefulness of prefetches
     /// by arc weight) beside what paper 003 says of DEC's log.
     Stats(StatsArgs),
+    /// Write a log with a known answer: hosts walking a tree of documents
+    /// with known transition probabilities (0.7 / 0.3, 3 steps); prints the
+    /// simple model's exact miss rate and traffic for w = 2, i = all.
+    MarkovLog(MarkovArgs),
     /// Write a large log made of time-shifted copies of a real one (for
     /// speed tests).
     SynthLog(SynthArgs),
@@ -111,6 +115,25 @@ struct StatsArgs {
 }
 
 #[derive(clap::Args)]
+struct MarkovArgs {
+    /// Output file (Common Log Format).
+    #[arg(long)]
+    out: PathBuf,
+    /// Walks (one host each, unless proxied).
+    #[arg(long, default_value_t = 20_000)]
+    hosts: usize,
+    /// Share of the walks made through a proxy host (0..1); the exact answer
+    /// printed holds only for 0.
+    #[arg(long, default_value_t = 0.0)]
+    proxied: f64,
+    /// Proxies the proxied walks are spread over.
+    #[arg(long, default_value_t = 1)]
+    proxies: usize,
+    #[arg(long, default_value_t = 17)]
+    seed: u64,
+}
+
+#[derive(clap::Args)]
 struct SynthArgs {
     /// Source log (plain or gzip).
     #[arg(long)]
@@ -132,7 +155,47 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Command::Simulate(a) => simulate(a),
         Command::SynthLog(a) => synth(a),
         Command::Stats(a) => stats(a),
+        Command::MarkovLog(a) => markov_log(a),
     }
+}
+
+fn markov_log(a: MarkovArgs) -> anyhow::Result<ExitCode> {
+    use pagewire_prefetch::markov::{expected, MarkovSpec};
+    if !(0.0..=1.0).contains(&a.proxied) || a.proxies == 0 || a.hosts == 0 {
+        bail!("--proxied must be in 0..1, --proxies and --hosts > 0");
+    }
+    let spec = MarkovSpec {
+        hosts: a.hosts,
+        proxied_share: a.proxied,
+        proxies: a.proxies,
+        seed: a.seed,
+        ..MarkovSpec::default()
+    };
+    std::fs::write(&a.out, spec.log_text())
+        .with_context(|| format!("writing {}", a.out.display()))?;
+    let mut err = io::stderr().lock();
+    writeln!(
+        err,
+        "wrote {} walks of {} requests to {} (q = {:?}, {}% proxied)",
+        spec.hosts,
+        spec.depth + 1,
+        a.out.display(),
+        spec.q,
+        100.0 * spec.proxied_share
+    )?;
+    writeln!(
+        err,
+        "exact answer without proxies, simple model, w = 2, i = all:"
+    )?;
+    for p in [0.1, 0.5, 0.8] {
+        let e = expected(&spec, 2, p, usize::MAX);
+        writeln!(
+            err,
+            "  p = {p}: miss rate {:.4}, traffic net-bytes {:+.4}, net-files {:+.4}, gross-bytes {:+.4}",
+            e.miss_rate, e.traffic_net_bytes, e.traffic_net_files, e.traffic_gross_bytes
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn stats(a: StatsArgs) -> anyhow::Result<ExitCode> {
