@@ -277,4 +277,20 @@ fn simulate_readings_and_stats_cli() {
         .unwrap();
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["lines"], 3000);
+
+    // The known-answer log: 200 walks of 4 requests, and its exact answer.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("markov.log");
+    let out = Command::new(PW)
+        .args(["prefetch", "markov-log", "--hosts", "200", "--out"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("p = 0.5: miss rate 0.4750"));
+    assert_eq!(std::fs::read_to_string(&file).unwrap().lines().count(), 800);
 }
