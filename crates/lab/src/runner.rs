@@ -517,6 +517,9 @@ fn one_run(
     expected: &BTreeMap<String, String>,
     link_json: &serde_json::Value,
 ) -> Result<RunRecord> {
+    if spec.strategy.is_browser() {
+        return crate::chromium::run::one_run(cfg, link, caches, spec, expected, link_json);
+    }
     // Initial (Table 3) runs have their own caches and pcaps.
     let tag = match spec.tuning {
         Tuning::Tuned => String::new(),
@@ -629,5 +632,6 @@ fn one_run(
         pcap: pcap_rel,
         link: link_json.clone(),
         error,
+        browser: None,
     })
 }

@@ -31,7 +31,9 @@ pub struct Args {
     /// Networks, comma-separated: lan, wan, ppp.
     #[arg(long, value_delimiter = ',', default_value = "lan,wan,ppp")]
     net: Vec<String>,
-    /// Strategies, comma-separated: http10, http11, pipeline, pipeline-deflate.
+    /// Strategies, comma-separated: http10, http11, pipeline, pipeline-deflate;
+    /// and a real browser as extra rows: chromium-h1 (headless Chromium,
+    /// HTTP/1.1, 6 connections; chromium-h2/-h3 need a TLS server).
     #[arg(
         long,
         value_delimiter = ',',
@@ -149,6 +151,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
     }
     let strategies: Vec<Strategy> = parse_list("strategy", &a.strategy)?;
+    pagewire_lab::chromium::run::preflight(&strategies)?;
     let tests: Vec<Test> = parse_list("tests", &a.tests)?;
     if tests.contains(&Test::Revalidate) && !tests.contains(&Test::First) {
         bail!("--tests revalidate needs first as well: revalidation runs on the cache the first-time run filled");
