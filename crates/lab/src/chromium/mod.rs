@@ -871,3 +871,145 @@ pub fn render_browser_rows(net: crate::Net, runs: &[crate::RunRecord]) -> String
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(method: &str, params: Value) -> Value {
+        json!({"method": method, "sessionId": "S", "params": params})
+    }
+
+    /// A load of a page and one image, with the ExtraInfo events before
+    /// the requestWillBeSent they belong to (as Chromium may send them).
+    fn events(image_status: u16) -> Vec<Value> {
+        let mut v = Vec::new();
+        for (id, url, ts) in [
+            ("1", "http://198.18.0.2/index.html", 10.0),
+            ("2", "http://198.18.0.2/a.gif", 10.1),
+        ] {
+            v.push(ev(
+                "Network.requestWillBeSentExtraInfo",
+                json!({"requestId": id, "headers": {"Host": "198.18.0.2", "User-Agent": "x"}}),
+            ));
+            v.push(ev(
+                "Network.requestWillBeSent",
+                json!({"requestId": id, "timestamp": ts, "wallTime": 1.7e9, "type": "Image",
+                       "request": {"url": url, "method": "GET", "headers": {}}}),
+            ));
+            let status = if id == "2" { image_status } else { 200 };
+            v.push(ev(
+                "Network.responseReceived",
+                json!({"requestId": id, "response": {"status": 200, "statusText": "OK",
+                       "protocol": "http/1.1", "connectionId": 7, "headers": {},
+                       "mimeType": "image/gif", "timing": {"requestTime": ts, "sendStart": 0.1,
+                       "sendEnd": 0.2, "receiveHeadersEnd": 1.0}}}),
+            ));
+            v.push(ev(
+                "Network.responseReceivedExtraInfo",
+                json!({"requestId": id, "statusCode": status, "headers": {"ETag": "\"e\""}}),
+            ));
+            v.push(ev(
+                "Network.loadingFinished",
+                json!({"requestId": id, "timestamp": ts + 0.05, "encodedDataLength": 300}),
+            ));
+        }
+        // Another session's events are not ours.
+        v.push(json!({"method": "Network.requestWillBeSent", "sessionId": "T",
+                      "params": {"requestId": "9", "request": {"url": "http://x/", "method": "GET"}}}));
+        v
+    }
+
+    fn load(image_status: u16) -> PageLoad {
+        let evs = events(image_status);
+        let log = EventLog::from_events(evs.iter(), "S");
+        assert_eq!(log.unfinished(), 0);
+        let mut entries = log.entries();
+        for e in &mut entries {
+            let body: &[u8] = if e.url.ends_with(".gif") { b"GIF" } else { b"<p>" };
+            e.body_len = Some(body.len() as u64);
+            e.body_sha256 = Some(sha256_hex(body));
+        }
+        PageLoad {
+            url: "http://198.18.0.2/index.html".into(),
+            load_s: 0.2,
+            dcl_s: Some(0.1),
+            last_byte_s: Some(0.15),
+            started_wall: 1.7e9,
+            entries,
+        }
+    }
+
+    #[test]
+    fn folds_events_in_either_order_and_checks_bodies() {
+        let l = load(200);
+        assert_eq!(l.entries.len(), 2);
+        let e = &l.entries[1];
+        assert_eq!(e.wire_status, Some(200));
+        assert_eq!(e.connection_id, Some(7));
+        // "GET /a.gif HTTP/1.1\r\n" + "Host: 198.18.0.2\r\n" + "User-Agent: x\r\n" + "\r\n"
+        assert_eq!(e.request_bytes, Some(21 + 18 + 15 + 2));
+        let mut expected = BTreeMap::new();
+        expected.insert("/index.html".to_string(), sha256_hex(b"<p>"));
+        expected.insert("/a.gif".to_string(), sha256_hex(b"GIF"));
+        expected.insert("/b.gif".to_string(), sha256_hex(b"B"));
+        let (ok, bad) = l.check(&expected, "/index.html", false);
+        assert_eq!(ok, 2);
+        assert_eq!(bad, vec!["/b.gif (never requested)".to_string()]);
+        // A 200 is no revalidation; a wrong body is never ok.
+        assert_eq!(l.check(&expected, "/index.html", true).0, 0);
+        let mut l2 = load(304);
+        assert_eq!(l2.summary("p").status_304, 1);
+        l2.entries[1].body_sha256 = Some(sha256_hex(b"other"));
+        let (ok, bad) = l2.check(&expected, "/index.html", true);
+        assert_eq!(ok, 0, "{bad:?}");
+        assert!(bad.iter().any(|b| b.contains("body differs")), "{bad:?}");
+    }
+
+    #[test]
+    fn har_has_the_entries_and_timings() {
+        let h = load(200).har("HeadlessChrome/1", "test");
+        assert_eq!(h["log"]["version"], "1.2");
+        assert_eq!(h["log"]["pages"][0]["pageTimings"]["onLoad"], 200.0);
+        let es = h["log"]["entries"].as_array().unwrap();
+        assert_eq!(es.len(), 2);
+        assert_eq!(es[1]["response"]["status"], 200);
+        assert_eq!(es[1]["request"]["httpVersion"], "HTTP/1.1");
+        assert_eq!(es[1]["connection"], "7");
+        assert!(es[1]["time"].as_f64().unwrap() > 49.0);
+        assert!(es[0]["startedDateTime"].as_str().unwrap().starts_with("2023-"));
+    }
+
+    #[test]
+    fn the_command_line_keeps_background_traffic_off() {
+        let c = command(Path::new("chromium"), Path::new("/p"), &Protocol::H1);
+        let args: Vec<String> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().to_string())
+            .collect();
+        for want in [
+            "--headless=new",
+            "--no-sandbox",
+            "--remote-debugging-pipe",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--no-pings",
+        ] {
+            assert!(args.iter().any(|a| a == want), "{want} missing: {args:?}");
+        }
+        let h3 = command(
+            Path::new("chromium"),
+            Path::new("/p"),
+            &Protocol::H3 {
+                spki: "abc=".into(),
+                origin: "198.18.0.2:443".into(),
+            },
+        );
+        let args: Vec<String> = h3
+            .get_args()
+            .map(|a| a.to_string_lossy().to_string())
+            .collect();
+        assert!(args.contains(&"--origin-to-force-quic-on=198.18.0.2:443".to_string()));
+        assert!(args.contains(&"--ignore-certificate-errors-spki-list=abc=".to_string()));
+    }
+}
