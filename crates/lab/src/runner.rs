@@ -66,6 +66,9 @@ pub struct BenchConfig {
     /// Leave Nagle's algorithm on in the robot and in the pagewire server
     /// (`serve --nagle`).
     pub nagle: bool,
+    /// How browser strategies revalidate (every object, or Chromium's own
+    /// heuristic).
+    pub browser_revalidation: crate::chromium::BrowserRevalidation,
 }
 
 /// What a finished bench hands to the report.

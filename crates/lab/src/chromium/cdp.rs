@@ -118,7 +118,10 @@ fn read_loop(reader: File, tx: mpsc::Sender<Incoming>) {
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        match (&mut r).take(MAX_MESSAGE as u64 + 1).read_until(0, &mut buf) {
+        match (&mut r)
+            .take(MAX_MESSAGE as u64 + 1)
+            .read_until(0, &mut buf)
+        {
             Ok(0) => {
                 let _ = tx.send(Incoming::Closed("the browser closed its pipe".into()));
                 return;
@@ -182,7 +185,10 @@ impl Cdp {
             Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 self.closed = Some("the DevTools reader stopped".into());
-                bail!("the DevTools reader stopped (browser log: {})", self.log_hint)
+                bail!(
+                    "the DevTools reader stopped (browser log: {})",
+                    self.log_hint
+                )
             }
         }
     }

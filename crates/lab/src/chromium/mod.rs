@@ -147,6 +147,32 @@ pub enum Visit {
     First,
     /// Same profile, every object validated (`Cache-Control: max-age=0`).
     Revalidate,
+    /// Same profile, nothing added: Chromium's own choice (heuristic
+    /// freshness may leave objects unrequested).
+    Revisit,
+}
+
+/// How a browser's revalidation run visits the page again
+/// (`bench --browser-revalidation`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum BrowserRevalidation {
+    /// Every object validated, as paper 001's robot does (default).
+    #[default]
+    Validate,
+    /// A plain new visit: what Chromium itself decides to send.
+    Heuristic,
+}
+
+impl std::str::FromStr for BrowserRevalidation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "validate" => Ok(Self::Validate),
+            "heuristic" => Ok(Self::Heuristic),
+            o => Err(format!("expected validate or heuristic, got {o:?}")),
+        }
+    }
 }
 
 impl Browser {
@@ -191,14 +217,12 @@ impl Browser {
             .map(str::to_string);
         let target = match page {
             Some(t) => t,
-            None => b
-                .cdp
-                .call(
-                    None,
-                    "Target.createTarget",
-                    json!({"url": "about:blank"}),
-                    CALL_TIMEOUT,
-                )?["targetId"]
+            None => b.cdp.call(
+                None,
+                "Target.createTarget",
+                json!({"url": "about:blank"}),
+                CALL_TIMEOUT,
+            )?["targetId"]
                 .as_str()
                 .context("Target.createTarget gave no targetId")?
                 .to_string(),
@@ -240,6 +264,7 @@ impl Browser {
                     json!({"headers": {"Cache-Control": "max-age=0"}}),
                 )?;
             }
+            Visit::Revisit => {}
         }
         self.cdp.clear_events();
         let nav = self.call("Page.navigate", json!({"url": url}))?;
@@ -314,7 +339,7 @@ impl Browser {
             url: url.to_string(),
             load_s: ts(&load).context("loadEventFired without timestamp")? - t0,
             dcl_s: dcl.map(|d| d - t0),
-            last_byte_s: (!last_byte.is_nan()).then(|| last_byte - t0),
+            last_byte_s: (!last_byte.is_nan()).then_some(last_byte - t0),
             started_wall: entries.first().map(|e| e.start_wall).unwrap_or(0.0),
             entries,
         })
@@ -654,8 +679,7 @@ impl PageLoad {
                     Some(err) => format!("no body: {err}"),
                     None => format!("body differs ({} bytes)", e.body_len.unwrap_or(0)),
                 })
-            } else if !revalidate && (e.from_cache || e.wire_status.unwrap_or(e.status) != 200)
-            {
+            } else if !revalidate && (e.from_cache || e.wire_status.unwrap_or(e.status) != 200) {
                 Some(format!(
                     "first-time load not a 200 from the wire (status {:?}, from cache {})",
                     e.wire_status, e.from_cache
@@ -691,10 +715,8 @@ impl PageLoad {
             if !wall.is_finite() || wall <= 0.0 {
                 return "1970-01-01T00:00:00.000Z".into();
             }
-            humantime::format_rfc3339_millis(
-                SystemTime::UNIX_EPOCH + Duration::from_secs_f64(wall),
-            )
-            .to_string()
+            humantime::format_rfc3339_millis(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(wall))
+                .to_string()
         };
         let hdrs = |h: &[(String, String)]| -> Value {
             h.iter()
@@ -720,8 +742,7 @@ impl PageLoad {
                     .as_f64()
                     .map(|rt| (rt - e.start_ts) * 1e3)
                     .unwrap_or(0.0);
-                let receive =
-                    (total_ms - req_start_ms - f("receiveHeadersEnd").max(0.0)).max(0.0);
+                let receive = (total_ms - req_start_ms - f("receiveHeadersEnd").max(0.0)).max(0.0);
                 let http_version = match e.protocol.as_str() {
                     "h2" => "HTTP/2",
                     "h3" => "HTTP/3",
@@ -926,7 +947,11 @@ mod tests {
         assert_eq!(log.unfinished(), 0);
         let mut entries = log.entries();
         for e in &mut entries {
-            let body: &[u8] = if e.url.ends_with(".gif") { b"GIF" } else { b"<p>" };
+            let body: &[u8] = if e.url.ends_with(".gif") {
+                b"GIF"
+            } else {
+                b"<p>"
+            };
             e.body_len = Some(body.len() as u64);
             e.body_sha256 = Some(sha256_hex(body));
         }
@@ -977,7 +1002,10 @@ mod tests {
         assert_eq!(es[1]["request"]["httpVersion"], "HTTP/1.1");
         assert_eq!(es[1]["connection"], "7");
         assert!(es[1]["time"].as_f64().unwrap() > 49.0);
-        assert!(es[0]["startedDateTime"].as_str().unwrap().starts_with("2023-"));
+        assert!(es[0]["startedDateTime"]
+            .as_str()
+            .unwrap()
+            .starts_with("2023-"));
     }
 
     #[test]

@@ -65,7 +65,10 @@ pub fn one_run(
 ) -> Result<RunRecord> {
     let proto = protocol(spec.strategy)?;
     let exe = find_chromium().ok_or_else(|| anyhow::anyhow!("no Chromium found"))?;
-    let profile = caches.join(format!("{}-{}-r{}-profile", spec.net, spec.strategy, spec.rep));
+    let profile = caches.join(format!(
+        "{}-{}-r{}-profile",
+        spec.net, spec.strategy, spec.rep
+    ));
     if spec.test == Test::First && profile.exists() {
         fs::remove_dir_all(&profile)?;
     }
@@ -75,7 +78,10 @@ pub fn one_run(
     let har_rel = format!("har/{name}.har");
     fs::create_dir_all(cfg.out_dir.join("har"))?;
     fs::create_dir_all(cfg.out_dir.join("logs"))?;
-    let log = cfg.out_dir.join("logs").join(format!("chromium-{name}.log"));
+    let log = cfg
+        .out_dir
+        .join("logs")
+        .join(format!("chromium-{name}.log"));
     let url = format!(
         "http://{}:{SERVER_PORT}{}",
         link.server_addr(),
@@ -85,7 +91,12 @@ pub fn one_run(
         request_profile: "chromium".into(),
         revalidation: match spec.test {
             Test::First => "fresh-profile".into(),
-            Test::Revalidate => "same-profile, cache-control max-age=0".into(),
+            Test::Revalidate => match cfg.browser_revalidation {
+                super::BrowserRevalidation::Validate => {
+                    "same-profile, cache-control max-age=0".into()
+                }
+                super::BrowserRevalidation::Heuristic => "same-profile, heuristic".into(),
+            },
         },
         ..RobotConfig::default()
     };
@@ -99,7 +110,10 @@ pub fn one_run(
     link.begin_run_with(Some(&pcap), extra)?;
     let visit = match spec.test {
         Test::First => Visit::First,
-        Test::Revalidate => Visit::Revalidate,
+        Test::Revalidate => match cfg.browser_revalidation {
+            super::BrowserRevalidation::Validate => Visit::Revalidate,
+            super::BrowserRevalidation::Heuristic => Visit::Revisit,
+        },
     };
     let loaded = (|| -> Result<(super::PageLoad, String)> {
         let mut b = Browser::launch(&exe, &profile, &proto, &log, |c| link.spawn_in_client(c))?;

@@ -89,6 +89,11 @@ pub struct Args {
     /// difference).
     #[arg(long)]
     nagle: bool,
+    /// Revalidation of browser strategies: validate (every object, with
+    /// `Cache-Control: max-age=0`, like the robot) or heuristic (a plain
+    /// new visit: Chromium's heuristic freshness decides what is sent).
+    #[arg(long, value_name = "HOW", default_value = "validate")]
+    browser_revalidation: String,
     /// Don't draw the progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -217,6 +222,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         request_profile,
         http10_revalidation,
         nagle: a.nagle,
+        browser_revalidation: a
+            .browser_revalidation
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--browser-revalidation: {e}"))?,
     };
     let outcomes = runner::run(&cfg)?;
     let interrupted_by = outcomes.interrupted_by;
