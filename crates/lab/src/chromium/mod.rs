@@ -402,6 +402,8 @@ pub struct Entry {
     /// Bytes received for it on the wire (headers and body, as Chromium
     /// counts them: `loadingFinished.encodedDataLength`).
     pub encoded_bytes: u64,
+    /// Length of the response head as received (HTTP/1.x `headersText`).
+    pub response_head_bytes: Option<u64>,
     /// Monotonic seconds (DevTools clock) and wall-clock seconds of the start.
     pub start_ts: f64,
     pub start_wall: f64,
@@ -531,6 +533,7 @@ impl EventLog {
                 }
                 "Network.responseReceivedExtraInfo" => {
                     e.wire_status = p["statusCode"].as_u64().map(|s| s as u16);
+                    e.response_head_bytes = p["headersText"].as_str().map(|t| t.len() as u64);
                     e.response_headers = headers_vec(&p["headers"]);
                 }
                 "Network.requestServedFromCache" => e.from_cache = true,

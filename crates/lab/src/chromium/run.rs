@@ -166,11 +166,16 @@ pub fn one_run(
             let mut sum = load.summary(product);
             sum.foreign_packets = foreign;
             sum.har = har_rel.clone();
+            // Body bytes as they crossed (compressed if so), like the
+            // robot's: what Chromium received minus the response heads.
             let body: u64 = load
                 .entries
                 .iter()
                 .filter(|e| !e.from_cache && e.wire_status == Some(200))
-                .filter_map(|e| e.body_len)
+                .map(|e| {
+                    e.encoded_bytes
+                        .saturating_sub(e.response_head_bytes.unwrap_or(0))
+                })
                 .sum();
             let (n, mean) = load.mean_request_bytes();
             (load.load_s, ok, body, n, mean, Some(sum))
