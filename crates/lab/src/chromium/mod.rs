@@ -1011,6 +1011,45 @@ mod tests {
             .starts_with("2023-"));
     }
 
+    /// A "browser" that dies, or speaks no DevTools, fails the launch at
+    /// once with a clear error (no wait for the start timeout), and leaves
+    /// no process behind.
+    #[test]
+    fn a_dead_or_garbled_browser_fails_fast_and_clearly() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        for (name, body, want) in [
+            ("dies", "exit 3\n", "closed its pipe"),
+            (
+                "garbles",
+                "printf 'nonsense\\000' >&4; sleep 20\n",
+                "unparsable DevTools message",
+            ),
+        ] {
+            let exe = dir.path().join(name);
+            fs::write(&exe, format!("#!/bin/sh\n{body}")).unwrap();
+            fs::set_permissions(&exe, fs::Permissions::from_mode(0o755)).unwrap();
+            let t = Instant::now();
+            let err = Browser::launch(
+                &exe,
+                &dir.path().join(format!("profile-{name}")),
+                &Protocol::H1,
+                &dir.path().join(format!("{name}.log")),
+                |mut c| {
+                    c.process_group(0);
+                    Ok(c.spawn()?)
+                },
+            )
+            .err()
+            .unwrap_or_else(|| panic!("{name}: launched"));
+            let msg = format!("{err:#}");
+            assert!(msg.contains(want), "{name}: {msg}");
+            assert!(msg.contains(&format!("{name}.log")), "{name}: {msg}");
+            assert!(t.elapsed() < Duration::from_secs(10), "{name}: slow");
+        }
+    }
+
     #[test]
     fn the_command_line_keeps_background_traffic_off() {
         let c = command(Path::new("chromium"), Path::new("/p"), &Protocol::H1);
