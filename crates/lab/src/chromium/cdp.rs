@@ -210,9 +210,18 @@ impl Cdp {
         }
         let mut bytes = serde_json::to_vec(&msg)?;
         bytes.push(0);
-        self.writer
-            .write_all(&bytes)
-            .with_context(|| format!("send {method} to the browser (log: {})", self.log_hint))?;
+        if let Err(e) = self.writer.write_all(&bytes) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                bail!(
+                    "the browser closed its pipe before {method} (browser log: {})",
+                    self.log_hint
+                );
+            }
+            bail!(
+                "send {method} to the browser: {e} (browser log: {})",
+                self.log_hint
+            );
+        }
         let deadline = Instant::now() + timeout;
         loop {
             let Some(v) = self.receive(deadline)? else {

@@ -768,8 +768,13 @@ impl PageLoad {
                         "statusText": e.status_text, "httpVersion": http_version,
                         "cookies": [], "headers": hdrs(&e.response_headers),
                         "content": {"size": e.body_len.unwrap_or(0), "mimeType": e.mime_type},
-                        "redirectURL": "", "headersSize": -1,
-                        "bodySize": if e.from_cache { 0 } else { e.encoded_bytes as i64 },
+                        "redirectURL": "",
+                        "headersSize": e.response_head_bytes.map(|b| b as i64).unwrap_or(-1),
+                        "bodySize": if e.from_cache {
+                            0
+                        } else {
+                            e.encoded_bytes.saturating_sub(e.response_head_bytes.unwrap_or(0)) as i64
+                        },
                     },
                     "cache": {},
                     "timings": {
