@@ -57,3 +57,6 @@ apt_install strace
 
 # bench/hostile/slowloris.sh: slowloris probes against pagewire and nginx (issue 18).
 apt_install slowhttptest nginx-light curl python3
+# Headless Chromium, a real browser in the bench matrix (`pagewire bench
+# --strategy chromium-h1`; crates/pagewire/tests/chromium_netns.rs).
+apt_install chromium

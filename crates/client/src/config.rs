@@ -39,6 +39,13 @@ pub enum Strategy {
     /// bytes are in. Objects the package lacks, or every object when the
     /// server answers with plain HTML, are pipelined as `Pipeline` does.
     Objpack,
+    /// Headless Chromium over HTTP/1.1 (up to 6 connections per host), run
+    /// by `pagewire bench`, not by the robot ([`Strategy::BROWSER`]).
+    ChromiumH1,
+    /// Headless Chromium over HTTP/2 (needs a server offering TLS + h2).
+    ChromiumH2,
+    /// Headless Chromium over HTTP/3 (needs a server offering QUIC).
+    ChromiumH3,
 }
 
 impl Strategy {
@@ -51,6 +58,22 @@ impl Strategy {
         Strategy::Getall,
         Strategy::Objpack,
     ];
+
+    /// A real browser's loads, driven by `pagewire bench` over the DevTools
+    /// protocol; the robot refuses them.
+    pub const BROWSER: [Strategy; 3] = [
+        Strategy::ChromiumH1,
+        Strategy::ChromiumH2,
+        Strategy::ChromiumH3,
+    ];
+
+    /// Whether this is a browser strategy ([`Strategy::BROWSER`]).
+    pub const fn is_browser(self) -> bool {
+        matches!(
+            self,
+            Strategy::ChromiumH1 | Strategy::ChromiumH2 | Strategy::ChromiumH3
+        )
+    }
 
     /// Paper 001's four configurations, in the order of its Tables 4-9.
     pub const PAPER_001: [Strategy; 4] = [
@@ -69,6 +92,9 @@ impl Strategy {
             Strategy::PipelineDeflate => "pipeline-deflate",
             Strategy::Getall => "getall",
             Strategy::Objpack => "objpack",
+            Strategy::ChromiumH1 => "chromium-h1",
+            Strategy::ChromiumH2 => "chromium-h2",
+            Strategy::ChromiumH3 => "chromium-h3",
         }
     }
 
@@ -81,6 +107,9 @@ impl Strategy {
             Strategy::PipelineDeflate => "HTTP/1.1 Pipelined w. compression",
             Strategy::Getall => "GETALL",
             Strategy::Objpack => "Object Packaging",
+            Strategy::ChromiumH1 => "Chromium, HTTP/1.1 (6 connections)",
+            Strategy::ChromiumH2 => "Chromium, HTTP/2",
+            Strategy::ChromiumH3 => "Chromium, HTTP/3",
         }
     }
 
@@ -99,9 +128,11 @@ impl fmt::Display for Strategy {
     }
 }
 
-/// A strategy name that is none of [`Strategy::ALL`].
+/// A strategy name that is none of [`Strategy::ALL`] or [`Strategy::BROWSER`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown strategy {0:?} (expected one of: {names})", names = Strategy::ALL.map(Strategy::name).join(", "))]
+#[error("unknown strategy {0:?} (expected one of: {names}, or a browser: {browsers})",
+    names = Strategy::ALL.map(Strategy::name).join(", "),
+    browsers = Strategy::BROWSER.map(Strategy::name).join(", "))]
 pub struct UnknownStrategy(pub String);
 
 impl FromStr for Strategy {
@@ -109,6 +140,7 @@ impl FromStr for Strategy {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Strategy::ALL
             .into_iter()
+            .chain(Strategy::BROWSER)
             .find(|st| st.name().eq_ignore_ascii_case(s.trim()))
             .ok_or_else(|| UnknownStrategy(s.to_string()))
     }
@@ -469,6 +501,12 @@ impl FetchConfig {
     }
 
     pub(crate) fn validate(&self) -> Result<Target, FetchError> {
+        if self.strategy.is_browser() {
+            return Err(FetchError::Config(format!(
+                "{} is a browser, not a robot strategy: `pagewire bench --strategy {}` runs it",
+                self.strategy, self.strategy
+            )));
+        }
         if self.out_buffer_bytes == 0 || self.out_buffer_bytes > 1 << 20 {
             return Err(FetchError::Config(format!(
                 "out-buffer must be 1..=1048576 bytes, got {}",
@@ -592,11 +630,18 @@ mod tests {
 
     #[test]
     fn strategy_names_round_trip() {
-        for s in Strategy::ALL {
+        for s in Strategy::ALL.into_iter().chain(Strategy::BROWSER) {
             assert_eq!(s.name().parse::<Strategy>().unwrap(), s);
             assert_eq!(s.to_string(), s.name());
+            assert_eq!(s.is_browser(), Strategy::BROWSER.contains(&s));
         }
         assert!("http2".parse::<Strategy>().is_err());
+        // The robot refuses a browser strategy with a pointer to the bench.
+        let e = FetchConfig::new("http://127.0.0.1/", Strategy::ChromiumH1)
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("pagewire bench --strategy chromium-h1"), "{e}");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 // `objpack::methods` (getrusage(RUSAGE_THREAD) and poll(2)), allowed there alone.
 #![deny(unsafe_code)]
 
+pub mod chromium;
 pub mod claims;
 pub mod claimspec;
 pub mod connlen;

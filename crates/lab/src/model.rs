@@ -229,6 +229,10 @@ pub struct RunRecord {
     pub link: serde_json::Value,
     /// Set if the run failed; its numbers are then not used in tables.
     pub error: Option<String>,
+    /// A browser run's own numbers (load event, last byte, requests sent,
+    /// 304s, cache hits, its HAR); absent for the robot's runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<crate::chromium::BrowserSummary>,
 }
 
 impl RunRecord {

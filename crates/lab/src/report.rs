@@ -123,6 +123,7 @@ impl Results {
             }
             s.push_str(&tables::network_table(net, &self.summaries, &label));
             let _ = writeln!(s);
+            s.push_str(&crate::chromium::render_browser_rows(net, &self.runs));
             for t in Test::ALL {
                 if self.plan.tests.contains(&t) {
                     s.push_str(&tables::sockets_table(

@@ -66,6 +66,9 @@ pub struct BenchConfig {
     /// Leave Nagle's algorithm on in the robot and in the pagewire server
     /// (`serve --nagle`).
     pub nagle: bool,
+    /// How browser strategies revalidate (every object, or Chromium's own
+    /// heuristic).
+    pub browser_revalidation: crate::chromium::BrowserRevalidation,
 }
 
 /// What a finished bench hands to the report.
@@ -517,6 +520,9 @@ fn one_run(
     expected: &BTreeMap<String, String>,
     link_json: &serde_json::Value,
 ) -> Result<RunRecord> {
+    if spec.strategy.is_browser() {
+        return crate::chromium::run::one_run(cfg, link, caches, spec, expected, link_json);
+    }
     // Initial (Table 3) runs have their own caches and pcaps.
     let tag = match spec.tuning {
         Tuning::Tuned => String::new(),
@@ -629,5 +635,6 @@ fn one_run(
         pcap: pcap_rel,
         link: link_json.clone(),
         error,
+        browser: None,
     })
 }

@@ -25,6 +25,18 @@ fn sec_decimals(net: Net) -> usize {
     }
 }
 
+/// The rows of a network's tables: paper 001's four, then any other
+/// strategy that has runs on `net` (e.g. a browser), as extra rows.
+pub fn row_strategies(net: Net, summaries: &BTreeMap<Key, Summary>) -> Vec<Strategy> {
+    let mut rows = Strategy::PAPER_001.to_vec();
+    for k in summaries.keys() {
+        if k.0 == net && !rows.contains(&k.1) {
+            rows.push(k.1);
+        }
+    }
+    rows
+}
+
 /// One network's table: for each strategy, our row (mean±sd) and the
 /// paper's Apache and Jigsaw rows, first-time and cache validation side by
 /// side as in Tables 4-9.
@@ -66,7 +78,7 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
         "{}",
         "-".repeat(w[0] + 2 * (w[1] + w[2] + w[3] + w[4] + 3) + 4)
     );
-    for st in Strategy::PAPER_001 {
+    for st in row_strategies(net, summaries) {
         let mine: Vec<Option<&Summary>> = Test::ALL
             .iter()
             .map(|t| summaries.get(&(net, st, *t)))
@@ -126,7 +138,10 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
             let _ = write!(line, "   req {} B", req.join("/"));
         }
         let _ = writeln!(s, "{}", line.trim_end());
-        // The paper's rows.
+        // The paper's rows (none for the extra rows).
+        if !Strategy::PAPER_001.contains(&st) {
+            continue;
+        }
         for server in [Server::Apache, Server::Jigsaw] {
             let mut line = format!(
                 "  {:<w0$}",
@@ -194,7 +209,7 @@ pub fn sockets_table(
         "  {:<46} {:>10} {:>10} {:>12} {:>12} {:>10} {:>9}",
         "", "max socks", "tot socks", "pkts c->s", "pkts s->c", "pkts tot", "Sec"
     );
-    for st in Strategy::PAPER_001 {
+    for st in row_strategies(net, summaries) {
         if let Some(m) = summaries.get(&(net, st, test)) {
             if m.runs_ok > 0 {
                 let _ = writeln!(

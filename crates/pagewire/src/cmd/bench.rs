@@ -31,7 +31,9 @@ pub struct Args {
     /// Networks, comma-separated: lan, wan, ppp.
     #[arg(long, value_delimiter = ',', default_value = "lan,wan,ppp")]
     net: Vec<String>,
-    /// Strategies, comma-separated: http10, http11, pipeline, pipeline-deflate.
+    /// Strategies, comma-separated: http10, http11, pipeline, pipeline-deflate;
+    /// and a real browser as extra rows: chromium-h1 (headless Chromium,
+    /// HTTP/1.1, 6 connections; chromium-h2/-h3 need a TLS server).
     #[arg(
         long,
         value_delimiter = ',',
@@ -87,6 +89,11 @@ pub struct Args {
     /// difference).
     #[arg(long)]
     nagle: bool,
+    /// Revalidation of browser strategies: validate (every object, with
+    /// `Cache-Control: max-age=0`, like the robot) or heuristic (a plain
+    /// new visit: Chromium's heuristic freshness decides what is sent).
+    #[arg(long, value_name = "HOW", default_value = "validate")]
+    browser_revalidation: String,
     /// Don't draw the progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -149,6 +156,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
     }
     let strategies: Vec<Strategy> = parse_list("strategy", &a.strategy)?;
+    pagewire_lab::chromium::run::preflight(&strategies)?;
     let tests: Vec<Test> = parse_list("tests", &a.tests)?;
     if tests.contains(&Test::Revalidate) && !tests.contains(&Test::First) {
         bail!("--tests revalidate needs first as well: revalidation runs on the cache the first-time run filled");
@@ -214,6 +222,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         request_profile,
         http10_revalidation,
         nagle: a.nagle,
+        browser_revalidation: a
+            .browser_revalidation
+            .parse()
+            .map_err(|e| anyhow::anyhow!("--browser-revalidation: {e}"))?,
     };
     let outcomes = runner::run(&cfg)?;
     let interrupted_by = outcomes.interrupted_by;

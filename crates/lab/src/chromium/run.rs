@@ -1,0 +1,216 @@
+//! One bench run of a browser strategy: the counterpart of the robot's run
+//! in `runner`, measured the same way (the link's counters from the start
+//! of the run to a quiet link after the browser has closed; one pcap).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use pagewire_emu::Link;
+use pagewire_site::microscape;
+
+use super::{find_chromium, pcap_audit, Browser, Protocol, Visit};
+use crate::model::{Net, RobotConfig, RunRecord, Strategy, Test};
+use crate::plan::RunSpec;
+use crate::runner::{BenchConfig, SERVER_PORT};
+
+/// What `chromium-h2` / `chromium-h3` say until the server offers TLS.
+pub const NO_TLS: &str = "this server build offers no h2/h3; chromium-h2 and chromium-h3 need \
+                          a server with --tls (TLS, HTTP/2 and HTTP/3)";
+
+/// The protocol of a browser strategy against this build's server.
+pub fn protocol(strategy: Strategy) -> Result<Protocol> {
+    match strategy {
+        Strategy::ChromiumH1 => Ok(Protocol::H1),
+        Strategy::ChromiumH2 | Strategy::ChromiumH3 => bail!("{strategy}: {NO_TLS}"),
+        other => bail!("{other} is not a browser strategy"),
+    }
+}
+
+/// Longest a page load may take (the load event and every request done).
+pub fn load_timeout(net: Net) -> Duration {
+    match net {
+        Net::Lan => Duration::from_secs(60),
+        Net::Wan => Duration::from_secs(120),
+        // ~200 KB at 28.8 kbit/s is ~60 s; allow for a slow machine.
+        Net::Ppp => Duration::from_secs(400),
+    }
+}
+
+/// Checks up front that a bench with `strategies` can run its browser ones.
+pub fn preflight(strategies: &[Strategy]) -> Result<()> {
+    for &s in strategies.iter().filter(|s| s.is_browser()) {
+        protocol(s)?;
+        if find_chromium().is_none() {
+            bail!(
+                "{s}: no Chromium found (install Debian's `chromium` with scripts/setup-deps.sh, \
+                 or set PAGEWIRE_CHROMIUM to the browser binary)"
+            );
+        }
+    }
+    Ok(())
+}
+
+/// One browser run; infrastructure failures (the link) are errors, a
+/// failed load is a record with `error` set.
+pub fn one_run(
+    cfg: &BenchConfig,
+    link: &Link,
+    caches: &Path,
+    spec: RunSpec,
+    expected: &BTreeMap<String, String>,
+    link_json: &serde_json::Value,
+) -> Result<RunRecord> {
+    let proto = protocol(spec.strategy)?;
+    let exe = find_chromium().ok_or_else(|| anyhow::anyhow!("no Chromium found"))?;
+    let profile = caches.join(format!(
+        "{}-{}-r{}-profile",
+        spec.net, spec.strategy, spec.rep
+    ));
+    if spec.test == Test::First && profile.exists() {
+        fs::remove_dir_all(&profile)?;
+    }
+    let name = format!("{}-{}-{}-r{}", spec.net, spec.strategy, spec.test, spec.rep);
+    let pcap_rel = format!("pcaps/{name}.pcap");
+    let pcap = cfg.out_dir.join(&pcap_rel);
+    let har_rel = format!("har/{name}.har");
+    fs::create_dir_all(cfg.out_dir.join("har"))?;
+    fs::create_dir_all(cfg.out_dir.join("logs"))?;
+    let log = cfg
+        .out_dir
+        .join("logs")
+        .join(format!("chromium-{name}.log"));
+    let url = format!(
+        "http://{}:{SERVER_PORT}{}",
+        link.server_addr(),
+        microscape::PAGE_PATH
+    );
+    let robot = RobotConfig {
+        request_profile: "chromium".into(),
+        revalidation: match spec.test {
+            Test::First => "fresh-profile".into(),
+            Test::Revalidate => match cfg.browser_revalidation {
+                super::BrowserRevalidation::Validate => {
+                    "same-profile, cache-control max-age=0".into()
+                }
+                super::BrowserRevalidation::Heuristic => "same-profile, heuristic".into(),
+            },
+        },
+        ..RobotConfig::default()
+    };
+    let extra = serde_json::json!({
+        "made_by": format!("pagewire {} bench", env!("CARGO_PKG_VERSION")),
+        "strategy": spec.strategy, "test": spec.test, "net": spec.net, "rep": spec.rep,
+        "server": cfg.server.label(), "seed": cfg.seed, "browser": exe.file_name().map(|n| n.to_string_lossy().to_string()),
+    });
+    // The run starts before the browser does, so anything it sends at
+    // start-up is counted (and found by the audit below).
+    link.begin_run_with(Some(&pcap), extra)?;
+    let visit = match spec.test {
+        Test::First => Visit::First,
+        Test::Revalidate => match cfg.browser_revalidation {
+            super::BrowserRevalidation::Validate => Visit::Revalidate,
+            super::BrowserRevalidation::Heuristic => Visit::Revisit,
+        },
+    };
+    let loaded = (|| -> Result<(super::PageLoad, String)> {
+        let mut b = Browser::launch(&exe, &profile, &proto, &log, |c| link.spawn_in_client(c))?;
+        let load = b.load(&url, visit, load_timeout(spec.net))?;
+        let product = b.product.clone();
+        b.close()?;
+        Ok((load, product))
+    })();
+    let c = link.end_run()?;
+    let (packets, bytes, foreign) =
+        pcap_audit(&pcap, link.client_addr(), link.server_addr(), SERVER_PORT)?;
+    let mut errors = Vec::new();
+    if packets != c.packets_total || bytes != c.bytes_total {
+        errors.push(format!(
+            "counters ({} packets, {} bytes) differ from the pcap ({packets}, {bytes})",
+            c.packets_total, c.bytes_total
+        ));
+    }
+    if foreign > 0 {
+        errors.push(format!(
+            "{foreign} packets on the link were not page traffic (browser background traffic)"
+        ));
+    }
+    let (elapsed_s, objects, body, requests, mean_req, browser) = match &loaded {
+        Ok((load, product)) => {
+            let (ok, bad) = load.check(
+                expected,
+                microscape::PAGE_PATH,
+                spec.test == Test::Revalidate,
+            );
+            if ok as usize != expected.len() {
+                errors.push(format!(
+                    "{ok} of {} objects ok; not ok: {}{}",
+                    expected.len(),
+                    bad.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                    if bad.len() > 5 { ", ..." } else { "" }
+                ));
+            }
+            let har = load.har(
+                product,
+                &format!(
+                    "pagewire bench --strategy {} ({} {}, rep {})",
+                    spec.strategy, spec.net, spec.test, spec.rep
+                ),
+            );
+            fs::write(
+                cfg.out_dir.join(&har_rel),
+                serde_json::to_string_pretty(&har)?,
+            )?;
+            let mut sum = load.summary(product);
+            sum.foreign_packets = foreign;
+            sum.har = har_rel.clone();
+            // Body bytes as they crossed (compressed if so), like the
+            // robot's: what Chromium received minus the response heads.
+            let body: u64 = load
+                .entries
+                .iter()
+                .filter(|e| !e.from_cache && e.wire_status == Some(200))
+                .map(|e| {
+                    e.encoded_bytes
+                        .saturating_sub(e.response_head_bytes.unwrap_or(0))
+                })
+                .sum();
+            let (n, mean) = load.mean_request_bytes();
+            (load.load_s, ok, body, n, mean, Some(sum))
+        }
+        Err(e) => {
+            errors.push(format!("{e:#}"));
+            (f64::NAN, 0, 0, 0, f64::NAN, None)
+        }
+    };
+    Ok(RunRecord {
+        strategy: spec.strategy,
+        test: spec.test,
+        net: spec.net,
+        rep: spec.rep,
+        server: cfg.server.label(),
+        seed: cfg.seed,
+        pagewire_version: env!("CARGO_PKG_VERSION").to_string(),
+        packets_total: c.packets_total,
+        packets_client_to_server: c.client_to_server.packets,
+        packets_server_to_client: c.server_to_client.packets,
+        bytes_total: c.bytes_total,
+        elapsed_s,
+        overhead_pct: c.overhead_pct,
+        sockets_total: c.connections_opened,
+        sockets_max: c.max_open_connections,
+        retransmissions: c.retransmissions,
+        objects_ok: objects,
+        objects_expected: expected.len() as u64,
+        body_bytes: body,
+        requests,
+        mean_request_bytes: mean_req,
+        robot,
+        pcap: pcap_rel,
+        link: link_json.clone(),
+        error: (!errors.is_empty()).then(|| errors.join("; ")),
+        browser,
+    })
+}

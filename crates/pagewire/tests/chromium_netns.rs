@@ -1,0 +1,198 @@
+//! Headless Chromium loads the Microscape page over the emulated LAN and
+//! WAN, the browser in the client namespace and `pagewire serve` in the
+//! server namespace (`pagewire bench --quick --strategy chromium-h1`):
+//! every object of the page arrives with 200 and byte-exact (checked here
+//! again from the run's HAR against the site's files), the revalidation
+//! gets 43 304s, the link's counters equal the pcap and no packet but the
+//! page's crosses the link. Needs root; in CI (`CI=true`) Chromium must be
+//! installed (scripts/setup-deps.sh), elsewhere the test skips without it.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+mod common;
+use common::is_root;
+
+const TIMEOUT: Duration = Duration::from_secs(180);
+
+fn chromium_present() -> bool {
+    if let Some(p) = std::env::var_os("PAGEWIRE_CHROMIUM") {
+        return Path::new(&p).is_file();
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path).any(|d| {
+        ["chromium", "chromium-browser", "google-chrome"]
+            .iter()
+            .any(|n| d.join(n).is_file())
+    })
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+fn sha256_hex(b: &[u8]) -> String {
+    Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// Packet records of a classic pcap, read from the format itself.
+fn pcap_records(path: &Path) -> u64 {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(
+        u32::from_le_bytes(b[0..4].try_into().unwrap()),
+        0xa1b2c3d4,
+        "{}: not a little-endian pcap",
+        path.display()
+    );
+    let (mut off, mut n) = (24usize, 0u64);
+    while off + 16 <= b.len() {
+        let incl = u32::from_le_bytes(b[off + 8..off + 12].try_into().unwrap()) as usize;
+        off += 16 + incl;
+        n += 1;
+    }
+    assert_eq!(off, b.len(), "{}: truncated", path.display());
+    n
+}
+
+#[test]
+fn chromium_loads_the_microscape_page_byte_exact_over_emulated_links() {
+    if !is_root() {
+        assert!(!in_ci(), "CI must run this test as root");
+        eprintln!("SKIPPED: needs root (network namespaces)");
+        return;
+    }
+    if !chromium_present() {
+        assert!(
+            !in_ci(),
+            "CI=true but no Chromium: scripts/setup-deps.sh installs it"
+        );
+        eprintln!("SKIPPED: no Chromium installed (scripts/setup-deps.sh installs it)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("results");
+    let (output, elapsed, _) = common::run_bounded(
+        Command::new(env!("CARGO_BIN_EXE_pagewire"))
+            .args([
+                "bench",
+                "--quick",
+                "--strategy",
+                "chromium-h1",
+                "--no-progress",
+                "--out",
+            ])
+            .arg(&out),
+        TIMEOUT,
+        "pagewire bench --strategy chromium-h1",
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "bench failed: {}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    eprintln!(
+        "bench --quick --strategy chromium-h1 took {:.1} s",
+        elapsed.as_secs_f64()
+    );
+    assert!(stdout.contains("Chromium, HTTP/1.1"), "{stdout}");
+    assert!(stdout.contains("Browser rows, LAN"), "{stdout}");
+    assert!(stdout.contains("Browser rows, WAN"), "{stdout}");
+
+    // The site's files, as the bench wrote and served them.
+    let site = out.join("site");
+    let mut files = std::collections::BTreeMap::new();
+    let mut stack = vec![site.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = format!("/{}", p.strip_prefix(&site).unwrap().display());
+                if rel.ends_with(".html") || rel.ends_with(".gif") {
+                    files.insert(rel, sha256_hex(&std::fs::read(&p).unwrap()));
+                }
+            }
+        }
+    }
+    assert_eq!(files.len(), 43, "{files:?}");
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "lan and wan, first and revalidate");
+    for r in runs {
+        let test = r["test"].as_str().unwrap();
+        let net = r["net"].as_str().unwrap();
+        let test = &format!("{net} {test}");
+        assert!(r["error"].is_null(), "{test}: {}", r["error"]);
+        assert_eq!(r["strategy"], "chromium-h1");
+        assert_eq!(r["objects_ok"], 43, "{test}");
+        let pcap = out.join(r["pcap"].as_str().unwrap());
+        assert_eq!(r["packets_total"].as_u64().unwrap(), pcap_records(&pcap));
+        let b = &r["browser"];
+        assert_eq!(b["foreign_packets"], 0, "{test}: background traffic");
+        assert!(b["product"].as_str().unwrap().contains("Chrome"), "{b}");
+        // Up to 6 connections per host, at least 2 used for 43 objects.
+        let socks = r["sockets_total"].as_u64().unwrap();
+        assert!((2..=6).contains(&socks), "{test}: {socks} connections");
+        let load = b["load_s"].as_f64().unwrap();
+        assert!(load > 0.0 && load < 30.0, "{test}: load {load}");
+        // Sane counters: more packets than requests each way, headers
+        // plus at least the bodies that crossed.
+        let pkts = r["packets_total"].as_u64().unwrap();
+        assert!(pkts > 2 * 43, "{test}: {pkts} packets");
+        assert!(r["bytes_total"].as_u64().unwrap() > r["body_bytes"].as_u64().unwrap());
+
+        let har: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(b["har"].as_str().unwrap())).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(har["log"]["version"], "1.2");
+        let entries = har["log"]["entries"].as_array().unwrap();
+        for (path, sha) in &files {
+            let e = entries
+                .iter()
+                .find(|e| {
+                    let u = e["request"]["url"].as_str().unwrap();
+                    u.ends_with(path.as_str())
+                })
+                .unwrap_or_else(|| panic!("{test}: {path} not in the HAR"));
+            assert_eq!(e["_sha256"].as_str(), Some(sha.as_str()), "{test}: {path}");
+            let want = if test.ends_with("first") { 200 } else { 304 };
+            assert_eq!(e["response"]["status"], want, "{test}: {path}");
+            assert_eq!(e["response"]["httpVersion"], "HTTP/1.1");
+        }
+        if test.ends_with("first") {
+            // The 43 objects (Chromium also asks for /favicon.ico: a 404).
+            assert!(b["status_200"].as_u64().unwrap() >= 43);
+        } else {
+            assert_eq!(b["status_304"], 43, "{b}");
+        }
+    }
+}
+
+#[test]
+fn chromium_h2_and_h3_say_what_they_need() {
+    for s in ["chromium-h2", "chromium-h3"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+            .args(["bench", "--net", "lan", "--strategy", s, "--out"])
+            .arg(std::env::temp_dir().join("pagewire-never-created"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("offers no h2/h3") && err.contains("--tls"),
+            "{err}"
+        );
+    }
+}
