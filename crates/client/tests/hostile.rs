@@ -490,12 +490,80 @@ async fn not_modified_rewrites_nothing() {
         v
     };
     let before = inodes();
-    assert_eq!(before.len(), 3);
+    assert_eq!(before.len(), 6, "a body and a meta file per object");
     c.revalidate = true;
     let r = fetch(c).await.unwrap();
     h.abort();
     assert_eq!(r.status_count(304), 3);
     assert_eq!(inodes(), before, "entries were rewritten");
+    assert_eq!(r.cache_bytes_written, 0);
+}
+
+/// Issue 18 #5: a 304 with new validators updates the meta files only:
+/// every body file keeps its inode and modification time, and the bytes
+/// written are the meta files' (before: every entry, bodies included, was
+/// written again — 40 MB for the Microscape page's 50 revalidations).
+#[tokio::test]
+async fn not_modified_with_new_validators_updates_metadata_only() {
+    use std::os::unix::fs::MetadataExt;
+    const IMAGE: usize = 200_000;
+    let (base, h) = routes(std::sync::Arc::new(|head: &str| {
+        let conditional = head.to_ascii_lowercase().contains("if-none-match");
+        // Every answer carries a new ETag (a server that re-tags on each
+        // response), so every 304 brings validators the cache lacks.
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let etag = format!("\"{}-{n}\"", path_of(head).len());
+        if conditional {
+            return format!("HTTP/1.1 304 Not Modified\r\nETag: {etag}\r\n\r\n").into_bytes();
+        }
+        let image = vec![b'G'; IMAGE];
+        let (body, ct): (&[u8], _) = match path_of(head) {
+            "/" => (b"<img src=/a.gif><img src=/b.gif>", "text/html"),
+            _ => (&image, "image/gif"),
+        };
+        let mut r = format!(
+            "HTTP/1.1 200 OK\r\nETag: {etag}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(body);
+        r
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(format!("{base}/"), Strategy::Pipeline);
+    c.cache_dir = Some(dir.path().to_path_buf());
+    let first = fetch(c.clone()).await.unwrap();
+    assert!(first.cache_bytes_written > 2 * IMAGE as u64);
+    let cache = pagewire_client::Cache::open(dir.path()).unwrap();
+    let bodies = || {
+        first
+            .objects
+            .iter()
+            .map(|o| {
+                let m = std::fs::metadata(cache.path_of(&o.url)).unwrap();
+                (m.ino(), m.mtime(), m.mtime_nsec())
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = bodies();
+    std::thread::sleep(Duration::from_millis(20));
+    c.revalidate = true;
+    let r = fetch(c).await.unwrap();
+    h.abort();
+    assert_eq!(r.status_count(304), 3);
+    assert_eq!(bodies(), before, "a body file was rewritten");
+    assert!(
+        r.cache_bytes_written > 0 && r.cache_bytes_written < 2000,
+        "{} bytes written",
+        r.cache_bytes_written
+    );
+    for o in &r.objects {
+        let meta = cache.get_meta(&o.url).unwrap().unwrap();
+        assert_eq!(meta.etag, o.etag, "{}", o.url);
+        assert!(cache.get(&o.url).unwrap().is_some());
+    }
 }
 
 /// The whole-fetch limit names what it was still waiting for.
