@@ -960,29 +960,30 @@ impl Session {
             return Ok(Vec::new());
         }
         let parse = id == PAGE && r.status == 200 && r.getall_boundary.is_none();
-        let mut parsed = Vec::new();
+        // The page's text goes to the parser step by step as it is
+        // inflated, never collected beside the body (issue 18 #4).
+        let mut refs = Vec::new();
+        let st_fields = &mut *st;
+        let r = st_fields.objs[id].resp.as_mut().expect("head first");
+        let mut parser = st_fields.discoverer.as_mut().filter(|_| parse);
         let mut inflater = r.inflater.take();
         let fed = {
-            let mut sink = |content: &[u8]| take_content(r, &url, keep || id == PAGE, content);
+            let mut sink = |content: &[u8]| -> Result<(), ContentError> {
+                take_content(r, &url, keep || id == PAGE, content)?;
+                if let Some(d) = parser.as_mut() {
+                    refs.extend(d.feed(content));
+                }
+                Ok(())
+            };
             match inflater.as_mut() {
-                Some(inf) => inf.feed_with(data, &mut |step: &[u8]| {
-                    sink(step)?;
-                    if parse {
-                        parsed.extend_from_slice(step);
-                    }
-                    Ok(())
-                }),
+                Some(inf) => inf.feed_with(data, &mut sink),
                 None => sink(data),
             }
         };
         r.inflater = inflater;
+        let added = self.admit(&mut st, refs, ObjectKind::Embedded);
         fed.map_err(|e| e.into_fetch(&url))?;
-        if parse {
-            let content: &[u8] = if r.inflater.is_some() { &parsed } else { data };
-            let content = content.to_vec();
-            return Ok(self.discover(&mut st, &content));
-        }
-        Ok(Vec::new())
+        Ok(added)
     }
 
     fn keep_bodies(&self) -> bool {
