@@ -583,3 +583,60 @@ async fn total_timeout_names_the_object() {
         "{err}"
     );
 }
+
+/// Issue 18 #4: an inflated object kept for the cache goes to a cache file
+/// as it is inflated; the entry is whole and checked, and no temporary
+/// file is left.
+#[tokio::test]
+async fn inflated_objects_are_spooled_into_the_cache() {
+    use flate2::{write::ZlibEncoder, Compression};
+    use std::io::Write;
+    let text: Vec<u8> = (0..200_000u32)
+        .flat_map(|i| format!("line {i}\n").into_bytes())
+        .collect();
+    let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
+    z.write_all(&text).unwrap();
+    let zipped: &'static [u8] = Box::leak(z.finish().unwrap().into_boxed_slice());
+    let (base, h) = routes(std::sync::Arc::new(move |head: &str| {
+        if path_of(head) == "/" {
+            return ok(b"<html><img src=/big.txt></html>", "text/html");
+        }
+        let mut r = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nETag: \"z\"\r\nContent-Encoding: deflate\r\nContent-Length: {}\r\n\r\n",
+            zipped.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(zipped);
+        r
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(format!("{base}/"), Strategy::PipelineDeflate);
+    c.cache_dir = Some(dir.path().to_path_buf());
+    let r = fetch(c).await.unwrap();
+    h.abort();
+    let big = r
+        .objects
+        .iter()
+        .find(|o| o.url.ends_with("/big.txt"))
+        .unwrap();
+    assert_eq!(big.size, text.len() as u64);
+    assert_eq!(big.body_bytes_received, zipped.len() as u64);
+    let cache = pagewire_client::Cache::open(dir.path()).unwrap();
+    let e = cache.get(&big.url).unwrap().unwrap();
+    assert_eq!(e.body.len(), text.len());
+    assert!(e.body[..] == text[..]);
+    assert_eq!(e.meta.body_sha256, big.sha256);
+    assert_eq!(e.meta.etag.as_deref(), Some("\"z\""));
+    let tmp = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".tmp")
+        })
+        .count();
+    assert_eq!(tmp, 0);
+}

@@ -69,7 +69,11 @@ fn serve_one(mut s: TcpStream, bomb: &[u8]) {
             r.extend_from_slice(page);
             r
         } else {
-            let ct = if path.ends_with(".html") { "text/html" } else { "text/plain" };
+            let ct = if path.ends_with(".html") {
+                "text/html"
+            } else {
+                "text/plain"
+            };
             let mut r = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: {ct}\r\nContent-Encoding: deflate\r\nContent-Length: {}\r\n\r\n",
                 bomb.len()
@@ -123,7 +127,11 @@ fn robot(args: &[&str]) -> Run {
         std::thread::sleep(Duration::from_millis(20));
     }
     Run {
-        code: if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 },
+        code: if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            -1
+        },
         stderr: std::fs::read_to_string(err).unwrap(),
         stdout: std::fs::read_to_string(out).unwrap(),
         max_rss_kib: ru.ru_maxrss,
@@ -149,10 +157,22 @@ fn deflate_bombs_stay_in_bounded_memory() {
     // arrives, never into memory; fails at the limit, naming both.
     let url = format!("{base}/");
     let r = robot(&[
-        "fetch", &url, "--strategy", "pipeline", "--decode-unasked", "--cache", cache_dir,
-        "--max-inflated", "128MiB",
+        "fetch",
+        &url,
+        "--strategy",
+        "pipeline",
+        "--decode-unasked",
+        "--cache",
+        cache_dir,
+        "--max-inflated",
+        "128MiB",
     ]);
-    eprintln!("object bomb: exit {} max RSS {} KiB: {}", r.code, r.max_rss_kib, r.stderr.trim());
+    eprintln!(
+        "object bomb: exit {} max RSS {} KiB: {}",
+        r.code,
+        r.max_rss_kib,
+        r.stderr.trim()
+    );
     assert_ne!(r.code, 0);
     assert!(
         r.stderr.contains(&format!("{base}/bomb.txt"))
@@ -161,7 +181,11 @@ fn deflate_bombs_stay_in_bounded_memory() {
         "{}",
         r.stderr
     );
-    assert!(r.max_rss_kib < MAX_RSS_KIB, "object bomb: max RSS {} KiB", r.max_rss_kib);
+    assert!(
+        r.max_rss_kib < MAX_RSS_KIB,
+        "object bomb: max RSS {} KiB",
+        r.max_rss_kib
+    );
     // The partial cache file went with the failed fetch.
     let left: Vec<_> = std::fs::read_dir(cache.path())
         .unwrap()
@@ -173,15 +197,31 @@ fn deflate_bombs_stay_in_bounded_memory() {
     // The page itself (asked for in deflate): it is parsed, so it is kept
     // in memory, up to the default limit (32 MiB) and no further.
     let url = format!("{base}/bomb.html");
-    let r = robot(&["fetch", &url, "--strategy", "pipeline-deflate", "--cache", cache_dir]);
-    eprintln!("page bomb: exit {} max RSS {} KiB: {}", r.code, r.max_rss_kib, r.stderr.trim());
+    let r = robot(&[
+        "fetch",
+        &url,
+        "--strategy",
+        "pipeline-deflate",
+        "--cache",
+        cache_dir,
+    ]);
+    eprintln!(
+        "page bomb: exit {} max RSS {} KiB: {}",
+        r.code,
+        r.max_rss_kib,
+        r.stderr.trim()
+    );
     assert_ne!(r.code, 0);
     assert!(
         r.stderr.contains(&url) && r.stderr.contains("33554432"),
         "{}",
         r.stderr
     );
-    assert!(r.max_rss_kib < MAX_RSS_KIB, "page bomb: max RSS {} KiB", r.max_rss_kib);
+    assert!(
+        r.max_rss_kib < MAX_RSS_KIB,
+        "page bomb: max RSS {} KiB",
+        r.max_rss_kib
+    );
 
     // Not asked for and not told: kept as sent (the 1 MB on the wire),
     // with a warning, and the fetch succeeds.
@@ -197,6 +237,12 @@ fn deflate_bombs_stay_in_bounded_memory() {
         .find(|o| o["url"].as_str().unwrap().ends_with("/bomb.txt"))
         .unwrap();
     assert_eq!(obj["size"].as_u64(), Some(bomb.len() as u64));
-    assert!(r.stderr.contains("not asked for") || v["warnings"].to_string().contains("not asked for"));
-    assert!(r.max_rss_kib < MAX_RSS_KIB, "unasked: max RSS {} KiB", r.max_rss_kib);
+    assert!(
+        r.stderr.contains("not asked for") || v["warnings"].to_string().contains("not asked for")
+    );
+    assert!(
+        r.max_rss_kib < MAX_RSS_KIB,
+        "unasked: max RSS {} KiB",
+        r.max_rss_kib
+    );
 }
