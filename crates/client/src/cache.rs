@@ -360,24 +360,20 @@ fn remove_stale(dir: &Path, age: std::time::Duration) -> usize {
     for e in rd.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let path = e.path();
-        let kind = if name.starts_with(TMP_PREFIX) {
-            1
-        } else if path.extension().is_some_and(|x| x == BODY_EXT)
-            && !path.with_extension(META_EXT).exists()
-        {
-            1
-        } else if path.extension().is_some_and(|x| x == "entry") {
-            2
-        } else {
+        let orphan_body = path.extension().is_some_and(|x| x == BODY_EXT)
+            && !path.with_extension(META_EXT).exists();
+        // Stale when old; entries of the one-file format at once.
+        let legacy = path.extension().is_some_and(|x| x == "entry");
+        if !(name.starts_with(TMP_PREFIX) || orphan_body || legacy) {
             continue;
-        };
+        }
         let Ok(md) = e.metadata() else { continue };
         let old = md
             .modified()
             .ok()
             .and_then(|m| now.duration_since(m).ok())
             .is_some_and(|d| d > age);
-        if md.is_file() && (old || kind == 2) && fs::remove_file(&path).is_ok() {
+        if md.is_file() && (old || legacy) && fs::remove_file(&path).is_ok() {
             n += 1;
         }
     }

@@ -134,7 +134,9 @@ impl Inflater {
             if self.produced > self.limit {
                 return Err(InflateError::TooLarge(self.limit).into());
             }
-            sink(&step[..made as usize])?;
+            if made > 0 {
+                sink(&step[..made as usize])?;
+            }
             if status == Status::StreamEnd {
                 self.finished = true;
             }

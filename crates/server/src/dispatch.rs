@@ -196,9 +196,10 @@ impl Conn {
         let rate = self.w.shared.config.body_min_rate;
         if self.body_counted == 0 {
             self.body_anchor_ms = now;
-        } else if rate > 0 {
+        } else {
+            // Rate 0: no credit, the whole body within the timeout.
             let new = buffered.saturating_sub(self.body_counted);
-            let credit = new.saturating_mul(1000) / rate;
+            let credit = new.saturating_mul(1000).checked_div(rate).unwrap_or(0);
             self.body_anchor_ms = self.body_anchor_ms.saturating_add(credit).min(now);
         }
         self.body_counted = buffered.max(1);
