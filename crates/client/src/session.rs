@@ -1378,7 +1378,6 @@ fn encode_target(path: &str) -> String {
     out
 }
 
-/// Whether the robot's request for `path` carries `Accept-Encoding: deflate`.
 /// Why body content could not be taken: the inflater's error or ours.
 enum ContentError {
     Inflate(InflateError),
@@ -1431,6 +1430,7 @@ fn take_content(
     Ok(())
 }
 
+/// Whether the robot's request for `path` carries `Accept-Encoding: deflate`.
 fn asks_deflate(strategy: Strategy, method: RequestMethod, path: &str) -> bool {
     // Paper 001 compresses the HTML only; images are already compressed, so
     // their requests do not carry the header.

@@ -443,6 +443,8 @@ impl Conn {
     /// Answers one request; returns true when it was the last one.
     fn respond(&mut self, head: &RequestHead) -> bool {
         self.served += 1;
+        // The next body awaited starts its own deadline.
+        self.body_counted = 0;
         let w = Rc::clone(&self.w);
         let shared = &w.shared;
         bump(&w.stats.requests, 1);
