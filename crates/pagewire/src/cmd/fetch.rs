@@ -132,7 +132,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.cache_dir = args.cache.clone();
     cfg.revalidate = args.revalidate;
     cfg.prefetch = args.prefetch;
-    cfg.keep_bodies = args.save.is_some() || args.har.is_some();
+    // Only --save needs the bodies (the HAR records sizes, not content);
+    // bodies not kept stay out of memory (issue 18 #4).
+    cfg.keep_bodies = args.save.is_some();
     cfg.save_dir = args.save.clone();
     cfg.nodelay = !args.nagle;
     cfg.max_redirects = args.max_redirects.into();
