@@ -10,6 +10,8 @@ path of its target:
   /continue  an endless stream of `HTTP/1.1 100 Continue` heads, one per 0.5 s
   /bomb      200, Content-Encoding: deflate, a zlib stream of BOMB_MIB MiB of
              zeros (default 1024 MiB; about 1 MB on the wire), Content-Length
+  /bomb.txt  the same bomb as text/plain (an object, not a page)
+  /bombpage  a page whose one embedded object is /bomb.txt
   /reset     200 with Content-Length 100000, 10000 body bytes, then a reset
              (SO_LINGER 0, close: the kernel sends RST)
   /ok        a small HTML page (a control)
@@ -41,6 +43,7 @@ def make_bomb(mib):
 
 BOMB = make_bomb(BOMB_MIB)
 PAGE = b"<html><head><title>ok</title></head><body><p>ok</p></body></html>\n"
+BOMB_PAGE = b"<html><body><p>an object below</p><img src=/bomb.txt></body></html>\n"
 
 
 def read_head(sock):
@@ -74,10 +77,11 @@ def handle(sock):
             while time.monotonic() - start < CONN_LIMIT_S:
                 sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
                 time.sleep(0.5)
-        elif path == "/bomb":
-            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+        elif path in ("/bomb", "/bomb.txt"):
+            ctype = b"text/html" if path == "/bomb" else b"text/plain"
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: %s\r\n"
                          b"Content-Encoding: deflate\r\nContent-Length: %d\r\n\r\n"
-                         % len(BOMB))
+                         % (ctype, len(BOMB)))
             sock.sendall(BOMB)
             time.sleep(1.0)
         elif path == "/reset":
@@ -86,8 +90,9 @@ def handle(sock):
             time.sleep(0.3)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         else:
+            page = BOMB_PAGE if path == "/bombpage" else PAGE
             sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
-                         b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(PAGE) + PAGE)
+                         b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(page) + page)
     except OSError:
         pass
     finally:

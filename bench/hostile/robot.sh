@@ -10,12 +10,12 @@
 # server by its own lifetime.
 #
 # Usage: bench/hostile/robot.sh   (env: PAGEWIRE=path, LIMIT=200,
-#        PROBES="ok trickle continue bomb bomb-asked reset", BOMB_MIB=1024,
+#        PROBES="ok trickle continue bomb bomb-asked bomb-object reset", BOMB_MIB=1024,
 #        FETCH_FLAGS=... extra flags for every fetch)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LIMIT=${LIMIT:-200}
-PROBES=${PROBES:-"ok trickle continue bomb bomb-asked reset"}
+PROBES=${PROBES:-"ok trickle continue bomb bomb-asked bomb-object reset"}
 FETCH_FLAGS=${FETCH_FLAGS:-}
 export BOMB_MIB=${BOMB_MIB:-1024}
 if [ -z "${PAGEWIRE:-}" ]; then
@@ -49,6 +49,9 @@ for probe in $PROBES; do
     path=$probe flags=""
     case $probe in
         bomb-asked) path=bomb flags="--strategy pipeline-deflate" ;;
+        # An object (not the page), kept for the cache, under a 256 MiB
+        # limit: inflated into a cache file, not into memory.
+        bomb-object) path=bombpage flags="--strategy pipeline-deflate --cache $WORK/cache --max-inflated 256MiB" ;;
     esac
     start=$(date +%s.%N)
     set +e

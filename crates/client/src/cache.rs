@@ -2,16 +2,28 @@
 //!
 //! Paper 001 ("After Initial Tuning Tests") used libwww's persistent cache,
 //! whose two files per object (headers, body) on disk became a bottleneck,
-//! so they ran it on a memory file system. Here an entry is one file holding
-//! a one-line JSON header and the body, written atomically (temporary file in
-//! the same directory, then rename) and checked when read (magic, length,
-//! SHA-256): a torn or edited entry is reported and ignored, never served.
-//! The fetch writes entries after its last response, so disk time never
-//! delays a request on the wire.
+//! so they ran it on a memory file system. Here too an entry is two files,
+//! named by the URL's hash: `<key>.body` (the body as received, decoded)
+//! and `<key>.meta` (a magic line and a one-line JSON header with the
+//! validators and the body's length and SHA-256). Each is written under a
+//! temporary name in the same directory, then renamed, body first: the
+//! meta file is the commit point. A 304 that brings new validators
+//! rewrites the meta file only (issue 18: an all-304 revalidation used to
+//! rewrite every body). Every read checks the body against the meta file
+//! (length, SHA-256), so whatever a crash or kill -9 leaves — a body
+//! without meta, meta without body, a new body under old meta — is
+//! discarded or reported, never served.
+//!
+//! Bodies that are inflated as they arrive can be spooled straight into a
+//! temporary file of the cache (`Cache::spool`), so a large or hostile
+//! body never sits in memory whole. Other entries are written after the
+//! fetch's last response, so disk time never delays a request on the wire.
 
 use std::fs;
-use std::io::Write;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use sha2::{Digest, Sha256};
@@ -53,14 +65,15 @@ pub enum Corruption {
     Sha256Mismatch,
 }
 
-const MAGIC: &[u8] = b"PAGEWIRE-CACHE 1\n";
+const MAGIC: &[u8] = b"PAGEWIRE-CACHE 2\n";
 
 /// The header line is at most 64 KiB (validators and URL are short; a
 /// longer line means the file is not ours).
 const MAX_META_BYTES: usize = 64 * 1024;
 
-/// Cached objects larger than this are not stored (the robot keeps bodies in
-/// memory until the fetch ends). 256 MiB is far above any page object.
+/// Cached objects larger than this are not stored from memory (the robot
+/// keeps such bodies in memory until the fetch ends). 256 MiB is far above
+/// any page object.
 pub const MAX_ENTRY_BODY_BYTES: usize = 256 << 20;
 
 /// What is known about a cached object besides its body.
@@ -90,6 +103,41 @@ pub struct Entry {
 pub struct Cache {
     dir: PathBuf,
     stale_removed: usize,
+    /// Bytes written to entry files (meta and body) since `open`.
+    written: Arc<AtomicU64>,
+}
+
+/// A body being written into a temporary file of the cache as it arrives
+/// (`Cache::spool`); becomes an entry's body with `Cache::put_spooled`, or
+/// is removed when dropped.
+#[derive(Debug)]
+pub struct Spool {
+    file: BufWriter<tempfile::NamedTempFile>,
+    len: u64,
+}
+
+impl Spool {
+    pub fn write(&mut self, data: &[u8]) -> std::io::Result<()> {
+        self.file.write_all(data)?;
+        self.len += data.len() as u64;
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads the whole spooled body back (for `--save` or a report that
+    /// keeps bodies).
+    pub fn read_back(&mut self) -> std::io::Result<Vec<u8>> {
+        self.file.flush()?;
+        fs::read(self.file.get_ref().path())
+    }
 }
 
 /// Temporary files of `put` start with this (tempfile's default prefix).
@@ -97,8 +145,12 @@ const TMP_PREFIX: &str = ".tmp";
 
 /// A temporary file older than this is an interrupted write (a robot killed
 /// between create and rename): entries are written in well under a second,
-/// so a minute spares only writes of fetches running right now.
+/// so a minute spares only writes of fetches running right now. Bodies
+/// without their meta file are removed at the same age.
 pub const STALE_TMP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
+
+const BODY_EXT: &str = "body";
+const META_EXT: &str = "meta";
 
 /// Lower-case hex of `bytes`.
 pub fn hex(bytes: &[u8]) -> String {
@@ -123,10 +175,11 @@ impl Cache {
             what: format!("cannot create cache directory {}", dir.display()),
             source,
         })?;
-        let stale_removed = remove_stale_tmp(dir, STALE_TMP_AGE);
+        let stale_removed = remove_stale(dir, STALE_TMP_AGE);
         Ok(Cache {
             dir: dir.to_path_buf(),
             stale_removed,
+            written: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -134,28 +187,80 @@ impl Cache {
         &self.dir
     }
 
-    /// Temporary files of interrupted writes removed when the cache opened.
+    /// Temporary files of interrupted writes (and bodies left without
+    /// their meta file) removed when the cache opened.
     pub fn stale_removed(&self) -> usize {
         self.stale_removed
     }
 
-    /// The file of `url`'s entry: named by the URL's hash, so any URL maps
-    /// to a safe, fixed-length file name.
-    pub fn path_of(&self, url: &str) -> PathBuf {
-        self.dir
-            .join(format!("{}.entry", &sha256_hex(url.as_bytes())[..32]))
+    /// Bytes written to entry files since the cache was opened.
+    pub fn bytes_written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
     }
 
-    /// Reads `url`'s entry. `Ok(None)`: not cached. `Err(warning)`: an entry
-    /// exists but is corrupt (and must be ignored).
+    fn key(url: &str) -> String {
+        sha256_hex(url.as_bytes())[..32].to_string()
+    }
+
+    /// The body file of `url`'s entry: named by the URL's hash, so any URL
+    /// maps to a safe, fixed-length file name.
+    pub fn path_of(&self, url: &str) -> PathBuf {
+        self.dir.join(format!("{}.{BODY_EXT}", Self::key(url)))
+    }
+
+    /// The meta file of `url`'s entry (validators, length and SHA-256 of
+    /// the body).
+    pub fn meta_path_of(&self, url: &str) -> PathBuf {
+        self.dir.join(format!("{}.{META_EXT}", Self::key(url)))
+    }
+
+    /// Reads `url`'s entry. `Ok(None)`: not cached (also: a body without
+    /// its meta file, or meta whose body is gone — both discarded).
+    /// `Err(warning)`: an entry exists but is corrupt (and must be ignored).
     pub fn get(&self, url: &str) -> Result<Option<Entry>, CacheWarning> {
+        let Some(meta) = self.get_meta(url)? else {
+            return Ok(None);
+        };
         let path = self.path_of(url);
+        let body = match fs::read(&path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // Meta without body: what is left of an entry whose body
+                // was removed; useless, so it goes too.
+                let _ = fs::remove_file(self.meta_path_of(url));
+                return Ok(None);
+            }
+            Err(source) => return Err(CacheWarning::Unreadable { path, source }),
+        };
+        let corrupt = |why| CacheWarning::Corrupt {
+            path: path.clone(),
+            url: url.to_string(),
+            why,
+        };
+        if body.len() as u64 != meta.body_len {
+            return Err(corrupt(Corruption::BodyLength {
+                got: body.len() as u64,
+                header: meta.body_len,
+            }));
+        }
+        if sha256_hex(&body) != meta.body_sha256 {
+            return Err(corrupt(Corruption::Sha256Mismatch));
+        }
+        Ok(Some(Entry {
+            meta,
+            body: Bytes::from(body),
+        }))
+    }
+
+    /// Reads and checks `url`'s meta file only.
+    pub fn get_meta(&self, url: &str) -> Result<Option<EntryMeta>, CacheWarning> {
+        let path = self.meta_path_of(url);
         let data = match fs::read(&path) {
             Ok(d) => d,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(source) => return Err(CacheWarning::Unreadable { path, source }),
         };
-        Self::decode(url, &data)
+        Self::decode_meta(url, &data)
             .map(Some)
             .map_err(|why| CacheWarning::Corrupt {
                 path,
@@ -164,64 +269,102 @@ impl Cache {
             })
     }
 
-    fn decode(url: &str, data: &[u8]) -> Result<Entry, Corruption> {
+    fn decode_meta(url: &str, data: &[u8]) -> Result<EntryMeta, Corruption> {
         let rest = data.strip_prefix(MAGIC).ok_or(Corruption::BadMagic)?;
         let nl = rest
             .iter()
             .take(MAX_META_BYTES)
             .position(|&b| b == b'\n')
             .ok_or(Corruption::NoHeaderLine)?;
+        if nl + 1 != rest.len() {
+            return Err(Corruption::NoHeaderLine);
+        }
         let meta: EntryMeta = serde_json::from_slice(&rest[..nl])?;
-        let body = &rest[nl + 1..];
         if meta.url != url {
             return Err(Corruption::OtherUrl(meta.url));
         }
-        if body.len() as u64 != meta.body_len {
-            return Err(Corruption::BodyLength {
-                got: body.len() as u64,
-                header: meta.body_len,
-            });
+        Ok(meta)
+    }
+
+    fn io_err(meta: &EntryMeta, what: &str, source: std::io::Error) -> FetchError {
+        FetchError::Io {
+            what: format!("{what} cache entry for {}", meta.url),
+            source,
         }
-        if sha256_hex(body) != meta.body_sha256 {
-            return Err(Corruption::Sha256Mismatch);
-        }
-        Ok(Entry {
-            meta,
-            body: Bytes::copy_from_slice(body),
+    }
+
+    /// Stores an entry: the body file, then the meta file, each written
+    /// under a temporary name and renamed (rename(2) within one directory).
+    /// A reader sees the old entry, the new one, or a body that does not
+    /// match its meta file (reported and ignored), never a wrong body.
+    pub fn put(&self, meta: &EntryMeta, body: &[u8]) -> Result<(), FetchError> {
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)
+            .map_err(|e| Self::io_err(meta, "cannot create", e))?;
+        tmp.write_all(body)
+            .map_err(|e| Self::io_err(meta, "cannot write", e))?;
+        tmp.persist(self.path_of(&meta.url))
+            .map_err(|e| Self::io_err(meta, "cannot rename", e.error))?;
+        self.written.fetch_add(body.len() as u64, Ordering::Relaxed);
+        self.put_meta(meta)
+    }
+
+    /// Rewrites the meta file only (a 304 with new validators: the body is
+    /// the same, its length and SHA-256 unchanged).
+    pub fn put_meta(&self, meta: &EntryMeta) -> Result<(), FetchError> {
+        let mut data = MAGIC.to_vec();
+        serde_json::to_writer(&mut data, meta).expect("EntryMeta serializes");
+        data.push(b'\n');
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir)
+            .map_err(|e| Self::io_err(meta, "cannot create", e))?;
+        tmp.write_all(&data)
+            .map_err(|e| Self::io_err(meta, "cannot write", e))?;
+        tmp.persist(self.meta_path_of(&meta.url))
+            .map_err(|e| Self::io_err(meta, "cannot rename", e.error))?;
+        self.written.fetch_add(data.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A temporary file in the cache for a body written as it arrives.
+    pub fn spool(&self) -> std::io::Result<Spool> {
+        let f = tempfile::NamedTempFile::new_in(&self.dir)?;
+        Ok(Spool {
+            file: BufWriter::with_capacity(64 * 1024, f),
+            len: 0,
         })
     }
 
-    /// Stores an entry atomically: readers see the old entry or the new one,
-    /// never a mixture (rename(2) within one directory).
-    pub fn put(&self, meta: &EntryMeta, body: &[u8]) -> Result<(), FetchError> {
-        let io = |what: &str, source| FetchError::Io {
-            what: format!("{what} cache entry for {}", meta.url),
-            source,
-        };
-        let mut header = serde_json::to_vec(meta).expect("EntryMeta serializes");
-        header.push(b'\n');
-        let mut tmp =
-            tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| io("cannot create", e))?;
-        tmp.write_all(MAGIC)
-            .and_then(|_| tmp.write_all(&header))
-            .and_then(|_| tmp.write_all(body))
-            .map_err(|e| io("cannot write", e))?;
+    /// Makes a spooled body `meta`'s entry (rename, then the meta file).
+    pub fn put_spooled(&self, meta: &EntryMeta, spool: Spool) -> Result<(), FetchError> {
+        let len = spool.len;
+        let tmp = spool
+            .file
+            .into_inner()
+            .map_err(|e| Self::io_err(meta, "cannot write", e.into_error()))?;
         tmp.persist(self.path_of(&meta.url))
-            .map_err(|e| io("cannot rename", e.error))?;
-        Ok(())
+            .map_err(|e| Self::io_err(meta, "cannot rename", e.error))?;
+        self.written.fetch_add(len, Ordering::Relaxed);
+        self.put_meta(meta)
     }
 }
 
-/// Removes `.tmp*` files in `dir` last modified more than `age` ago (writes
-/// cut short by a crash or kill -9; issue 18). Best effort: a file that
-/// cannot be removed stays for the next time.
-fn remove_stale_tmp(dir: &Path, age: std::time::Duration) -> usize {
+/// Removes, from `dir`, `.tmp*` files last modified more than `age` ago
+/// (writes cut short by a crash or kill -9; issue 18), body files as old
+/// whose meta file is missing (a put cut between its two renames) and
+/// entries of the earlier one-file format (`.entry`). Best effort: a file
+/// that cannot be removed stays for the next time.
+fn remove_stale(dir: &Path, age: std::time::Duration) -> usize {
     let Ok(rd) = fs::read_dir(dir) else { return 0 };
     let now = std::time::SystemTime::now();
     let mut n = 0;
     // Bounded by the directory's entries.
     for e in rd.flatten() {
-        if !e.file_name().to_string_lossy().starts_with(TMP_PREFIX) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        let orphan_body = path.extension().is_some_and(|x| x == BODY_EXT)
+            && !path.with_extension(META_EXT).exists();
+        // Stale when old; entries of the one-file format at once.
+        let legacy = path.extension().is_some_and(|x| x == "entry");
+        if !(name.starts_with(TMP_PREFIX) || orphan_body || legacy) {
             continue;
         }
         let Ok(md) = e.metadata() else { continue };
@@ -230,7 +373,7 @@ fn remove_stale_tmp(dir: &Path, age: std::time::Duration) -> usize {
             .ok()
             .and_then(|m| now.duration_since(m).ok())
             .is_some_and(|d| d > age);
-        if md.is_file() && old && fs::remove_file(e.path()).is_ok() {
+        if md.is_file() && (old || legacy) && fs::remove_file(&path).is_ok() {
             n += 1;
         }
     }
@@ -265,8 +408,8 @@ mod tests {
         assert_eq!(e.meta.etag.as_deref(), Some("\"abc\""));
         c.put(&meta("http://h/a", b"two!"), b"two!").unwrap();
         assert_eq!(&c.get("http://h/a").unwrap().unwrap().body[..], b"two!");
-        // No temporary files left behind.
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        // No temporary files left behind: one body, one meta file.
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 
     /// Issue 18: kill -9 between create and rename left `.tmp*` files
@@ -317,5 +460,109 @@ mod tests {
             assert!(matches!(err, CacheWarning::Corrupt { .. }), "{err}");
             assert!(err.to_string().contains("http://h/a"), "{err}");
         }
+    }
+
+    /// The meta file is checked too: garbage, another URL, a header line
+    /// with trailing bytes.
+    #[test]
+    fn corrupt_meta_files_are_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        c.put(&meta("http://h/a", b"hello"), b"hello").unwrap();
+        let p = c.meta_path_of("http://h/a");
+        let good = fs::read(&p).unwrap();
+        let other = String::from_utf8(good.clone())
+            .unwrap()
+            .replace("http://h/a", "http://h/b");
+        let mut trailing = good.clone();
+        trailing.extend_from_slice(b"more");
+        for bad in [
+            b"garbage".to_vec(),
+            other.into_bytes(),
+            trailing,
+            Vec::new(),
+        ] {
+            fs::write(&p, &bad).unwrap();
+            let err = c.get("http://h/a").unwrap_err();
+            assert!(matches!(err, CacheWarning::Corrupt { .. }), "{err}");
+        }
+    }
+
+    /// What a kill -9 can leave between or during the renames of `put`:
+    /// a body without meta (not cached; removed once stale), meta without
+    /// body (not cached; removed), a new body under the old meta (corrupt,
+    /// ignored). None is ever served.
+    #[test]
+    fn torn_puts_are_never_served() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        // Body renamed, meta never written.
+        fs::write(c.path_of("http://h/a"), b"orphan").unwrap();
+        assert!(c.get("http://h/a").unwrap().is_none());
+        // Meta written, body gone.
+        c.put(&meta("http://h/b", b"bee"), b"bee").unwrap();
+        fs::remove_file(c.path_of("http://h/b")).unwrap();
+        assert!(c.get("http://h/b").unwrap().is_none());
+        assert!(!c.meta_path_of("http://h/b").exists());
+        // New body renamed over the old one, meta still the old one's.
+        c.put(&meta("http://h/c", b"old"), b"old").unwrap();
+        fs::write(c.path_of("http://h/c"), b"new!").unwrap();
+        assert!(matches!(
+            c.get("http://h/c"),
+            Err(CacheWarning::Corrupt { .. })
+        ));
+        // The orphan body goes when the cache opens, once stale.
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        fs::File::options()
+            .write(true)
+            .open(c.path_of("http://h/a"))
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        assert_eq!(c.stale_removed(), 1);
+        assert!(!c.path_of("http://h/a").exists());
+    }
+
+    /// Issue 18 #5: new validators on a 304 rewrite the meta file only.
+    #[test]
+    fn put_meta_leaves_the_body_alone() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        let body = vec![7u8; 100_000];
+        let mut m = meta("http://h/a", &body);
+        c.put(&m, &body).unwrap();
+        assert!(c.bytes_written() > 100_000);
+        let before = fs::metadata(c.path_of("http://h/a")).unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        m.etag = Some("\"v2\"".into());
+        c.put_meta(&m).unwrap();
+        let after = fs::metadata(c.path_of("http://h/a")).unwrap();
+        assert_eq!(
+            (before.ino(), before.mtime(), before.mtime_nsec()),
+            (after.ino(), after.mtime(), after.mtime_nsec())
+        );
+        assert!(c.bytes_written() < 1000, "{}", c.bytes_written());
+        let e = c.get("http://h/a").unwrap().unwrap();
+        assert_eq!(e.meta.etag.as_deref(), Some("\"v2\""));
+        assert_eq!(&e.body[..], &body[..]);
+    }
+
+    /// A spooled body becomes the entry; a dropped spool leaves nothing.
+    #[test]
+    fn spooled_bodies() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        let mut s = c.spool().unwrap();
+        s.write(b"hel").unwrap();
+        s.write(b"lo").unwrap();
+        assert_eq!(s.read_back().unwrap(), b"hello");
+        c.put_spooled(&meta("http://h/a", b"hello"), s).unwrap();
+        assert_eq!(&c.get("http://h/a").unwrap().unwrap().body[..], b"hello");
+        let mut s = c.spool().unwrap();
+        s.write(b"abandoned").unwrap();
+        drop(s);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 }

@@ -443,7 +443,8 @@ pub struct FetchConfig {
     /// Follow `Link: <url>; rel=prefetch` hints into the cache.
     pub prefetch: bool,
     pub timeouts: Timeouts,
-    /// Keep object bodies in the report (for `--save`, `--har` and tests).
+    /// Keep object bodies in the report (for `--save` and tests): in memory,
+    /// so an inflated object is then not streamed into the cache.
     pub keep_bodies: bool,
     /// `User-Agent` value; short on purpose (paper 001: requests of ~190 B).
     pub user_agent: String,

@@ -73,6 +73,20 @@ impl Inflater {
 
     /// Inflates `input`, appending to `out`.
     pub fn feed(&mut self, input: &[u8], out: &mut Vec<u8>) -> Result<(), InflateError> {
+        self.feed_with(input, &mut |step: &[u8]| {
+            out.extend_from_slice(step);
+            Ok::<(), InflateError>(())
+        })
+    }
+
+    /// Inflates `input`, handing the output to `sink` in steps of at most
+    /// 32 KiB: memory stays at one step whatever the body inflates to (the
+    /// sink decides where the text goes: a parser, a hash, a file).
+    pub fn feed_with<E: From<InflateError>>(
+        &mut self,
+        input: &[u8],
+        sink: &mut dyn FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
         let mut input = input;
         if self.inner.is_none() {
             self.head.extend_from_slice(input);
@@ -82,20 +96,24 @@ impl Inflater {
             let zlib = is_zlib_header(self.head[0], self.head[1]);
             self.inner = Some(Decompress::new(zlib));
             let head = std::mem::take(&mut self.head);
-            return self.run(&head, out);
+            return self.run(&head, sink);
         }
         if self.finished {
             if input.iter().all(|&b| b == 0) {
                 // Some servers pad; zeros after the end are harmless.
                 input = &[];
             } else {
-                return Err(InflateError::TrailingData);
+                return Err(InflateError::TrailingData.into());
             }
         }
-        self.run(input, out)
+        self.run(input, sink)
     }
 
-    fn run(&mut self, mut input: &[u8], out: &mut Vec<u8>) -> Result<(), InflateError> {
+    fn run<E: From<InflateError>>(
+        &mut self,
+        mut input: &[u8],
+        sink: &mut dyn FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
         let d = self.inner.as_mut().expect("decided");
         // Bounded: every pass consumes input or produces output, else stops
         // (and the output is bounded by `limit`).
@@ -106,15 +124,19 @@ impl Inflater {
         let room = STEP_BYTES;
         while !self.finished {
             let (in0, out0) = (d.total_in(), d.total_out());
-            let status = d.decompress(input, &mut step, FlushDecompress::None)?;
+            let status = d
+                .decompress(input, &mut step, FlushDecompress::None)
+                .map_err(InflateError::from)?;
             let used = (d.total_in() - in0) as usize;
             let made = d.total_out() - out0;
             input = &input[used..];
             self.produced += made;
             if self.produced > self.limit {
-                return Err(InflateError::TooLarge(self.limit));
+                return Err(InflateError::TooLarge(self.limit).into());
             }
-            out.extend_from_slice(&step[..made as usize]);
+            if made > 0 {
+                sink(&step[..made as usize])?;
+            }
             if status == Status::StreamEnd {
                 self.finished = true;
             }
@@ -130,7 +152,7 @@ impl Inflater {
             }
         }
         if self.finished && input.iter().any(|&b| b != 0) {
-            return Err(InflateError::TrailingData);
+            return Err(InflateError::TrailingData.into());
         }
         Ok(())
     }
@@ -140,7 +162,10 @@ impl Inflater {
         if self.inner.is_none() && !self.head.is_empty() {
             let head = std::mem::take(&mut self.head);
             self.inner = Some(Decompress::new(false));
-            self.run(&head, out)?;
+            self.run(&head, &mut |step: &[u8]| {
+                out.extend_from_slice(step);
+                Ok::<(), InflateError>(())
+            })?;
         }
         if self.inner.is_none() {
             return Err(InflateError::Empty);

@@ -264,6 +264,9 @@ pub struct FetchReport {
     /// (`FetchConfig::max_redirects`); `url` is where the page was found.
     /// The other fields describe the last hop's fetch only.
     pub redirects: Vec<String>,
+    /// Bytes this fetch wrote to cache files (bodies and meta files).
+    #[serde(default)]
+    pub cache_bytes_written: u64,
 }
 
 impl FetchReport {

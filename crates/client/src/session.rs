@@ -14,10 +14,10 @@ use pagewire_discover::{resolve, same_server_path, Discoverer};
 use pagewire_h1::{Method, ResponseHead, Version};
 use sha2::{Digest, Sha256};
 
-use crate::cache::{hex, sha256_hex, Cache, Entry, EntryMeta, MAX_ENTRY_BODY_BYTES};
+use crate::cache::{hex, sha256_hex, Cache, Entry, EntryMeta, Spool, MAX_ENTRY_BODY_BYTES};
 use crate::config::{FetchConfig, Revalidation, Strategy, Target};
 use crate::error::FetchError;
-use crate::inflate::Inflater;
+use crate::inflate::{InflateError, Inflater};
 use crate::outbuf::FlushReason;
 mod package;
 
@@ -47,6 +47,9 @@ struct InProgress {
     size: u64,
     wire_bytes: u64,
     inflater: Option<Inflater>,
+    /// An inflated body kept for the cache only goes to a file of the
+    /// cache as it is inflated, never whole into memory (issue 18 #4).
+    spool: Option<Spool>,
     content_encoding: Option<String>,
     content_type: Option<String>,
     etag: Option<String>,
@@ -80,6 +83,8 @@ struct Obj {
     record: Option<ObjectRecord>,
     /// Content kept for the cache, `--save` or the report.
     body: Option<Bytes>,
+    /// ... or, for an inflated body kept for the cache only, its file.
+    spool: Option<Spool>,
     /// `getall`, later visit: this entry is a GETLIST request for these
     /// objects, not an object of the page (no record of its own).
     getlist: Vec<ObjId>,
@@ -244,6 +249,7 @@ impl Session {
             body: None,
             getlist: Vec::new(),
             stored: false,
+            spool: None,
         });
         id
     }
@@ -617,6 +623,23 @@ impl Session {
         if let Some(w) = unasked_warning {
             st.warnings.push(w);
         }
+        let mut spool = None;
+        if let (true, Some(cache)) = (
+            inflater.is_some() && id != PAGE && !self.cfg.keep_bodies,
+            &self.cache,
+        ) {
+            match cache.spool() {
+                Ok(s) => spool = Some(s),
+                // Not cached then, but fetched all the same.
+                Err(e) => {
+                    let w = format!(
+                        "{}: cannot create a cache file ({e}); not cached",
+                        st.objs[id].url
+                    );
+                    st.warnings.push(w);
+                }
+            }
+        }
         let o = &mut st.objs[id];
         let getall_boundary = (self.cfg.strategy == Strategy::Getall
             && (id == PAGE || !o.getlist.is_empty())
@@ -640,6 +663,7 @@ impl Session {
             size: 0,
             wire_bytes: 0,
             inflater,
+            spool,
             content_encoding,
             content_type,
             etag,
@@ -691,6 +715,7 @@ impl Session {
             body: None,
             getlist: ids,
             stored: false,
+            spool: None,
         });
         id
     }
@@ -934,29 +959,31 @@ impl Session {
             result?;
             return Ok(Vec::new());
         }
-        let mut inflated = Vec::new();
-        let content: &[u8] = match r.inflater.as_mut() {
-            Some(inf) => {
-                inf.feed(data, &mut inflated).map_err(|e| {
-                    FetchError::object(&url, format!("Content-Encoding deflate: {e}"))
-                })?;
-                &inflated
+        let parse = id == PAGE && r.status == 200 && r.getall_boundary.is_none();
+        // The page's text goes to the parser step by step as it is
+        // inflated, never collected beside the body (issue 18 #4).
+        let mut refs = Vec::new();
+        let st_fields = &mut *st;
+        let r = st_fields.objs[id].resp.as_mut().expect("head first");
+        let mut parser = st_fields.discoverer.as_mut().filter(|_| parse);
+        let mut inflater = r.inflater.take();
+        let fed = {
+            let mut sink = |content: &[u8]| -> Result<(), ContentError> {
+                take_content(r, &url, keep || id == PAGE, content)?;
+                if let Some(d) = parser.as_mut() {
+                    refs.extend(d.feed(content));
+                }
+                Ok(())
+            };
+            match inflater.as_mut() {
+                Some(inf) => inf.feed_with(data, &mut sink),
+                None => sink(data),
             }
-            None => data,
         };
-        r.hasher.update(content);
-        r.size += content.len() as u64;
-        if keep || id == PAGE {
-            if r.body.len() + content.len() > MAX_ENTRY_BODY_BYTES {
-                return Err(FetchError::object(&url, "object larger than 256 MiB"));
-            }
-            r.body.extend_from_slice(content);
-        }
-        if id == PAGE && r.status == 200 && r.getall_boundary.is_none() {
-            let content = content.to_vec();
-            return Ok(self.discover(&mut st, &content));
-        }
-        Ok(Vec::new())
+        r.inflater = inflater;
+        let added = self.admit(&mut st, refs, ObjectKind::Embedded);
+        fed.map_err(|e| e.into_fetch(&url))?;
+        Ok(added)
     }
 
     fn keep_bodies(&self) -> bool {
@@ -983,12 +1010,10 @@ impl Session {
         // Inflated text that only the end of the stream released; on the
         // page it must reach the parser like any other body bytes.
         let mut tail = Vec::new();
-        if let Some(inf) = r.inflater.as_mut() {
+        if let Some(mut inf) = r.inflater.take() {
             inf.finish(&mut tail)
                 .map_err(|e| FetchError::object(&url, format!("Content-Encoding deflate: {e}")))?;
-            r.hasher.update(&tail);
-            r.size += tail.len() as u64;
-            r.body.extend_from_slice(&tail);
+            take_content(&mut r, &url, true, &tail).map_err(|e| e.into_fetch(&url))?;
         }
         let page_ok = id == PAGE && r.status == 200;
         let mut next = Vec::new();
@@ -1062,7 +1087,9 @@ impl Session {
             http_version: r.http_version,
             body: None,
         });
-        if keep || (id == PAGE && !r.not_modified) {
+        if let Some(spool) = r.spool.take() {
+            o.spool = Some(spool);
+        } else if keep || (id == PAGE && !r.not_modified) {
             o.body = Some(body);
         }
         if let Some(c) = st.conns.get_mut(r.conn) {
@@ -1165,13 +1192,31 @@ impl Session {
         let total = st.last_done;
         if let Some(cache) = &self.cache {
             let mut warnings = Vec::new();
-            for o in &st.objs {
-                let (Some(rec), Some(body)) = (&o.record, &o.body) else {
-                    continue;
-                };
+            for o in &mut st.objs {
+                let Some(rec) = &o.record else { continue };
                 if o.stored {
                     continue;
                 }
+                if let Some(spool) = o.spool.take() {
+                    // Inflated into a file of the cache as it arrived.
+                    if rec.status == 200 && rec.method == RequestMethod::Get {
+                        let meta = EntryMeta {
+                            url: o.url.clone(),
+                            status: 200,
+                            etag: rec.etag.clone(),
+                            last_modified: rec.last_modified.clone(),
+                            content_type: rec.content_type.clone(),
+                            body_len: rec.size,
+                            body_sha256: rec.sha256.clone(),
+                            prefetched: o.kind == ObjectKind::Prefetch,
+                        };
+                        if let Err(e) = cache.put_spooled(&meta, spool) {
+                            warnings.push(e.to_string());
+                        }
+                    }
+                    continue;
+                }
+                let Some(body) = &o.body else { continue };
                 let cacheable = rec.status == 200 || rec.outcome == Outcome::NotModified;
                 if !cacheable
                     || rec.outcome == Outcome::FromCache
@@ -1190,11 +1235,21 @@ impl Session {
                     body_sha256: sha256_hex(body),
                     prefetched: o.kind == ObjectKind::Prefetch,
                 };
-                if rec.outcome == Outcome::NotModified
-                    && o.cached.as_ref().is_some_and(|c| c.meta == meta)
-                {
+                let cached = o.cached.as_ref().map(|c| &c.meta);
+                if rec.outcome == Outcome::NotModified && cached == Some(&meta) {
                     // Issue 18: a 304 that changes nothing rewrites nothing
                     // (an all-304 revalidation used to rewrite every entry).
+                    continue;
+                }
+                let same_body = cached.is_some_and(|c| {
+                    c.body_len == meta.body_len && c.body_sha256 == meta.body_sha256
+                });
+                if same_body {
+                    // New validators, same body (a 304, or a 200 of the
+                    // same bytes): the meta file only.
+                    if let Err(e) = cache.put_meta(&meta) {
+                        warnings.push(e.to_string());
+                    }
                     continue;
                 }
                 if let Err(e) = cache.put(&meta, body) {
@@ -1293,6 +1348,7 @@ impl Session {
             prefetch_hints: hints,
             references_not_fetched: st.refs_dropped,
             redirects: Vec::new(),
+            cache_bytes_written: self.cache.as_ref().map_or(0, Cache::bytes_written),
             warnings: std::mem::take(&mut st.warnings),
         }
     }
@@ -1320,6 +1376,58 @@ fn encode_target(path: &str) -> String {
         }
     }
     out
+}
+
+/// Why body content could not be taken: the inflater's error or ours.
+enum ContentError {
+    Inflate(InflateError),
+    Fetch(FetchError),
+}
+
+impl From<InflateError> for ContentError {
+    fn from(e: InflateError) -> Self {
+        ContentError::Inflate(e)
+    }
+}
+
+impl ContentError {
+    fn into_fetch(self, url: &str) -> FetchError {
+        match self {
+            ContentError::Inflate(e) => {
+                FetchError::object(url, format!("Content-Encoding deflate: {e}"))
+            }
+            ContentError::Fetch(e) => e,
+        }
+    }
+}
+
+/// Decoded body content of `r`: hashed and counted, then written to its
+/// spool file, or kept in memory when `keep` (up to 256 MiB), or dropped.
+fn take_content(
+    r: &mut InProgress,
+    url: &str,
+    keep: bool,
+    content: &[u8],
+) -> Result<(), ContentError> {
+    r.hasher.update(content);
+    r.size += content.len() as u64;
+    if let Some(spool) = r.spool.as_mut() {
+        spool.write(content).map_err(|source| {
+            ContentError::Fetch(FetchError::Io {
+                what: format!("cannot write the cache file of {url}"),
+                source,
+            })
+        })?;
+    } else if keep {
+        if r.body.len() + content.len() > MAX_ENTRY_BODY_BYTES {
+            return Err(ContentError::Fetch(FetchError::object(
+                url,
+                "object larger than 256 MiB",
+            )));
+        }
+        r.body.extend_from_slice(content);
+    }
+    Ok(())
 }
 
 /// Whether the robot's request for `path` carries `Accept-Encoding: deflate`.

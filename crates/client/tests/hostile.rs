@@ -490,12 +490,80 @@ async fn not_modified_rewrites_nothing() {
         v
     };
     let before = inodes();
-    assert_eq!(before.len(), 3);
+    assert_eq!(before.len(), 6, "a body and a meta file per object");
     c.revalidate = true;
     let r = fetch(c).await.unwrap();
     h.abort();
     assert_eq!(r.status_count(304), 3);
     assert_eq!(inodes(), before, "entries were rewritten");
+    assert_eq!(r.cache_bytes_written, 0);
+}
+
+/// Issue 18 #5: a 304 with new validators updates the meta files only:
+/// every body file keeps its inode and modification time, and the bytes
+/// written are the meta files' (before: every entry, bodies included, was
+/// written again — 40 MB for the Microscape page's 50 revalidations).
+#[tokio::test]
+async fn not_modified_with_new_validators_updates_metadata_only() {
+    use std::os::unix::fs::MetadataExt;
+    const IMAGE: usize = 200_000;
+    let (base, h) = routes(std::sync::Arc::new(|head: &str| {
+        let conditional = head.to_ascii_lowercase().contains("if-none-match");
+        // Every answer carries a new ETag (a server that re-tags on each
+        // response), so every 304 brings validators the cache lacks.
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let etag = format!("\"{}-{n}\"", path_of(head).len());
+        if conditional {
+            return format!("HTTP/1.1 304 Not Modified\r\nETag: {etag}\r\n\r\n").into_bytes();
+        }
+        let image = vec![b'G'; IMAGE];
+        let (body, ct): (&[u8], _) = match path_of(head) {
+            "/" => (b"<img src=/a.gif><img src=/b.gif>", "text/html"),
+            _ => (&image, "image/gif"),
+        };
+        let mut r = format!(
+            "HTTP/1.1 200 OK\r\nETag: {etag}\r\nContent-Type: {ct}\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(body);
+        r
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(format!("{base}/"), Strategy::Pipeline);
+    c.cache_dir = Some(dir.path().to_path_buf());
+    let first = fetch(c.clone()).await.unwrap();
+    assert!(first.cache_bytes_written > 2 * IMAGE as u64);
+    let cache = pagewire_client::Cache::open(dir.path()).unwrap();
+    let bodies = || {
+        first
+            .objects
+            .iter()
+            .map(|o| {
+                let m = std::fs::metadata(cache.path_of(&o.url)).unwrap();
+                (m.ino(), m.mtime(), m.mtime_nsec())
+            })
+            .collect::<Vec<_>>()
+    };
+    let before = bodies();
+    std::thread::sleep(Duration::from_millis(20));
+    c.revalidate = true;
+    let r = fetch(c).await.unwrap();
+    h.abort();
+    assert_eq!(r.status_count(304), 3);
+    assert_eq!(bodies(), before, "a body file was rewritten");
+    assert!(
+        r.cache_bytes_written > 0 && r.cache_bytes_written < 2000,
+        "{} bytes written",
+        r.cache_bytes_written
+    );
+    for o in &r.objects {
+        let meta = cache.get_meta(&o.url).unwrap().unwrap();
+        assert_eq!(meta.etag, o.etag, "{}", o.url);
+        assert!(cache.get(&o.url).unwrap().is_some());
+    }
 }
 
 /// The whole-fetch limit names what it was still waiting for.
@@ -514,4 +582,61 @@ async fn total_timeout_names_the_object() {
         err.contains("still waiting for") && err.contains("/slow.gif"),
         "{err}"
     );
+}
+
+/// Issue 18 #4: an inflated object kept for the cache goes to a cache file
+/// as it is inflated; the entry is whole and checked, and no temporary
+/// file is left.
+#[tokio::test]
+async fn inflated_objects_are_spooled_into_the_cache() {
+    use flate2::{write::ZlibEncoder, Compression};
+    use std::io::Write;
+    let text: Vec<u8> = (0..200_000u32)
+        .flat_map(|i| format!("line {i}\n").into_bytes())
+        .collect();
+    let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
+    z.write_all(&text).unwrap();
+    let zipped: &'static [u8] = Box::leak(z.finish().unwrap().into_boxed_slice());
+    let (base, h) = routes(std::sync::Arc::new(move |head: &str| {
+        if path_of(head) == "/" {
+            return ok(b"<html><img src=/big.txt></html>", "text/html");
+        }
+        let mut r = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nETag: \"z\"\r\nContent-Encoding: deflate\r\nContent-Length: {}\r\n\r\n",
+            zipped.len()
+        )
+        .into_bytes();
+        r.extend_from_slice(zipped);
+        r
+    }))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = cfg(format!("{base}/"), Strategy::PipelineDeflate);
+    c.cache_dir = Some(dir.path().to_path_buf());
+    let r = fetch(c).await.unwrap();
+    h.abort();
+    let big = r
+        .objects
+        .iter()
+        .find(|o| o.url.ends_with("/big.txt"))
+        .unwrap();
+    assert_eq!(big.size, text.len() as u64);
+    assert_eq!(big.body_bytes_received, zipped.len() as u64);
+    let cache = pagewire_client::Cache::open(dir.path()).unwrap();
+    let e = cache.get(&big.url).unwrap().unwrap();
+    assert_eq!(e.body.len(), text.len());
+    assert!(e.body[..] == text[..]);
+    assert_eq!(e.meta.body_sha256, big.sha256);
+    assert_eq!(e.meta.etag.as_deref(), Some("\"z\""));
+    let tmp = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".tmp")
+        })
+        .count();
+    assert_eq!(tmp, 0);
 }

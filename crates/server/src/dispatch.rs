@@ -56,6 +56,8 @@ enum Step {
     Close,
     /// A prefetch request, to be answered after other connections had a turn.
     LowPriority(Box<RequestHead>),
+    /// A complete head whose body (GETLIST's uri-list) is still arriving.
+    AwaitBody,
 }
 
 struct Conn {
@@ -75,6 +77,11 @@ struct Conn {
     scratch: String,
     /// Prefetch `Link` field for the current response.
     link: Vec<u8>,
+    /// While a request body is awaited: the input bytes already credited
+    /// toward the body minimum rate (0: no body awaited) ...
+    body_counted: u64,
+    /// ... and the credited start of the body deadline (coarse ms).
+    body_anchor_ms: u64,
 }
 
 pub(crate) async fn run_conn(w: Rc<Worker>, stream: TcpStream, peer: SocketAddr) {
@@ -92,6 +99,8 @@ pub(crate) async fn run_conn(w: Rc<Worker>, stream: TcpStream, peer: SocketAddr)
         phase: Phase::Fresh,
         scratch: String::new(),
         link: Vec::new(),
+        body_counted: 0,
+        body_anchor_ms: 0,
     };
     let end = conn.run().await;
     let stats = &w.stats;
@@ -119,6 +128,7 @@ fn count_reason(w: &Worker, r: Reason) {
         Reason::IdleTimeout => bump(&s.idle_timeouts, 1),
         Reason::HeaderTimeout => bump(&s.header_timeouts, 1),
         Reason::SendTimeout => bump(&s.send_timeouts, 1),
+        Reason::BodyTimeout => bump(&s.body_timeouts, 1),
         Reason::Evicted => bump(&s.evictions, 1),
         Reason::Shutdown => bump(&s.closed_by_shutdown, 1),
         Reason::None => bump(&s.closed_by_client, 1),
@@ -164,7 +174,8 @@ impl Conn {
     /// connection becomes busy only when a complete head is parsed.
     fn note_input(&mut self) {
         match self.phase {
-            Phase::ReadingHead => {}
+            // A body's deadline is credited when the input is parsed again.
+            Phase::ReadingHead | Phase::ReadingBody => {}
             // The first head's deadline counts from the accept, like the
             // silent connection's.
             Phase::Fresh => {
@@ -173,6 +184,27 @@ impl Conn {
             }
             _ => self.set_phase(Phase::ReadingHead),
         }
+    }
+
+    /// A request body is awaited and `buffered` bytes are in the input
+    /// buffer: every `body_min_rate` bytes that arrived since the last call
+    /// move the deadline's start one second forward, never past now, so the
+    /// sweeper ends a body slower than the rate (like the head deadline,
+    /// no timer per request).
+    fn note_body_wait(&mut self, buffered: u64) {
+        let now = self.w.shared.registry.clock.now_ms();
+        let rate = self.w.shared.config.body_min_rate;
+        if self.body_counted == 0 {
+            self.body_anchor_ms = now;
+        } else {
+            // Rate 0: no credit, the whole body within the timeout.
+            let new = buffered.saturating_sub(self.body_counted);
+            let credit = new.saturating_mul(1000).checked_div(rate).unwrap_or(0);
+            self.body_anchor_ms = self.body_anchor_ms.saturating_add(credit).min(now);
+        }
+        self.body_counted = buffered.max(1);
+        self.phase = Phase::ReadingBody;
+        self.slot.set(Phase::ReadingBody, self.body_anchor_ms);
     }
 
     fn set_busy(&mut self) {
@@ -189,9 +221,14 @@ impl Conn {
         loop {
             // 1. Answer every complete request in the input buffer, in order.
             let mut closing = false;
+            let mut awaiting_body = false;
             loop {
                 match self.next_step(prefetch_on, flush_bytes) {
                     Step::Drained => break,
+                    Step::AwaitBody => {
+                        awaiting_body = true;
+                        break;
+                    }
                     Step::Close => {
                         closing = true;
                         break;
@@ -246,25 +283,34 @@ impl Conn {
                 if self.served > 0 {
                     self.set_phase(Phase::Idle);
                 }
+            } else if awaiting_body {
+                self.note_body_wait(buffered as u64);
             } else {
                 self.set_phase(Phase::ReadingHead);
+            }
+            if !awaiting_body {
+                self.body_counted = 0;
             }
             match self.read().await {
                 Ok(0) => {
                     let reason = self.slot.reason();
-                    if reason == Reason::HeaderTimeout && buffered > 0 {
+                    let late = match reason {
+                        Reason::HeaderTimeout => Some("request head not received in time\n"),
+                        Reason::BodyTimeout => Some("request body not received in time\n"),
+                        _ => None,
+                    };
+                    if let (Some(why), true) = (late, buffered > 0) {
                         // RFC 9110 §15.5.9: 408 tells the client why.
                         self.out.ensure(&self.w.pools, flush_bytes);
-                        let a = handler::simple(
-                            &mut self.out,
-                            408,
-                            ConnHeader::Close,
-                            &[],
-                            "request head not received in time\n",
-                            false,
-                        );
+                        let a =
+                            handler::simple(&mut self.out, 408, ConnHeader::Close, &[], why, false);
                         self.account(&a, b"-");
-                        bump(&self.w.stats.header_timeouts, 1);
+                        let counter = if reason == Reason::BodyTimeout {
+                            &self.w.stats.body_timeouts
+                        } else {
+                            &self.w.stats.header_timeouts
+                        };
+                        bump(counter, 1);
                         let _ = Box::pin(self.close_after_response()).await;
                         return End::ServerClosed;
                     }
@@ -296,7 +342,7 @@ impl Conn {
             Ok(Some(head)) => {
                 if let Some(buf) = self.inbuf.as_mut() {
                     if crate::getall::wait_for_body(&head, buf) {
-                        return Step::Drained; // GETLIST's uri-list is still arriving
+                        return Step::AwaitBody; // GETLIST's uri-list is still arriving
                     }
                 }
                 self.out.ensure(&self.w.pools, flush_bytes);
@@ -397,6 +443,8 @@ impl Conn {
     /// Answers one request; returns true when it was the last one.
     fn respond(&mut self, head: &RequestHead) -> bool {
         self.served += 1;
+        // The next body awaited starts its own deadline.
+        self.body_counted = 0;
         let w = Rc::clone(&self.w);
         let shared = &w.shared;
         bump(&w.stats.requests, 1);
@@ -630,6 +678,7 @@ mod tests {
                     idle: d,
                     header: d,
                     send: d,
+                    body: d,
                     grace: d,
                 }),
                 predictor: None,

@@ -94,6 +94,7 @@ where
             idle: config.idle_timeout,
             header: config.header_timeout,
             send: config.send_timeout,
+            body: config.body_timeout,
             grace: policy::SHUTDOWN_GRACE,
         }),
         config,

@@ -62,6 +62,15 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// takes a body, so reading one is waste.
 pub const MAX_SKIPPED_BODY_BYTES: u64 = 64 * 1024;
 
+/// Default `ServerConfig::body_timeout`: 10 s, like the head deadline and
+/// Apache mod_reqtimeout's default body timeout.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default `ServerConfig::body_min_rate`: 500 B/s, Apache mod_reqtimeout's
+/// default body MinRate. The largest body the server waits for
+/// (`MAX_SKIPPED_BODY_BYTES`, 64 KiB) is then allowed about 2 min 20 s.
+pub const DEFAULT_BODY_MIN_RATE: u64 = 500;
+
 /// Most `Link: rel=prefetch` hints on one response, whatever the predictor
 /// returns: bounds the header size.
 pub const MAX_PREFETCH_HINTS: usize = 16;
@@ -183,6 +192,16 @@ pub struct ServerConfig {
     pub header_timeout: Duration,
     /// Longest time a write may stay blocked on a client that does not read.
     pub send_timeout: Duration,
+    /// A request body the server waits for (GETLIST's uri-list) must make
+    /// progress: it gets this long, extended by one second for every
+    /// `body_min_rate` bytes received, never beyond this long from now
+    /// (Apache mod_reqtimeout's `body=10,MinRate=500`; nginx's
+    /// client_body_timeout is 60 s between reads). Answered with 408 and a
+    /// close.
+    pub body_timeout: Duration,
+    /// Bytes per second that extend `body_timeout` (0: no extension, the
+    /// whole body within `body_timeout`).
+    pub body_min_rate: u64,
     /// Most open connections; at the limit the least recently active idle
     /// connection is closed (paper 003 §4); if none is idle the new one waits.
     /// `None`: derived from the open-files limit (`crate::fd_budget`).
@@ -212,6 +231,8 @@ impl Default for ServerConfig {
             idle_timeout: Duration::from_secs(60),
             header_timeout: Duration::from_secs(10),
             send_timeout: Duration::from_secs(30),
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            body_min_rate: DEFAULT_BODY_MIN_RATE,
             max_conns: None,
             limits: Limits::default(),
             access_log: None,

@@ -34,6 +34,11 @@ pub enum Phase {
     Writing = 4,
     /// Half-closed, discarding input; bounded by its own timer.
     Lingering = 5,
+    /// A complete head whose body the server needs is still arriving: the
+    /// body deadline, counted from a start the connection moves forward as
+    /// bytes arrive (`Slot::set` with the credited time), i.e. a minimum
+    /// rate.
+    ReadingBody = 6,
 }
 
 /// Why the server ended a connection (0 = it did not).
@@ -46,6 +51,7 @@ pub enum Reason {
     SendTimeout = 3,
     Evicted = 4,
     Shutdown = 5,
+    BodyTimeout = 6,
 }
 
 impl Reason {
@@ -56,6 +62,7 @@ impl Reason {
             3 => Reason::SendTimeout,
             4 => Reason::Evicted,
             5 => Reason::Shutdown,
+            6 => Reason::BodyTimeout,
             _ => Reason::None,
         }
     }
@@ -135,6 +142,9 @@ pub struct Deadlines {
     pub idle: Duration,
     pub header: Duration,
     pub send: Duration,
+    /// A request body: longest time without enough progress (see
+    /// `Phase::ReadingBody`).
+    pub body: Duration,
     pub grace: Duration,
 }
 
@@ -285,6 +295,8 @@ impl Registry {
                 slot.end(Reason::Shutdown, libc::SHUT_RD);
             } else if (fresh || phase == Phase::ReadingHead as u8) && over(d.header) {
                 slot.end(Reason::HeaderTimeout, libc::SHUT_RD);
+            } else if phase == Phase::ReadingBody as u8 && over(d.body) {
+                slot.end(Reason::BodyTimeout, libc::SHUT_RD);
             } else if idle && over(d.idle) {
                 slot.end(Reason::IdleTimeout, libc::SHUT_RD);
             } else if phase == Phase::Writing as u8 && over(d.send) {

@@ -36,6 +36,8 @@ pub struct ServerStats {
     pub malformed_requests: u64,
     pub idle_timeouts: u64,
     pub header_timeouts: u64,
+    /// Request bodies that arrived slower than the body minimum rate (408).
+    pub body_timeouts: u64,
     pub send_timeouts: u64,
     pub evictions: u64,
     pub closed_by_shutdown: u64,
@@ -76,6 +78,7 @@ impl ServerStats {
         self.malformed_requests += w.malformed.get();
         self.idle_timeouts += w.idle_timeouts.get();
         self.header_timeouts += w.header_timeouts.get();
+        self.body_timeouts += w.body_timeouts.get();
         self.send_timeouts += w.send_timeouts.get();
         self.evictions += w.evictions.get();
         self.closed_by_shutdown += w.closed_by_shutdown.get();
@@ -120,10 +123,11 @@ impl fmt::Display for ServerStats {
         )?;
         writeln!(
             f,
-            "ended by server    malformed {} / idle {} / header timeout {} / send timeout {} / evicted {} / shutdown {} / i/o errors {}",
+            "ended by server    malformed {} / idle {} / header timeout {} / body timeout {} / send timeout {} / evicted {} / shutdown {} / i/o errors {}",
             self.malformed_requests,
             self.idle_timeouts,
             self.header_timeouts,
+            self.body_timeouts,
             self.send_timeouts,
             self.evictions,
             self.closed_by_shutdown,
@@ -168,6 +172,7 @@ pub struct WorkerStats {
     pub malformed: Cell<u64>,
     pub idle_timeouts: Cell<u64>,
     pub header_timeouts: Cell<u64>,
+    pub body_timeouts: Cell<u64>,
     pub send_timeouts: Cell<u64>,
     pub evictions: Cell<u64>,
     pub closed_by_shutdown: Cell<u64>,

@@ -124,3 +124,67 @@ fn the_cap_is_exact_across_accept_threads() {
     assert_eq!(stats.peak_connections, 8, "{stats}");
     assert_eq!(stats.connections, 40, "{stats}");
 }
+
+/// The one request body the server waits for (GETLIST's uri-list, paper
+/// 003) must arrive at the body minimum rate: a byte every 200 ms gets 408
+/// and a close soon after the body deadline, while a body sent at twice the
+/// rate is answered however long it takes. (Before: every read restarted
+/// the head deadline, and such a drip held the connection forever.)
+#[test]
+fn a_dripped_body_gets_408_at_the_minimum_rate() {
+    let deadline = Duration::from_millis(1000);
+    let server = TestServer::start(
+        small_site(),
+        ServerConfig {
+            header_timeout: deadline,
+            body_timeout: deadline,
+            body_min_rate: 100,
+            ..config()
+        },
+    );
+    let list = "/b.gif\r\n".repeat(75); // 600 bytes
+    let head = format!(
+        "GETLIST / HTTP/1.1\r\nHost: t\r\nContent-Type: text/uri-list\r\nContent-Length: {}\r\n\r\n",
+        list.len()
+    );
+
+    // A drip at 5 B/s: 408 once the deadline (extended 10 ms per byte) passes.
+    let mut r = Reader::new(server.connect());
+    r.stream.write_all(head.as_bytes()).unwrap();
+    let t = Instant::now();
+    let mut sent = 0;
+    // Bounded: at most 600 bytes 200 ms apart, cut at 2.5 s.
+    for &b in list.as_bytes() {
+        if r.stream.write_all(&[b]).is_err() {
+            break;
+        }
+        sent += 1;
+        std::thread::sleep(Duration::from_millis(200));
+        if t.elapsed() > deadline + Duration::from_millis(1500) {
+            break;
+        }
+    }
+    let resp = r.response(Method::Get).unwrap();
+    let took = t.elapsed();
+    assert_eq!(resp.status, 408, "after {took:?} and {sent} bytes");
+    assert!(String::from_utf8_lossy(&resp.body).contains("body"));
+    assert!(r.at_eof().unwrap());
+    assert!(
+        took < deadline + Duration::from_millis(1000),
+        "408 after {took:?} and {sent} bytes"
+    );
+
+    // 50 bytes every 200 ms (250 B/s, above the 100 B/s minimum) for 2.4 s,
+    // well past the 1 s deadline: answered.
+    let mut r = Reader::new(server.connect());
+    r.stream.write_all(head.as_bytes()).unwrap();
+    for piece in list.as_bytes().chunks(50) {
+        std::thread::sleep(Duration::from_millis(200));
+        r.stream.write_all(piece).unwrap();
+    }
+    let resp = r.response(Method::Get).unwrap();
+    assert_eq!(resp.status, 200);
+    let stats = server.stop();
+    assert_eq!(stats.body_timeouts, 1);
+    assert_eq!(stats.header_timeouts, 0);
+}

@@ -93,7 +93,8 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=20))]
     pub max_redirects: u8,
     /// A deflate body inflating past this size fails its object (a "deflate
-    /// bomb"), e.g. 32MiB, 500kB.
+    /// bomb"), e.g. 32MiB, 500kB. The page is held in memory up to it; other
+    /// objects kept for --cache are inflated into their cache file.
     #[arg(long, value_name = "SIZE", default_value = "32MiB", value_parser = pagewire_client::config::parse_size)]
     pub max_inflated: u64,
     /// Inflate Content-Encoding: deflate also when the request did not ask
@@ -131,7 +132,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.cache_dir = args.cache.clone();
     cfg.revalidate = args.revalidate;
     cfg.prefetch = args.prefetch;
-    cfg.keep_bodies = args.save.is_some() || args.har.is_some();
+    // Only --save needs the bodies (the HAR records sizes, not content);
+    // bodies not kept stay out of memory (issue 18 #4).
+    cfg.keep_bodies = args.save.is_some();
     cfg.save_dir = args.save.clone();
     cfg.nodelay = !args.nagle;
     cfg.max_redirects = args.max_redirects.into();

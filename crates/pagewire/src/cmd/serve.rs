@@ -51,6 +51,15 @@ pub struct Args {
     /// Time allowed to receive a request head (slowloris defence).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
     pub header_timeout: Duration,
+    /// Time allowed for a request body the server waits for (GETLIST's
+    /// uri-list), extended by one second per --body-min-rate bytes received;
+    /// answered with 408 and a close.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    pub body_timeout: Duration,
+    /// Least rate of such a body, e.g. 500B/s, 1KiB/s; 0: the whole body
+    /// within --body-timeout.
+    #[arg(long, value_name = "RATE", default_value = "500B/s", value_parser = pagewire_client::config::parse_byte_rate)]
+    pub body_min_rate: u64,
     /// Most open connections; at the limit the least recently active idle
     /// connection is closed. Default: the open-files limit (soft raised to
     /// hard) minus a reserve of 64 for files and the log.
@@ -169,6 +178,8 @@ fn config_from(args: &Args) -> ServerConfig {
         max_requests: args.max_requests,
         idle_timeout: args.idle_timeout,
         header_timeout: args.header_timeout,
+        body_timeout: args.body_timeout,
+        body_min_rate: args.body_min_rate,
         max_conns: args.max_conns.map(|n| n.max(1)),
         limits: pagewire_h1::Limits {
             max_head_bytes: args.max_head_bytes,
