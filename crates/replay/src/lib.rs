@@ -21,7 +21,7 @@ pub mod warc_io;
 
 use std::path::Path;
 
-use bytes::Bytes;
+pub use bytes::Bytes;
 
 /// An archive could not be read or written.
 #[derive(Debug, thiserror::Error)]
