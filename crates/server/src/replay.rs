@@ -18,14 +18,16 @@
 //! `Last-Modified` (RFC 9110 §13.2.2, the static handler's rules): 304 with
 //! the recorded validators and caching fields.
 //!
-//! Like a server with on-the-fly compression (Apache's mod_deflate, which
-//! paper 001's servers did not have; nginx's `gzip on`), an identity-coded
+//! With `deflate` on (`serve --replay-deflate`; `bench --replay` turns it
+//! on), like a server with on-the-fly compression (Apache's mod_deflate,
+//! nginx's `gzip on`), an identity-coded
 //! 200 response of a compressible type (text, CSS, JavaScript, JSON, XML,
 //! SVG) of at least 256 bytes also has a deflate (zlib) variant, computed
 //! at load, served to requests whose `Accept-Encoding` accepts deflate,
 //! with a weak entity tag derived from the recorded one. This is what lets
 //! paper 001's "pipelining with compression" run against a recorded page.
-//! Requests that do not ask for deflate get the recorded bytes.
+//! Requests that do not ask for deflate get the recorded bytes; without
+//! the option every response is the recorded bytes.
 //!
 //! A request with no recorded answer gets 404 and a line on stderr naming
 //! it (the first `MAX_MISS_LINES`; then a count every 1000).
@@ -127,7 +129,7 @@ fn compressible(content_type: Option<&[u8]>) -> bool {
         )
 }
 
-fn deflate(body: &[u8]) -> Bytes {
+fn zlib(body: &[u8]) -> Bytes {
     // zlib format, level 6: what "deflate" means in HTTP (RFC 9110
     // §8.4.1.2) and what paper 001 used.
     let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
@@ -160,7 +162,7 @@ fn has_body(status: u16) -> bool {
 
 impl ReplaySite {
     /// Prepares every recorded response's head once.
-    pub fn new(archive: &Archive) -> ReplaySite {
+    pub fn new(archive: &Archive, deflate: bool) -> ReplaySite {
         let mut site = ReplaySite {
             entries: Vec::with_capacity(archive.exchanges.len()),
             by_key: HashMap::with_capacity(archive.exchanges.len()),
@@ -206,12 +208,13 @@ impl ReplaySite {
                 .header("last-modified")
                 .and_then(|v| httpdate::parse_http_date(String::from_utf8_lossy(v).trim()).ok());
             let identity = site.variant(e.status, &e.reason, &kept, &[], e.body.clone(), etag.clone());
-            let deflate = (e.status == 200
+            let deflate = (deflate
+                && e.status == 200
                 && e.header("content-encoding").is_none()
                 && e.body.len() >= MIN_DEFLATE_BYTES
                 && compressible(e.header("content-type")))
             .then(|| {
-                let body = deflate(&e.body);
+                let body = zlib(&e.body);
                 let weak = etag.as_ref().map(|t| {
                     let opaque = t.trim_start_matches("W/").trim_matches('"');
                     format!("W/\"{opaque}-deflate\"")

@@ -122,9 +122,9 @@ fn bytes_of(b: &[u8]) -> pagewire_replay::Bytes {
 
 /// Loads an archive for `serve --replay`, saying on stderr what it holds
 /// and what it skipped.
-pub fn load_replay(file: &Path) -> anyhow::Result<ReplaySite> {
+pub fn load_replay(file: &Path, deflate: bool) -> anyhow::Result<ReplaySite> {
     let archive = Archive::load(file).map_err(anyhow::Error::new)?;
-    let site = ReplaySite::new(&archive);
+    let site = ReplaySite::new(&archive, deflate);
     let origins: std::collections::BTreeSet<String> = archive
         .exchanges
         .iter()

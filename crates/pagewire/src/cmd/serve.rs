@@ -29,6 +29,13 @@ pub struct Args {
     /// stderr.
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
+    /// With --replay: also offer a deflate (zlib) variant of identity-coded
+    /// text, CSS, JavaScript, JSON, XML and SVG responses of 256 bytes or
+    /// more to requests that accept deflate (like mod_deflate; paper 001's
+    /// "pipelining with compression"). Off: every response is the recorded
+    /// bytes.
+    #[arg(long, requires = "replay")]
+    pub replay_deflate: bool,
     /// Seed of the generated site.
     #[arg(long, default_value_t = microscape::DEFAULT_SEED, requires = "site")]
     pub seed: u64,
@@ -95,7 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let signals = Signals::register()?;
         let (site, replay) = match &args.replay {
             Some(file) => {
-                let replay = crate::cmd::record::load_replay(file)?;
+                let replay = crate::cmd::record::load_replay(file, args.replay_deflate)?;
                 (Site::default(), Some(Arc::new(replay)))
             }
             None => (load_site(&args)?, None),
