@@ -458,3 +458,48 @@ fn chromium_loads_the_replayed_page_with_every_recorded_object() {
         assert!(log.contains(&line), "missing {line:?} in the access log:\n{log}");
     }
 }
+
+/// `bench --replay FILE --quick` (smoke test, LAN only): the recorded site
+/// in place of the Microscape page, every strategy, first time and
+/// revalidation, every object intact.
+#[test]
+fn bench_replay_quick_measures_the_recorded_site() {
+    if !common::is_root() {
+        assert!(!in_ci(), "CI runs as root");
+        eprintln!("SKIP: bench --replay needs root (network namespaces)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    make_site(&dir.path().join("site"));
+    let archive = dir.path().join("site.warc");
+    if record(&dir.path().join("site"), &archive).is_none() {
+        return;
+    }
+    let out = dir.path().join("bench");
+    let (o, _, _) = run_bounded(
+        Command::new(PW)
+            .args(["bench", "--replay"])
+            .arg(&archive)
+            .args(["--quick", "--net", "lan", "--no-progress", "--out"])
+            .arg(&out),
+        Duration::from_secs(180),
+        "pagewire bench --replay --quick",
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains("Recorded page (replayed from site.warc)"), "{text}");
+    assert!(text.contains("HTTP/1.1 Pipelined w. compression"), "{text}");
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let runs = results["runs"].as_array().unwrap();
+    assert!(runs.len() >= 8, "{} runs", runs.len());
+    for r in runs {
+        assert_eq!(r["objects_ok"], 6, "{r}");
+        assert_eq!(r["objects_expected"], 6, "{r}");
+        assert!(r["error"].is_null(), "{r}");
+    }
+}

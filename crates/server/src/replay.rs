@@ -24,7 +24,7 @@
 //! 200 response of a compressible type (text, CSS, JavaScript, JSON, XML,
 //! SVG) of at least 256 bytes also has a deflate (zlib) variant, computed
 //! at load, served to requests whose `Accept-Encoding` accepts deflate,
-//! with a weak entity tag derived from the recorded one. This is what lets
+//! with its own entity tag derived from the recorded one (`"tag-deflate"`). This is what lets
 //! paper 001's "pipelining with compression" run against a recorded page.
 //! Requests that do not ask for deflate get the recorded bytes; without
 //! the option every response is the recorded bytes.
@@ -215,9 +215,11 @@ impl ReplaySite {
                 && compressible(e.header("content-type")))
             .then(|| {
                 let body = zlib(&e.body);
-                let weak = etag.as_ref().map(|t| {
+                // Its own entity tag, like the static store's per-coding
+                // tags (RFC 9110 §8.8.3.3).
+                let tag = etag.as_ref().map(|t| {
                     let opaque = t.trim_start_matches("W/").trim_matches('"');
-                    format!("W/\"{opaque}-deflate\"")
+                    format!("\"{opaque}-deflate\"")
                 });
                 let without_etag: Vec<&(String, Vec<u8>)> = kept
                     .iter()
@@ -225,10 +227,10 @@ impl ReplaySite {
                     .filter(|(n, _)| !n.eq_ignore_ascii_case("etag"))
                     .collect();
                 let mut extra: Vec<(&str, Vec<u8>)> = vec![("Content-Encoding", b"deflate".to_vec())];
-                if let Some(w) = &weak {
-                    extra.push(("ETag", w.clone().into_bytes()));
+                if let Some(t) = &tag {
+                    extra.push(("ETag", t.clone().into_bytes()));
                 }
-                site.variant(e.status, &e.reason, &without_etag, &extra, body, weak)
+                site.variant(e.status, &e.reason, &without_etag, &extra, body, tag)
             })
             .filter(|v| v.body.len() < e.body.len());
             let entry = Entry {
@@ -302,7 +304,11 @@ impl ReplaySite {
             ok: ok.into(),
             not_modified: nm.into(),
             body,
-            etag: etag.unwrap_or_default(),
+            // Compared without its weakness marker: If-None-Match compares
+            // weakly (a recorded W/ tag still validates).
+            etag: etag
+                .map(|t| t.trim_start_matches("W/").to_string())
+                .unwrap_or_default(),
         }
     }
 
