@@ -57,3 +57,7 @@ apt_install strace
 
 # bench/hostile/slowloris.sh: slowloris probes against pagewire and nginx (issue 18).
 apt_install slowhttptest nginx-light curl python3
+# Record and replay (issue 15): headless Chromium loads a page through
+# `pagewire serve --replay` (crates/pagewire/tests/replay_cli.rs, with nginx to
+# record from); docs/real-pages.md records libxslt's HTML manual (libxslt1-dev).
+apt_install chromium nginx-light libxslt1-dev
