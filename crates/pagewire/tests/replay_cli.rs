@@ -303,7 +303,39 @@ fn a_warc_recorded_from_nginx_replays_byte_exact_to_the_robot() {
                 }
             }
         }
+        // The robot's HAR keeps the bodies: it replays too.
+        let har = dir.path().join(format!("{name}.har"));
+        let (o, _, _) = run_bounded(
+            Command::new(PW)
+                .args(["fetch", &url, "--har"])
+                .arg(&har)
+                .args(["--resolve", &format!("replay.test:{port}:127.0.0.2")]),
+            Duration::from_secs(60),
+            "pagewire fetch --har",
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let (stderr, log) = replay.stop();
+        let again = Replay::start(&har, &format!("127.0.0.3:{port}"), dir.path(), &[]);
+        let (o, _, _) = run_bounded(
+            Command::new(PW).args([
+                "fetch",
+                &url,
+                "--json",
+                "--resolve",
+                &format!("replay.test:{port}:127.0.0.3"),
+            ]),
+            Duration::from_secs(60),
+            "pagewire fetch from the HAR",
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(report["objects"].as_array().unwrap().len(), want.len());
+        for obj in report["objects"].as_array().unwrap() {
+            let u = obj["url"].as_str().unwrap();
+            let target = &u[u.find(&format!(":{port}")).unwrap() + 1 + port.to_string().len()..];
+            assert_eq!(obj["sha256"].as_str().unwrap(), sha256_hex(&want[target]), "HAR {u}");
+        }
+        drop(again);
         assert!(stderr.contains("6 distinct requests"), "{stderr}");
         assert!(!stderr.contains("no recorded response"), "{stderr}");
         assert!(log.contains("\"GET /img/b.bin?v=3 HTTP/1.1\" 200 9000"), "{log}");

@@ -260,7 +260,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             note = format!(
                 "A RECORDED site replayed from {} (page {}), not the Microscape page: the paper's \
                  columns are its Microscape figures, printed for scale; the claims are read on this page.",
-                r.archive.display(),
+                a.replay.as_deref().unwrap_or(&r.archive).display(),
                 r.url
             );
             (r.table(), None)
