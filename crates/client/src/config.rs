@@ -456,14 +456,20 @@ pub struct ConnectTo {
 impl ConnectTo {
     /// Whether this rule applies to `host:port`.
     pub fn matches(&self, host: &str, port: u16) -> bool {
-        self.host.as_deref().is_none_or(|h| h.eq_ignore_ascii_case(host))
+        self.host
+            .as_deref()
+            .is_none_or(|h| h.eq_ignore_ascii_case(host))
             && self.port.is_none_or(|p| p == port)
     }
 
     /// curl's `--resolve HOST:PORT:ADDR` (`*` for any host): connect to
     /// ADDR on the same port.
     pub fn parse_resolve(s: &str) -> Result<ConnectTo, String> {
-        let err = || format!("invalid --resolve {s:?}: expected HOST:PORT:ADDR, e.g. example.test:80:198.18.0.1");
+        let err = || {
+            format!(
+                "invalid --resolve {s:?}: expected HOST:PORT:ADDR, e.g. example.test:80:198.18.0.1"
+            )
+        };
         let (host, rest) = split_host(s).ok_or_else(err)?;
         let (port, addr) = rest.split_once(':').ok_or_else(err)?;
         let port: u16 = port.parse().map_err(|_| err())?;

@@ -36,7 +36,9 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 pub use cache::Cache;
-pub use config::{ConnectTo, FetchConfig, RequestProfile, Revalidation, Strategy, Target, Timeouts};
+pub use config::{
+    ConnectTo, FetchConfig, RequestProfile, Revalidation, Strategy, Target, Timeouts,
+};
 pub use error::FetchError;
 pub use outbuf::FlushReason;
 pub use report::{ConnEnd, FetchReport, ObjectKind, ObjectRecord, Outcome, RequestMethod};

@@ -82,7 +82,14 @@ impl ReplayPage {
                 .collect();
             let ct = e
                 .header("content-type")
-                .map(|v| String::from_utf8_lossy(v).split(';').next().unwrap_or("").trim().to_string())
+                .map(|v| {
+                    String::from_utf8_lossy(v)
+                        .split(';')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .to_string()
+                })
                 .unwrap_or_default();
             expected.insert(k.target.clone(), sha);
             sizes.insert(k.target, (e.body.len(), ct));
@@ -104,7 +111,10 @@ impl ReplayPage {
         let _ = writeln!(
             s,
             "Recorded page (replayed from {}): {} -- {} objects, {} bytes",
-            self.archive.file_name().map(|f| f.to_string_lossy()).unwrap_or_default(),
+            self.archive
+                .file_name()
+                .map(|f| f.to_string_lossy())
+                .unwrap_or_default(),
             self.url,
             self.sizes.len(),
             total

@@ -42,8 +42,12 @@ fn make_site(root: &Path) -> BTreeMap<String, Vec<u8>> {
 <body><h1>Recorded</h1><img src=\"img/a.gif\"><img src=\"img/b.bin?v=2\"><img src=\"img/b.bin?v=3\">\n\
 </body></html>\n"
         .to_vec();
-    let css = "body { color: #333; margin: 0 auto; }\n".repeat(60).into_bytes();
-    let js = "var replayed = (replayed || 0) + 1;\n".repeat(40).into_bytes();
+    let css = "body { color: #333; margin: 0 auto; }\n"
+        .repeat(60)
+        .into_bytes();
+    let js = "var replayed = (replayed || 0) + 1;\n"
+        .repeat(40)
+        .into_bytes();
     // Binary bodies with every byte value, CR and LF included.
     let gif: Vec<u8> = b"GIF89a"
         .iter()
@@ -95,7 +99,10 @@ impl Nginx {
             .map(PathBuf::from)
             .find(|p| p.exists());
         let Some(bin) = bin else {
-            assert!(!in_ci(), "nginx is not installed (scripts/setup-deps.sh installs it)");
+            assert!(
+                !in_ci(),
+                "nginx is not installed (scripts/setup-deps.sh installs it)"
+            );
             eprintln!("SKIP: nginx is not installed");
             return None;
         };
@@ -139,7 +146,10 @@ impl Drop for Nginx {
 fn wait_listening(addr: SocketAddr) {
     let t = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(t.elapsed() < Duration::from_secs(10), "{addr} not listening");
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "{addr} not listening"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -276,12 +286,18 @@ fn a_warc_recorded_from_nginx_replays_byte_exact_to_the_robot() {
             let mut seen = BTreeMap::new();
             for obj in objects {
                 let u = obj["url"].as_str().unwrap();
-                let target = &u[u.find(&format!(":{port}")).unwrap() + 1 + port.to_string().len()..];
+                let target =
+                    &u[u.find(&format!(":{port}")).unwrap() + 1 + port.to_string().len()..];
                 assert_eq!(obj["status"], 200, "{name} {strategy} {u}");
-                seen.insert(target.to_string(), obj["sha256"].as_str().unwrap().to_string());
+                seen.insert(
+                    target.to_string(),
+                    obj["sha256"].as_str().unwrap().to_string(),
+                );
             }
-            let want_sha: BTreeMap<String, String> =
-                want.iter().map(|(p, b)| (p.clone(), sha256_hex(b))).collect();
+            let want_sha: BTreeMap<String, String> = want
+                .iter()
+                .map(|(p, b)| (p.clone(), sha256_hex(b)))
+                .collect();
             assert_eq!(seen, want_sha, "{name} {strategy}: sha256 per object");
         }
         // Revalidation: the recorded validators answer 304.
@@ -333,12 +349,19 @@ fn a_warc_recorded_from_nginx_replays_byte_exact_to_the_robot() {
         for obj in report["objects"].as_array().unwrap() {
             let u = obj["url"].as_str().unwrap();
             let target = &u[u.find(&format!(":{port}")).unwrap() + 1 + port.to_string().len()..];
-            assert_eq!(obj["sha256"].as_str().unwrap(), sha256_hex(&want[target]), "HAR {u}");
+            assert_eq!(
+                obj["sha256"].as_str().unwrap(),
+                sha256_hex(&want[target]),
+                "HAR {u}"
+            );
         }
         drop(again);
         assert!(stderr.contains("6 distinct requests"), "{stderr}");
         assert!(!stderr.contains("no recorded response"), "{stderr}");
-        assert!(log.contains("\"GET /img/b.bin?v=3 HTTP/1.1\" 200 9000"), "{log}");
+        assert!(
+            log.contains("\"GET /img/b.bin?v=3 HTTP/1.1\" 200 9000"),
+            "{log}"
+        );
     }
 }
 
@@ -401,18 +424,45 @@ fn replay_tells_origins_queries_and_methods_apart() {
     );
     let parts: Vec<&str> = r.split("HTTP/1.1 ").skip(1).collect();
     assert_eq!(parts.len(), 10, "{r}");
-    assert!(parts[0].starts_with("200 OK") && parts[0].ends_with("page-a"), "{}", parts[0]);
+    assert!(
+        parts[0].starts_with("200 OK") && parts[0].ends_with("page-a"),
+        "{}",
+        parts[0]
+    );
     assert!(parts[0].contains("X-Kept: kept") && parts[0].contains("Content-Length: 6"));
     for hop in ["X-Hop", "Transfer-Encoding", "keep-alive"] {
         assert!(!parts[0].contains(hop), "{hop} replayed: {}", parts[0]);
     }
-    assert!(parts[1].ends_with("page-b"), "https record served by Host: {}", parts[1]);
+    assert!(
+        parts[1].ends_with("page-b"),
+        "https record served by Host: {}",
+        parts[1]
+    );
     assert!(parts[2].ends_with("v2") && parts[3].ends_with("v1"), "{r}");
-    assert!(parts[4].starts_with("200") && parts[4].contains("Content-Length: 6") && !parts[4].contains("page-a"));
-    assert!(parts[5].starts_with("304") && parts[5].contains("ETag: \"a1\""), "{}", parts[5]);
-    assert!(parts[6].starts_with("302 Found") && parts[6].contains("Location: /"), "{}", parts[6]);
-    assert!(parts[7].contains("Content-Encoding: deflate"), "{}", parts[7]);
-    assert!(parts[8].starts_with("404") && parts[9].starts_with("404"), "{r}");
+    assert!(
+        parts[4].starts_with("200")
+            && parts[4].contains("Content-Length: 6")
+            && !parts[4].contains("page-a")
+    );
+    assert!(
+        parts[5].starts_with("304") && parts[5].contains("ETag: \"a1\""),
+        "{}",
+        parts[5]
+    );
+    assert!(
+        parts[6].starts_with("302 Found") && parts[6].contains("Location: /"),
+        "{}",
+        parts[6]
+    );
+    assert!(
+        parts[7].contains("Content-Encoding: deflate"),
+        "{}",
+        parts[7]
+    );
+    assert!(
+        parts[8].starts_with("404") && parts[9].starts_with("404"),
+        "{r}"
+    );
     let (stderr, _) = replay.stop();
     assert!(
         stderr.contains("replay: no recorded response for GET /q?v=3 (Host: b.test:8080)"),
@@ -439,7 +489,10 @@ fn chromium_loads_the_replayed_page_with_every_recorded_object() {
         .map(PathBuf::from)
         .find(|p| p.exists());
     let Some(chromium) = chromium else {
-        assert!(!in_ci(), "chromium is not installed (scripts/setup-deps.sh installs it)");
+        assert!(
+            !in_ci(),
+            "chromium is not installed (scripts/setup-deps.sh installs it)"
+        );
         eprintln!("SKIP: chromium is not installed");
         return;
     };
@@ -487,7 +540,10 @@ fn chromium_loads_the_replayed_page_with_every_recorded_object() {
     // Every recorded object was served 200 with its recorded length.
     for (target, body) in &want {
         let line = format!("\"GET {target} HTTP/1.1\" 200 {}", body.len());
-        assert!(log.contains(&line), "missing {line:?} in the access log:\n{log}");
+        assert!(
+            log.contains(&line),
+            "missing {line:?} in the access log:\n{log}"
+        );
     }
 }
 
@@ -523,7 +579,10 @@ fn bench_replay_quick_measures_the_recorded_site() {
         "{text}\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(text.contains("Recorded page (replayed from site.warc)"), "{text}");
+    assert!(
+        text.contains("Recorded page (replayed from site.warc)"),
+        "{text}"
+    );
     assert!(text.contains("HTTP/1.1 Pipelined w. compression"), "{text}");
     let results: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();

@@ -75,7 +75,9 @@ fn exchange(entry: &Value) -> Result<Exchange, String> {
         ),
         Some(t) => Bytes::copy_from_slice(t.as_bytes()),
         None if size > 0 && !matches!(status, 204 | 304) => {
-            return Err(format!("{url}: response body not saved (content.text missing)"))
+            return Err(format!(
+                "{url}: response body not saved (content.text missing)"
+            ))
         }
         None => Bytes::new(),
     };
@@ -133,7 +135,11 @@ mod tests {
         let a = read(doc.to_string().as_bytes()).unwrap();
         assert_eq!(a.exchanges.len(), 2);
         assert_eq!(&a.exchanges[0].body[..], b"hello");
-        assert_eq!(a.exchanges[0].headers.len(), 1, "encoding and pseudo-fields dropped");
+        assert_eq!(
+            a.exchanges[0].headers.len(),
+            1,
+            "encoding and pseudo-fields dropped"
+        );
         assert_eq!(&a.exchanges[1].body[..], &[0u8, 1, 2]);
         assert_eq!(a.skipped_total, 1);
         assert!(a.skipped[0].contains("not saved"));

@@ -149,7 +149,11 @@ pub struct Key {
 
 impl std::fmt::Display for Key {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} http://{}{}", self.method, self.authority, self.target)
+        write!(
+            f,
+            "{} http://{}{}",
+            self.method, self.authority, self.target
+        )
     }
 }
 
@@ -204,12 +208,12 @@ mod tests {
         let k = key("get", "http", "Example.TEST:80", "");
         assert_eq!(k.to_string(), "GET http://example.test/");
         let k = key("GET", "https", "a.test:443", "/x?y=1");
-        assert_eq!((k.authority.as_str(), k.target.as_str()), ("a.test", "/x?y=1"));
-        assert_eq!(normalize_authority("http", "a.test:8080"), "a.test:8080");
         assert_eq!(
-            split_url("http://h:1/p?q#f"),
-            Some(("http", "h:1", "/p?q"))
+            (k.authority.as_str(), k.target.as_str()),
+            ("a.test", "/x?y=1")
         );
+        assert_eq!(normalize_authority("http", "a.test:8080"), "a.test:8080");
+        assert_eq!(split_url("http://h:1/p?q#f"), Some(("http", "h:1", "/p?q")));
         assert_eq!(split_url("http:///p"), None);
     }
 }

@@ -58,9 +58,8 @@ pub fn read(bytes: &[u8]) -> Result<Archive, ArchiveError> {
     let mut last_request: HashMap<String, String> = HashMap::new();
     let mut pending: Vec<(RawRecordHeader, Vec<u8>)> = Vec::new();
     for (n, rec) in records.enumerate() {
-        let (h, body) = rec.map_err(|e| {
-            ArchiveError::new(format!("WARC record {} is malformed: {e}", n + 1))
-        })?;
+        let (h, body) =
+            rec.map_err(|e| ArchiveError::new(format!("WARC record {} is malformed: {e}", n + 1)))?;
         let ty = text(&h, WarcHeader::WarcType).unwrap_or_default();
         let id = text(&h, WarcHeader::RecordID).unwrap_or_default();
         let uri = text(&h, WarcHeader::TargetURI).unwrap_or_default();
@@ -273,7 +272,9 @@ fn record_bytes(
 /// gzips every record as its own member. Written to a temporary name
 /// first, then renamed: a failed write leaves no partial archive.
 pub fn write(path: &Path, exchanges: &[Exchange], software: &str) -> Result<u64, ArchiveError> {
-    let gz = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"));
+    let gz = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
     let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let mut records: Vec<Vec<u8>> = Vec::with_capacity(exchanges.len() * 2 + 1);
     let info = format!("software: {software}\r\nformat: WARC File Format 1.1\r\n");
@@ -336,7 +337,8 @@ pub fn write(path: &Path, exchanges: &[Exchange], software: &str) -> Result<u64,
         let mut n = 0u64;
         for r in &records {
             if gz {
-                let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+                let mut enc =
+                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
                 enc.write_all(r)?;
                 let member = enc.finish()?;
                 f.write_all(&member)?;
@@ -425,9 +427,13 @@ mod tests {
         let e = response("http://a.test/c", "GET", block).unwrap();
         assert_eq!(&e.body[..], b"abcde");
         assert!(e.header("transfer-encoding").is_none());
-        assert!(response("http://a.test/t", "GET", b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc")
-            .unwrap_err()
-            .contains("truncated"));
+        assert!(response(
+            "http://a.test/t",
+            "GET",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"
+        )
+        .unwrap_err()
+        .contains("truncated"));
         // A tampered body fails its digest.
         let dir = std::env::temp_dir().join(format!("pagewire-warc-d-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

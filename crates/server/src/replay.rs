@@ -38,7 +38,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
-use pagewire_h1::{write_header, write_header_u64, write_status_line_with_reason, Method, RequestHead, Version};
+use pagewire_h1::{
+    write_header, write_header_u64, write_status_line_with_reason, Method, RequestHead, Version,
+};
 use pagewire_replay::{key, normalize_authority, Archive, Key};
 
 use crate::handler::{finish_head, preconditions, simple, Answered, Ctx, Precondition};
@@ -207,7 +209,14 @@ impl ReplaySite {
             let last_modified = e
                 .header("last-modified")
                 .and_then(|v| httpdate::parse_http_date(String::from_utf8_lossy(v).trim()).ok());
-            let identity = site.variant(e.status, &e.reason, &kept, &[], e.body.clone(), etag.clone());
+            let identity = site.variant(
+                e.status,
+                &e.reason,
+                &kept,
+                &[],
+                e.body.clone(),
+                etag.clone(),
+            );
             let deflate = (deflate
                 && e.status == 200
                 && e.header("content-encoding").is_none()
@@ -226,7 +235,8 @@ impl ReplaySite {
                     .copied()
                     .filter(|(n, _)| !n.eq_ignore_ascii_case("etag"))
                     .collect();
-                let mut extra: Vec<(&str, Vec<u8>)> = vec![("Content-Encoding", b"deflate".to_vec())];
+                let mut extra: Vec<(&str, Vec<u8>)> =
+                    vec![("Content-Encoding", b"deflate".to_vec())];
                 if let Some(t) = &tag {
                     extra.push(("ETag", t.clone().into_bytes()));
                 }
@@ -281,9 +291,11 @@ impl ReplaySite {
         let mut nm = Vec::with_capacity(256);
         let _ = write_status_line_with_reason(&mut nm, Version::Http11, 304, "Not Modified");
         let vary_recorded = fields.iter().any(|(n, _)| n.eq_ignore_ascii_case("vary"));
-        for (n, v) in fields.iter().map(|f| (f.0.as_str(), f.1.as_slice())).chain(
-            extra.iter().map(|(n, v)| (*n, v.as_slice())),
-        ) {
+        for (n, v) in fields
+            .iter()
+            .map(|f| (f.0.as_str(), f.1.as_slice()))
+            .chain(extra.iter().map(|(n, v)| (*n, v.as_slice())))
+        {
             if write_header(&mut ok, n, v).is_err() {
                 self.refused_fields += 1;
                 continue;

@@ -146,7 +146,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.max_redirects = args.max_redirects.into();
     cfg.max_inflated = args.max_inflated;
     cfg.decode_unasked = args.decode_unasked;
-    cfg.connect_to = args.resolve.iter().chain(&args.connect_to).cloned().collect();
+    cfg.connect_to = args
+        .resolve
+        .iter()
+        .chain(&args.connect_to)
+        .cloned()
+        .collect();
     cfg.timeouts = Timeouts {
         connect: args.connect_timeout,
         read: args.read_timeout,

@@ -48,7 +48,12 @@ fn parse_strategy(s: &str) -> Result<Strategy, String> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut cfg = FetchConfig::new(args.url.clone(), args.strategy);
     cfg.keep_bodies = true;
-    cfg.connect_to = args.resolve.iter().chain(&args.connect_to).cloned().collect();
+    cfg.connect_to = args
+        .resolve
+        .iter()
+        .chain(&args.connect_to)
+        .cloned()
+        .collect();
     cfg.max_redirects = args.max_redirects.into();
     cfg.timeouts = Timeouts {
         total: args.timeout,
@@ -65,8 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         exchanges.push(Exchange {
             method: o.method.as_str().to_string(),
             url: o.url.clone(),
-            request_head: (!o.request_head.is_empty())
-                .then(|| bytes_of(o.request_head.as_bytes())),
+            request_head: (!o.request_head.is_empty()).then(|| bytes_of(o.request_head.as_bytes())),
             status: o.status,
             reason: pagewire_h1::reason_phrase(o.status).to_string(),
             headers: o
@@ -80,7 +84,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("  {} {:>8} {} {}", o.status, body.len(), o.sha256, o.url);
     }
     if exchanges.is_empty() {
-        anyhow::bail!("nothing to record: the robot got no response from {}", args.url);
+        anyhow::bail!(
+            "nothing to record: the robot got no response from {}",
+            args.url
+        );
     }
     let software = format!("pagewire {} record", env!("CARGO_PKG_VERSION"));
     let bytes = pagewire_replay::warc_io::write(&args.out, &exchanges, &software)

@@ -119,8 +119,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let addr = listener.local_addr()?;
         eprintln!(
             "pagewire serve: {} resources, {} threads",
-            resources,
-            config.threads
+            resources, config.threads
         );
         let budget = pagewire_server::fd_budget();
         match config.max_conns {
