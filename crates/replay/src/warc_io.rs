@@ -226,6 +226,7 @@ pub fn response_block(e: &Exchange) -> Vec<u8> {
     out
 }
 
+#[allow(clippy::too_many_arguments)]
 fn record_bytes(
     ty: RecordType,
     id: &str,
