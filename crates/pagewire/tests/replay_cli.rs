@@ -401,8 +401,12 @@ fn replay_tells_origins_queries_and_methods_apart() {
          "response": {"status": 302, "statusText": "Found", "headers": [{"name": "Location", "value": "/"}],
           "content": {"size": 0}}},
         {"request": {"method": "GET", "url": "http://a.test/big.css"},
-         "response": {"status": 200, "headers": [{"name": "Content-Type", "value": "text/css"}],
-          "content": {"size": 2000, "text": big}}}
+         "response": {"status": 200, "headers": [{"name": "Content-Type", "value": "text/css"},
+            {"name": "ETag", "value": "\"c1\""}],
+          "content": {"size": 2000, "text": big}}},
+        {"request": {"method": "GET", "url": "http://a.test/weak"},
+         "response": {"status": 200, "headers": [{"name": "ETag", "value": "W/\"w1\""}],
+          "content": {"size": 4, "text": "weak"}}}
     ]}});
     let file = dir.path().join("two.har");
     std::fs::write(&file, har.to_string()).unwrap();
@@ -419,11 +423,13 @@ fn replay_tells_origins_queries_and_methods_apart() {
          GET / HTTP/1.1\r\nHost: a.test\r\nIf-None-Match: \"a1\"\r\n\r\n\
          GET /moved HTTP/1.1\r\nHost: a.test\r\n\r\n\
          GET /big.css HTTP/1.1\r\nHost: a.test\r\nAccept-Encoding: gzip, deflate\r\n\r\n\
+         GET /big.css HTTP/1.1\r\nHost: a.test\r\nAccept-Encoding: deflate\r\nIf-None-Match: \"c1-deflate\"\r\n\r\n\
+         GET /weak HTTP/1.1\r\nHost: a.test\r\nIf-None-Match: W/\"w1\"\r\n\r\n\
          GET /q?v=3 HTTP/1.1\r\nHost: b.test:8080\r\n\r\n\
          GET / HTTP/1.1\r\nHost: c.test\r\nConnection: close\r\n\r\n",
     );
     let parts: Vec<&str> = r.split("HTTP/1.1 ").skip(1).collect();
-    assert_eq!(parts.len(), 10, "{r}");
+    assert_eq!(parts.len(), 12, "{r}");
     assert!(
         parts[0].starts_with("200 OK") && parts[0].ends_with("page-a"),
         "{}",
@@ -459,8 +465,16 @@ fn replay_tells_origins_queries_and_methods_apart() {
         "{}",
         parts[7]
     );
+    assert!(parts[7].contains("ETag: \"c1-deflate\""), "{}", parts[7]);
+    // The deflate variant and a recorded weak tag revalidate.
     assert!(
-        parts[8].starts_with("404") && parts[9].starts_with("404"),
+        parts[8].starts_with("304") && parts[8].contains("c1-deflate"),
+        "{}",
+        parts[8]
+    );
+    assert!(parts[9].starts_with("304"), "{}", parts[9]);
+    assert!(
+        parts[10].starts_with("404") && parts[11].starts_with("404"),
         "{r}"
     );
     let (stderr, _) = replay.stop();
