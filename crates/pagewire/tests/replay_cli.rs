@@ -608,3 +608,72 @@ fn bench_replay_quick_measures_the_recorded_site() {
         assert!(r["error"].is_null(), "{r}");
     }
 }
+
+/// A WARC written by another tool: `wget -p --warc-file` (WARC/1.0,
+/// bracketed target URIs, gzip per record, robots.txt and resource
+/// records besides) replays byte-exact to the robot.
+#[test]
+fn a_wget_warc_replays_byte_exact() {
+    let Some(wget) = ["/usr/bin/wget"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+    else {
+        assert!(
+            !in_ci(),
+            "wget is not installed (scripts/setup-deps.sh installs it)"
+        );
+        eprintln!("SKIP: wget is not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let files = make_site(&dir.path().join("site"));
+    let want = expected(&files);
+    let port = free_port();
+    let Some(nginx) = Nginx::start(&dir.path().join("site"), port) else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{port}/index.html");
+    let (o, _, _) = run_bounded(
+        Command::new(wget)
+            .current_dir(dir.path())
+            .args(["-q", "-p", "--warc-file=wget", &url]),
+        Duration::from_secs(60),
+        "wget --warc-file",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    drop(nginx);
+    let replay = Replay::start(
+        &dir.path().join("wget.warc.gz"),
+        &format!("127.0.0.2:{port}"),
+        dir.path(),
+        &[],
+    );
+    let (o, _, _) = run_bounded(
+        Command::new(PW).args([
+            "fetch",
+            &url,
+            "--json",
+            "--resolve",
+            &format!("127.0.0.1:{port}:127.0.0.2"),
+        ]),
+        Duration::from_secs(60),
+        "pagewire fetch",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let objects = report["objects"].as_array().unwrap();
+    assert_eq!(objects.len(), want.len());
+    for obj in objects {
+        let u = obj["url"].as_str().unwrap();
+        let target = &u[u.find(&format!(":{port}")).unwrap() + 1 + port.to_string().len()..];
+        assert_eq!(obj["status"], 200, "{u}");
+        assert_eq!(
+            obj["sha256"].as_str().unwrap(),
+            sha256_hex(&want[target]),
+            "{u}"
+        );
+    }
+    let (stderr, _) = replay.stop();
+    assert!(stderr.contains("replaying"), "{stderr}");
+}

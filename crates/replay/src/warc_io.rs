@@ -42,6 +42,16 @@ fn text(h: &RawRecordHeader, name: WarcHeader) -> Option<String> {
         .map(|v| String::from_utf8_lossy(v).trim().to_string())
 }
 
+/// `WARC-Target-URI`, without the angle brackets WARC/1.0's grammar showed
+/// (and wget writes).
+fn target_uri(h: &RawRecordHeader) -> String {
+    let u = text(h, WarcHeader::TargetURI).unwrap_or_default();
+    match u.strip_prefix('<').and_then(|v| v.strip_suffix('>')) {
+        Some(inner) => inner.to_string(),
+        None => u,
+    }
+}
+
 /// Reads a WARC file's bytes (gzip detected by its magic number).
 pub fn read(bytes: &[u8]) -> Result<Archive, ArchiveError> {
     let gz = bytes.starts_with(&[0x1f, 0x8b]);
@@ -62,7 +72,7 @@ pub fn read(bytes: &[u8]) -> Result<Archive, ArchiveError> {
             rec.map_err(|e| ArchiveError::new(format!("WARC record {} is malformed: {e}", n + 1)))?;
         let ty = text(&h, WarcHeader::WarcType).unwrap_or_default();
         let id = text(&h, WarcHeader::RecordID).unwrap_or_default();
-        let uri = text(&h, WarcHeader::TargetURI).unwrap_or_default();
+        let uri = target_uri(&h);
         match ty.as_str() {
             "request" => {
                 let method = body
@@ -95,9 +105,7 @@ pub fn read(bytes: &[u8]) -> Result<Archive, ArchiveError> {
                 let request_head = pending
                     .iter()
                     .rev()
-                    .find(|(rh, _)| {
-                        text(rh, WarcHeader::TargetURI).as_deref() == Some(uri.as_str())
-                    })
+                    .find(|(rh, _)| target_uri(rh) == uri)
                     .map(|(_, b)| Bytes::copy_from_slice(b));
                 match response(&uri, &method, &body) {
                     Ok(mut e) => {
