@@ -57,6 +57,8 @@ apt_install strace
 
 # bench/hostile/slowloris.sh: slowloris probes against pagewire and nginx (issue 18).
 apt_install slowhttptest nginx-light curl python3
-# Headless Chromium, a real browser in the bench matrix (`pagewire bench
-# --strategy chromium-h1`; crates/pagewire/tests/chromium_netns.rs).
-apt_install chromium
+# Headless Chromium: a real browser in the bench matrix (`pagewire bench
+# --strategy chromium-h1`; crates/pagewire/tests/chromium_netns.rs) and the
+# replay check (crates/pagewire/tests/replay_cli.rs, with nginx to record from);
+# docs/real-pages.md records libxslt's HTML manual (libxslt1-dev).
+apt_install chromium nginx-light libxslt1-dev

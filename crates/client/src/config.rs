@@ -468,6 +468,86 @@ pub struct FetchConfig {
     /// that did not ask for it (`Accept-Encoding`). Off: such bodies are
     /// kept as sent, with a warning, as curl does without `--compressed`.
     pub decode_unasked: bool,
+    /// Where to connect instead of resolving the URL's host (curl's
+    /// `--resolve` / `--connect-to`): the first rule that matches the
+    /// host and port wins. Requests still carry the URL's `Host`, so a
+    /// replay server can tell recorded origins apart.
+    pub connect_to: Vec<ConnectTo>,
+}
+
+/// A connection override: requests for `host:port` (either may be any)
+/// go to `addr`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectTo {
+    /// `None`: every host.
+    pub host: Option<String>,
+    /// `None`: every port.
+    pub port: Option<u16>,
+    pub addr: std::net::SocketAddr,
+}
+
+impl ConnectTo {
+    /// Whether this rule applies to `host:port`.
+    pub fn matches(&self, host: &str, port: u16) -> bool {
+        self.host
+            .as_deref()
+            .is_none_or(|h| h.eq_ignore_ascii_case(host))
+            && self.port.is_none_or(|p| p == port)
+    }
+
+    /// curl's `--resolve HOST:PORT:ADDR` (`*` for any host): connect to
+    /// ADDR on the same port.
+    pub fn parse_resolve(s: &str) -> Result<ConnectTo, String> {
+        let err = || {
+            format!(
+                "invalid --resolve {s:?}: expected HOST:PORT:ADDR, e.g. example.test:80:198.18.0.1"
+            )
+        };
+        let (host, rest) = split_host(s).ok_or_else(err)?;
+        let (port, addr) = rest.split_once(':').ok_or_else(err)?;
+        let port: u16 = port.parse().map_err(|_| err())?;
+        let ip = parse_ip(addr).ok_or_else(err)?;
+        Ok(ConnectTo {
+            host: (host != "*").then(|| host.to_string()),
+            port: Some(port),
+            addr: std::net::SocketAddr::new(ip, port),
+        })
+    }
+
+    /// curl's `--connect-to HOST1:PORT1:ADDR:PORT2` (HOST1 or PORT1 empty:
+    /// any): connect to ADDR:PORT2.
+    pub fn parse_connect_to(s: &str) -> Result<ConnectTo, String> {
+        let err = || {
+            format!("invalid --connect-to {s:?}: expected HOST1:PORT1:ADDR:PORT2 (HOST1, PORT1 may be empty), e.g. ::127.0.0.2:8080")
+        };
+        let (host, rest) = split_host(s).ok_or_else(err)?;
+        let (port, rest) = rest.split_once(':').ok_or_else(err)?;
+        let (addr, port2) = rest.rsplit_once(':').ok_or_else(err)?;
+        let ip = parse_ip(addr).ok_or_else(err)?;
+        Ok(ConnectTo {
+            host: (!host.is_empty() && host != "*").then(|| host.to_string()),
+            port: if port.is_empty() {
+                None
+            } else {
+                Some(port.parse().map_err(|_| err())?)
+            },
+            addr: std::net::SocketAddr::new(ip, port2.parse().map_err(|_| err())?),
+        })
+    }
+}
+
+/// `host:rest` where host may be `[v6]`.
+fn split_host(s: &str) -> Option<(&str, &str)> {
+    if let Some(v6) = s.strip_prefix('[') {
+        let (h, rest) = v6.split_once(']')?;
+        Some((h, rest.strip_prefix(':')?))
+    } else {
+        s.split_once(':')
+    }
+}
+
+fn parse_ip(s: &str) -> Option<std::net::IpAddr> {
+    s.trim_start_matches('[').trim_end_matches(']').parse().ok()
 }
 
 /// Most redirects `max_redirects` may allow (browsers stop at about 20).
@@ -498,6 +578,7 @@ impl FetchConfig {
             max_redirects: 0,
             max_inflated: crate::inflate::DEFAULT_MAX_INFLATED_BYTES,
             decode_unasked: false,
+            connect_to: Vec::new(),
         }
     }
 
@@ -643,6 +724,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("pagewire bench --strategy chromium-h1"), "{e}");
+    }
+
+    #[test]
+    fn parses_connect_to() {
+        let r = ConnectTo::parse_resolve("a.test:80:198.18.0.1").unwrap();
+        assert!(r.matches("A.test", 80) && !r.matches("a.test", 81) && !r.matches("b.test", 80));
+        assert_eq!(r.addr.to_string(), "198.18.0.1:80");
+        let r = ConnectTo::parse_resolve("*:8080:[::1]").unwrap();
+        assert!(r.matches("x", 8080));
+        assert_eq!(r.addr.to_string(), "[::1]:8080");
+        let c = ConnectTo::parse_connect_to("::127.0.0.2:9000").unwrap();
+        assert!(c.matches("anything", 1));
+        assert_eq!(c.addr.to_string(), "127.0.0.2:9000");
+        let c = ConnectTo::parse_connect_to("a.test:80:[::1]:81").unwrap();
+        assert_eq!((c.host.as_deref(), c.port), (Some("a.test"), Some(80)));
+        assert_eq!(c.addr.to_string(), "[::1]:81");
+        assert!(ConnectTo::parse_resolve("a.test:80:not-an-ip").is_err());
+        assert!(ConnectTo::parse_connect_to("a:b").is_err());
     }
 
     #[test]

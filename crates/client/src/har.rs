@@ -15,6 +15,22 @@ fn headers(list: &[(String, String)]) -> Value {
     )
 }
 
+/// `response.content`; with the body when the fetch kept bodies (HAR 1.2
+/// `text`, base64: the decoded content, so `serve --replay` can serve it).
+fn content(o: &crate::report::ObjectRecord) -> Value {
+    let mut c = json!({
+        "size": o.size,
+        "compression": o.size as i64 - o.body_bytes_received as i64,
+        "mimeType": o.content_type.clone().unwrap_or_default(),
+    });
+    if let Some(body) = &o.body {
+        use base64::Engine as _;
+        c["text"] = Value::String(base64::engine::general_purpose::STANDARD.encode(body));
+        c["encoding"] = Value::String("base64".into());
+    }
+    c
+}
+
 /// The report as a HAR document.
 pub fn to_har(report: &FetchReport) -> Value {
     let started = report.started_at;
@@ -62,11 +78,7 @@ pub fn to_har(report: &FetchReport) -> Value {
                     "httpVersion": o.http_version,
                     "cookies": [],
                     "headers": headers(&o.response_headers),
-                    "content": {
-                        "size": o.size,
-                        "compression": o.size as i64 - o.body_bytes_received as i64,
-                        "mimeType": o.content_type.clone().unwrap_or_default(),
-                    },
+                    "content": content(o),
                     "redirectURL": "",
                     "headersSize": o.header_bytes_received,
                     "bodySize": o.body_bytes_received,

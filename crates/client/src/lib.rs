@@ -36,7 +36,9 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio::task::JoinSet;
 
 pub use cache::Cache;
-pub use config::{FetchConfig, RequestProfile, Revalidation, Strategy, Target, Timeouts};
+pub use config::{
+    ConnectTo, FetchConfig, RequestProfile, Revalidation, Strategy, Target, Timeouts,
+};
 pub use error::FetchError;
 pub use outbuf::FlushReason;
 pub use report::{ConnEnd, FetchReport, ObjectKind, ObjectRecord, Outcome, RequestMethod};
@@ -140,6 +142,13 @@ async fn lookup(target: &Target, config: &FetchConfig) -> Result<SocketAddr, Fet
         addr: format!("{}:{}", target.host, target.port),
         reason,
     };
+    if let Some(rule) = config
+        .connect_to
+        .iter()
+        .find(|r| r.matches(&target.host, target.port))
+    {
+        return Ok(rule.addr);
+    }
     let q = tokio::net::lookup_host((target.host.as_str(), target.port));
     let mut addrs = tokio::time::timeout(config.timeouts.connect, q)
         .await

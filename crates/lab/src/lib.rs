@@ -20,6 +20,7 @@ pub mod pcapread;
 pub mod plan;
 pub mod plots;
 pub mod reference;
+pub mod replay;
 pub mod report;
 pub mod runner;
 pub mod stats;

@@ -69,6 +69,10 @@ pub struct BenchConfig {
     /// How browser strategies revalidate (every object, or Chromium's own
     /// heuristic).
     pub browser_revalidation: crate::chromium::BrowserRevalidation,
+    /// A recorded site in place of the Microscape page (`bench --replay`):
+    /// served by `pagewire serve --replay`, every recorded name connected
+    /// to the server namespace.
+    pub replay: Option<crate::replay::ReplayPage>,
 }
 
 /// What a finished bench hands to the report.
@@ -168,11 +172,12 @@ fn start_server(
     let mut cmd = match &cfg.server {
         ServerKind::Pagewire { exe } => {
             let mut c = Command::new(exe);
-            c.arg("serve")
-                .arg("--root")
-                .arg(root)
-                .arg("--addr")
-                .arg(&addr);
+            c.arg("serve");
+            match &cfg.replay {
+                Some(r) => c.arg("--replay").arg(&r.archive).arg("--replay-deflate"),
+                None => c.arg("--root").arg(root),
+            };
+            c.arg("--addr").arg(&addr);
             if cfg.nagle {
                 c.arg("--nagle");
             }
@@ -252,7 +257,7 @@ fn objects_ok(
             Some(i) => &o.url[i..],
             None => continue,
         };
-        let path = if path == "/" {
+        let path = if path == "/" && !expected.contains_key("/") {
             microscape::PAGE_PATH
         } else {
             path
@@ -297,11 +302,14 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
     site.write_to_dir(&root)
         .with_context(|| format!("write the Microscape site to {}", root.display()))?;
     let root = root.canonicalize()?;
-    let expected: BTreeMap<String, String> = site
-        .files()
-        .into_iter()
-        .map(|(p, b)| (p, sha256_hex(&b)))
-        .collect();
+    let expected: BTreeMap<String, String> = match &cfg.replay {
+        Some(r) => r.expected.clone(),
+        None => site
+            .files()
+            .into_iter()
+            .map(|(p, b)| (p, sha256_hex(&b)))
+            .collect(),
+    };
 
     let total_ms: u64 = cfg
         .plan
@@ -442,11 +450,14 @@ fn run_lane(
     pb.set_message(format!("{net}{lane}: starting link and server"));
     let link = Link::start(lc).with_context(|| format!("start the {net}{lane} link"))?;
     let mut server = start_server(cfg, &link, net, lane, ctx.root)?;
-    let url = format!(
-        "http://{}:{SERVER_PORT}{}",
-        link.server_addr(),
-        microscape::PAGE_PATH
-    );
+    let url = match &cfg.replay {
+        Some(r) => r.url.clone(),
+        None => format!(
+            "http://{}:{SERVER_PORT}{}",
+            link.server_addr(),
+            microscape::PAGE_PATH
+        ),
+    };
     let mut out = Vec::with_capacity(specs.len());
     let mut interrupted_by = None;
     for &(i, spec) in specs {
@@ -546,6 +557,14 @@ fn one_run(
     fc.revalidate = spec.test == Test::Revalidate;
     fc.request_profile = cfg.request_profile;
     fc.nodelay = !cfg.nagle;
+    if cfg.replay.is_some() {
+        // Every recorded name is the server namespace (Mahimahi's replay).
+        fc.connect_to = vec![pagewire_client::ConnectTo {
+            host: None,
+            port: None,
+            addr: std::net::SocketAddr::new(link.server_addr().into(), SERVER_PORT),
+        }];
+    }
     if spec.strategy == pagewire_client::Strategy::Http10 {
         fc.revalidation = cfg.http10_revalidation;
     }

@@ -41,6 +41,8 @@ enum Command {
     Serve(cmd::serve::Args),
     /// Fetch a page and its embedded objects with a transfer strategy (the robot).
     Fetch(cmd::fetch::Args),
+    /// Record a page and its objects into a WARC file (for serve/bench --replay).
+    Record(cmd::record::Args),
     /// Run a server and a client on the two sides of an emulated link and count packets.
     Link(cmd::link::Args),
     /// Generate a test site (the Microscape page).
@@ -63,6 +65,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd::bench::run(*a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Fetch(a) => cmd::fetch::run(a),
+        Command::Record(a) => cmd::record::run(a),
         Command::Link(a) => cmd::link::run(a),
         Command::Site(a) => cmd::site::run(a),
         Command::Prefetch(a) => cmd::prefetch::run(a),

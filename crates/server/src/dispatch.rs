@@ -547,16 +547,16 @@ impl Conn {
             }
         }
 
-        let answered = shared.site.answer(
-            head,
-            Ctx {
-                conn,
-                extra: &self.link,
-                scratch: &mut self.scratch,
-                body: &body,
-            },
-            &mut self.out,
-        );
+        let ctx = Ctx {
+            conn,
+            extra: &self.link,
+            scratch: &mut self.scratch,
+            body: &body,
+        };
+        let answered = match &cfg.replay {
+            Some(replay) => replay.answer(head, ctx, &mut self.out),
+            None => shared.site.answer(head, ctx, &mut self.out),
+        };
         let raw = head.raw();
         let line_end = raw
             .iter()

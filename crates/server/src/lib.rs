@@ -11,6 +11,7 @@
 //! | `dispatch` | the connection loop: read, answer in order, flush, close        |
 //! | `handler`  | the static handler: what the bytes of a response are            |
 //! | `objpack`  | object packages of the pages (paper 002), chosen by `Accept`     |
+//! | `replay`   | a recorded site (WARC/HAR) answered by method, Host and target  |
 //! | `negotiate`, `range`, `target` | Accept-Encoding, Range, request targets     |
 //! | `registry` | open connections, deadlines (sweeper), eviction at max_conns    |
 //! | `worker`   | one single-threaded runtime per thread, the accept loop         |
@@ -41,6 +42,7 @@ pub mod objpack;
 pub mod policy;
 pub mod range;
 mod registry;
+pub mod replay;
 mod stats;
 pub mod target;
 pub mod time;

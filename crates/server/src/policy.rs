@@ -215,6 +215,8 @@ pub struct ServerConfig {
     pub out_buffer_bytes: usize,
     /// Command line recorded in the access log header.
     pub command_line: String,
+    /// Serve this recorded site instead of the static one (`serve --replay`).
+    pub replay: Option<std::sync::Arc<crate::replay::ReplaySite>>,
 }
 
 impl Default for ServerConfig {
@@ -239,6 +241,7 @@ impl Default for ServerConfig {
             prefetch: None,
             out_buffer_bytes: OUT_BUFFER_FLUSH_BYTES,
             command_line: String::new(),
+            replay: None,
         }
     }
 }

@@ -97,6 +97,16 @@ pub struct Args {
     /// Don't draw the progress bar.
     #[arg(long)]
     no_progress: bool,
+    /// Measure a recorded site (WARC or HAR with bodies, e.g. from
+    /// `pagewire record`) instead of the Microscape page: served by
+    /// `pagewire serve --replay FILE --replay-deflate`, every recorded name
+    /// resolved to the server namespace; same tables and report.
+    #[arg(long, value_name = "FILE")]
+    replay: Option<PathBuf>,
+    /// With --replay: the page's recorded URL (default: the first recorded
+    /// 200 GET of an HTML page).
+    #[arg(long, value_name = "URL", requires = "replay")]
+    replay_page: Option<String>,
     #[command(flatten)]
     surge: super::bench_surge::SurgeArgs,
 }
@@ -198,6 +208,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
             server.label()
         );
     }
+    let replay = match &a.replay {
+        Some(file) => {
+            if !matches!(server, ServerKind::Pagewire { .. }) {
+                bail!("--replay serves the archive with pagewire serve --replay; drop --server/--server-cmd");
+            }
+            let page = pagewire_lab::replay::ReplayPage::load(file, a.replay_page.as_deref())
+                .with_context(|| format!("--replay {}", file.display()))?;
+            eprintln!(
+                "replaying {}: page {}, {} objects of its origin",
+                file.display(),
+                page.url,
+                page.expected.len()
+            );
+            Some(page)
+        }
+        None => None,
+    };
     let mut plan = Plan::new(&nets, &strategies, &tests, reps).with_ppp_parallel(a.ppp_parallel);
     if !a.no_initial && nets.contains(&Net::Lan) {
         plan = plan.with_initial(&[Net::Lan]);
@@ -226,6 +253,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .browser_revalidation
             .parse()
             .map_err(|e| anyhow::anyhow!("--browser-revalidation: {e}"))?,
+        replay: replay.clone(),
     };
     let outcomes = runner::run(&cfg)?;
     let interrupted_by = outcomes.interrupted_by;
@@ -239,10 +267,31 @@ pub fn run(a: Args) -> Result<ExitCode> {
             " nginx has no precompressed deflate: pipeline-deflate received identity bodies.",
         );
     }
+    let (page_table, page_facts) = match &replay {
+        Some(r) => {
+            note = format!(
+                "A RECORDED site replayed from {} (page {}), not the Microscape page: the paper's \
+                 columns are its Microscape figures, printed for scale; the claims are read on this page.",
+                a.replay.as_deref().unwrap_or(&r.archive).display(),
+                r.url
+            );
+            (r.table(), None)
+        }
+        None => (
+            comp.table(),
+            Some(PageFacts {
+                html_bytes: comp.html_bytes,
+                html_deflate_bytes: comp.html_deflate_bytes,
+                ratio_mixed_case: comp.ratio_mixed_case,
+                ratio_lower_case: comp.ratio_lower_case,
+            }),
+        ),
+    };
     let provenance = Provenance {
         made_by: format!(
-            "pagewire {} bench --suite microscape",
-            env!("CARGO_PKG_VERSION")
+            "pagewire {} bench --suite microscape{}",
+            env!("CARGO_PKG_VERSION"),
+            if replay.is_some() { " --replay" } else { "" }
         ),
         command,
         date_utc: date,
@@ -254,13 +303,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let results = Results::new(
         provenance,
-        comp.table(),
-        Some(PageFacts {
-            html_bytes: comp.html_bytes,
-            html_deflate_bytes: comp.html_deflate_bytes,
-            ratio_mixed_case: comp.ratio_mixed_case,
-            ratio_lower_case: comp.ratio_lower_case,
-        }),
+        page_table,
+        page_facts,
         plan,
         outcomes.link_configs,
         outcomes.wall_s,

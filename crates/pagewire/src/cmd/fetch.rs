@@ -104,6 +104,15 @@ pub struct Args {
     /// Leave Nagle's algorithm on (paper 001 turned it off).
     #[arg(long)]
     pub nagle: bool,
+    /// Connect to ADDR for HOST:PORT, keeping the URL's Host (curl's
+    /// --resolve HOST:PORT:ADDR; HOST `*` for any), e.g. to reach a
+    /// `serve --replay` server under the recorded names.
+    #[arg(long, value_name = "HOST:PORT:ADDR", value_parser = pagewire_client::ConnectTo::parse_resolve)]
+    pub resolve: Vec<pagewire_client::ConnectTo>,
+    /// Connect to ADDR:PORT2 for HOST1:PORT1 (curl's --connect-to; HOST1 or
+    /// PORT1 empty: any), e.g. `::127.0.0.2:8080`.
+    #[arg(long, value_name = "HOST1:PORT1:ADDR:PORT2", value_parser = pagewire_client::ConnectTo::parse_connect_to)]
+    pub connect_to: Vec<pagewire_client::ConnectTo>,
 }
 
 fn parse_revalidation(s: &str) -> Result<Revalidation, pagewire_client::config::UnknownOption> {
@@ -140,6 +149,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.max_redirects = args.max_redirects.into();
     cfg.max_inflated = args.max_inflated;
     cfg.decode_unasked = args.decode_unasked;
+    cfg.connect_to = args
+        .resolve
+        .iter()
+        .chain(&args.connect_to)
+        .cloned()
+        .collect();
     cfg.timeouts = Timeouts {
         connect: args.connect_timeout,
         read: args.read_timeout,

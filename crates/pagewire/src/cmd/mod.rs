@@ -7,6 +7,7 @@ pub mod linkopts;
 pub mod load;
 pub mod pack;
 pub mod prefetch;
+pub mod record;
 pub mod serve;
 pub mod site;
 pub mod unpack;

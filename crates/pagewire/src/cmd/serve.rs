@@ -16,11 +16,26 @@ use pagewire_site::store::Site;
 pub struct Args {
     /// Serve the files under this directory (symlinks out of it and dotfiles
     /// are never served).
-    #[arg(long, conflicts_with = "site", required_unless_present = "site")]
+    #[arg(long, conflicts_with_all = ["site", "replay"], required_unless_present_any = ["site", "replay"])]
     pub root: Option<PathBuf>,
     /// Serve a generated site instead: `microscape` (paper 001's test page).
-    #[arg(long, value_parser = ["microscape"])]
+    #[arg(long, value_parser = ["microscape"], conflicts_with = "replay")]
     pub site: Option<String>,
+    /// Serve a recorded site: a WARC file (`.warc`, `.warc.gz`) or a HAR
+    /// with response bodies. Requests are matched by method, Host and
+    /// target (query included), for any number of origins: point each
+    /// recorded name at this server (`fetch --resolve`, Chromium's
+    /// `--host-resolver-rules`). Unrecorded requests get 404 and a line on
+    /// stderr.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// With --replay: also offer a deflate (zlib) variant of identity-coded
+    /// text, CSS, JavaScript, JSON, XML and SVG responses of 256 bytes or
+    /// more to requests that accept deflate (like mod_deflate; paper 001's
+    /// "pipelining with compression"). Off: every response is the recorded
+    /// bytes.
+    #[arg(long, requires = "replay")]
+    pub replay_deflate: bool,
     /// Seed of the generated site.
     #[arg(long, default_value_t = microscape::DEFAULT_SEED, requires = "site")]
     pub seed: u64,
@@ -94,16 +109,26 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // Catch SIGINT/SIGTERM before the (possibly long) site load, so a
         // signal at any moment means a clean stop, never the default action.
         let signals = Signals::register()?;
-        let site = load_site(&args)?;
-        let config = config_from(&args);
+        let (site, replay) = match &args.replay {
+            Some(file) => {
+                let replay = crate::cmd::record::load_replay(file, args.replay_deflate)?;
+                (Site::default(), Some(Arc::new(replay)))
+            }
+            None => (load_site(&args)?, None),
+        };
+        let mut config = config_from(&args);
+        let resources = match &replay {
+            Some(r) => r.len(),
+            None => site.len(),
+        };
+        config.replay = replay;
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
             .with_context(|| format!("binding {}", args.addr))?;
         let addr = listener.local_addr()?;
         eprintln!(
             "pagewire serve: {} resources, {} threads",
-            site.len(),
-            config.threads
+            resources, config.threads
         );
         let budget = pagewire_server::fd_budget();
         match config.max_conns {

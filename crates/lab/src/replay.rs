@@ -1,0 +1,135 @@
+//! A recorded site in place of the Microscape page (`pagewire bench
+//! --replay FILE`): the page's URL, the objects a run must bring back
+//! (sha256 per request target) and the page's composition for the report.
+//!
+//! The server is `pagewire serve --replay FILE --replay-deflate` in the
+//! server namespace; the robot connects every recorded name to it, so its
+//! requests carry the recorded `Host`. The robot fetches the page's
+//! same-origin objects, so a run is complete when every recorded `200` GET
+//! of the page's origin arrived intact (a `pagewire record` archive is
+//! exactly that set).
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context as _, Result};
+use pagewire_replay::{split_url, Archive};
+use sha2::{Digest, Sha256};
+
+/// What `bench --replay` measures.
+#[derive(Debug, Clone)]
+pub struct ReplayPage {
+    /// The archive (absolute path).
+    pub archive: PathBuf,
+    /// The page's recorded URL.
+    pub url: String,
+    /// sha256 (hex) per request target (path and query) of the page's
+    /// origin's recorded 200 GET responses, the page included.
+    pub expected: BTreeMap<String, String>,
+    /// Body bytes per target, for the composition table.
+    sizes: BTreeMap<String, (usize, String)>,
+}
+
+impl ReplayPage {
+    /// Loads `archive`; the page is `page` (a recorded URL) or the first
+    /// recorded 200 GET whose Content-Type is HTML.
+    pub fn load(archive: &Path, page: Option<&str>) -> Result<ReplayPage> {
+        let a = Archive::load(archive).map_err(anyhow::Error::new)?;
+        let ok = |e: &&pagewire_replay::Exchange| {
+            e.status == 200 && e.method.eq_ignore_ascii_case("GET")
+        };
+        let page_ex = match page {
+            Some(u) => a
+                .exchanges
+                .iter()
+                .filter(ok)
+                .find(|e| e.url == u)
+                .with_context(|| format!("--replay-page {u}: no recorded 200 GET of that URL"))?,
+            None => a
+                .exchanges
+                .iter()
+                .filter(ok)
+                .find(|e| {
+                    e.header("content-type").is_some_and(|v| {
+                        String::from_utf8_lossy(v)
+                            .to_ascii_lowercase()
+                            .contains("html")
+                    })
+                })
+                .context("no recorded 200 GET of an HTML page: name it with --replay-page URL")?,
+        };
+        let Some((scheme, authority, _)) = split_url(&page_ex.url) else {
+            bail!("the page URL {:?} is not absolute", page_ex.url);
+        };
+        if !scheme.eq_ignore_ascii_case("http") {
+            bail!(
+                "the page {} is {scheme}: the robot speaks plain http (record the site over http)",
+                page_ex.url
+            );
+        }
+        let origin = pagewire_replay::normalize_authority(scheme, authority);
+        let mut expected = BTreeMap::new();
+        let mut sizes = BTreeMap::new();
+        for e in a.exchanges.iter().filter(ok) {
+            let Some(k) = e.key() else { continue };
+            if k.authority != origin || expected.contains_key(&k.target) {
+                continue;
+            }
+            let sha: String = Sha256::digest(&e.body)
+                .iter()
+                .map(|x| format!("{x:02x}"))
+                .collect();
+            let ct = e
+                .header("content-type")
+                .map(|v| {
+                    String::from_utf8_lossy(v)
+                        .split(';')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .to_string()
+                })
+                .unwrap_or_default();
+            expected.insert(k.target.clone(), sha);
+            sizes.insert(k.target, (e.body.len(), ct));
+        }
+        Ok(ReplayPage {
+            archive: archive
+                .canonicalize()
+                .with_context(|| format!("find {}", archive.display()))?,
+            url: page_ex.url.clone(),
+            expected,
+            sizes,
+        })
+    }
+
+    /// The report's page section: objects and bytes by media type.
+    pub fn table(&self) -> String {
+        let mut s = String::new();
+        let total: usize = self.sizes.values().map(|(n, _)| n).sum();
+        let _ = writeln!(
+            s,
+            "Recorded page (replayed from {}): {} -- {} objects, {} bytes",
+            self.archive
+                .file_name()
+                .map(|f| f.to_string_lossy())
+                .unwrap_or_default(),
+            self.url,
+            self.sizes.len(),
+            total
+        );
+        let mut by_type: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for (n, ct) in self.sizes.values() {
+            let e = by_type.entry(ct.as_str()).or_default();
+            e.0 += 1;
+            e.1 += n;
+        }
+        let _ = writeln!(s, "  {:<40} {:>8} {:>12}", "media type", "objects", "bytes");
+        for (ct, (n, b)) in by_type {
+            let ct = if ct.is_empty() { "(none)" } else { ct };
+            let _ = writeln!(s, "  {ct:<40} {n:>8} {b:>12}");
+        }
+        s
+    }
+}
