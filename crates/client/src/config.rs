@@ -435,6 +435,10 @@ pub struct FetchConfig {
     /// that did not ask for it (`Accept-Encoding`). Off: such bodies are
     /// kept as sent, with a warning, as curl does without `--compressed`.
     pub decode_unasked: bool,
+    /// The window discovery lays the page out for: which `srcset` /
+    /// `<picture>` candidate and which `media` match (1280 px at 1x, a
+    /// desktop browser's default).
+    pub viewport: pagewire_discover::Viewport,
 }
 
 /// Most redirects `max_redirects` may allow (browsers stop at about 20).
@@ -465,6 +469,7 @@ impl FetchConfig {
             max_redirects: 0,
             max_inflated: crate::inflate::DEFAULT_MAX_INFLATED_BYTES,
             decode_unasked: false,
+            viewport: pagewire_discover::Viewport::default(),
         }
     }
 
@@ -496,6 +501,13 @@ impl FetchConfig {
             return Err(FetchError::Config(
                 "--prefetch stores hinted objects in the cache: give --cache DIR".into(),
             ));
+        }
+        let v = self.viewport;
+        if !(1..=100_000).contains(&v.width) || !(v.dpr > 0.0 && v.dpr <= 16.0) {
+            return Err(FetchError::Config(format!(
+                "viewport must be 1..=100000 CSS pixels at a DPR in (0, 16], got {} at {}",
+                v.width, v.dpr
+            )));
         }
         if self.user_agent.bytes().any(|b| b < 0x20 || b == 0x7f) {
             return Err(FetchError::Config("user agent has control bytes".into()));

@@ -10,7 +10,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use pagewire_discover::{resolve, same_server_path, Discoverer};
+use pagewire_discover::{
+    resolve, same_server_path, CssDiscoverer, Discoverer, Options, Reference, Rule,
+};
 use pagewire_h1::{Method, ResponseHead, Version};
 use sha2::{Digest, Sha256};
 
@@ -22,8 +24,8 @@ use crate::outbuf::FlushReason;
 mod package;
 
 use crate::report::{
-    rfc3339, ByteCounts, ConnEnd, ConnectionRecord, FetchReport, FlushRecord, ObjectKind,
-    ObjectRecord, Outcome, RequestMethod,
+    rfc3339, ByteCounts, ConnEnd, ConnectionRecord, CrossOriginRecord, FetchReport, FlushRecord,
+    ObjectKind, ObjectRecord, Outcome, RequestMethod, ViewportRecord,
 };
 
 /// Objects fetched because of prefetch hints, per fetch: hints are advice,
@@ -59,6 +61,8 @@ struct InProgress {
     getall_boundary: Option<String>,
     /// The body is an object package being unpacked (strategy objpack).
     package: Option<package::PackageRx>,
+    /// The body is a stylesheet being parsed as it arrives.
+    css: Option<CssDiscoverer>,
 }
 
 struct Obj {
@@ -85,6 +89,11 @@ struct Obj {
     getlist: Vec<ObjId>,
     /// Already written to the cache (an object that came in a package).
     stored: bool,
+    /// Where the reference to it was found (the page or a stylesheet) and
+    /// by which rule; `None` for the page and prefetched objects.
+    found: Option<(ObjId, Rule)>,
+    /// Its content was parsed as a stylesheet (once).
+    css_parsed: bool,
 }
 
 #[derive(Default)]
@@ -114,6 +123,8 @@ struct State {
     /// `getall`, later visit: uncached objects waiting for the page's end,
     /// to be asked for in one GETLIST.
     getlist_pending: Vec<ObjId>,
+    /// References to other origins (not fetched), each once.
+    cross_origin: Vec<(String, ObjId, Rule)>,
 }
 
 /// What a response head means for its connection.
@@ -161,7 +172,7 @@ impl Session {
             _ => None,
         };
         let mut st = State {
-            discoverer: Some(Discoverer::new(&page_url)),
+            discoverer: Some(Discoverer::with_options(&page_url, discovery_options(&cfg))),
             ..State::default()
         };
         if let Some(n) = cache.as_ref().map(Cache::stale_removed).filter(|&n| n > 0) {
@@ -244,19 +255,34 @@ impl Session {
             body: None,
             getlist: Vec::new(),
             stored: false,
+            found: None,
+            css_parsed: false,
         });
         id
     }
 
-    /// Turns discovered references into new objects (same server, not seen
-    /// before); returns their ids in document order.
-    fn admit(&self, st: &mut State, refs: Vec<String>, kind: ObjectKind) -> Vec<ObjId> {
+    /// Turns references found in object `from` into new objects (same
+    /// server, not seen before); returns their ids in document order.
+    fn admit(
+        &self,
+        st: &mut State,
+        refs: Vec<Reference>,
+        kind: ObjectKind,
+        from: ObjId,
+    ) -> Vec<ObjId> {
         let mut ids = Vec::new();
-        for r in refs {
+        for Reference { url: r, rule } in refs {
             match same_server_path(&self.page_url, &r) {
                 Some(path) => {
                     let path = encode_target(&path);
-                    if st.by_path.contains_key(&path) {
+                    if let Some(&known) = st.by_path.get(&path) {
+                        if known != PAGE && st.objs[known].found.is_none() {
+                            // Arrived before it was found (a GETALL part,
+                            // a package member): say where it belongs, and
+                            // parse it now if it is a stylesheet.
+                            st.objs[known].found = Some((from, rule));
+                            ids.extend(self.parse_arrived_stylesheet(st, known));
+                        }
                         continue;
                     }
                     if st.objs.len() >= pagewire_discover::MAX_REFERENCES {
@@ -264,9 +290,15 @@ impl Session {
                         continue;
                     }
                     let id = self.add_object(st, path, kind);
+                    st.objs[id].found = Some((from, rule));
                     if self.getall_from_cache(st, id) {
-                        // In the cache: not requested.
-                    } else if self.getall_later_visit() && kind == ObjectKind::Embedded {
+                        // In the cache: not requested; a cached stylesheet's
+                        // references may still be missing.
+                        ids.extend(self.parse_arrived_stylesheet(st, id));
+                    } else if self.getall_later_visit()
+                        && kind == ObjectKind::Embedded
+                        && !st.discovery_done
+                    {
                         st.getlist_pending.push(id);
                     } else {
                         ids.push(id);
@@ -274,12 +306,51 @@ impl Session {
                 }
                 None => {
                     if st.skipped_set.insert(r.clone()) {
+                        st.cross_origin.push((r.clone(), from, rule));
                         st.skipped.push(r);
                     }
                 }
             }
         }
         ids
+    }
+
+    /// A stylesheet that arrived whole before its reference was found (in a
+    /// GETALL answer or a package, or from the cache): its references now.
+    fn parse_arrived_stylesheet(&self, st: &mut State, id: ObjId) -> Vec<ObjId> {
+        let o = &st.objs[id];
+        let is_css = o.found.is_some_and(|(_, r)| r.is_stylesheet());
+        let ok = o
+            .record
+            .as_ref()
+            .is_some_and(|r| r.status == 200 || r.outcome == Outcome::NotModified);
+        if !is_css || !ok || o.css_parsed {
+            return Vec::new();
+        }
+        let Some(body) = o.body.clone() else {
+            return Vec::new();
+        };
+        self.parse_whole_stylesheet(st, id, &body)
+    }
+
+    fn parse_whole_stylesheet(&self, st: &mut State, id: ObjId, body: &[u8]) -> Vec<ObjId> {
+        st.objs[id].css_parsed = true;
+        let mut css = CssDiscoverer::new(&st.objs[id].url, self.cfg.viewport);
+        let mut refs = css.feed(body);
+        refs.extend(css.finish());
+        self.css_truncated(st, id, &css);
+        self.admit(st, refs, ObjectKind::Embedded, id)
+    }
+
+    fn css_truncated(&self, st: &mut State, id: ObjId, css: &CssDiscoverer) {
+        if css.truncated() {
+            let w = format!(
+                "{}: stylesheet larger than {} bytes: the rest was not searched for references",
+                st.objs[id].url,
+                pagewire_discover::css::MAX_STYLESHEET_BYTES
+            );
+            st.warnings.push(w);
+        }
     }
 
     /// The objects requested and not complete, for an error: the first
@@ -648,13 +719,43 @@ impl Session {
             changed,
             getall_boundary,
             package,
+            css: None,
         });
         let closing = !head.wants_keep_alive();
         let mut new_ids = Vec::new();
+        let o = &mut st.objs[id];
+        let stylesheet = id != PAGE && o.found.is_some_and(|(_, r)| r.is_stylesheet());
         if id == PAGE && not_modified {
             // Parse the cached page as if it had just arrived.
             let body = st.objs[id].cached.as_ref().expect("checked").body.clone();
             new_ids = self.discover(&mut st, &body);
+        } else if stylesheet && not_modified && !o.css_parsed {
+            let body = o.cached.as_ref().expect("checked").body.clone();
+            new_ids = self.parse_whole_stylesheet(&mut st, id, &body);
+        } else if stylesheet && status == 200 && o.method == RequestMethod::Get && !o.css_parsed {
+            // A browser applies a stylesheet only as text/css (standards
+            // mode); one without a type is sniffed as CSS here.
+            let is_css = o.resp.as_ref().and_then(|r| r.content_type.as_deref()).is_none_or(|t| {
+                t.split(';')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .eq_ignore_ascii_case("text/css")
+            });
+            if is_css {
+                o.css_parsed = true;
+                let css = CssDiscoverer::new(&o.url, self.cfg.viewport);
+                if let Some(r) = o.resp.as_mut() {
+                    r.css = Some(css);
+                }
+            } else {
+                let w = format!(
+                    "{}: a stylesheet served as {:?}, not text/css: not applied, its references not fetched",
+                    o.url,
+                    o.resp.as_ref().and_then(|r| r.content_type.clone()).unwrap_or_default()
+                );
+                st.warnings.push(w);
+            }
         }
         Ok((
             HeadInfo {
@@ -691,6 +792,8 @@ impl Session {
             body: None,
             getlist: ids,
             stored: false,
+            found: None,
+            css_parsed: false,
         });
         id
     }
@@ -746,6 +849,8 @@ impl Session {
                             response_headers: p.headers.clone(),
                             http_version: r.http_version,
                             body: None,
+                            found_in: None,
+                            found_by: None,
                         });
                         o.body = Some(p.body);
                     }
@@ -764,7 +869,13 @@ impl Session {
             c.responses_received += 1;
         }
         st.last_done = st.last_done.max(now);
-        ids.into_iter().filter(|i| !delivered.contains(i)).collect()
+        let mut next: Vec<ObjId> = ids.iter().copied().filter(|i| !delivered.contains(i)).collect();
+        for &i in &ids {
+            if delivered.contains(&i) {
+                next.extend(self.parse_arrived_stylesheet(st, i));
+            }
+        }
+        next
     }
 
     /// `getall`, later visit: an object the cache holds is not requested
@@ -810,6 +921,8 @@ impl Session {
             response_headers: Vec::new(),
             http_version: "",
             body: None,
+            found_in: None,
+            found_by: None,
         });
         o.body = Some(e.body.clone());
         true
@@ -897,6 +1010,8 @@ impl Session {
                 response_headers: p.headers.clone(),
                 http_version: r.http_version,
                 body: None,
+                found_in: None,
+                found_by: None,
             });
             o.body = Some(p.body);
         }
@@ -911,10 +1026,10 @@ impl Session {
 
     fn discover(&self, st: &mut State, content: &[u8]) -> Vec<ObjId> {
         let refs = match st.discoverer.as_mut() {
-            Some(d) => d.feed(content),
+            Some(d) => d.feed_refs(content),
             None => return Vec::new(),
         };
-        self.admit(st, refs, ObjectKind::Embedded)
+        self.admit(st, refs, ObjectKind::Embedded, PAGE)
     }
 
     /// Body bytes (framing removed) for `id`; returns newly found objects.
@@ -952,9 +1067,14 @@ impl Session {
             }
             r.body.extend_from_slice(content);
         }
+        let css_refs = r.css.as_mut().map(|c| c.feed(content));
         if id == PAGE && r.status == 200 && r.getall_boundary.is_none() {
             let content = content.to_vec();
             return Ok(self.discover(&mut st, &content));
+        }
+        if let Some(refs) = css_refs {
+            // A stylesheet's references are requested while it arrives.
+            return Ok(self.admit(&mut st, refs, ObjectKind::Embedded, id));
         }
         Ok(Vec::new())
     }
@@ -991,6 +1111,11 @@ impl Session {
             r.body.extend_from_slice(&tail);
         }
         let page_ok = id == PAGE && r.status == 200;
+        let css_refs = r.css.take().map(|mut c| {
+            let mut refs = c.feed(&tail);
+            refs.extend(c.finish());
+            (refs, c)
+        });
         let mut next = Vec::new();
         if let Some(b) = r.getall_boundary.take() {
             self.take_getall_parts(&mut st, &mut r, &b, now)?;
@@ -1061,6 +1186,8 @@ impl Session {
             response_headers: std::mem::take(&mut r.headers),
             http_version: r.http_version,
             body: None,
+            found_in: None,
+            found_by: None,
         });
         if keep || (id == PAGE && !r.not_modified) {
             o.body = Some(body);
@@ -1072,6 +1199,10 @@ impl Session {
         if page_ok && !tail.is_empty() {
             next.extend(self.discover(&mut st, &tail));
         }
+        if let Some((refs, css)) = css_refs {
+            self.css_truncated(&mut st, id, &css);
+            next.extend(self.admit(&mut st, refs, ObjectKind::Embedded, id));
+        }
         if unpacked {
             // The page came in the package: parse it now, so that only what
             // the package lacked is requested.
@@ -1081,14 +1212,14 @@ impl Session {
         if id == PAGE {
             let mut refs = Vec::new();
             if let Some(mut d) = st.discoverer.take() {
-                refs = d.finish();
+                refs = d.finish_refs();
                 st.refs_dropped += d.dropped();
                 if let Some(e) = d.error() {
                     st.warnings
                         .push(format!("HTML tokenizer stopped early: {e}"));
                 }
             }
-            next.extend(self.admit(&mut st, refs, ObjectKind::Embedded));
+            next.extend(self.admit(&mut st, refs, ObjectKind::Embedded, PAGE));
             let pending = std::mem::take(&mut st.getlist_pending);
             match pending.len() {
                 0 => {}
@@ -1118,7 +1249,10 @@ impl Session {
         if st.objs[id].resp.take().is_some() && id == PAGE {
             // The page will be parsed again from its start; references
             // already admitted are not requested twice (by_path).
-            st.discoverer = Some(Discoverer::new(&self.page_url));
+            st.discoverer = Some(Discoverer::with_options(
+                &self.page_url,
+                discovery_options(&self.cfg),
+            ));
         }
     }
 
@@ -1231,10 +1365,15 @@ impl Session {
         let mut objects = Vec::new();
         let mut statuses: BTreeMap<u16, u32> = BTreeMap::new();
         let mut requests = 0;
+        let urls: Vec<String> = st.objs.iter().map(|o| o.url.clone()).collect();
         for o in &mut st.objs {
             if let Some(mut rec) = o.record.take() {
                 if keep {
                     rec.body = o.body.take();
+                }
+                if let Some((from, rule)) = o.found {
+                    rec.found_in = urls.get(from).cloned();
+                    rec.found_by = Some(rule.as_str());
                 }
                 *statuses.entry(rec.status).or_default() += 1;
                 objects.push(rec);
@@ -1290,11 +1429,42 @@ impl Session {
             flush_counts,
             retried_requests: st.retried,
             skipped_other_server: std::mem::take(&mut st.skipped),
+            cross_origin: std::mem::take(&mut st.cross_origin)
+                .into_iter()
+                .map(|(url, from, rule)| CrossOriginRecord {
+                    origin: origin_of(&url),
+                    url,
+                    found_in: urls.get(from).cloned().unwrap_or_default(),
+                    found_by: rule.as_str(),
+                })
+                .collect(),
+            viewport: ViewportRecord {
+                width: self.cfg.viewport.width,
+                dpr: self.cfg.viewport.dpr,
+            },
             prefetch_hints: hints,
             references_not_fetched: st.refs_dropped,
             redirects: Vec::new(),
             warnings: std::mem::take(&mut st.warnings),
         }
+    }
+}
+
+/// The discovery options of a fetch.
+fn discovery_options(cfg: &FetchConfig) -> Options {
+    Options {
+        viewport: cfg.viewport,
+    }
+}
+
+/// `scheme://authority` of an absolute URL (the URL itself otherwise).
+fn origin_of(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find(['/', '?']).unwrap_or(rest.len());
+            format!("{}://{}", scheme.to_ascii_lowercase(), &rest[..end])
+        }
+        None => url.to_string(),
     }
 }
 

@@ -62,6 +62,9 @@ pub enum Rule {
     BodyBackground,
     /// `<link rel=stylesheet>`: fetched and parsed as CSS.
     Stylesheet,
+    /// `<link rel="alternate stylesheet">`: Chromium fetches it (at low
+    /// priority) but does not apply it, so its references are not fetched.
+    AlternateStylesheet,
     /// `<link rel=preload>` (fetched, not applied).
     Preload,
     ModulePreload,
@@ -89,6 +92,7 @@ impl Rule {
             Rule::InputImage => "input type=image",
             Rule::BodyBackground => "body background",
             Rule::Stylesheet => "link stylesheet",
+            Rule::AlternateStylesheet => "link alternate stylesheet",
             Rule::Preload => "link preload",
             Rule::ModulePreload => "link modulepreload",
             Rule::Icon => "link icon",
@@ -219,10 +223,13 @@ fn link_rule(el: &Element<'_, '_>, v: &Viewport) -> Option<Rule> {
     let rel = rel_tokens(el);
     let has = |t: &str| rel.iter().any(|r| r == t);
     if has("stylesheet") {
-        // An alternate stylesheet is not applied (nor fetched, in
-        // Chromium, until chosen); a disabled one neither.
-        if has("alternate") || el.has_attribute("disabled") {
+        // A disabled one is not fetched; an alternate one is fetched, not
+        // applied.
+        if el.has_attribute("disabled") {
             return None;
+        }
+        if has("alternate") {
+            return Some(Rule::AlternateStylesheet);
         }
         return Some(Rule::Stylesheet);
     }
@@ -916,14 +923,15 @@ mod tests {
 <video poster=p.jpg src=v.mp4></video><object data=o.svg></object>
 <img src=a1.png srcset="a1.png 1x, a2.png 2x">
 <img srcset="w480.jpg 480w, w1600.jpg 1600w" sizes="(max-width: 600px) 480px, 100vw" src=fallback.jpg>
-<picture><source media="(max-width: 700px)" srcset=narrow.webp><source type=image/jxl srcset=x.jxl>
-<source type=image/webp srcset="p1.webp 1x, p2.webp 2x"><img src=pic.jpg></picture><img src=after.png>
+<picture><source media="(max-width: 700px)" srcset=narrow.webp>
+<source type=image/heic srcset=x.heic><source type=image/webp srcset="p1.webp 1x, p2.webp 2x"><img src=pic.jpg></picture><img src=after.png>
 <picture><source media=print srcset=print.png><img src=pic2.jpg srcset="pic2-2x.jpg 2x"></picture>
 <img src="data:image/png;base64,AA" srcset="data:image/png;base64,BB 2x">
 <style>@import "imp.css"; @font-face{font-family:F;src:url(f.woff2) format("woff2"),url(f.ttf)}</style>"#;
         let got = rules("http://h/", html, Viewport::default());
         let want: Vec<(String, Rule)> = [
             ("f.woff2", Rule::Preload),
+            ("alt.css", Rule::AlternateStylesheet),
             ("m.js", Rule::ModulePreload),
             ("i.ico", Rule::Icon),
             ("mod.js", Rule::Script),

@@ -212,7 +212,8 @@ pub fn pick_image_set(cands: Vec<(String, f64, Option<String>)>, v: &Viewport) -
     choose(cands, v.dpr)
 }
 
-/// Image media types current Chromium decodes (JPEG XL is not enabled).
+/// Image media types current Chromium decodes (JPEG XL since Chromium 145:
+/// Debian's Chromium 156 takes a `type=image/jxl` source).
 pub fn image_type_supported(t: &str) -> bool {
     let t = t.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     matches!(
@@ -229,6 +230,7 @@ pub fn image_type_supported(t: &str) -> bool {
             | "image/x-icon"
             | "image/vnd.microsoft.icon"
             | "image/svg+xml"
+            | "image/jxl"
     )
 }
 
@@ -552,12 +554,12 @@ mod tests {
     fn image_set_and_types() {
         let c = vec![
             ("a.avif".into(), 1.0, Some("image/avif".into())),
-            ("a.jxl".into(), 1.0, Some("image/jxl".into())),
+            ("a.heic".into(), 1.0, Some("image/heic".into())),
             ("b.png".into(), 2.0, None),
         ];
         assert_eq!(pick_image_set(c.clone(), &V).unwrap(), "a.avif");
         assert_eq!(pick_image_set(c, &RETINA).unwrap(), "b.png");
-        assert!(!image_type_supported("image/jxl"));
+        assert!(!image_type_supported("image/heic"));
         assert!(image_type_supported("image/WEBP"));
     }
 }

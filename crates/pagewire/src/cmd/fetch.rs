@@ -103,6 +103,20 @@ pub struct Args {
     /// Leave Nagle's algorithm on (paper 001 turned it off).
     #[arg(long)]
     pub nagle: bool,
+    /// Width in CSS pixels of the window the page is laid out for: which
+    /// srcset / <picture> candidate and which media queries match.
+    #[arg(long, value_name = "PX", default_value_t = 1280, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub viewport: u32,
+    /// Device pixel ratio for srcset, image-set() and resolution queries.
+    #[arg(long, value_name = "RATIO", default_value_t = 1.0, value_parser = parse_dpr)]
+    pub dpr: f64,
+}
+
+fn parse_dpr(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(d) if d > 0.0 && d <= 16.0 => Ok(d),
+        _ => Err(format!("--dpr must be a number in (0, 16], got {s:?}")),
+    }
 }
 
 fn parse_revalidation(s: &str) -> Result<Revalidation, pagewire_client::config::UnknownOption> {
@@ -137,6 +151,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.max_redirects = args.max_redirects.into();
     cfg.max_inflated = args.max_inflated;
     cfg.decode_unasked = args.decode_unasked;
+    cfg.viewport = pagewire_client::Viewport {
+        width: args.viewport,
+        dpr: args.dpr,
+    };
     cfg.timeouts = Timeouts {
         connect: args.connect_timeout,
         read: args.read_timeout,
