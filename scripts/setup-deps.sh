@@ -57,3 +57,8 @@ apt_install strace
 
 # bench/hostile/slowloris.sh: slowloris probes against pagewire and nginx (issue 18).
 apt_install slowhttptest nginx-light curl python3
+
+# Discovery against a real browser (crates/pagewire/tests/discovery_chromium.rs, issue 15):
+# headless Chromium, and a small real Sphinx site (Read the Docs theme: stylesheets, scripts,
+# web fonts) from Debian's documentation packages as a fixture.
+apt_install chromium python-webvtt-doc
