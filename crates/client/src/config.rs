@@ -503,7 +503,7 @@ impl FetchConfig {
             ));
         }
         let v = self.viewport;
-        if !(1..=100_000).contains(&v.width) || !(v.dpr > 0.0 && v.dpr <= 16.0) {
+        if !((1..=100_000).contains(&v.width) && v.dpr > 0.0 && v.dpr <= 16.0) {
             return Err(FetchError::Config(format!(
                 "viewport must be 1..=100000 CSS pixels at a DPR in (0, 16], got {} at {}",
                 v.width, v.dpr

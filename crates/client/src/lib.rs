@@ -39,10 +39,10 @@ pub use cache::Cache;
 pub use config::{FetchConfig, RequestProfile, Revalidation, Strategy, Target, Timeouts};
 pub use error::FetchError;
 pub use outbuf::FlushReason;
+pub use pagewire_discover::Viewport;
 pub use report::{
     ConnEnd, CrossOriginRecord, FetchReport, ObjectKind, ObjectRecord, Outcome, RequestMethod,
 };
-pub use pagewire_discover::Viewport;
 pub use session::prefetch_links;
 
 use conn::{drive, End, Plan, Sink};

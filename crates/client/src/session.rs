@@ -735,13 +735,17 @@ impl Session {
         } else if stylesheet && status == 200 && o.method == RequestMethod::Get && !o.css_parsed {
             // A browser applies a stylesheet only as text/css (standards
             // mode); one without a type is sniffed as CSS here.
-            let is_css = o.resp.as_ref().and_then(|r| r.content_type.as_deref()).is_none_or(|t| {
-                t.split(';')
-                    .next()
-                    .unwrap_or("")
-                    .trim()
-                    .eq_ignore_ascii_case("text/css")
-            });
+            let is_css = o
+                .resp
+                .as_ref()
+                .and_then(|r| r.content_type.as_deref())
+                .is_none_or(|t| {
+                    t.split(';')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .eq_ignore_ascii_case("text/css")
+                });
             if is_css {
                 o.css_parsed = true;
                 let css = CssDiscoverer::new(&o.url, self.cfg.viewport);
@@ -869,7 +873,11 @@ impl Session {
             c.responses_received += 1;
         }
         st.last_done = st.last_done.max(now);
-        let mut next: Vec<ObjId> = ids.iter().copied().filter(|i| !delivered.contains(i)).collect();
+        let mut next: Vec<ObjId> = ids
+            .iter()
+            .copied()
+            .filter(|i| !delivered.contains(i))
+            .collect();
         for &i in &ids {
             if delivered.contains(&i) {
                 next.extend(self.parse_arrived_stylesheet(st, i));

@@ -65,7 +65,7 @@ fn top_item<'i>(p: &mut Parser<'i, '_>, out: &mut Out, rules_seen: &mut bool, v:
             // A style rule: its prelude (selectors) up to the block.
             *rules_seen = true;
             loop {
-                match p.next().map(|t| t.clone()) {
+                match p.next().cloned() {
                     Ok(Token::CurlyBracketBlock) => {
                         block(p, out, v);
                         return;
@@ -101,7 +101,7 @@ fn at_rule<'i>(
     }
     let mut statement_only = true;
     loop {
-        match p.next().map(|t| t.clone()) {
+        match p.next().cloned() {
             Ok(Token::CurlyBracketBlock) => {
                 statement_only = false;
                 if name == "font-face" {
@@ -146,7 +146,7 @@ fn generic<'i>(p: &mut Parser<'i, '_>, out: &mut Out, v: &Viewport) {
                 if f == "url" || f == "src" {
                     let _ = p.parse_nested_block(|p| -> PResult<'i> {
                         if let Ok(s) = p.expect_string() {
-                            push(out, &s, Rule::CssUrl);
+                            push(out, s, Rule::CssUrl);
                         }
                         Ok(())
                     });
@@ -176,7 +176,7 @@ fn image_set<'i>(p: &mut Parser<'i, '_>, out: &mut Out, v: &Viewport) {
                     return Ok(());
                 };
                 let (mut density, mut ty) = (1.0, None);
-                while let Ok(t) = p.next().map(|t| t.clone()) {
+                while let Ok(t) = p.next().cloned() {
                     match t {
                         Token::Dimension { value, unit, .. } => {
                             let f = match unit.to_ascii_lowercase().as_str() {
@@ -263,7 +263,7 @@ fn font_src<'i>(p: &mut Parser<'i, '_>) -> Option<String> {
         let _ = p.parse_until_after(Delimiter::Comma, |p| -> PResult<'i> {
             let url = p.try_parse(|p| p.expect_url()).ok().map(|u| u.to_string());
             let (mut formats, mut techs) = (Vec::new(), Vec::new());
-            while let Ok(t) = p.next().map(|t| t.clone()) {
+            while let Ok(t) = p.next().cloned() {
                 if let Token::Function(f) = t {
                     let list = if f.eq_ignore_ascii_case("format") {
                         &mut formats
@@ -508,7 +508,10 @@ mod tests {
         );
         assert_eq!(
             got,
-            vec![("a.css".into(), Rule::Import), ("b.css".into(), Rule::Import)]
+            vec![
+                ("a.css".into(), Rule::Import),
+                ("b.css".into(), Rule::Import)
+            ]
         );
     }
 
@@ -598,7 +601,14 @@ mod tests {
     fn garbage_and_bad_utf8_never_panic() {
         let mut d = CssDiscoverer::new("/", Viewport::default());
         for i in 0..3000u32 {
-            let b = [(i * 7919 % 256) as u8, b'{', (i % 256) as u8, b'}', b'(', b';'];
+            let b = [
+                (i * 7919 % 256) as u8,
+                b'{',
+                (i % 256) as u8,
+                b'}',
+                b'(',
+                b';',
+            ];
             let _ = d.feed(&b);
         }
         let _ = d.finish();

@@ -239,11 +239,23 @@ fn link_rule(el: &Element<'_, '_>, v: &Viewport) -> Option<Rule> {
     if has("preload") {
         // Only a known destination is fetched (HTML §4.6.7.13); `media`
         // that does not match prevents it.
-        let as_ = el.get_attribute("as").unwrap_or_default().to_ascii_lowercase();
+        let as_ = el
+            .get_attribute("as")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
         let known = matches!(
             as_.trim(),
-            "fetch" | "font" | "image" | "script" | "style" | "track" | "audio" | "video"
-                | "document" | "worker" | "sharedworker"
+            "fetch"
+                | "font"
+                | "image"
+                | "script"
+                | "style"
+                | "track"
+                | "audio"
+                | "video"
+                | "document"
+                | "worker"
+                | "sharedworker"
         );
         let media_ok = el
             .get_attribute("media")
@@ -346,31 +358,34 @@ impl Discoverer {
                 lock(&f9).picture = Some(false);
                 Ok(())
             }))
-            .append_element_content_handler(element!("picture > source", move |el: &mut Element| {
-                let mut found = lock(&f10);
-                if found.picture != Some(false) {
-                    return Ok(());
-                }
-                let v = found.viewport;
-                let media_ok = el
-                    .get_attribute("media")
-                    .is_none_or(|m| select::media_matches(&decode_entities(&m), &v));
-                let type_ok = el
-                    .get_attribute("type")
-                    .is_none_or(|t| t.trim().is_empty() || select::image_type_supported(&t));
-                let Some(srcset) = el.get_attribute("srcset") else {
-                    return Ok(());
-                };
-                if media_ok && type_ok {
-                    found.picture = Some(true);
-                    let sizes = el.get_attribute("sizes").map(|s| decode_entities(&s));
-                    let srcset = decode_entities(&srcset);
-                    if let Some(u) = select::pick_srcset(&srcset, sizes.as_deref(), None, &v) {
-                        found.push_raw(&u.replace('&', "&amp;"), Rule::PictureSource);
+            .append_element_content_handler(element!(
+                "picture > source",
+                move |el: &mut Element| {
+                    let mut found = lock(&f10);
+                    if found.picture != Some(false) {
+                        return Ok(());
                     }
+                    let v = found.viewport;
+                    let media_ok = el
+                        .get_attribute("media")
+                        .is_none_or(|m| select::media_matches(&decode_entities(&m), &v));
+                    let type_ok = el
+                        .get_attribute("type")
+                        .is_none_or(|t| t.trim().is_empty() || select::image_type_supported(&t));
+                    let Some(srcset) = el.get_attribute("srcset") else {
+                        return Ok(());
+                    };
+                    if media_ok && type_ok {
+                        found.picture = Some(true);
+                        let sizes = el.get_attribute("sizes").map(|s| decode_entities(&s));
+                        let srcset = decode_entities(&srcset);
+                        if let Some(u) = select::pick_srcset(&srcset, sizes.as_deref(), None, &v) {
+                            found.push_raw(&u.replace('&', "&amp;"), Rule::PictureSource);
+                        }
+                    }
+                    Ok(())
                 }
-                Ok(())
-            }))
+            ))
             .append_element_content_handler(element!("img", move |el: &mut Element| {
                 let mut found = lock(&f2);
                 if let Some(chosen) = found.picture.take() {

@@ -215,7 +215,12 @@ pub fn pick_image_set(cands: Vec<(String, f64, Option<String>)>, v: &Viewport) -
 /// Image media types current Chromium decodes (JPEG XL since Chromium 145:
 /// Debian's Chromium 156 takes a `type=image/jxl` source).
 pub fn image_type_supported(t: &str) -> bool {
-    let t = t.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    let t = t
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
     matches!(
         t.as_str(),
         "image/avif"
@@ -406,7 +411,12 @@ fn condition(s: &str, v: &Viewport) -> Option<bool> {
 
 fn resolution_dppx(s: &str) -> Option<f64> {
     let s = s.trim();
-    for (unit, f) in [("dppx", 1.0), ("dpi", 1.0 / 96.0), ("dpcm", 2.54 / 96.0), ("x", 1.0)] {
+    for (unit, f) in [
+        ("dppx", 1.0),
+        ("dpi", 1.0 / 96.0),
+        ("dpcm", 2.54 / 96.0),
+        ("x", 1.0),
+    ] {
         if let Some(n) = s.strip_suffix(unit) {
             return n.trim().parse::<f64>().ok().map(|n| n * f);
         }
@@ -510,10 +520,7 @@ mod tests {
             dpr: 1.0,
         };
         assert_eq!(pick_srcset(s, Some(sizes), None, &narrow).unwrap(), "s.jpg");
-        assert_eq!(
-            pick_srcset(s, Some(sizes), None, &RETINA).unwrap(),
-            "l.jpg"
-        );
+        assert_eq!(pick_srcset(s, Some(sizes), None, &RETINA).unwrap(), "l.jpg");
         assert_eq!(pick_srcset(s, Some("50vw"), None, &V).unwrap(), "m.jpg");
     }
 
@@ -546,7 +553,10 @@ mod tests {
         assert!(!media_matches("(min-resolution: 2dppx)", &V));
         assert!(!media_matches("(prefers-color-scheme: dark)", &V));
         assert!(!media_matches("(bogus-feature: 1)", &V));
-        assert!(media_matches("(min-width: 100px) and (max-width: 2000px)", &V));
+        assert!(media_matches(
+            "(min-width: 100px) and (max-width: 2000px)",
+            &V
+        ));
         assert!(media_matches("not (max-width: 600px)", &V));
     }
 
