@@ -439,6 +439,13 @@ pub struct FetchConfig {
     /// `<picture>` candidate and which `media` match (1280 px at 1x, a
     /// desktop browser's default).
     pub viewport: pagewire_discover::Viewport,
+    /// Look for the page's references (off: fetch the URL alone, as for a
+    /// cross-origin object).
+    pub discover: bool,
+    /// Also fetch the references to other origins, each by a fetch of its
+    /// own after the page's (`FetchReport::cross_origin_fetches`); off, they
+    /// are only listed (`FetchReport::cross_origin`).
+    pub cross_origin: bool,
 }
 
 /// Most redirects `max_redirects` may allow (browsers stop at about 20).
@@ -470,6 +477,8 @@ impl FetchConfig {
             max_inflated: crate::inflate::DEFAULT_MAX_INFLATED_BYTES,
             decode_unasked: false,
             viewport: pagewire_discover::Viewport::default(),
+            discover: true,
+            cross_origin: false,
         }
     }
 

@@ -293,6 +293,11 @@ pub struct FetchReport {
     /// (`FetchConfig::max_redirects`); `url` is where the page was found.
     /// The other fields describe the last hop's fetch only.
     pub redirects: Vec<String>,
+    /// With `FetchConfig::cross_origin`: one fetch per reference in
+    /// `cross_origin` (same order; at most `MAX_CROSS_ORIGIN_FETCHES`), each
+    /// on its own connection, its references not searched. Their objects
+    /// are not in `objects` nor their bytes in `bytes`.
+    pub cross_origin_fetches: Vec<FetchReport>,
 }
 
 impl FetchReport {
@@ -424,6 +429,23 @@ impl FetchReport {
                 "  prefetch: {} hints, {} objects prefetched into the cache",
                 self.prefetch_hints.len(),
                 prefetched
+            );
+        }
+        if !self.cross_origin_fetches.is_empty() {
+            let ok = self
+                .cross_origin_fetches
+                .iter()
+                .filter(|f| f.failed_objects().next().is_none())
+                .count();
+            let bytes: u64 = self
+                .cross_origin_fetches
+                .iter()
+                .map(|f| f.bytes.total_bytes_received)
+                .sum();
+            let _ = writeln!(
+                s,
+                "  cross-origin: {} fetched ({ok} with a success status), {bytes} bytes received",
+                self.cross_origin_fetches.len()
             );
         }
         for r in &self.redirects {

@@ -172,7 +172,9 @@ impl Session {
             _ => None,
         };
         let mut st = State {
-            discoverer: Some(Discoverer::with_options(&page_url, discovery_options(&cfg))),
+            discoverer: cfg
+                .discover
+                .then(|| Discoverer::with_options(&page_url, discovery_options(&cfg))),
             ..State::default()
         };
         if let Some(n) = cache.as_ref().map(Cache::stale_removed).filter(|&n| n > 0) {
@@ -1254,7 +1256,7 @@ impl Session {
     /// Management"): forget the partial response so a retry starts clean.
     pub fn forget_partial(&self, id: ObjId) {
         let mut st = self.lock();
-        if st.objs[id].resp.take().is_some() && id == PAGE {
+        if st.objs[id].resp.take().is_some() && id == PAGE && self.cfg.discover {
             // The page will be parsed again from its start; references
             // already admitted are not requested twice (by_path).
             st.discoverer = Some(Discoverer::with_options(
@@ -1453,6 +1455,7 @@ impl Session {
             prefetch_hints: hints,
             references_not_fetched: st.refs_dropped,
             redirects: Vec::new(),
+            cross_origin_fetches: Vec::new(),
             warnings: std::mem::take(&mut st.warnings),
         }
     }

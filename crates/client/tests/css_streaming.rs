@@ -33,7 +33,7 @@ fn response(ctype: &str, body: &[u8]) -> Vec<u8> {
     r
 }
 
-async fn server() -> (String, Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
+async fn server(page: String) -> (String, Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Seen::default()));
@@ -44,6 +44,7 @@ async fn server() -> (String, Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
                 return;
             };
             let seen = Arc::clone(&s2);
+            let page = page.clone();
             tokio::spawn(async move {
                 let (rd, mut wr) = sock.into_split();
                 let (tx, mut rx) = mpsc::unbounded_channel::<String>();
@@ -68,7 +69,7 @@ async fn server() -> (String, Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
                 // Writer: answers in order.
                 while let Some(path) = rx.recv().await {
                     let ok = match path.as_str() {
-                        "/" => wr.write_all(&response("text/html", PAGE.as_bytes())).await,
+                        "/" => wr.write_all(&response("text/html", page.as_bytes())).await,
                         "/a.css" => {
                             let body = format!("{CSS_HEAD}{CSS_TAIL}");
                             let whole = response("text/css", body.as_bytes());
@@ -76,7 +77,12 @@ async fn server() -> (String, Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
                             let first = wr.write_all(&whole[..cut]).await;
                             let wait_until = Instant::now() + Duration::from_secs(5);
                             while Instant::now() < wait_until
-                                && !seen.lock().unwrap().requests.iter().any(|(_, p)| p == "/b.css")
+                                && !seen
+                                    .lock()
+                                    .unwrap()
+                                    .requests
+                                    .iter()
+                                    .any(|(_, p)| p == "/b.css")
                             {
                                 tokio::time::sleep(Duration::from_millis(5)).await;
                             }
@@ -103,8 +109,10 @@ async fn server() -> (String, Arc<Mutex<Seen>>, tokio::task::JoinHandle<()>) {
 #[tokio::test]
 async fn stylesheet_references_leave_before_the_stylesheet_ends() {
     for strategy in [Strategy::Pipeline, Strategy::Http10] {
-        let (url, seen, task) = server().await;
-        let r = fetch(FetchConfig::new(url.clone(), strategy)).await.unwrap();
+        let (url, seen, task) = server(PAGE.to_string()).await;
+        let r = fetch(FetchConfig::new(url.clone(), strategy))
+            .await
+            .unwrap();
         task.abort();
         let seen = seen.lock().unwrap();
         let css_done = seen.css_done.expect("a.css sent");
@@ -112,7 +120,10 @@ async fn stylesheet_references_leave_before_the_stylesheet_ends() {
         // (http11 is absent: one request at a time, so nothing can be asked
         // for before a.css ends.)
         let b = asked("/b.css").expect("b.css requested");
-        assert!(b < css_done, "{strategy}: b.css asked for after a.css ended");
+        assert!(
+            b < css_done,
+            "{strategy}: b.css asked for after a.css ended"
+        );
         let mut paths: Vec<&str> = seen.requests.iter().map(|(_, p)| p.as_str()).collect();
         paths.sort();
         assert_eq!(
@@ -126,7 +137,9 @@ async fn stylesheet_references_leave_before_the_stylesheet_ends() {
             .skip(1)
             .map(|o| {
                 (
-                    o.url.trim_start_matches(url.trim_end_matches('/')).to_string(),
+                    o.url
+                        .trim_start_matches(url.trim_end_matches('/'))
+                        .to_string(),
                     o.found_in
                         .clone()
                         .unwrap_or_default()
@@ -136,11 +149,8 @@ async fn stylesheet_references_leave_before_the_stylesheet_ends() {
                 )
             })
             .collect();
-        let has = |u: &str, i: &str, by: &str| {
-            found
-                .iter()
-                .any(|(a, b, c)| a == u && b == i && c == by)
-        };
+        let has =
+            |u: &str, i: &str, by: &str| found.iter().any(|(a, b, c)| a == u && b == i && c == by);
         assert!(has("/a.css", "/", "link stylesheet"), "{found:?}");
         assert!(has("/b.css", "/a.css", "@import"), "{found:?}");
         assert!(has("/x.png", "/a.css", "url()"), "{found:?}");
@@ -148,4 +158,52 @@ async fn stylesheet_references_leave_before_the_stylesheet_ends() {
         assert!(has("/b.png", "/b.css", "url()"), "{found:?}");
         assert!(has("/i.png", "/", "img src"), "{found:?}");
     }
+}
+
+#[tokio::test]
+async fn other_origins_are_named_and_fetched_only_when_asked() {
+    let (other, other_seen, other_task) = server(String::new()).await;
+    let page = format!(
+        "<img src=/i.png><img src={other}x.png><link rel=stylesheet href={other}s.css><img src=https://127.0.0.1:1/y.png>"
+    );
+    let (url, _, task) = server(page).await;
+    let r = fetch(FetchConfig::new(url.clone(), Strategy::Pipeline))
+        .await
+        .unwrap();
+    assert_eq!(r.objects.len(), 2);
+    assert_eq!(r.cross_origin.len(), 3, "{:?}", r.cross_origin);
+    assert_eq!(r.cross_origin[0].origin, other.trim_end_matches('/'));
+    assert_eq!(r.cross_origin[0].found_by, "img src");
+    assert_eq!(r.cross_origin[1].found_by, "link stylesheet");
+    assert_eq!(r.cross_origin[0].found_in, url);
+    assert!(r.cross_origin_fetches.is_empty());
+    assert!(other_seen.lock().unwrap().requests.is_empty());
+
+    let mut cfg = FetchConfig::new(url.clone(), Strategy::Pipeline);
+    cfg.cross_origin = true;
+    let r = fetch(cfg).await.unwrap();
+    task.abort();
+    other_task.abort();
+    // Both http references fetched, alone; the https one is a warning.
+    assert_eq!(r.cross_origin_fetches.len(), 2);
+    assert!(r
+        .cross_origin_fetches
+        .iter()
+        .all(|f| f.objects.len() == 1 && f.objects[0].status == 200));
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("https://127.0.0.1:1/y.png")),
+        "{:?}",
+        r.warnings
+    );
+    let mut asked: Vec<String> = other_seen
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .map(|(_, p)| p.clone())
+        .collect();
+    asked.sort();
+    assert_eq!(asked, ["/s.css", "/x.png"]);
 }

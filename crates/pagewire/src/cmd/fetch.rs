@@ -107,6 +107,10 @@ pub struct Args {
     /// srcset / <picture> candidate and which media queries match.
     #[arg(long, value_name = "PX", default_value_t = 1280, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub viewport: u32,
+    /// Also fetch references to other origins (scheme, host or port), each
+    /// alone after the page; without it they are only listed.
+    #[arg(long)]
+    pub cross_origin: bool,
     /// Device pixel ratio for srcset, image-set() and resolution queries.
     #[arg(long, value_name = "RATIO", default_value_t = 1.0, value_parser = parse_dpr)]
     pub dpr: f64,
@@ -151,6 +155,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.max_redirects = args.max_redirects.into();
     cfg.max_inflated = args.max_inflated;
     cfg.decode_unasked = args.decode_unasked;
+    cfg.cross_origin = args.cross_origin;
     cfg.viewport = pagewire_client::Viewport {
         width: args.viewport,
         dpr: args.dpr,
