@@ -278,7 +278,11 @@ impl Session {
                 Some(path) => {
                     let path = encode_target(&path);
                     if let Some(&known) = st.by_path.get(&path) {
-                        if known != PAGE && st.objs[known].found.is_none() {
+                        let upgrade = rule.is_stylesheet()
+                            && st.objs[known]
+                                .found
+                                .is_some_and(|(_, r)| !r.is_stylesheet());
+                        if known != PAGE && (st.objs[known].found.is_none() || upgrade) {
                             // Arrived before it was found (a GETALL part,
                             // a package member): say where it belongs, and
                             // parse it now if it is a stylesheet.
@@ -755,6 +759,7 @@ impl Session {
                     r.css = Some(css);
                 }
             } else {
+                o.css_parsed = true;
                 let w = format!(
                     "{}: a stylesheet served as {:?}, not text/css: not applied, its references not fetched",
                     o.url,
@@ -1047,6 +1052,9 @@ impl Session {
         let mut st = self.lock();
         st.bytes.payload_bytes_received += data.len() as u64;
         let keep = self.keep_bodies();
+        let o = &st.objs[id];
+        let css_preload =
+            is_css_preload(o, o.resp.as_ref().and_then(|r| r.content_type.as_deref()));
         let o = &mut st.objs[id];
         let url = o.url.clone();
         let r = o.resp.as_mut().expect("head first");
@@ -1071,7 +1079,7 @@ impl Session {
         };
         r.hasher.update(content);
         r.size += content.len() as u64;
-        if keep || id == PAGE {
+        if keep || id == PAGE || css_preload {
             if r.body.len() + content.len() > MAX_ENTRY_BODY_BYTES {
                 return Err(FetchError::object(&url, "object larger than 256 MiB"));
             }
@@ -1199,7 +1207,8 @@ impl Session {
             found_in: None,
             found_by: None,
         });
-        if keep || (id == PAGE && !r.not_modified) {
+        let css_preload = is_css_preload(o, r.content_type.as_deref());
+        if keep || (id == PAGE && !r.not_modified) || css_preload {
             o.body = Some(body);
         }
         if let Some(c) = st.conns.get_mut(r.conn) {
@@ -1212,6 +1221,10 @@ impl Session {
         if let Some((refs, css)) = css_refs {
             self.css_truncated(&mut st, id, &css);
             next.extend(self.admit(&mut st, refs, ObjectKind::Embedded, id));
+        } else {
+            // Preloaded as a style, and linked as a stylesheet while it was
+            // arriving: parsed whole now.
+            next.extend(self.parse_arrived_stylesheet(&mut st, id));
         }
         if unpacked {
             // The page came in the package: parse it now, so that only what
@@ -1459,6 +1472,19 @@ impl Session {
             warnings: std::mem::take(&mut st.warnings),
         }
     }
+}
+
+/// A `preload` answered with CSS: its body is kept, in case the page links
+/// it as a stylesheet later (`<link rel=preload as=style>` first).
+fn is_css_preload(o: &Obj, content_type: Option<&str>) -> bool {
+    o.found.is_some_and(|(_, r)| r == Rule::Preload)
+        && content_type.is_some_and(|t| {
+            t.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("text/css")
+        })
 }
 
 /// The discovery options of a fetch.

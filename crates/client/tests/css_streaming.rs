@@ -207,3 +207,32 @@ async fn other_origins_are_named_and_fetched_only_when_asked() {
     asked.sort();
     assert_eq!(asked, ["/s.css", "/x.png"]);
 }
+
+#[tokio::test]
+async fn a_preloaded_stylesheet_is_parsed_once_linked() {
+    let page =
+        "<link rel=preload as=style href=/a.css><img src=/i.png><link rel=stylesheet href=/a.css>";
+    let (url, seen, task) = server(page.to_string()).await;
+    let r = fetch(FetchConfig::new(url.clone(), Strategy::Pipeline))
+        .await
+        .unwrap();
+    task.abort();
+    let mut paths: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .requests
+        .iter()
+        .map(|(_, p)| p.clone())
+        .collect();
+    paths.sort();
+    assert_eq!(
+        paths,
+        ["/", "/a.css", "/b.css", "/b.png", "/f.woff2", "/i.png", "/x.png"]
+    );
+    let a = r
+        .objects
+        .iter()
+        .find(|o| o.url.ends_with("/a.css"))
+        .unwrap();
+    assert_eq!(a.found_by, Some("link stylesheet"));
+}

@@ -21,9 +21,10 @@ use crate::{resolve, Reference, Rule, MAX_REFERENCES};
 /// hostile server; the largest real stylesheets are a few hundred KB).
 pub const MAX_STYLESHEET_BYTES: usize = 16 << 20;
 
-/// An incomplete rule is scanned again only after this much more text
-/// (with a closing `}` or `;`) arrived: a huge `@media` block split into
-/// many small reads is not re-tokenized for every read.
+/// An incomplete rule longer than this is scanned again only once it has
+/// grown by as much again (and a closing `}` or `;` arrived): a huge
+/// `@media` block split into many small reads is tokenized O(n) times in
+/// all, not once per read.
 const RESCAN_STEP: usize = 64 << 10;
 
 /// A reference as written, with the rule that found it.
@@ -387,7 +388,7 @@ impl CssDiscoverer {
         }
         let ends_something = chunk.iter().any(|&b| b == b'}' || b == b';');
         let grown = self.text.len().saturating_sub(self.scanned);
-        if last || ends_something && (self.scanned < RESCAN_STEP || grown >= RESCAN_STEP) {
+        if last || ends_something && (self.scanned < RESCAN_STEP || grown >= self.scanned) {
             self.scan(last)
         } else {
             Vec::new()
@@ -595,6 +596,30 @@ mod tests {
         assert_eq!(got.len(), 2, "{got:?}");
         assert_eq!(got[0].url, "/b.css");
         assert_eq!(got[1].url, "/x.png");
+    }
+
+    #[test]
+    fn a_huge_block_in_small_reads_is_not_rescanned_for_every_read() {
+        // One 2 MiB @media block in 1 KiB reads, each with a `}`: linear.
+        let mut css = String::from("@media screen {\n");
+        while css.len() < 2 << 20 {
+            css.push_str(".a { background: url(a.png) } .b { color: red }\n");
+        }
+        css.push_str("}\n.z { background: url(z.png) }\n");
+        let started = std::time::Instant::now();
+        let mut d = CssDiscoverer::new("/", Viewport::default());
+        let mut got = Vec::new();
+        for c in css.as_bytes().chunks(1024) {
+            got.extend(d.feed(c));
+        }
+        got.extend(d.finish());
+        let urls: Vec<&str> = got.iter().map(|r| r.url.as_str()).collect();
+        assert_eq!(urls, ["/a.png", "/z.png"]);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

@@ -135,7 +135,9 @@ struct Found {
     total: usize,
     /// The references reported, so each is reported once and duplicates do
     /// not count toward `MAX_REFERENCES` (bounded by it).
-    seen: std::collections::HashSet<String>,
+    /// (and whether as a stylesheet: a `preload` of a URL later linked as a
+    /// stylesheet is reported again, with the stylesheet rule).
+    seen: std::collections::HashMap<String, bool>,
     /// Distinct references seen beyond `MAX_REFERENCES` (not reported).
     dropped: usize,
     style_text: String,
@@ -151,8 +153,18 @@ impl Found {
             return;
         }
         if let Some(resolved) = resolve(&self.base, &raw) {
-            if self.seen.contains(&resolved) {
-                return;
+            match self.seen.get(&resolved) {
+                Some(&was_css) if was_css || !rule.is_stylesheet() => return,
+                Some(_) => {
+                    // Known (a preload), now applied as a stylesheet.
+                    self.seen.insert(resolved.clone(), true);
+                    self.refs.push(Reference {
+                        url: resolved,
+                        rule,
+                    });
+                    return;
+                }
+                None => {}
             }
             if self.total >= MAX_REFERENCES {
                 // Not remembered (memory stays bounded): a reference
@@ -161,7 +173,7 @@ impl Found {
                 return;
             }
             self.total += 1;
-            self.seen.insert(resolved.clone());
+            self.seen.insert(resolved.clone(), rule.is_stylesheet());
             self.refs.push(Reference {
                 url: resolved,
                 rule,
@@ -977,6 +989,22 @@ mod tests {
         assert!(names.contains(&"w1600.jpg"), "{names:?}");
         assert!(names.contains(&"narrow.webp"), "{names:?}");
         assert!(names.contains(&"pic2-2x.jpg"), "{names:?}");
+    }
+
+    #[test]
+    fn a_preload_linked_later_as_a_stylesheet_is_reported_again() {
+        let got = rules(
+            "http://h/",
+            "<link rel=preload as=style href=a.css><link rel=stylesheet href=a.css><link rel=stylesheet href=a.css>",
+            Viewport::default(),
+        );
+        assert_eq!(
+            got,
+            vec![
+                ("http://h/a.css".to_string(), Rule::Preload),
+                ("http://h/a.css".to_string(), Rule::Stylesheet)
+            ]
+        );
     }
 
     #[test]
