@@ -1,6 +1,7 @@
 //! References in CSS, found as a browser would fetch them, on Servo's CSS
 //! tokenizer (`cssparser`): `@import` (only before other rules, as CSS
-//! Cascade §6.5 says), `url()` and `image-set()` anywhere in declarations,
+//! Cascade §6.5 says), `url()` and `image-set()` in declarations (not inside
+//! an `@media` block whose query does not match the viewport),
 //! and one source per `@font-face`: the last `src` declaration's first
 //! entry in a format a current browser decodes (CSS Fonts 4 §4.3: woff2,
 //! woff, truetype, opentype, collection; never `embedded-opentype` or
@@ -101,11 +102,16 @@ fn at_rule<'i>(
         return;
     }
     let mut statement_only = true;
+    let prelude_start = p.position();
     loop {
         match p.next().cloned() {
             Ok(Token::CurlyBracketBlock) => {
                 statement_only = false;
-                if name == "font-face" {
+                let prelude = p.slice_from(prelude_start);
+                let prelude = prelude.strip_suffix('{').unwrap_or(prelude);
+                if name == "media" && !crate::select::media_matches(prelude, v) {
+                    // Rules a browser does not apply at this viewport.
+                } else if name == "font-face" {
                     let _ = p.parse_nested_block(|p| -> PResult<'i> {
                         font_face(p, out);
                         Ok(())
@@ -541,6 +547,8 @@ mod tests {
     fn urls_in_declarations_nested_rules_and_image_set() {
         let css = "/* url(no.png) */ a { background: url( \"a.png\" ) no-repeat; }\
                    @media (min-width: 1px) { b { list-style: URL(b.png) } }\
+                   @media print { b { list-style: URL(print.png) } }\
+                   @media (max-width: 600px) { @font-face { font-family: N; src: url(n.woff2) } }\
                    c { background-image: image-set(url(c1.png) 1x, \"c2.png\" 2x); content: 'url(no2.png)' }\
                    d { & e { background: url(d.png) } }";
         assert_eq!(

@@ -65,6 +65,9 @@ pub enum Rule {
     /// `<link rel="alternate stylesheet">`: Chromium fetches it (at low
     /// priority) but does not apply it, so its references are not fetched.
     AlternateStylesheet,
+    /// `<link rel=stylesheet media>` whose media does not match: fetched,
+    /// not applied (as an alternate one).
+    UnappliedStylesheet,
     /// `<link rel=preload>` (fetched, not applied).
     Preload,
     ModulePreload,
@@ -93,6 +96,7 @@ impl Rule {
             Rule::BodyBackground => "body background",
             Rule::Stylesheet => "link stylesheet",
             Rule::AlternateStylesheet => "link alternate stylesheet",
+            Rule::UnappliedStylesheet => "link stylesheet, media not matching",
             Rule::Preload => "link preload",
             Rule::ModulePreload => "link modulepreload",
             Rule::Icon => "link icon",
@@ -243,7 +247,14 @@ fn link_rule(el: &Element<'_, '_>, v: &Viewport) -> Option<Rule> {
         if has("alternate") {
             return Some(Rule::AlternateStylesheet);
         }
-        return Some(Rule::Stylesheet);
+        let media_ok = el
+            .get_attribute("media")
+            .is_none_or(|m| select::media_matches(&decode_entities(&m), v));
+        return Some(if media_ok {
+            Rule::Stylesheet
+        } else {
+            Rule::UnappliedStylesheet
+        });
     }
     if has("modulepreload") {
         return Some(Rule::ModulePreload);
@@ -943,7 +954,7 @@ mod tests {
     #[test]
     fn browser_rules_for_links_scripts_media_and_pictures() {
         let html = r#"<link rel=preload as=font href=f.woff2 crossorigin><link rel=preload href=noas.js>
-<link rel="alternate stylesheet" href=alt.css><link rel=stylesheet href=dis.css disabled>
+<link rel="alternate stylesheet" href=alt.css><link rel=stylesheet href=dis.css disabled><link rel=stylesheet media=print href=print.css>
 <link rel=modulepreload href=m.js><link rel="shortcut icon" href=i.ico><link rel=next href=n.html>
 <script type=module src=mod.js></script><script nomodule src=legacy.js></script>
 <script type="text/template" src=tpl.html></script>
@@ -959,6 +970,7 @@ mod tests {
         let want: Vec<(String, Rule)> = [
             ("f.woff2", Rule::Preload),
             ("alt.css", Rule::AlternateStylesheet),
+            ("print.css", Rule::UnappliedStylesheet),
             ("m.js", Rule::ModulePreload),
             ("i.ico", Rule::Icon),
             ("mod.js", Rule::Script),

@@ -262,6 +262,8 @@ fn robot_fetches_what_chromium_fetches_on_the_hand_made_fixture() {
         "/img/photo-1600.png",
         "/img/logo-2x.png",
         "/img/set-2x.png",
+        "/img/print-only.png",
+        "/img/print-bg.png",
     ] {
         assert!(!c.extra.iter().any(|p| p == never), "fetched {never}");
     }
@@ -271,6 +273,7 @@ fn robot_fetches_what_chromium_fetches_on_the_hand_made_fixture() {
     assert_eq!(by["/fonts/fixture.woff2"], "@font-face src");
     assert_eq!(by["/img/photo-800.png"], "img srcset");
     assert_eq!(by["/img/pic.jxl"], "picture source");
+    assert_eq!(by["/css/print.css"], "link stylesheet, media not matching");
     let cross = c.report["cross_origin"].as_array().expect("cross_origin");
     assert_eq!(cross.len(), 1, "{cross:?}");
     assert_eq!(cross[0]["origin"], "http://127.0.0.2:9");

@@ -24,7 +24,8 @@ def png(path, w, h, rgb):
 os.makedirs("img", exist_ok=True)
 names = ["icon", "preload", "banner", "style-attr", "entity", "hero", "wide", "base",
          "inline", "set-1x", "set-2x", "photo-480", "photo-800", "photo-1600", "logo",
-         "logo-2x", "pic", "pic-narrow", "poster", "submit", "unused", "alt", "late"]
+         "logo-2x", "pic", "pic-narrow", "poster", "submit", "unused", "alt", "late",
+         "print-only", "print-bg"]
 for i, n in enumerate(names):
     png(f"img/{n}.png", 1 + i % 8, 1 + i % 5, (i * 37 % 256, 90, 200))
 # A lossless 1x1 WebP (RIFF, VP8L) and a 1x1 GIF.
