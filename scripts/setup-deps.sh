@@ -62,3 +62,7 @@ apt_install slowhttptest nginx-light curl python3
 # replay check (crates/pagewire/tests/replay_cli.rs, with nginx to record from);
 # docs/real-pages.md records libxslt's HTML manual (libxslt1-dev).
 apt_install chromium nginx-light libxslt1-dev
+# Discovery against a real browser (crates/pagewire/tests/discovery_chromium.rs, issue 15):
+# a small real Sphinx site (Read the Docs theme: stylesheets, scripts, web fonts)
+# from Debian's documentation packages as a fixture.
+apt_install python-webvtt-doc

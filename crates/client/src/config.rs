@@ -473,6 +473,17 @@ pub struct FetchConfig {
     /// host and port wins. Requests still carry the URL's `Host`, so a
     /// replay server can tell recorded origins apart.
     pub connect_to: Vec<ConnectTo>,
+    /// The window discovery lays the page out for: which `srcset` /
+    /// `<picture>` candidate and which `media` match (1280 px at 1x, a
+    /// desktop browser's default).
+    pub viewport: pagewire_discover::Viewport,
+    /// Look for the page's references (off: fetch the URL alone, as for a
+    /// cross-origin object).
+    pub discover: bool,
+    /// Also fetch the references to other origins, each by a fetch of its
+    /// own after the page's (`FetchReport::cross_origin_fetches`); off, they
+    /// are only listed (`FetchReport::cross_origin`).
+    pub cross_origin: bool,
 }
 
 /// A connection override: requests for `host:port` (either may be any)
@@ -579,6 +590,9 @@ impl FetchConfig {
             max_inflated: crate::inflate::DEFAULT_MAX_INFLATED_BYTES,
             decode_unasked: false,
             connect_to: Vec::new(),
+            viewport: pagewire_discover::Viewport::default(),
+            discover: true,
+            cross_origin: false,
         }
     }
 
@@ -616,6 +630,13 @@ impl FetchConfig {
             return Err(FetchError::Config(
                 "--prefetch stores hinted objects in the cache: give --cache DIR".into(),
             ));
+        }
+        let v = self.viewport;
+        if !((1..=100_000).contains(&v.width) && v.dpr > 0.0 && v.dpr <= 16.0) {
+            return Err(FetchError::Config(format!(
+                "viewport must be 1..=100000 CSS pixels at a DPR in (0, 16], got {} at {}",
+                v.width, v.dpr
+            )));
         }
         if self.user_agent.bytes().any(|b| b < 0x20 || b == 0x7f) {
             return Err(FetchError::Config("user agent has control bytes".into()));

@@ -90,6 +90,12 @@ pub fn to_har(report: &FetchReport) -> Value {
                     "receive": o.done_ms - o.first_byte_ms,
                 },
                 "connection": o.connection.to_string(),
+                // Chrome's HAR field: what made the request (here, where
+                // discovery found the reference and by which rule).
+                "_initiator": match (&o.found_in, o.found_by) {
+                    (Some(url), Some(rule)) => json!({"type": "parser", "url": url, "rule": rule}),
+                    _ => json!({"type": "other"}),
+                },
                 "comment": format!("{:?}, attempt {}", o.outcome, o.attempts),
             })
         })
@@ -107,6 +113,7 @@ pub fn to_har(report: &FetchReport) -> Value {
                 "pageTimings": {"onContentLoad": report.page_complete_ms, "onLoad": report.total_ms},
             }],
             "entries": entries,
+            "_crossOrigin": report.cross_origin,
         }
     })
 }

@@ -41,7 +41,10 @@ pub use config::{
 };
 pub use error::FetchError;
 pub use outbuf::FlushReason;
-pub use report::{ConnEnd, FetchReport, ObjectKind, ObjectRecord, Outcome, RequestMethod};
+pub use pagewire_discover::Viewport;
+pub use report::{
+    ConnEnd, CrossOriginRecord, FetchReport, ObjectKind, ObjectRecord, Outcome, RequestMethod,
+};
 pub use session::prefetch_links;
 
 use conn::{drive, End, Plan, Sink};
@@ -65,7 +68,7 @@ pub async fn fetch(mut config: FetchConfig) -> Result<FetchReport, FetchError> {
         let mut report = fetch_one(config.clone()).await?;
         let Some(location) = report.page_redirect() else {
             report.redirects = chain;
-            return Ok(report);
+            return Ok(fetch_cross_origin(report, &config).await);
         };
         if chain.len() >= max {
             if max > 0 {
@@ -74,7 +77,7 @@ pub async fn fetch(mut config: FetchConfig) -> Result<FetchReport, FetchError> {
                 ));
             }
             report.redirects = chain;
-            return Ok(report);
+            return Ok(fetch_cross_origin(report, &config).await);
         }
         let from = report.url.clone();
         let next = pagewire_discover::resolve(&from, &location)
@@ -96,6 +99,42 @@ pub async fn fetch(mut config: FetchConfig) -> Result<FetchReport, FetchError> {
         chain.push(from);
         config.url = next;
     }
+}
+
+/// Most references to other origins fetched for one page
+/// (`FetchConfig::cross_origin`); the rest are warned about.
+pub const MAX_CROSS_ORIGIN_FETCHES: usize = 256;
+
+/// With `FetchConfig::cross_origin`: each reference to another origin,
+/// fetched alone (no discovery in it, no redirects), in the order found;
+/// failures become warnings.
+async fn fetch_cross_origin(mut report: FetchReport, config: &FetchConfig) -> FetchReport {
+    if !config.cross_origin {
+        return report;
+    }
+    let refs: Vec<String> = report.cross_origin.iter().map(|c| c.url.clone()).collect();
+    if refs.len() > MAX_CROSS_ORIGIN_FETCHES {
+        report.warnings.push(format!(
+            "{} cross-origin references: only the first {MAX_CROSS_ORIGIN_FETCHES} were fetched",
+            refs.len()
+        ));
+    }
+    for url in refs.into_iter().take(MAX_CROSS_ORIGIN_FETCHES) {
+        let mut cfg = config.clone();
+        cfg.url = url.clone();
+        cfg.discover = false;
+        cfg.cross_origin = false;
+        cfg.prefetch = false;
+        cfg.revalidate = config.revalidate && config.cache_dir.is_some();
+        cfg.max_redirects = 0;
+        match fetch_one(cfg).await {
+            Ok(r) => report.cross_origin_fetches.push(r),
+            Err(e) => report
+                .warnings
+                .push(format!("cross-origin {url} not fetched: {e}")),
+        }
+    }
+    report
 }
 
 /// One fetch of one page URL (no redirects followed).

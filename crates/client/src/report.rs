@@ -159,6 +159,30 @@ pub struct ObjectRecord {
     /// The content, when `FetchConfig::keep_bodies` (not serialized).
     #[serde(skip)]
     pub body: Option<Bytes>,
+    /// Where its reference was found: the URL of the page or of the
+    /// stylesheet (`None` for the page itself and prefetched objects).
+    pub found_in: Option<String>,
+    /// The discovery rule that found it (`img src`, `@import`, `@font-face
+    /// src`, ...; see `pagewire_discover::Rule`).
+    pub found_by: Option<&'static str>,
+}
+
+/// A reference to another origin (scheme, host or port): counted and named,
+/// not fetched.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct CrossOriginRecord {
+    pub url: String,
+    /// `scheme://host[:port]`.
+    pub origin: String,
+    pub found_in: String,
+    pub found_by: &'static str,
+}
+
+/// `FetchConfig::viewport` as recorded.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct ViewportRecord {
+    pub width: u32,
+    pub dpr: f64,
 }
 
 /// One flush of a connection's output buffer.
@@ -252,6 +276,11 @@ pub struct FetchReport {
     pub retried_requests: u32,
     /// Same-page references on other servers, not fetched.
     pub skipped_other_server: Vec<String>,
+    /// The same references with where they were found (one per URL).
+    pub cross_origin: Vec<CrossOriginRecord>,
+    /// The viewport discovery chose images for (`srcset`, `sizes`,
+    /// `media`): CSS pixels wide and device pixel ratio.
+    pub viewport: ViewportRecord,
     /// Prefetch hints seen (`Link: rel=prefetch`), as URLs.
     pub prefetch_hints: Vec<String>,
     /// Non-fatal problems (corrupt cache entries, parser trouble, the
@@ -267,6 +296,11 @@ pub struct FetchReport {
     /// Bytes this fetch wrote to cache files (bodies and meta files).
     #[serde(default)]
     pub cache_bytes_written: u64,
+    /// With `FetchConfig::cross_origin`: one fetch per reference in
+    /// `cross_origin` (same order; at most `MAX_CROSS_ORIGIN_FETCHES`), each
+    /// on its own connection, its references not searched. Their objects
+    /// are not in `objects` nor their bytes in `bytes`.
+    pub cross_origin_fetches: Vec<FetchReport>,
 }
 
 impl FetchReport {
@@ -372,10 +406,19 @@ impl FetchReport {
             }
         );
         if !self.skipped_other_server.is_empty() {
+            let mut origins: BTreeMap<&str, usize> = BTreeMap::new();
+            for c in &self.cross_origin {
+                *origins.entry(c.origin.as_str()).or_default() += 1;
+            }
             let _ = writeln!(
                 s,
-                "  skipped {} references to other servers",
-                self.skipped_other_server.len()
+                "  skipped {} references to other servers: {}",
+                self.skipped_other_server.len(),
+                origins
+                    .iter()
+                    .map(|(o, n)| format!("{o} ({n})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
         let prefetched = self
@@ -389,6 +432,23 @@ impl FetchReport {
                 "  prefetch: {} hints, {} objects prefetched into the cache",
                 self.prefetch_hints.len(),
                 prefetched
+            );
+        }
+        if !self.cross_origin_fetches.is_empty() {
+            let ok = self
+                .cross_origin_fetches
+                .iter()
+                .filter(|f| f.failed_objects().next().is_none())
+                .count();
+            let bytes: u64 = self
+                .cross_origin_fetches
+                .iter()
+                .map(|f| f.bytes.total_bytes_received)
+                .sum();
+            let _ = writeln!(
+                s,
+                "  cross-origin: {} fetched ({ok} with a success status), {bytes} bytes received",
+                self.cross_origin_fetches.len()
             );
         }
         for r in &self.redirects {

@@ -10,7 +10,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
-use pagewire_discover::{resolve, same_server_path, Discoverer};
+use pagewire_discover::{
+    resolve, same_server_path, CssDiscoverer, Discoverer, Options, Reference, Rule,
+};
 use pagewire_h1::{Method, ResponseHead, Version};
 use sha2::{Digest, Sha256};
 
@@ -22,8 +24,8 @@ use crate::outbuf::FlushReason;
 mod package;
 
 use crate::report::{
-    rfc3339, ByteCounts, ConnEnd, ConnectionRecord, FetchReport, FlushRecord, ObjectKind,
-    ObjectRecord, Outcome, RequestMethod,
+    rfc3339, ByteCounts, ConnEnd, ConnectionRecord, CrossOriginRecord, FetchReport, FlushRecord,
+    ObjectKind, ObjectRecord, Outcome, RequestMethod, ViewportRecord,
 };
 
 /// Objects fetched because of prefetch hints, per fetch: hints are advice,
@@ -62,6 +64,8 @@ struct InProgress {
     getall_boundary: Option<String>,
     /// The body is an object package being unpacked (strategy objpack).
     package: Option<package::PackageRx>,
+    /// The body is a stylesheet being parsed as it arrives.
+    css: Option<CssDiscoverer>,
 }
 
 struct Obj {
@@ -90,6 +94,11 @@ struct Obj {
     getlist: Vec<ObjId>,
     /// Already written to the cache (an object that came in a package).
     stored: bool,
+    /// Where the reference to it was found (the page or a stylesheet) and
+    /// by which rule; `None` for the page and prefetched objects.
+    found: Option<(ObjId, Rule)>,
+    /// Its content was parsed as a stylesheet (once).
+    css_parsed: bool,
 }
 
 #[derive(Default)]
@@ -119,6 +128,8 @@ struct State {
     /// `getall`, later visit: uncached objects waiting for the page's end,
     /// to be asked for in one GETLIST.
     getlist_pending: Vec<ObjId>,
+    /// References to other origins (not fetched), each once.
+    cross_origin: Vec<(String, ObjId, Rule)>,
 }
 
 /// What a response head means for its connection.
@@ -166,7 +177,9 @@ impl Session {
             _ => None,
         };
         let mut st = State {
-            discoverer: Some(Discoverer::new(&page_url)),
+            discoverer: cfg
+                .discover
+                .then(|| Discoverer::with_options(&page_url, discovery_options(&cfg))),
             ..State::default()
         };
         if let Some(n) = cache.as_ref().map(Cache::stale_removed).filter(|&n| n > 0) {
@@ -250,19 +263,38 @@ impl Session {
             getlist: Vec::new(),
             stored: false,
             spool: None,
+            found: None,
+            css_parsed: false,
         });
         id
     }
 
-    /// Turns discovered references into new objects (same server, not seen
-    /// before); returns their ids in document order.
-    fn admit(&self, st: &mut State, refs: Vec<String>, kind: ObjectKind) -> Vec<ObjId> {
+    /// Turns references found in object `from` into new objects (same
+    /// server, not seen before); returns their ids in document order.
+    fn admit(
+        &self,
+        st: &mut State,
+        refs: Vec<Reference>,
+        kind: ObjectKind,
+        from: ObjId,
+    ) -> Vec<ObjId> {
         let mut ids = Vec::new();
-        for r in refs {
+        for Reference { url: r, rule } in refs {
             match same_server_path(&self.page_url, &r) {
                 Some(path) => {
                     let path = encode_target(&path);
-                    if st.by_path.contains_key(&path) {
+                    if let Some(&known) = st.by_path.get(&path) {
+                        let upgrade = rule.is_stylesheet()
+                            && st.objs[known]
+                                .found
+                                .is_some_and(|(_, r)| !r.is_stylesheet());
+                        if known != PAGE && (st.objs[known].found.is_none() || upgrade) {
+                            // Arrived before it was found (a GETALL part,
+                            // a package member): say where it belongs, and
+                            // parse it now if it is a stylesheet.
+                            st.objs[known].found = Some((from, rule));
+                            ids.extend(self.parse_arrived_stylesheet(st, known));
+                        }
                         continue;
                     }
                     if st.objs.len() >= pagewire_discover::MAX_REFERENCES {
@@ -270,9 +302,15 @@ impl Session {
                         continue;
                     }
                     let id = self.add_object(st, path, kind);
+                    st.objs[id].found = Some((from, rule));
                     if self.getall_from_cache(st, id) {
-                        // In the cache: not requested.
-                    } else if self.getall_later_visit() && kind == ObjectKind::Embedded {
+                        // In the cache: not requested; a cached stylesheet's
+                        // references may still be missing.
+                        ids.extend(self.parse_arrived_stylesheet(st, id));
+                    } else if self.getall_later_visit()
+                        && kind == ObjectKind::Embedded
+                        && !st.discovery_done
+                    {
                         st.getlist_pending.push(id);
                     } else {
                         ids.push(id);
@@ -280,12 +318,51 @@ impl Session {
                 }
                 None => {
                     if st.skipped_set.insert(r.clone()) {
+                        st.cross_origin.push((r.clone(), from, rule));
                         st.skipped.push(r);
                     }
                 }
             }
         }
         ids
+    }
+
+    /// A stylesheet that arrived whole before its reference was found (in a
+    /// GETALL answer or a package, or from the cache): its references now.
+    fn parse_arrived_stylesheet(&self, st: &mut State, id: ObjId) -> Vec<ObjId> {
+        let o = &st.objs[id];
+        let is_css = o.found.is_some_and(|(_, r)| r.is_stylesheet());
+        let ok = o
+            .record
+            .as_ref()
+            .is_some_and(|r| r.status == 200 || r.outcome == Outcome::NotModified);
+        if !is_css || !ok || o.css_parsed {
+            return Vec::new();
+        }
+        let Some(body) = o.body.clone() else {
+            return Vec::new();
+        };
+        self.parse_whole_stylesheet(st, id, &body)
+    }
+
+    fn parse_whole_stylesheet(&self, st: &mut State, id: ObjId, body: &[u8]) -> Vec<ObjId> {
+        st.objs[id].css_parsed = true;
+        let mut css = CssDiscoverer::new(&st.objs[id].url, self.cfg.viewport);
+        let mut refs = css.feed(body);
+        refs.extend(css.finish());
+        self.css_truncated(st, id, &css);
+        self.admit(st, refs, ObjectKind::Embedded, id)
+    }
+
+    fn css_truncated(&self, st: &mut State, id: ObjId, css: &CssDiscoverer) {
+        if css.truncated() {
+            let w = format!(
+                "{}: stylesheet larger than {} bytes: the rest was not searched for references",
+                st.objs[id].url,
+                pagewire_discover::css::MAX_STYLESHEET_BYTES
+            );
+            st.warnings.push(w);
+        }
     }
 
     /// The objects requested and not complete, for an error: the first
@@ -672,13 +749,48 @@ impl Session {
             changed,
             getall_boundary,
             package,
+            css: None,
         });
         let closing = !head.wants_keep_alive();
         let mut new_ids = Vec::new();
+        let o = &mut st.objs[id];
+        let stylesheet = id != PAGE && o.found.is_some_and(|(_, r)| r.is_stylesheet());
         if id == PAGE && not_modified {
             // Parse the cached page as if it had just arrived.
             let body = st.objs[id].cached.as_ref().expect("checked").body.clone();
             new_ids = self.discover(&mut st, &body);
+        } else if stylesheet && not_modified && !o.css_parsed {
+            let body = o.cached.as_ref().expect("checked").body.clone();
+            new_ids = self.parse_whole_stylesheet(&mut st, id, &body);
+        } else if stylesheet && status == 200 && o.method == RequestMethod::Get && !o.css_parsed {
+            // A browser applies a stylesheet only as text/css (standards
+            // mode); one without a type is sniffed as CSS here.
+            let is_css = o
+                .resp
+                .as_ref()
+                .and_then(|r| r.content_type.as_deref())
+                .is_none_or(|t| {
+                    t.split(';')
+                        .next()
+                        .unwrap_or("")
+                        .trim()
+                        .eq_ignore_ascii_case("text/css")
+                });
+            if is_css {
+                o.css_parsed = true;
+                let css = CssDiscoverer::new(&o.url, self.cfg.viewport);
+                if let Some(r) = o.resp.as_mut() {
+                    r.css = Some(css);
+                }
+            } else {
+                o.css_parsed = true;
+                let w = format!(
+                    "{}: a stylesheet served as {:?}, not text/css: not applied, its references not fetched",
+                    o.url,
+                    o.resp.as_ref().and_then(|r| r.content_type.clone()).unwrap_or_default()
+                );
+                st.warnings.push(w);
+            }
         }
         Ok((
             HeadInfo {
@@ -716,6 +828,8 @@ impl Session {
             getlist: ids,
             stored: false,
             spool: None,
+            found: None,
+            css_parsed: false,
         });
         id
     }
@@ -771,6 +885,8 @@ impl Session {
                             response_headers: p.headers.clone(),
                             http_version: r.http_version,
                             body: None,
+                            found_in: None,
+                            found_by: None,
                         });
                         o.body = Some(p.body);
                     }
@@ -789,7 +905,17 @@ impl Session {
             c.responses_received += 1;
         }
         st.last_done = st.last_done.max(now);
-        ids.into_iter().filter(|i| !delivered.contains(i)).collect()
+        let mut next: Vec<ObjId> = ids
+            .iter()
+            .copied()
+            .filter(|i| !delivered.contains(i))
+            .collect();
+        for &i in &ids {
+            if delivered.contains(&i) {
+                next.extend(self.parse_arrived_stylesheet(st, i));
+            }
+        }
+        next
     }
 
     /// `getall`, later visit: an object the cache holds is not requested
@@ -835,6 +961,8 @@ impl Session {
             response_headers: Vec::new(),
             http_version: "",
             body: None,
+            found_in: None,
+            found_by: None,
         });
         o.body = Some(e.body.clone());
         true
@@ -922,6 +1050,8 @@ impl Session {
                 response_headers: p.headers.clone(),
                 http_version: r.http_version,
                 body: None,
+                found_in: None,
+                found_by: None,
             });
             o.body = Some(p.body);
         }
@@ -936,10 +1066,10 @@ impl Session {
 
     fn discover(&self, st: &mut State, content: &[u8]) -> Vec<ObjId> {
         let refs = match st.discoverer.as_mut() {
-            Some(d) => d.feed(content),
+            Some(d) => d.feed_refs(content),
             None => return Vec::new(),
         };
-        self.admit(st, refs, ObjectKind::Embedded)
+        self.admit(st, refs, ObjectKind::Embedded, PAGE)
     }
 
     /// Body bytes (framing removed) for `id`; returns newly found objects.
@@ -947,6 +1077,9 @@ impl Session {
         let mut st = self.lock();
         st.bytes.payload_bytes_received += data.len() as u64;
         let keep = self.keep_bodies();
+        let o = &st.objs[id];
+        let css_preload =
+            is_css_preload(o, o.resp.as_ref().and_then(|r| r.content_type.as_deref()));
         let o = &mut st.objs[id];
         let url = o.url.clone();
         let r = o.resp.as_mut().expect("head first");
@@ -961,17 +1094,22 @@ impl Session {
         }
         let parse = id == PAGE && r.status == 200 && r.getall_boundary.is_none();
         // The page's text goes to the parser step by step as it is
-        // inflated, never collected beside the body (issue 18 #4).
+        // inflated, never collected beside the body (issue 18 #4); a
+        // stylesheet's references are requested while it arrives.
         let mut refs = Vec::new();
+        let mut css_refs = Vec::new();
         let st_fields = &mut *st;
         let r = st_fields.objs[id].resp.as_mut().expect("head first");
         let mut parser = st_fields.discoverer.as_mut().filter(|_| parse);
         let mut inflater = r.inflater.take();
         let fed = {
             let mut sink = |content: &[u8]| -> Result<(), ContentError> {
-                take_content(r, &url, keep || id == PAGE, content)?;
+                take_content(r, &url, keep || id == PAGE || css_preload, content)?;
                 if let Some(d) = parser.as_mut() {
-                    refs.extend(d.feed(content));
+                    refs.extend(d.feed_refs(content));
+                }
+                if let Some(c) = r.css.as_mut() {
+                    css_refs.extend(c.feed(content));
                 }
                 Ok(())
             };
@@ -981,7 +1119,10 @@ impl Session {
             }
         };
         r.inflater = inflater;
-        let added = self.admit(&mut st, refs, ObjectKind::Embedded);
+        let mut added = self.admit(&mut st, refs, ObjectKind::Embedded, PAGE);
+        if !css_refs.is_empty() {
+            added.extend(self.admit(&mut st, css_refs, ObjectKind::Embedded, id));
+        }
         fed.map_err(|e| e.into_fetch(&url))?;
         Ok(added)
     }
@@ -1016,6 +1157,11 @@ impl Session {
             take_content(&mut r, &url, true, &tail).map_err(|e| e.into_fetch(&url))?;
         }
         let page_ok = id == PAGE && r.status == 200;
+        let css_refs = r.css.take().map(|mut c| {
+            let mut refs = c.feed(&tail);
+            refs.extend(c.finish());
+            (refs, c)
+        });
         let mut next = Vec::new();
         if let Some(b) = r.getall_boundary.take() {
             self.take_getall_parts(&mut st, &mut r, &b, now)?;
@@ -1086,10 +1232,13 @@ impl Session {
             response_headers: std::mem::take(&mut r.headers),
             http_version: r.http_version,
             body: None,
+            found_in: None,
+            found_by: None,
         });
+        let css_preload = is_css_preload(o, r.content_type.as_deref());
         if let Some(spool) = r.spool.take() {
             o.spool = Some(spool);
-        } else if keep || (id == PAGE && !r.not_modified) {
+        } else if keep || (id == PAGE && !r.not_modified) || css_preload {
             o.body = Some(body);
         }
         if let Some(c) = st.conns.get_mut(r.conn) {
@@ -1098,6 +1247,14 @@ impl Session {
         st.last_done = st.last_done.max(now);
         if page_ok && !tail.is_empty() {
             next.extend(self.discover(&mut st, &tail));
+        }
+        if let Some((refs, css)) = css_refs {
+            self.css_truncated(&mut st, id, &css);
+            next.extend(self.admit(&mut st, refs, ObjectKind::Embedded, id));
+        } else {
+            // Preloaded as a style, and linked as a stylesheet while it was
+            // arriving: parsed whole now.
+            next.extend(self.parse_arrived_stylesheet(&mut st, id));
         }
         if unpacked {
             // The page came in the package: parse it now, so that only what
@@ -1108,14 +1265,14 @@ impl Session {
         if id == PAGE {
             let mut refs = Vec::new();
             if let Some(mut d) = st.discoverer.take() {
-                refs = d.finish();
+                refs = d.finish_refs();
                 st.refs_dropped += d.dropped();
                 if let Some(e) = d.error() {
                     st.warnings
                         .push(format!("HTML tokenizer stopped early: {e}"));
                 }
             }
-            next.extend(self.admit(&mut st, refs, ObjectKind::Embedded));
+            next.extend(self.admit(&mut st, refs, ObjectKind::Embedded, PAGE));
             let pending = std::mem::take(&mut st.getlist_pending);
             match pending.len() {
                 0 => {}
@@ -1142,10 +1299,13 @@ impl Session {
     /// Management"): forget the partial response so a retry starts clean.
     pub fn forget_partial(&self, id: ObjId) {
         let mut st = self.lock();
-        if st.objs[id].resp.take().is_some() && id == PAGE {
+        if st.objs[id].resp.take().is_some() && id == PAGE && self.cfg.discover {
             // The page will be parsed again from its start; references
             // already admitted are not requested twice (by_path).
-            st.discoverer = Some(Discoverer::new(&self.page_url));
+            st.discoverer = Some(Discoverer::with_options(
+                &self.page_url,
+                discovery_options(&self.cfg),
+            ));
         }
     }
 
@@ -1286,10 +1446,15 @@ impl Session {
         let mut objects = Vec::new();
         let mut statuses: BTreeMap<u16, u32> = BTreeMap::new();
         let mut requests = 0;
+        let urls: Vec<String> = st.objs.iter().map(|o| o.url.clone()).collect();
         for o in &mut st.objs {
             if let Some(mut rec) = o.record.take() {
                 if keep {
                     rec.body = o.body.take();
+                }
+                if let Some((from, rule)) = o.found {
+                    rec.found_in = urls.get(from).cloned();
+                    rec.found_by = Some(rule.as_str());
                 }
                 *statuses.entry(rec.status).or_default() += 1;
                 objects.push(rec);
@@ -1345,12 +1510,57 @@ impl Session {
             flush_counts,
             retried_requests: st.retried,
             skipped_other_server: std::mem::take(&mut st.skipped),
+            cross_origin: std::mem::take(&mut st.cross_origin)
+                .into_iter()
+                .map(|(url, from, rule)| CrossOriginRecord {
+                    origin: origin_of(&url),
+                    url,
+                    found_in: urls.get(from).cloned().unwrap_or_default(),
+                    found_by: rule.as_str(),
+                })
+                .collect(),
+            viewport: ViewportRecord {
+                width: self.cfg.viewport.width,
+                dpr: self.cfg.viewport.dpr,
+            },
             prefetch_hints: hints,
             references_not_fetched: st.refs_dropped,
             redirects: Vec::new(),
             cache_bytes_written: self.cache.as_ref().map_or(0, Cache::bytes_written),
+            cross_origin_fetches: Vec::new(),
             warnings: std::mem::take(&mut st.warnings),
         }
+    }
+}
+
+/// A `preload` answered with CSS: its body is kept, in case the page links
+/// it as a stylesheet later (`<link rel=preload as=style>` first).
+fn is_css_preload(o: &Obj, content_type: Option<&str>) -> bool {
+    o.found.is_some_and(|(_, r)| r == Rule::Preload)
+        && content_type.is_some_and(|t| {
+            t.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .eq_ignore_ascii_case("text/css")
+        })
+}
+
+/// The discovery options of a fetch.
+fn discovery_options(cfg: &FetchConfig) -> Options {
+    Options {
+        viewport: cfg.viewport,
+    }
+}
+
+/// `scheme://authority` of an absolute URL (the URL itself otherwise).
+fn origin_of(url: &str) -> String {
+    match url.split_once("://") {
+        Some((scheme, rest)) => {
+            let end = rest.find(['/', '?']).unwrap_or(rest.len());
+            format!("{}://{}", scheme.to_ascii_lowercase(), &rest[..end])
+        }
+        None => url.to_string(),
     }
 }
 

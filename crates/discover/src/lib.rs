@@ -1,4 +1,5 @@
-//! Streaming discovery of embedded references in HTML.
+//! Streaming discovery of embedded references in HTML and CSS, as a
+//! browser finds them without running scripts.
 //!
 //! Paper 001 ("Compression Issues") depends on the robot parsing the page
 //! while its first segment is still the only one that has arrived: "When this
@@ -7,13 +8,19 @@
 //! TCP connection." So discovery is incremental: [`Discoverer::feed`] takes
 //! whatever bytes have arrived and returns the references found in them, in
 //! document order. Tokenizing is done by `lol_html` (a maintained streaming
-//! HTML rewriter used here only for its element and text handlers).
+//! HTML rewriter used here only for its element and text handlers); CSS by
+//! `cssparser` (Servo's tokenizer), in [`css`].
 //!
-//! Found: `img src`, `input type=image src`, `body background`,
-//! `link rel=stylesheet href`, `script src`, and `url(...)` in inline
-//! `<style>` blocks and `style` attributes. References are resolved against
-//! the page URL (or a `<base href>`) with RFC 3986 §5.2, fragments removed.
-//! [`same_server_path`] filters them to the page's own server.
+//! Found ([`Rule`]): `img src` and `srcset` (one candidate, for a
+//! [`Viewport`]), `<picture><source media type srcset>`, `input type=image
+//! src`, `body background`, `link rel=stylesheet` (not alternate, not
+//! disabled), `link rel=preload` (with a fetchable `as`), `modulepreload`
+//! and `icon`, `script src` (classic or module; not `nomodule`, not data
+//! blocks), `video poster`, `object data`, and in `<style>` elements and
+//! `style` attributes what [`css`] finds. References are resolved against the
+//! page URL (or a `<base href>`) with RFC 3986 §5.2, fragments removed;
+//! `data:` and other non-HTTP URLs are skipped. [`same_server_path`]
+//! filters them to the page's own server.
 
 #![forbid(unsafe_code)]
 
@@ -21,6 +28,12 @@ use std::sync::{Arc, Mutex};
 
 use lol_html::send::{Element, HtmlRewriter, Settings};
 use lol_html::{element, text, MemorySettings};
+
+pub mod css;
+pub mod select;
+
+pub use css::CssDiscoverer;
+pub use select::Viewport;
 
 /// The tokenizer may buffer one incomplete token (a start tag with long
 /// attributes, or an unterminated text node); 4 MiB bounds that memory for a
@@ -36,28 +49,126 @@ const MAX_STYLE_TEXT_BYTES: usize = 1 << 20;
 /// rest are counted ([`Discoverer::dropped`]).
 pub const MAX_REFERENCES: usize = 10_000;
 
+/// Which rule found a reference (what a browser would fetch it for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// `<img src>` (no `srcset`, or `src` chosen as its 1x candidate).
+    ImgSrc,
+    /// The `srcset` candidate of an `<img>` for the viewport and DPR.
+    Srcset,
+    /// The candidate of the first matching `<picture><source>`.
+    PictureSource,
+    InputImage,
+    BodyBackground,
+    /// `<link rel=stylesheet>`: fetched and parsed as CSS.
+    Stylesheet,
+    /// `<link rel="alternate stylesheet">`: Chromium fetches it (at low
+    /// priority) but does not apply it, so its references are not fetched.
+    AlternateStylesheet,
+    /// `<link rel=stylesheet media>` whose media does not match: fetched,
+    /// not applied (as an alternate one).
+    UnappliedStylesheet,
+    /// `<link rel=preload>` (fetched, not applied).
+    Preload,
+    ModulePreload,
+    Icon,
+    Script,
+    VideoPoster,
+    ObjectData,
+    /// `url()` in a `style` attribute.
+    StyleAttribute,
+    /// `@import` in a stylesheet or `<style>`: fetched and parsed as CSS.
+    Import,
+    /// The source a browser takes from an `@font-face` rule.
+    FontFace,
+    /// `url()` / `image-set()` in a stylesheet or `<style>` element.
+    CssUrl,
+}
+
+impl Rule {
+    /// The rule as shown in reports (`--json`, HAR).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::ImgSrc => "img src",
+            Rule::Srcset => "img srcset",
+            Rule::PictureSource => "picture source",
+            Rule::InputImage => "input type=image",
+            Rule::BodyBackground => "body background",
+            Rule::Stylesheet => "link stylesheet",
+            Rule::AlternateStylesheet => "link alternate stylesheet",
+            Rule::UnappliedStylesheet => "link stylesheet, media not matching",
+            Rule::Preload => "link preload",
+            Rule::ModulePreload => "link modulepreload",
+            Rule::Icon => "link icon",
+            Rule::Script => "script src",
+            Rule::VideoPoster => "video poster",
+            Rule::ObjectData => "object data",
+            Rule::StyleAttribute => "style attribute",
+            Rule::Import => "@import",
+            Rule::FontFace => "@font-face src",
+            Rule::CssUrl => "url()",
+        }
+    }
+
+    /// The object is a stylesheet a browser applies, so its own
+    /// references are fetched too.
+    pub fn is_stylesheet(self) -> bool {
+        matches!(self, Rule::Stylesheet | Rule::Import)
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One reference: its absolute URL (or absolute path, for a path base) and
+/// the rule that found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    pub url: String,
+    pub rule: Rule,
+}
+
 #[derive(Default)]
 struct Found {
     base: String,
-    refs: Vec<String>,
+    viewport: Viewport,
+    refs: Vec<Reference>,
     total: usize,
     /// The references reported, so each is reported once and duplicates do
     /// not count toward `MAX_REFERENCES` (bounded by it).
-    seen: std::collections::HashSet<String>,
+    /// (and whether as a stylesheet: a `preload` of a URL later linked as a
+    /// stylesheet is reported again, with the stylesheet rule).
+    seen: std::collections::HashMap<String, bool>,
     /// Distinct references seen beyond `MAX_REFERENCES` (not reported).
     dropped: usize,
     style_text: String,
+    /// Inside a `<picture>` before its `<img>`: whether a `<source>` was
+    /// already chosen.
+    picture: Option<bool>,
 }
 
 impl Found {
-    fn push_raw(&mut self, raw: &str) {
+    fn push_raw(&mut self, raw: &str, rule: Rule) {
         let raw = decode_entities(raw.trim());
         if raw.is_empty() || raw.starts_with('#') {
             return;
         }
         if let Some(resolved) = resolve(&self.base, &raw) {
-            if self.seen.contains(&resolved) {
-                return;
+            match self.seen.get(&resolved) {
+                Some(&was_css) if was_css || !rule.is_stylesheet() => return,
+                Some(_) => {
+                    // Known (a preload), now applied as a stylesheet.
+                    self.seen.insert(resolved.clone(), true);
+                    self.refs.push(Reference {
+                        url: resolved,
+                        rule,
+                    });
+                    return;
+                }
+                None => {}
             }
             if self.total >= MAX_REFERENCES {
                 // Not remembered (memory stays bounded): a reference
@@ -66,15 +177,31 @@ impl Found {
                 return;
             }
             self.total += 1;
-            self.seen.insert(resolved.clone());
-            self.refs.push(resolved);
+            self.seen.insert(resolved.clone(), rule.is_stylesheet());
+            self.refs.push(Reference {
+                url: resolved,
+                rule,
+            });
         }
     }
 
-    fn push_css(&mut self, css: &str) {
-        for r in css_urls(css) {
-            self.push_raw(&r);
+    /// A `<style>` element's text.
+    fn push_stylesheet(&mut self, css: &str) {
+        for r in css::stylesheet_refs(css, &self.viewport) {
+            self.push_css_ref(&r.url, r.rule);
         }
+    }
+
+    /// A `style` attribute (already entity-decoded).
+    fn push_declarations(&mut self, css: &str) {
+        for r in css::declaration_refs(css, &self.viewport) {
+            self.push_css_ref(&r.url, Rule::StyleAttribute);
+        }
+    }
+
+    /// CSS has no character references: a URL from CSS is taken as is.
+    fn push_css_ref(&mut self, url: &str, rule: Rule) {
+        self.push_raw(&url.replace('&', "&amp;"), rule);
     }
 }
 
@@ -96,12 +223,131 @@ fn lock(found: &Arc<Mutex<Found>>) -> std::sync::MutexGuard<'_, Found> {
     found.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The tokens of a `rel` attribute, lower-cased.
+fn rel_tokens(el: &Element<'_, '_>) -> Vec<String> {
+    el.get_attribute("rel")
+        .map(|r| {
+            r.split_ascii_whitespace()
+                .map(str::to_ascii_lowercase)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `<link>`: what a browser fetches for it, if anything.
+fn link_rule(el: &Element<'_, '_>, v: &Viewport) -> Option<Rule> {
+    let rel = rel_tokens(el);
+    let has = |t: &str| rel.iter().any(|r| r == t);
+    if has("stylesheet") {
+        // A disabled one is not fetched; an alternate one is fetched, not
+        // applied.
+        if el.has_attribute("disabled") {
+            return None;
+        }
+        if has("alternate") {
+            return Some(Rule::AlternateStylesheet);
+        }
+        let media_ok = el
+            .get_attribute("media")
+            .is_none_or(|m| select::media_matches(&decode_entities(&m), v));
+        return Some(if media_ok {
+            Rule::Stylesheet
+        } else {
+            Rule::UnappliedStylesheet
+        });
+    }
+    if has("modulepreload") {
+        return Some(Rule::ModulePreload);
+    }
+    if has("preload") {
+        // Only a known destination is fetched (HTML §4.6.7.13); `media`
+        // that does not match prevents it.
+        let as_ = el
+            .get_attribute("as")
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let known = matches!(
+            as_.trim(),
+            "fetch"
+                | "font"
+                | "image"
+                | "script"
+                | "style"
+                | "track"
+                | "audio"
+                | "video"
+                | "document"
+                | "worker"
+                | "sharedworker"
+        );
+        let media_ok = el
+            .get_attribute("media")
+            .is_none_or(|m| select::media_matches(&m, v));
+        let type_ok = el.get_attribute("type").is_none_or(|t| {
+            as_.trim() != "image" || t.trim().is_empty() || select::image_type_supported(&t)
+        });
+        return (known && media_ok && type_ok).then_some(Rule::Preload);
+    }
+    if has("icon") {
+        return Some(Rule::Icon);
+    }
+    None
+}
+
+/// A `<script type>` a browser runs (and so fetches): classic or module,
+/// not a data block.
+fn script_fetched(el: &Element<'_, '_>) -> bool {
+    if el.has_attribute("nomodule") {
+        return false;
+    }
+    match el.get_attribute("type") {
+        None => true,
+        Some(t) => {
+            let t = t.trim().to_ascii_lowercase();
+            t.is_empty()
+                || t == "module"
+                || matches!(
+                    t.as_str(),
+                    "text/javascript"
+                        | "application/javascript"
+                        | "application/ecmascript"
+                        | "application/x-javascript"
+                        | "text/ecmascript"
+                        | "text/jscript"
+                        | "text/livescript"
+                        | "text/x-javascript"
+                        | "text/x-ecmascript"
+                        | "text/javascript1.0"
+                        | "text/javascript1.1"
+                        | "text/javascript1.2"
+                        | "text/javascript1.3"
+                        | "text/javascript1.4"
+                        | "text/javascript1.5"
+                )
+        }
+    }
+}
+
+/// Options of a discovery: the viewport for `srcset`, `sizes` and `media`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Options {
+    pub viewport: Viewport,
+}
+
 impl Discoverer {
     /// `base` is the page's URL (`http://host:port/dir/page.html`) or path
-    /// (`/dir/page.html`); references come back resolved against it.
+    /// (`/dir/page.html`); references come back resolved against it. A
+    /// 1280-pixel viewport at 1x.
     pub fn new(base: &str) -> Self {
+        Self::with_options(base, Options::default())
+    }
+
+    /// As [`Discoverer::new`], for a given viewport.
+    pub fn with_options(base: &str, options: Options) -> Self {
+        let v = options.viewport;
         let found = Arc::new(Mutex::new(Found {
             base: strip_fragment(base).to_string(),
+            viewport: v,
             ..Found::default()
         }));
         let f = |found: &Arc<Mutex<Found>>| Arc::clone(found);
@@ -115,6 +361,7 @@ impl Discoverer {
             f(&found),
             f(&found),
         );
+        let (f9, f10, f11, f12) = (f(&found), f(&found), f(&found), f(&found));
         let settings = Settings::new_send()
             .with_strict(false)
             .with_memory_settings(
@@ -130,8 +377,73 @@ impl Discoverer {
                 }
                 Ok(())
             }))
-            .append_element_content_handler(element!("img[src]", move |el: &mut Element| {
-                attr(&f2, el, "src");
+            .append_element_content_handler(element!("picture", move |_el: &mut Element| {
+                lock(&f9).picture = Some(false);
+                Ok(())
+            }))
+            .append_element_content_handler(element!(
+                "picture > source",
+                move |el: &mut Element| {
+                    let mut found = lock(&f10);
+                    if found.picture != Some(false) {
+                        return Ok(());
+                    }
+                    let v = found.viewport;
+                    let media_ok = el
+                        .get_attribute("media")
+                        .is_none_or(|m| select::media_matches(&decode_entities(&m), &v));
+                    let type_ok = el
+                        .get_attribute("type")
+                        .is_none_or(|t| t.trim().is_empty() || select::image_type_supported(&t));
+                    let Some(srcset) = el.get_attribute("srcset") else {
+                        return Ok(());
+                    };
+                    if media_ok && type_ok {
+                        found.picture = Some(true);
+                        let sizes = el.get_attribute("sizes").map(|s| decode_entities(&s));
+                        let srcset = decode_entities(&srcset);
+                        if let Some(u) = select::pick_srcset(&srcset, sizes.as_deref(), None, &v) {
+                            found.push_raw(&u.replace('&', "&amp;"), Rule::PictureSource);
+                        }
+                    }
+                    Ok(())
+                }
+            ))
+            .append_element_content_handler(element!("img", move |el: &mut Element| {
+                let mut found = lock(&f2);
+                if let Some(chosen) = found.picture.take() {
+                    if chosen {
+                        // The picture's source was taken instead.
+                        return Ok(());
+                    }
+                }
+                let src = el.get_attribute("src");
+                match el.get_attribute("srcset").filter(|s| !s.trim().is_empty()) {
+                    Some(srcset) => {
+                        let v = found.viewport;
+                        let sizes = el.get_attribute("sizes").map(|s| decode_entities(&s));
+                        let src_dec = src.as_deref().map(decode_entities);
+                        let pick = select::pick_srcset(
+                            &decode_entities(&srcset),
+                            sizes.as_deref(),
+                            src_dec.as_deref(),
+                            &v,
+                        );
+                        if let Some(u) = pick {
+                            let rule = if Some(&u) == src_dec.as_ref() {
+                                Rule::ImgSrc
+                            } else {
+                                Rule::Srcset
+                            };
+                            found.push_raw(&u.replace('&', "&amp;"), rule);
+                        }
+                    }
+                    None => {
+                        if let Some(src) = src {
+                            found.push_raw(&src, Rule::ImgSrc);
+                        }
+                    }
+                }
                 Ok(())
             }))
             .append_element_content_handler(element!("input[src]", move |el: &mut Element| {
@@ -139,34 +451,41 @@ impl Discoverer {
                     .get_attribute("type")
                     .is_some_and(|t| t.trim().eq_ignore_ascii_case("image"));
                 if is_image {
-                    attr(&f3, el, "src");
+                    attr(&f3, el, "src", Rule::InputImage);
                 }
                 Ok(())
             }))
             .append_element_content_handler(element!(
                 "body[background]",
                 move |el: &mut Element| {
-                    attr(&f4, el, "background");
+                    attr(&f4, el, "background", Rule::BodyBackground);
                     Ok(())
                 }
             ))
             .append_element_content_handler(element!("link[href]", move |el: &mut Element| {
-                let is_stylesheet = el.get_attribute("rel").is_some_and(|rel| {
-                    rel.split_ascii_whitespace()
-                        .any(|t| t.eq_ignore_ascii_case("stylesheet"))
-                });
-                if is_stylesheet {
-                    attr(&f5, el, "href");
+                let v = lock(&f5).viewport;
+                if let Some(rule) = link_rule(el, &v) {
+                    attr(&f5, el, "href", rule);
                 }
                 Ok(())
             }))
             .append_element_content_handler(element!("script[src]", move |el: &mut Element| {
-                attr(&f6, el, "src");
+                if script_fetched(el) {
+                    attr(&f6, el, "src", Rule::Script);
+                }
+                Ok(())
+            }))
+            .append_element_content_handler(element!("video[poster]", move |el: &mut Element| {
+                attr(&f11, el, "poster", Rule::VideoPoster);
+                Ok(())
+            }))
+            .append_element_content_handler(element!("object[data]", move |el: &mut Element| {
+                attr(&f12, el, "data", Rule::ObjectData);
                 Ok(())
             }))
             .append_element_content_handler(element!("[style]", move |el: &mut Element| {
                 if let Some(style) = el.get_attribute("style") {
-                    lock(&f7).push_css(&decode_entities(&style));
+                    lock(&f7).push_declarations(&decode_entities(&style));
                 }
                 Ok(())
             }))
@@ -177,7 +496,7 @@ impl Discoverer {
                 }
                 if t.last_in_text_node() {
                     let css = std::mem::take(&mut found.style_text);
-                    found.push_css(&css);
+                    found.push_stylesheet(&css);
                 }
                 Ok(())
             }));
@@ -192,6 +511,11 @@ impl Discoverer {
     /// Tokenizes `chunk` (any split of the document, even mid-tag) and returns
     /// the references completed by it, in document order.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<String> {
+        urls(self.feed_refs(chunk))
+    }
+
+    /// As [`Discoverer::feed`], with the rule that found each reference.
+    pub fn feed_refs(&mut self, chunk: &[u8]) -> Vec<Reference> {
         if let Some(rw) = self.rewriter.as_mut() {
             if let Err(e) = rw.write(chunk) {
                 // The tokenizer cannot continue after an error (memory bound
@@ -205,6 +529,11 @@ impl Discoverer {
 
     /// Ends the document; returns references completed by the end of input.
     pub fn finish(&mut self) -> Vec<String> {
+        urls(self.finish_refs())
+    }
+
+    /// As [`Discoverer::finish`], with rules.
+    pub fn finish_refs(&mut self) -> Vec<Reference> {
         if let Some(rw) = self.rewriter.take() {
             if let Err(e) = rw.end() {
                 self.error = Some(e.to_string());
@@ -213,7 +542,7 @@ impl Discoverer {
         let mut found = lock(&self.found);
         if !found.style_text.is_empty() {
             let css = std::mem::take(&mut found.style_text);
-            found.push_css(&css);
+            found.push_stylesheet(&css);
         }
         std::mem::take(&mut found.refs)
     }
@@ -238,72 +567,25 @@ impl Discoverer {
     }
 }
 
-fn attr(found: &Arc<Mutex<Found>>, el: &Element<'_, '_>, name: &str) {
+fn urls(refs: Vec<Reference>) -> Vec<String> {
+    refs.into_iter().map(|r| r.url).collect()
+}
+
+fn attr(found: &Arc<Mutex<Found>>, el: &Element<'_, '_>, name: &str, rule: Rule) {
     if let Some(v) = el.get_attribute(name) {
-        lock(found).push_raw(&v);
+        lock(found).push_raw(&v, rule);
     }
 }
 
-/// `url(...)` tokens of a CSS text (CSS Syntax §4.3.6, simplified: quoted or
-/// unquoted, whitespace around, backslash escapes kept verbatim). Also picks
-/// up `@import "x.css"`.
+/// The references of a whole stylesheet as written (not resolved), in
+/// order, as a browser takes them: `@import` before other rules, `url()`
+/// and `image-set()` (one candidate), one source per `@font-face` (see
+/// [`css`]), for the default viewport.
 pub fn css_urls(css: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let bytes = css.as_bytes();
-    let lower = css.to_ascii_lowercase();
-    let lb = lower.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        if lb[i..].starts_with(b"url(") {
-            let mut j = i + 4;
-            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
-                j += 1;
-            }
-            let (value, end) = if j < bytes.len() && (bytes[j] == b'"' || bytes[j] == b'\'') {
-                let q = bytes[j];
-                let start = j + 1;
-                let mut k = start;
-                while k < bytes.len() && bytes[k] != q {
-                    k += 1;
-                }
-                (&css[start..k.min(bytes.len())], k + 1)
-            } else {
-                let start = j;
-                let mut k = start;
-                while k < bytes.len() && bytes[k] != b')' && !bytes[k].is_ascii_whitespace() {
-                    k += 1;
-                }
-                (&css[start..k], k)
-            };
-            if !value.trim().is_empty() {
-                out.push(value.trim().to_string());
-            }
-            i = end.max(i + 4);
-        } else if lb[i..].starts_with(b"@import") {
-            let mut j = i + 7;
-            while j < bytes.len() && bytes[j].is_ascii_whitespace() {
-                j += 1;
-            }
-            if j < bytes.len() && (bytes[j] == b'"' || bytes[j] == b'\'') {
-                let q = bytes[j];
-                let start = j + 1;
-                let mut k = start;
-                while k < bytes.len() && bytes[k] != q {
-                    k += 1;
-                }
-                if k > start {
-                    out.push(css[start..k].to_string());
-                }
-                i = k + 1;
-            } else {
-                // `@import url(...)` is handled by the url( branch.
-                i = j;
-            }
-        } else {
-            i += 1;
-        }
-    }
-    out
+    css::stylesheet_refs(css, &Viewport::default())
+        .into_iter()
+        .map(|r| r.url)
+        .collect()
 }
 
 /// Decodes the character references that occur in URLs in practice
@@ -593,6 +875,7 @@ mod tests {
     fn expected() -> Vec<&'static str> {
         vec![
             "http://h/s.css",
+            "http://h/favicon.ico",
             "http://h/dir/app.js",
             "http://h/dir/bg.gif",
             "http://h/dir/x.gif",
@@ -649,11 +932,91 @@ mod tests {
             decode_entities("a&amp;b&#47;c&#x2F;&bogus;"),
             "a&b/c/&bogus;"
         );
+        // An @import after a rule is ignored, as browsers do.
         assert_eq!(
             css_urls("a{b:URL(x.png)} @import 'i.css'; @import url(j.css);"),
-            vec!["x.png", "i.css", "j.css"]
+            vec!["x.png"]
+        );
+        assert_eq!(
+            css_urls("@import 'i.css'; @import url(j.css); a{b:URL(x.png)}"),
+            vec!["i.css", "j.css", "x.png"]
         );
         assert!(css_urls("url(").is_empty());
+    }
+
+    fn rules(base: &str, html: &str, v: Viewport) -> Vec<(String, Rule)> {
+        let mut d = Discoverer::with_options(base, Options { viewport: v });
+        let mut got = d.feed_refs(html.as_bytes());
+        got.extend(d.finish_refs());
+        got.into_iter().map(|r| (r.url, r.rule)).collect()
+    }
+
+    #[test]
+    fn browser_rules_for_links_scripts_media_and_pictures() {
+        let html = r#"<link rel=preload as=font href=f.woff2 crossorigin><link rel=preload href=noas.js>
+<link rel="alternate stylesheet" href=alt.css><link rel=stylesheet href=dis.css disabled><link rel=stylesheet media=print href=print.css>
+<link rel=modulepreload href=m.js><link rel="shortcut icon" href=i.ico><link rel=next href=n.html>
+<script type=module src=mod.js></script><script nomodule src=legacy.js></script>
+<script type="text/template" src=tpl.html></script>
+<video poster=p.jpg src=v.mp4></video><object data=o.svg></object>
+<img src=a1.png srcset="a1.png 1x, a2.png 2x">
+<img srcset="w480.jpg 480w, w1600.jpg 1600w" sizes="(max-width: 600px) 480px, 100vw" src=fallback.jpg>
+<picture><source media="(max-width: 700px)" srcset=narrow.webp>
+<source type=image/heic srcset=x.heic><source type=image/webp srcset="p1.webp 1x, p2.webp 2x"><img src=pic.jpg></picture><img src=after.png>
+<picture><source media=print srcset=print.png><img src=pic2.jpg srcset="pic2-2x.jpg 2x"></picture>
+<img src="data:image/png;base64,AA" srcset="data:image/png;base64,BB 2x">
+<style>@import "imp.css"; @font-face{font-family:F;src:url(f.woff2) format("woff2"),url(f.ttf)}</style>"#;
+        let got = rules("http://h/", html, Viewport::default());
+        let want: Vec<(String, Rule)> = [
+            ("f.woff2", Rule::Preload),
+            ("alt.css", Rule::AlternateStylesheet),
+            ("print.css", Rule::UnappliedStylesheet),
+            ("m.js", Rule::ModulePreload),
+            ("i.ico", Rule::Icon),
+            ("mod.js", Rule::Script),
+            ("p.jpg", Rule::VideoPoster),
+            ("o.svg", Rule::ObjectData),
+            ("a1.png", Rule::ImgSrc),
+            ("w1600.jpg", Rule::Srcset),
+            ("p1.webp", Rule::PictureSource),
+            ("after.png", Rule::ImgSrc),
+            ("pic2.jpg", Rule::ImgSrc),
+            ("imp.css", Rule::Import),
+        ]
+        .iter()
+        .map(|(u, r)| (format!("http://h/{u}"), *r))
+        .collect();
+        assert_eq!(got, want);
+        // At 2x, and in a narrow window, other candidates.
+        let got = rules(
+            "http://h/",
+            html,
+            Viewport {
+                width: 600,
+                dpr: 2.0,
+            },
+        );
+        let names: Vec<&str> = got.iter().map(|(u, _)| &u[9..]).collect();
+        assert!(names.contains(&"a2.png"), "{names:?}");
+        assert!(names.contains(&"w1600.jpg"), "{names:?}");
+        assert!(names.contains(&"narrow.webp"), "{names:?}");
+        assert!(names.contains(&"pic2-2x.jpg"), "{names:?}");
+    }
+
+    #[test]
+    fn a_preload_linked_later_as_a_stylesheet_is_reported_again() {
+        let got = rules(
+            "http://h/",
+            "<link rel=preload as=style href=a.css><link rel=stylesheet href=a.css><link rel=stylesheet href=a.css>",
+            Viewport::default(),
+        );
+        assert_eq!(
+            got,
+            vec![
+                ("http://h/a.css".to_string(), Rule::Preload),
+                ("http://h/a.css".to_string(), Rule::Stylesheet)
+            ]
+        );
     }
 
     #[test]

@@ -191,6 +191,8 @@ impl Session {
             response_headers: headers,
             http_version: "HTTP/1.1",
             body: None,
+            found_in: None,
+            found_by: None,
         });
         // Handed over now, as the paper's client unpacks "on the fly".
         if let Some(cache) = &self.cache {

@@ -113,6 +113,24 @@ pub struct Args {
     /// PORT1 empty: any), e.g. `::127.0.0.2:8080`.
     #[arg(long, value_name = "HOST1:PORT1:ADDR:PORT2", value_parser = pagewire_client::ConnectTo::parse_connect_to)]
     pub connect_to: Vec<pagewire_client::ConnectTo>,
+    /// Width in CSS pixels of the window the page is laid out for: which
+    /// srcset / <picture> candidate and which media queries match.
+    #[arg(long, value_name = "PX", default_value_t = 1280, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub viewport: u32,
+    /// Also fetch references to other origins (scheme, host or port), each
+    /// alone after the page; without it they are only listed.
+    #[arg(long)]
+    pub cross_origin: bool,
+    /// Device pixel ratio for srcset, image-set() and resolution queries.
+    #[arg(long, value_name = "RATIO", default_value_t = 1.0, value_parser = parse_dpr)]
+    pub dpr: f64,
+}
+
+fn parse_dpr(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(d) if d > 0.0 && d <= 16.0 => Ok(d),
+        _ => Err(format!("--dpr must be a number in (0, 16], got {s:?}")),
+    }
 }
 
 fn parse_revalidation(s: &str) -> Result<Revalidation, pagewire_client::config::UnknownOption> {
@@ -155,6 +173,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .chain(&args.connect_to)
         .cloned()
         .collect();
+    cfg.cross_origin = args.cross_origin;
+    cfg.viewport = pagewire_client::Viewport {
+        width: args.viewport,
+        dpr: args.dpr,
+    };
     cfg.timeouts = Timeouts {
         connect: args.connect_timeout,
         read: args.read_timeout,

@@ -1,0 +1,2 @@
+// A classic script: it fetches nothing.
+document.documentElement.dataset.app = "1";

@@ -1,0 +1,1 @@
+// Never fetched by a browser that runs modules.

@@ -1,0 +1,2 @@
+// A module script: it imports nothing.
+export const ok = true;
