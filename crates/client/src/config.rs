@@ -39,17 +39,25 @@ pub enum Strategy {
     /// bytes are in. Objects the package lacks, or every object when the
     /// server answers with plain HTML, are pipelined as `Pipeline` does.
     Objpack,
+    /// HTTP/2 over TLS 1.3 (ALPN `h2`): one connection, every object its
+    /// own stream, requested as soon as streaming discovery finds it;
+    /// `Accept-Encoding: deflate` for the page as `PipelineDeflate`.
+    H2,
+    /// HTTP/3 over QUIC (ALPN `h3`), otherwise as `H2`.
+    H3,
 }
 
 impl Strategy {
     /// Every strategy the robot has.
-    pub const ALL: [Strategy; 6] = [
+    pub const ALL: [Strategy; 8] = [
         Strategy::Http10,
         Strategy::Http11,
         Strategy::Pipeline,
         Strategy::PipelineDeflate,
         Strategy::Getall,
         Strategy::Objpack,
+        Strategy::H2,
+        Strategy::H3,
     ];
 
     /// Paper 001's four configurations, in the order of its Tables 4-9.
@@ -69,6 +77,8 @@ impl Strategy {
             Strategy::PipelineDeflate => "pipeline-deflate",
             Strategy::Getall => "getall",
             Strategy::Objpack => "objpack",
+            Strategy::H2 => "h2",
+            Strategy::H3 => "h3",
         }
     }
 
@@ -81,7 +91,15 @@ impl Strategy {
             Strategy::PipelineDeflate => "HTTP/1.1 Pipelined w. compression",
             Strategy::Getall => "GETALL",
             Strategy::Objpack => "Object Packaging",
+            Strategy::H2 => "HTTP/2 (TLS 1.3)",
+            Strategy::H3 => "HTTP/3 (QUIC)",
         }
+    }
+
+    /// Whether the strategy multiplexes streams over TLS 1.3 (needs
+    /// `FetchConfig::tls_ca` and an `https` URL).
+    pub const fn multiplexed(self) -> bool {
+        matches!(self, Strategy::H2 | Strategy::H3)
     }
 
     /// Whether requests may be outstanding ahead of responses.
@@ -435,6 +453,9 @@ pub struct FetchConfig {
     /// that did not ask for it (`Accept-Encoding`). Off: such bodies are
     /// kept as sent, with a warning, as curl does without `--compressed`.
     pub decode_unasked: bool,
+    /// The CA certificate (PEM) trusted for `https` URLs: the run's
+    /// throwaway CA (`pagewire-tls`); nothing else is trusted.
+    pub tls_ca: Option<PathBuf>,
 }
 
 /// Most redirects `max_redirects` may allow (browsers stop at about 20).
@@ -465,6 +486,7 @@ impl FetchConfig {
             max_redirects: 0,
             max_inflated: crate::inflate::DEFAULT_MAX_INFLATED_BYTES,
             decode_unasked: false,
+            tls_ca: None,
         }
     }
 
@@ -500,7 +522,28 @@ impl FetchConfig {
         if self.user_agent.bytes().any(|b| b < 0x20 || b == 0x7f) {
             return Err(FetchError::Config("user agent has control bytes".into()));
         }
-        Target::parse(&self.url)
+        let target = Target::parse(&self.url)?;
+        match (self.strategy.multiplexed(), target.tls) {
+            (true, false) => {
+                return Err(FetchError::Config(format!(
+                    "strategy {} speaks TLS: give an https:// URL",
+                    self.strategy
+                )))
+            }
+            (false, true) => {
+                return Err(FetchError::Config(format!(
+                    "strategy {} speaks plain HTTP/1.x; https:// is for h2 and h3 (HTTP/1.1 over TLS is not built)",
+                    self.strategy
+                )))
+            }
+            _ => {}
+        }
+        if target.tls && self.tls_ca.is_none() {
+            return Err(FetchError::Config(
+                "an https:// URL needs the CA certificate to trust (--ca FILE)".into(),
+            ));
+        }
+        Ok(target)
     }
 }
 
@@ -514,21 +557,26 @@ pub struct Target {
     pub authority: String,
     /// Request target of the page: path and query.
     pub path: String,
+    /// `https`: TLS 1.3 (the `h2` and `h3` strategies).
+    pub tls: bool,
 }
 
 impl Target {
-    /// Parses `http://host[:port][/path][?query]`.
+    /// Parses `http://host[:port][/path][?query]` (or `https://`, port 443
+    /// by default).
     pub fn parse(url: &str) -> Result<Target, FetchError> {
         let bad = |why: &str| FetchError::Config(format!("bad URL {url:?}: {why}"));
-        let rest = match url.split_once("://") {
-            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
+        let (rest, tls) = match url.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (rest, false),
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (rest, true),
             Some((scheme, _)) => {
                 return Err(bad(&format!(
-                    "scheme {scheme:?} not supported (the robot speaks plain http)"
+                    "scheme {scheme:?} not supported (the robot speaks http, and https with h2 and h3)"
                 )))
             }
             None => return Err(bad("expected http://host[:port]/path")),
         };
+        let default_port = if tls { 443 } else { 80 };
         let rest = rest.split('#').next().unwrap_or(rest);
         let end = rest.find(['/', '?']).unwrap_or(rest.len());
         let (auth, path) = rest.split_at(end);
@@ -539,14 +587,14 @@ impl Target {
             let (h, after) = v6.split_once(']').ok_or_else(|| bad("unclosed ["))?;
             let port = match after.strip_prefix(':') {
                 Some(p) => p.parse().map_err(|_| bad("bad port"))?,
-                None if after.is_empty() => 80,
+                None if after.is_empty() => default_port,
                 None => return Err(bad("junk after ]")),
             };
             (h.to_string(), port)
         } else {
             match auth.rsplit_once(':') {
                 Some((h, p)) => (h.to_string(), p.parse().map_err(|_| bad("bad port"))?),
-                None => (auth.to_string(), 80),
+                None => (auth.to_string(), default_port),
             }
         };
         if host.is_empty() {
@@ -562,12 +610,12 @@ impl Target {
         } else {
             path.to_string()
         };
-        let authority = if port == 80 {
+        let authority = if port == default_port {
             auth.split(':').next().unwrap_or(auth).to_string()
         } else {
             auth.to_string()
         };
-        let authority = if auth.starts_with('[') && port == 80 {
+        let authority = if auth.starts_with('[') && port == default_port {
             format!("[{host}]")
         } else {
             authority
@@ -577,12 +625,14 @@ impl Target {
             port,
             authority,
             path,
+            tls,
         })
     }
 
     /// Absolute URL of a request target on this server.
     pub fn url_of(&self, path: &str) -> String {
-        format!("http://{}{}", self.authority, path)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.authority, path)
     }
 }
 
@@ -597,6 +647,7 @@ mod tests {
             assert_eq!(s.to_string(), s.name());
         }
         assert!("http2".parse::<Strategy>().is_err());
+        assert_eq!(Strategy::PAPER_001.len(), 4);
     }
 
     #[test]

@@ -12,7 +12,9 @@
 //! Layout: `config` (what to do), `session` (what bytes mean: objects,
 //! requests, responses, discovery, counters), `conn` (when bytes move: one
 //! connection, output buffer, early-close recovery), `outbuf` (the flush
-//! policy), `cache`, `inflate`, `report` (+ `har`, `save` for output).
+//! policy), `multiplex` (the `h2` and `h3` strategies: one TLS or QUIC
+//! connection, a stream per object), `cache`, `inflate`, `report` (+ `har`,
+//! `save` for output).
 
 #![forbid(unsafe_code)]
 
@@ -23,6 +25,7 @@ pub mod error;
 pub mod getall;
 pub mod har;
 pub mod inflate;
+mod multiplex;
 pub mod outbuf;
 pub mod report;
 pub mod save;
@@ -38,6 +41,7 @@ use tokio::task::JoinSet;
 pub use cache::Cache;
 pub use config::{FetchConfig, RequestProfile, Revalidation, Strategy, Target, Timeouts};
 pub use error::FetchError;
+pub use multiplex::H2_WINDOW;
 pub use outbuf::FlushReason;
 pub use report::{ConnEnd, FetchReport, ObjectKind, ObjectRecord, Outcome, RequestMethod};
 pub use session::prefetch_links;
@@ -112,6 +116,7 @@ async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
     let work = async {
         match sess.cfg.strategy {
             Strategy::Http10 => run_http10(Arc::clone(&sess)).await,
+            s if s.multiplexed() => multiplex::run(Arc::clone(&sess)).await,
             _ => run_persistent(&sess).await,
         }
     };

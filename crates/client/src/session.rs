@@ -1326,7 +1326,11 @@ fn encode_target(path: &str) -> String {
 fn asks_deflate(strategy: Strategy, method: RequestMethod, path: &str) -> bool {
     // Paper 001 compresses the HTML only; images are already compressed, so
     // their requests do not carry the header.
-    strategy == Strategy::PipelineDeflate && method == RequestMethod::Get && !is_image_path(path)
+    matches!(
+        strategy,
+        Strategy::PipelineDeflate | Strategy::H2 | Strategy::H3
+    ) && method == RequestMethod::Get
+        && !is_image_path(path)
 }
 
 fn is_image_path(path: &str) -> bool {

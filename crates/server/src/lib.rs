@@ -45,6 +45,7 @@ mod stats;
 pub mod target;
 pub mod time;
 mod worker;
+pub mod modern;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -55,6 +56,7 @@ use pagewire_site::store::Site;
 use tokio::net::TcpListener;
 
 pub use policy::{ClosePolicy, FlushPolicy, FlushReason, Linger, ServerConfig};
+pub use modern::{serve_tls, TlsServe};
 pub use stats::ServerStats;
 
 use crate::context::Shared;
