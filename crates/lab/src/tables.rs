@@ -25,6 +25,19 @@ fn sec_decimals(net: Net) -> usize {
     }
 }
 
+/// The strategies of a network's rows: paper 001's four in the paper's
+/// order, then any other strategy that has runs on `net` (`h2`, `h3`, ...),
+/// as extra rows without paper values.
+fn row_strategies(net: Net, summaries: &BTreeMap<Key, Summary>) -> Vec<Strategy> {
+    let mut v = Strategy::PAPER_001.to_vec();
+    for k in summaries.keys() {
+        if k.0 == net && !v.contains(&k.1) {
+            v.push(k.1);
+        }
+    }
+    v
+}
+
 /// One network's table: for each strategy, our row (mean±sd) and the
 /// paper's Apache and Jigsaw rows, first-time and cache validation side by
 /// side as in Tables 4-9.
@@ -66,7 +79,7 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
         "{}",
         "-".repeat(w[0] + 2 * (w[1] + w[2] + w[3] + w[4] + 3) + 4)
     );
-    for st in Strategy::PAPER_001 {
+    for st in row_strategies(net, summaries) {
         let mine: Vec<Option<&Summary>> = Test::ALL
             .iter()
             .map(|t| summaries.get(&(net, st, *t)))
@@ -126,6 +139,10 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
             let _ = write!(line, "   req {} B", req.join("/"));
         }
         let _ = writeln!(s, "{}", line.trim_end());
+        if !Strategy::PAPER_001.contains(&st) {
+            // Not in the paper: no paper rows.
+            continue;
+        }
         // The paper's rows.
         for server in [Server::Apache, Server::Jigsaw] {
             let mut line = format!(
@@ -194,7 +211,7 @@ pub fn sockets_table(
         "  {:<46} {:>10} {:>10} {:>12} {:>12} {:>10} {:>9}",
         "", "max socks", "tot socks", "pkts c->s", "pkts s->c", "pkts tot", "Sec"
     );
-    for st in Strategy::PAPER_001 {
+    for st in row_strategies(net, summaries) {
         if let Some(m) = summaries.get(&(net, st, test)) {
             if m.runs_ok > 0 {
                 let _ = writeln!(

@@ -18,12 +18,13 @@ with --max-redirects N; an embedded object's never are); 2 the fetch failed \
 response, a deadline or the minimum rate missed)."
 )]
 pub struct Args {
-    /// Page URL (http://host[:port]/path).
+    /// Page URL (http://host[:port]/path; https:// with --strategy h2 or h3).
     pub url: String,
     /// Transfer strategy: http10, http11, pipeline, pipeline-deflate,
     /// getall (GETALL/GETLIST, paper 003), objpack (object package by content
     /// negotiation, paper 002). Both fall back to pipelining against servers
-    /// that do not offer them.
+    /// that do not offer them. h2 (HTTP/2 over TLS 1.3) and h3 (HTTP/3 over
+    /// QUIC): one connection, a stream per object; https URLs and --ca.
     #[arg(long, default_value = "pipeline", value_parser = parse_strategy)]
     pub strategy: Strategy,
     /// Pipeline output buffer size in bytes (flushed when full).
@@ -103,6 +104,10 @@ pub struct Args {
     /// Leave Nagle's algorithm on (paper 001 turned it off).
     #[arg(long)]
     pub nagle: bool,
+    /// CA certificate (PEM) to trust for https:// URLs: the ca.pem that
+    /// `pagewire serve --tls DIR` wrote; nothing else is trusted.
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
 }
 
 fn parse_revalidation(s: &str) -> Result<Revalidation, pagewire_client::config::UnknownOption> {
@@ -137,6 +142,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.max_redirects = args.max_redirects.into();
     cfg.max_inflated = args.max_inflated;
     cfg.decode_unasked = args.decode_unasked;
+    cfg.tls_ca = args.ca.clone();
     cfg.timeouts = Timeouts {
         connect: args.connect_timeout,
         read: args.read_timeout,
