@@ -327,8 +327,11 @@ impl Classifier {
 }
 
 impl Classifier {
-    /// A UDP datagram that looks like QUIC (RFC 8999: the fixed bit set, or
-    /// a long header); `None` for other UDP.
+    /// A UDP datagram of a QUIC connection: a long-header packet (RFC 8999:
+    /// header-form bit set, non-zero version), or any datagram on an
+    /// address/port pair that carried one before (short headers have no
+    /// version, and peers may grease the fixed bit, RFC 9287). `None` for
+    /// other UDP.
     fn classify_quic(&mut self, ip: &Ipv4<'_>) -> Option<Classified> {
         let udp = ip.payload();
         if udp.len() < UDP_HEADER_LEN + 1 {
@@ -338,10 +341,7 @@ impl Classifier {
         let dst_port = u16::from_be_bytes([udp[2], udp[3]]);
         let quic = &udp[UDP_HEADER_LEN..];
         let first = quic[0];
-        let long = first & 0x80 != 0;
-        if !long && first & 0x40 == 0 {
-            return None;
-        }
+        let long = first & 0x80 != 0 && quic.len() >= 5;
         let key = FlowKey {
             src: ip.src(),
             dst: ip.dst(),
@@ -352,10 +352,15 @@ impl Classifier {
         if self.quic.len() >= MAX_TRACKED_FLOWS {
             self.quic.clear();
         }
-        // QUIC v1 Initial: long header, type bits 00, non-zero version.
-        let initial =
-            long && (first & 0x30) == 0 && quic.len() >= 5 && quic[1..5] != [0, 0, 0, 0];
-        let opens_connection = initial && self.quic.insert(key);
+        let mut opens_connection = false;
+        if long {
+            // QUIC v1 Initial: long header, type bits 00, non-zero version.
+            let initial = (first & 0x30) == 0 && quic[1..5] != [0, 0, 0, 0];
+            let new = self.quic.insert(key);
+            opens_connection = initial && new;
+        } else if !self.quic.contains(&key) {
+            return None;
+        }
         let kind = if long {
             Kind::QuicHandshake
         } else if quic.len() <= QUIC_SMALL_PAYLOAD_BYTES {
@@ -500,7 +505,8 @@ mod tests {
         let mut hs = vec![0xe3, 0, 0, 0, 1];
         hs.resize(300, 0);
         assert_eq!(c.classify(&udp(S, C, 443, 50000, &hs)).kind, Kind::QuicHandshake);
-        // 1-RTT: small is "probably ACK-only", larger is data.
+        // 1-RTT: small is "probably ACK-only", larger is data (short
+        // headers count only on a pair that had a long header).
         let ack = [0x41u8; QUIC_SMALL_PAYLOAD_BYTES];
         assert_eq!(c.classify(&udp(C, S, 50000, 443, &ack)).kind, Kind::QuicSmall);
         let data = [0x41u8; QUIC_SMALL_PAYLOAD_BYTES + 1];
@@ -509,6 +515,11 @@ mod tests {
         assert!(!k.opens_connection);
         // QUIC never counts as an open TCP connection.
         assert_eq!(c.open_connections(), 0);
+        // A greased fixed bit (RFC 9287) on a known pair is still QUIC; on
+        // an unknown pair it is other UDP.
+        let greased = [0x01u8; 100];
+        assert_eq!(c.classify(&udp(S, C, 443, 50000, &greased)).kind, Kind::QuicData);
+        assert_eq!(c.classify(&udp(S, C, 443, 50002, &greased)).kind, Kind::Other);
         // A new client port is a new connection.
         assert!(c.classify(&udp(C, S, 50001, 443, &initial)).opens_connection);
     }
