@@ -131,7 +131,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Counting<T> {
     }
 }
 
-fn client_tls(sess: &Session, alpn: &[u8]) -> Result<tokio_rustls::rustls::ClientConfig, FetchError> {
+fn client_tls(
+    sess: &Session,
+    alpn: &[u8],
+) -> Result<tokio_rustls::rustls::ClientConfig, FetchError> {
     let ca = sess.cfg.tls_ca.as_deref().ok_or_else(|| {
         FetchError::Config(format!(
             "strategy {} needs the run's CA certificate (--ca FILE)",
@@ -312,11 +315,7 @@ impl Streams for H3 {
         let url = sess.url_of(id);
         let err = |e: BoxError| FetchError::object(&url, format!("HTTP/3: {e}"));
         let req = to_request(&sess, &sess.request(id, conn, Instant::now())?)?;
-        let mut stream = self
-            .0
-            .send_request(req)
-            .await
-            .map_err(|e| err(e.into()))?;
+        let mut stream = self.0.send_request(req).await.map_err(|e| err(e.into()))?;
         stream.finish().await.map_err(|e| err(e.into()))?;
         let resp = stream.recv_response().await.map_err(|e| err(e.into()))?;
         let (parts, ()) = resp.into_parts();

@@ -245,8 +245,8 @@ fn start_tls_server(
     let logs = cfg.out_dir.join("logs");
     fs::create_dir_all(&logs)?;
     let log_path = logs.join(format!("server-tls-{net}{lane}.log"));
-    let log = fs::File::create(&log_path)
-        .with_context(|| format!("create {}", log_path.display()))?;
+    let log =
+        fs::File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
     let dir = files.ca.parent().unwrap_or(Path::new("."));
     let mut c = Command::new(exe);
     c.arg("serve")
@@ -399,7 +399,10 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
     let tls = if cfg.plan.strategies.iter().any(|s| s.multiplexed()) {
         let dir = cfg.out_dir.join("tls");
         let server_ip = pagewire_emu::SERVER_ADDR.to_string();
-        Some(pagewire_tls::ensure(&dir, &[server_ip.as_str(), "localhost"])?)
+        Some(pagewire_tls::ensure(
+            &dir,
+            &[server_ip.as_str(), "localhost"],
+        )?)
     } else {
         None
     };
@@ -555,7 +558,16 @@ fn run_lane(
             Some(files) if spec.strategy.multiplexed() => (&tls_url, Some(files.ca.clone())),
             _ => (&url, None),
         };
-        let rec = one_run(cfg, &link, url, ca, ctx.caches, spec, ctx.expected, &lc_json);
+        let rec = one_run(
+            cfg,
+            &link,
+            url,
+            ca,
+            ctx.caches,
+            spec,
+            ctx.expected,
+            &lc_json,
+        );
         let rec = match rec {
             Ok(r) => r,
             Err(e) => {

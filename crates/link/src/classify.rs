@@ -499,16 +499,28 @@ mod tests {
         assert_eq!(k.ip_bytes, 1228);
         // A second Initial on the same pair (a retransmission, or the
         // server's reply) opens nothing.
-        assert!(!c.classify(&udp(C, S, 50000, 443, &initial)).opens_connection);
-        assert!(!c.classify(&udp(S, C, 443, 50000, &initial)).opens_connection);
+        assert!(
+            !c.classify(&udp(C, S, 50000, 443, &initial))
+                .opens_connection
+        );
+        assert!(
+            !c.classify(&udp(S, C, 443, 50000, &initial))
+                .opens_connection
+        );
         // Handshake packet (type 10).
         let mut hs = vec![0xe3, 0, 0, 0, 1];
         hs.resize(300, 0);
-        assert_eq!(c.classify(&udp(S, C, 443, 50000, &hs)).kind, Kind::QuicHandshake);
+        assert_eq!(
+            c.classify(&udp(S, C, 443, 50000, &hs)).kind,
+            Kind::QuicHandshake
+        );
         // 1-RTT: small is "probably ACK-only", larger is data (short
         // headers count only on a pair that had a long header).
         let ack = [0x41u8; QUIC_SMALL_PAYLOAD_BYTES];
-        assert_eq!(c.classify(&udp(C, S, 50000, 443, &ack)).kind, Kind::QuicSmall);
+        assert_eq!(
+            c.classify(&udp(C, S, 50000, 443, &ack)).kind,
+            Kind::QuicSmall
+        );
         let data = [0x41u8; QUIC_SMALL_PAYLOAD_BYTES + 1];
         let k = c.classify(&udp(S, C, 443, 50000, &data));
         assert_eq!(k.kind, Kind::QuicData);
@@ -518,10 +530,19 @@ mod tests {
         // A greased fixed bit (RFC 9287) on a known pair is still QUIC; on
         // an unknown pair it is other UDP.
         let greased = [0x01u8; 100];
-        assert_eq!(c.classify(&udp(S, C, 443, 50000, &greased)).kind, Kind::QuicData);
-        assert_eq!(c.classify(&udp(S, C, 443, 50002, &greased)).kind, Kind::Other);
+        assert_eq!(
+            c.classify(&udp(S, C, 443, 50000, &greased)).kind,
+            Kind::QuicData
+        );
+        assert_eq!(
+            c.classify(&udp(S, C, 443, 50002, &greased)).kind,
+            Kind::Other
+        );
         // A new client port is a new connection.
-        assert!(c.classify(&udp(C, S, 50001, 443, &initial)).opens_connection);
+        assert!(
+            c.classify(&udp(C, S, 50001, 443, &initial))
+                .opens_connection
+        );
     }
 
     #[test]

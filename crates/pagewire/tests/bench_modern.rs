@@ -53,7 +53,11 @@ fn tshark(pcap: &Path, filter: &str) -> Option<(u64, u64)> {
         .args(["-Y", filter, "-T", "fields", "-e", "frame.len"])
         .output()
         .ok()?;
-    assert!(out.status.success(), "tshark: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lens: Vec<u64> = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
@@ -106,7 +110,11 @@ fn h2_and_h3_rows_are_byte_exact_and_counted_like_tcp() {
     for r in runs {
         let what = format!("{} {}", r["strategy"], r["test"]);
         assert!(r["error"].is_null(), "{what}: {}", r["error"]);
-        assert_eq!(get(r, "objects_ok"), 43, "{what}: not every object byte-exact");
+        assert_eq!(
+            get(r, "objects_ok"),
+            43,
+            "{what}: not every object byte-exact"
+        );
         let pcap = out.join(r["pcap"].as_str().unwrap());
         assert_eq!(
             (get(r, "packets_total"), get(r, "bytes_total")),

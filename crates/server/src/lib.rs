@@ -36,6 +36,7 @@ pub mod getall;
 pub mod handler;
 mod io;
 mod log;
+pub mod modern;
 pub mod negotiate;
 pub mod objpack;
 pub mod policy;
@@ -45,7 +46,6 @@ mod stats;
 pub mod target;
 pub mod time;
 mod worker;
-pub mod modern;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -55,8 +55,8 @@ use pagewire_prefetch::OnlinePredictor;
 use pagewire_site::store::Site;
 use tokio::net::TcpListener;
 
-pub use policy::{ClosePolicy, FlushPolicy, FlushReason, Linger, ServerConfig};
 pub use modern::{serve_tls, TlsServe};
+pub use policy::{ClosePolicy, FlushPolicy, FlushReason, Linger, ServerConfig};
 pub use stats::ServerStats;
 
 use crate::context::Shared;

@@ -194,8 +194,8 @@ fn plain(status: u16, body: &'static str) -> Bridged {
 
 fn response(b: &Bridged) -> http::Response<()> {
     let mut r = http::Response::new(());
-    *r.status_mut() = http::StatusCode::from_u16(b.status)
-        .unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    *r.status_mut() =
+        http::StatusCode::from_u16(b.status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();
     for (k, v) in &b.fields {
         h.append(k.clone(), v.clone());
@@ -397,7 +397,8 @@ fn quic_endpoint(
 ) -> io::Result<quinn::Endpoint> {
     tls.alpn_protocols = vec![pagewire_tls::ALPN_H3.to_vec()];
     tls.max_early_data_size = 0;
-    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(io::Error::other)?;
+    let crypto =
+        quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(io::Error::other)?;
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     let mut transport = quinn::TransportConfig::default();
     transport.max_concurrent_bidi_streams(MAX_CONCURRENT_STREAMS.into());

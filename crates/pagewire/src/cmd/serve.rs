@@ -119,7 +119,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let tls = tls_serve(dir, addr, !args.no_h3)?;
             println!(
                 "listening on https://{addr} (HTTP/2 over TLS 1.3{}; CA {})",
-                if tls.udp.is_some() { ", HTTP/3 over QUIC on UDP" } else { "" },
+                if tls.udp.is_some() {
+                    ", HTTP/3 over QUIC on UDP"
+                } else {
+                    ""
+                },
                 dir.join("ca.pem").display()
             );
             use std::io::Write as _;
