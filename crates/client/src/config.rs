@@ -569,9 +569,11 @@ impl Target {
         let (rest, tls) = match url.split_once("://") {
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (rest, false),
             Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (rest, true),
-            Some((scheme, _)) => return Err(bad(&format!(
+            Some((scheme, _)) => {
+                return Err(bad(&format!(
                 "scheme {scheme:?} not supported (the robot speaks http, and https with h2 and h3)"
-            ))),
+            )))
+            }
             None => return Err(bad("expected http://host[:port]/path")),
         };
         let default_port = if tls { 443 } else { 80 };

@@ -88,12 +88,32 @@ fn to_head(
         .ok_or_else(|| FetchError::object(url, "incomplete response head"))
 }
 
-/// Counts a connection's bytes (TLS records on TCP) into the session.
+/// Counts a connection's bytes (TLS records on TCP) into the session, and
+/// hands the socket back when the HTTP/2 connection is done with it (h2
+/// drops its I/O object), so that the robot can close it gracefully.
 struct Counting<T> {
-    inner: T,
+    inner: Option<T>,
     sess: Arc<Session>,
     conn: usize,
+    linger: Option<tokio::sync::oneshot::Sender<T>>,
 }
+
+impl<T> Counting<T> {
+    fn io(&mut self) -> &mut T {
+        self.inner.as_mut().expect("present until drop")
+    }
+}
+
+impl<T> Drop for Counting<T> {
+    fn drop(&mut self) {
+        if let (Some(io), Some(tx)) = (self.inner.take(), self.linger.take()) {
+            let _ = tx.send(io);
+        }
+    }
+}
+
+/// How long the robot waits for the server's FIN after its own.
+const LINGER: Duration = Duration::from_secs(2);
 
 impl<T: AsyncRead + Unpin> AsyncRead for Counting<T> {
     fn poll_read(
@@ -102,7 +122,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Counting<T> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
-        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
+        let r = Pin::new(self.io()).poll_read(cx, buf);
         let n = buf.filled().len() - before;
         if n > 0 {
             self.sess.read(self.conn, n, Instant::now());
@@ -117,17 +137,17 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Counting<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        let r = Pin::new(self.io()).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = r {
             self.sess.wrote(self.conn, n);
         }
         r
     }
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        Pin::new(self.io()).poll_flush(cx)
     }
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
+        Pin::new(self.io()).poll_shutdown(cx)
     }
 }
 
@@ -262,10 +282,12 @@ async fn run_h2(sess: Arc<Session>) -> Result<(), FetchError> {
         let _ = tcp.set_nodelay(true);
     }
     let conn = sess.conn_opened(Instant::now());
+    let (linger_tx, linger_rx) = tokio::sync::oneshot::channel();
     let io = Counting {
-        inner: tcp,
+        inner: Some(tcp),
         sess: sess.clone(),
         conn,
+        linger: Some(linger_tx),
     };
     let result = async {
         let tls = tokio::time::timeout(connect_timeout, tls.connect(name, io))
@@ -286,11 +308,27 @@ async fn run_h2(sess: Arc<Session>) -> Result<(), FetchError> {
         let driver = tokio::spawn(connection);
         let r = dispatch(&sess, H2(send), conn).await;
         // Every SendRequest handle is gone: the connection ends once its
-        // streams are (h2 sends GOAWAY, then the TCP connection closes).
-        let _ = tokio::time::timeout(Duration::from_secs(2), driver).await;
+        // streams are (h2 sends GOAWAY, TLS close_notify, then FIN).
+        let _ = tokio::time::timeout(LINGER, driver).await;
         r
     }
     .await;
+    // Close as paper 001's servers should: after our FIN, read until the
+    // server's (its GOAWAY and close_notify), so no segment of the server
+    // meets a closed socket and is answered with a reset.
+    if let Ok(Ok(mut tcp)) = tokio::time::timeout(LINGER, linger_rx).await {
+        use tokio::io::AsyncReadExt as _;
+        let mut sink = [0u8; 4096];
+        let _ = tokio::time::timeout(LINGER, async {
+            // Bounded by LINGER.
+            while let Ok(n) = tcp.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
     let end = match &result {
         Ok(()) => ConnEnd::Done,
         Err(e) => ConnEnd::Error(e.to_string()),

@@ -335,6 +335,88 @@ async fn h2_conn(
     counters: &Counters,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let (back_tx, back_rx) = tokio::sync::oneshot::channel();
+    let stream = Returned {
+        io: Some(stream),
+        back: Some(back_tx),
+    };
+    let served = h2_serve(acceptor, stream, site, counters, &mut stop).await;
+    // Lingering close (paper 001, "Connection Management"): h2 has sent
+    // GOAWAY, close_notify and FIN; read what the client still sends until
+    // its FIN, so no client segment meets a closed socket and draws a reset.
+    if let Ok(Ok(mut tcp)) = tokio::time::timeout(LINGER, back_rx).await {
+        use tokio::io::AsyncReadExt as _;
+        let mut sink = [0u8; 4096];
+        let _ = tokio::time::timeout(LINGER, async {
+            // Bounded by LINGER.
+            while let Ok(n) = tcp.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
+    served
+}
+
+/// How long a closing HTTP/2 connection waits for the client's FIN.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A socket that goes back to `back` when h2 drops it, for the lingering
+/// close.
+struct Returned<T> {
+    io: Option<T>,
+    back: Option<tokio::sync::oneshot::Sender<T>>,
+}
+
+impl<T> Drop for Returned<T> {
+    fn drop(&mut self) {
+        if let (Some(io), Some(tx)) = (self.io.take(), self.back.take()) {
+            let _ = tx.send(io);
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Returned<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Returned<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_write(cx, buf)
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_shutdown(cx)
+    }
+}
+
+async fn h2_serve(
+    acceptor: tokio_rustls::TlsAcceptor,
+    stream: Returned<tokio::net::TcpStream>,
+    site: Arc<StaticSite>,
+    counters: &Counters,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
     let tls = handshake.await.map_err(|_| "TLS handshake timed out")??;
     let mut conn = h2_builder().handshake(tls).await?;
