@@ -666,7 +666,14 @@ mod tests {
             (t.host.as_str(), t.port, t.authority.as_str()),
             ("::1", 81, "[::1]:81")
         );
-        assert!(Target::parse("https://x/").is_err());
+        // https (the h2 and h3 strategies): port 443 by default, https URLs.
+        let t = Target::parse("https://x/p").unwrap();
+        assert_eq!((t.port, t.tls, t.authority.as_str()), (443, true, "x"));
+        assert_eq!(t.url_of("/q"), "https://x/q");
+        let t = Target::parse("https://x:8443/").unwrap();
+        assert_eq!((t.port, t.authority.as_str()), (8443, "x:8443"));
+        assert!(!Target::parse("http://x/").unwrap().tls);
+        assert!(Target::parse("ftp://x/").is_err());
         assert!(Target::parse("x/").is_err());
         assert!(Target::parse("http://:80/").is_err());
         assert!(Target::parse("http://h:99999/").is_err());

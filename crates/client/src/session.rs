@@ -633,7 +633,13 @@ impl Session {
             status,
             head_len: head.raw().len() as u64,
             headers,
-            http_version: head.version().as_str(),
+            // h2 and h3 hand the session an HTTP/1.1 rendering of their
+            // response heads; the record names the protocol that carried it.
+            http_version: match self.cfg.strategy {
+                Strategy::H2 => "HTTP/2",
+                Strategy::H3 => "HTTP/3",
+                _ => head.version().as_str(),
+            },
             first_byte: now,
             body: Vec::new(),
             hasher: Sha256::new(),

@@ -108,6 +108,8 @@ fn first_and_revalidation(strategy: Strategy) {
     let r = fetch_blocking(config(&server, strategy, Some(cache.path())))
         .unwrap_or_else(|e| panic!("{strategy}: {e}"));
     assert_byte_exact(&site, &r);
+    let version = if strategy == Strategy::H2 { "HTTP/2" } else { "HTTP/3" };
+    assert!(r.objects.iter().all(|o| o.http_version == version), "{strategy}");
     assert_eq!(r.connections_opened, 1, "{strategy}: one connection");
     assert_eq!(r.requests, 43);
     // The page came deflated (asked for, as pipeline-deflate does) and was
