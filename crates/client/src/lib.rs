@@ -80,12 +80,18 @@ pub async fn fetch(mut config: FetchConfig) -> Result<FetchReport, FetchError> {
         }
         let from = report.url.clone();
         let next = pagewire_discover::resolve(&from, &location)
-            .filter(|u| config::Target::parse(u).is_ok())
+            .filter(|u| {
+                // The strategy's scheme only: http for HTTP/1.x, https for
+                // h2 and h3.
+                config::Target::parse(u).is_ok_and(|t| t.tls == config.strategy.multiplexed())
+            })
             .ok_or_else(|| {
+                let scheme = if config.strategy.multiplexed() { "https" } else { "plain http" };
                 FetchError::object(
                     &from,
                     format!(
-                        "the server redirected to {location:?}, which the robot cannot follow (plain http URLs only)"
+                        "the server redirected to {location:?}, which the robot cannot follow ({scheme} URLs only with strategy {})",
+                        config.strategy
                     ),
                 )
             })?;

@@ -188,12 +188,36 @@ trait Streams: Clone + Send + 'static {
         id: ObjId,
         conn: usize,
         tx: mpsc::UnboundedSender<ObjId>,
+        progress: Progress,
     ) -> impl std::future::Future<Output = Result<(), FetchError>> + Send;
 }
 
+/// When a byte of a response last arrived on the connection (any stream).
+#[derive(Clone)]
+struct Progress(Arc<std::sync::Mutex<Instant>>);
+
+impl Progress {
+    fn new() -> Progress {
+        Progress(Arc::new(std::sync::Mutex::new(Instant::now())))
+    }
+    fn touch(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+    fn last(&self) -> Instant {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// Dispatches objects to streams as they are found, until every object is
-/// answered (the same loop as HTTP/1.0's connections, with streams).
+/// answered (the same loop as HTTP/1.0's connections, with streams). The
+/// read timeout applies to the connection: streams share it and may wait
+/// for each other, but nothing arriving on any of them for
+/// `timeouts.read` while some are open fails the fetch.
 async fn dispatch<S: Streams>(sess: &Arc<Session>, s: S, conn: usize) -> Result<(), FetchError> {
+    let progress = Progress::new();
+    let read_timeout = sess.cfg.timeouts.read;
+    let mut open: Vec<ObjId> = Vec::new();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<ObjId>();
     let (tx, mut rx) = mpsc::unbounded_channel::<ObjId>();
     let mut pending = std::collections::VecDeque::from([PAGE]);
     let mut tasks: JoinSet<Result<(), FetchError>> = JoinSet::new();
@@ -203,9 +227,26 @@ async fn dispatch<S: Streams>(sess: &Arc<Session>, s: S, conn: usize) -> Result<
         while let Ok(id) = rx.try_recv() {
             pending.push_back(id);
         }
+        while let Ok(id) = done_rx.try_recv() {
+            open.retain(|&o| o != id);
+        }
         while tasks.len() < MAX_STREAMS {
             let Some(id) = pending.pop_front() else { break };
-            tasks.spawn(s.clone().exchange(sess.clone(), id, conn, tx.clone()));
+            if open.is_empty() {
+                // The wait for a response starts now.
+                progress.touch();
+            }
+            open.push(id);
+            let (exchange, done) = (
+                s.clone()
+                    .exchange(sess.clone(), id, conn, tx.clone(), progress.clone()),
+                done_tx.clone(),
+            );
+            tasks.spawn(async move {
+                let r = exchange.await;
+                let _ = done.send(id);
+                r
+            });
         }
         if tasks.is_empty() && pending.is_empty() {
             let more = sess.take_prefetch_work();
@@ -215,12 +256,19 @@ async fn dispatch<S: Streams>(sess: &Arc<Session>, s: S, conn: usize) -> Result<
             pending.extend(more);
             continue;
         }
+        let silent_until = tokio::time::Instant::from_std(progress.last() + read_timeout);
         tokio::select! {
             Some(id) = rx.recv() => pending.push_back(id),
             Some(done) = tasks.join_next() => match done {
                 Ok(r) => r?,
                 Err(e) => return Err(FetchError::Config(format!("stream task failed: {e}"))),
             },
+            _ = tokio::time::sleep_until(silent_until) => {
+                if progress.last() + read_timeout <= Instant::now() {
+                    let url = open.first().map_or_else(|| sess.url_of(PAGE), |&id| sess.url_of(id));
+                    return Err(FetchError::ReadTimeout { url, after: read_timeout });
+                }
+            }
         }
     }
 }
@@ -244,6 +292,7 @@ impl Streams for H2 {
         id: ObjId,
         conn: usize,
         tx: mpsc::UnboundedSender<ObjId>,
+        progress: Progress,
     ) -> Result<(), FetchError> {
         let url = sess.url_of(id);
         let stream_err = |e: h2::Error| FetchError::object(&url, format!("HTTP/2: {e}"));
@@ -251,6 +300,7 @@ impl Streams for H2 {
         let mut send = self.0.ready().await.map_err(stream_err)?;
         let (resp, _) = send.send_request(req, true).map_err(stream_err)?;
         let resp = resp.await.map_err(stream_err)?;
+        progress.touch();
         let (parts, mut body) = resp.into_parts();
         let head = to_head(&parts, &sess.method_of(id), &url)?;
         let (_, new) = sess.on_head(id, conn, &head, Instant::now())?;
@@ -258,6 +308,7 @@ impl Streams for H2 {
         // Bounded by the response's DATA frames.
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(stream_err)?;
+            progress.touch();
             let _ = body.flow_control().release_capacity(chunk.len());
             let new = sess.on_body(id, &chunk, Instant::now())?;
             send_all(&tx, new);
@@ -349,6 +400,7 @@ impl Streams for H3 {
         id: ObjId,
         conn: usize,
         tx: mpsc::UnboundedSender<ObjId>,
+        progress: Progress,
     ) -> Result<(), FetchError> {
         let url = sess.url_of(id);
         let err = |e: BoxError| FetchError::object(&url, format!("HTTP/3: {e}"));
@@ -356,12 +408,14 @@ impl Streams for H3 {
         let mut stream = self.0.send_request(req).await.map_err(|e| err(e.into()))?;
         stream.finish().await.map_err(|e| err(e.into()))?;
         let resp = stream.recv_response().await.map_err(|e| err(e.into()))?;
+        progress.touch();
         let (parts, ()) = resp.into_parts();
         let head = to_head(&parts, &sess.method_of(id), &url)?;
         let (_, new) = sess.on_head(id, conn, &head, Instant::now())?;
         send_all(&tx, new);
         // Bounded by the response's DATA frames.
         while let Some(mut chunk) = stream.recv_data().await.map_err(|e| err(e.into()))? {
+            progress.touch();
             let data = chunk.copy_to_bytes(chunk.remaining());
             sess.read(conn, data.len(), Instant::now());
             let new = sess.on_body(id, &data, Instant::now())?;

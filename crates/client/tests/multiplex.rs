@@ -108,8 +108,15 @@ fn first_and_revalidation(strategy: Strategy) {
     let r = fetch_blocking(config(&server, strategy, Some(cache.path())))
         .unwrap_or_else(|e| panic!("{strategy}: {e}"));
     assert_byte_exact(&site, &r);
-    let version = if strategy == Strategy::H2 { "HTTP/2" } else { "HTTP/3" };
-    assert!(r.objects.iter().all(|o| o.http_version == version), "{strategy}");
+    let version = if strategy == Strategy::H2 {
+        "HTTP/2"
+    } else {
+        "HTTP/3"
+    };
+    assert!(
+        r.objects.iter().all(|o| o.http_version == version),
+        "{strategy}"
+    );
     assert_eq!(r.connections_opened, 1, "{strategy}: one connection");
     assert_eq!(r.requests, 43);
     // The page came deflated (asked for, as pipeline-deflate does) and was
@@ -182,4 +189,44 @@ fn wrong_setups_are_named() {
         let e = fetch_blocking(cfg).unwrap_err().to_string();
         assert!(e.contains("cannot connect"), "{strategy}: {e}");
     }
+}
+
+/// A server that completes the TLS and HTTP/2 handshakes, takes the
+/// request and never answers: the connection's read timeout ends the fetch,
+/// naming the object.
+#[tokio::test]
+async fn a_silent_http2_server_hits_the_read_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = pagewire_tls::ensure(dir.path(), &["127.0.0.1"]).unwrap();
+    let tls = pagewire_tls::server_config(&files, &[pagewire_tls::ALPN_H2]).unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let tls = acceptor.accept(tcp).await.unwrap();
+        let mut conn = h2::server::handshake(tls).await.unwrap();
+        let mut held = Vec::new();
+        // Bounded: the robot sends one request, then gives up and closes.
+        while let Some(Ok((req, respond))) = conn.accept().await {
+            held.push((req, respond));
+        }
+        held.len()
+    });
+    let mut cfg = FetchConfig::new(format!("https://{addr}/index.html"), Strategy::H2);
+    cfg.tls_ca = Some(files.ca.clone());
+    cfg.timeouts.read = std::time::Duration::from_millis(500);
+    let started = std::time::Instant::now();
+    let err = pagewire_client::fetch(cfg).await.unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("/index.html") && msg.contains("read timeout"),
+        "{msg}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    let held = tokio::time::timeout(std::time::Duration::from_secs(5), server)
+        .await
+        .expect("the robot closed the connection")
+        .unwrap();
+    assert_eq!(held, 1);
 }

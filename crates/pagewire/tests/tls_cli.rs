@@ -55,7 +55,15 @@ fn serve_tls_and_fetch_h2_h3() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--ca"));
     // Another tool trusts the same CA file.
     if let Ok(o) = Command::new("curl")
-        .args(["-sS", "-o", "/dev/null", "-w", "%{http_version}", "--http2", "--cacert"])
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_version}",
+            "--http2",
+            "--cacert",
+        ])
         .arg(&ca)
         .arg(&page)
         .output()
