@@ -45,6 +45,15 @@ fn serve_tls_and_fetch_h2_h3() {
         assert!(objects.iter().all(|o| o["status"] == 200), "{strategy}");
         assert_eq!(report["connections_opened"], 1, "{strategy}");
     }
+    // --tls DIR trusts DIR/ca.pem, as --ca does.
+    let (o, _, _) = run_bounded(
+        Command::new(PW)
+            .args(["fetch", &page, "--strategy", "h2", "--tls"])
+            .arg(tls.path()),
+        Duration::from_secs(60),
+        "pagewire fetch --tls",
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Without the CA: a clear error, exit 2.
     let (o, _, _) = run_bounded(
         Command::new(PW).args(["fetch", &page, "--strategy", "h2"]),

@@ -108,6 +108,10 @@ pub struct Args {
     /// `pagewire serve --tls DIR` wrote; nothing else is trusted.
     #[arg(long, value_name = "FILE")]
     pub ca: Option<PathBuf>,
+    /// The directory `pagewire serve --tls DIR` wrote: trust DIR/ca.pem
+    /// (the same as --ca DIR/ca.pem).
+    #[arg(long, value_name = "DIR", conflicts_with = "ca")]
+    pub tls: Option<PathBuf>,
 }
 
 fn parse_revalidation(s: &str) -> Result<Revalidation, pagewire_client::config::UnknownOption> {
@@ -142,7 +146,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.max_redirects = args.max_redirects.into();
     cfg.max_inflated = args.max_inflated;
     cfg.decode_unasked = args.decode_unasked;
-    cfg.tls_ca = args.ca.clone();
+    cfg.tls_ca = args
+        .ca
+        .clone()
+        .or_else(|| args.tls.as_ref().map(|d| d.join("ca.pem")));
     cfg.timeouts = Timeouts {
         connect: args.connect_timeout,
         read: args.read_timeout,
