@@ -46,17 +46,25 @@ pub enum Strategy {
     ChromiumH2,
     /// Headless Chromium over HTTP/3 (needs a server offering QUIC).
     ChromiumH3,
+    /// HTTP/2 over TLS 1.3 (ALPN `h2`): one connection, every object its
+    /// own stream, requested as soon as streaming discovery finds it;
+    /// `Accept-Encoding: deflate` for the page as `PipelineDeflate`.
+    H2,
+    /// HTTP/3 over QUIC (ALPN `h3`), otherwise as `H2`.
+    H3,
 }
 
 impl Strategy {
     /// Every strategy the robot has.
-    pub const ALL: [Strategy; 6] = [
+    pub const ALL: [Strategy; 8] = [
         Strategy::Http10,
         Strategy::Http11,
         Strategy::Pipeline,
         Strategy::PipelineDeflate,
         Strategy::Getall,
         Strategy::Objpack,
+        Strategy::H2,
+        Strategy::H3,
     ];
 
     /// A real browser's loads, driven by `pagewire bench` over the DevTools
@@ -95,6 +103,8 @@ impl Strategy {
             Strategy::ChromiumH1 => "chromium-h1",
             Strategy::ChromiumH2 => "chromium-h2",
             Strategy::ChromiumH3 => "chromium-h3",
+            Strategy::H2 => "h2",
+            Strategy::H3 => "h3",
         }
     }
 
@@ -110,7 +120,24 @@ impl Strategy {
             Strategy::ChromiumH1 => "Chromium, HTTP/1.1 (6 connections)",
             Strategy::ChromiumH2 => "Chromium, HTTP/2",
             Strategy::ChromiumH3 => "Chromium, HTTP/3",
+            Strategy::H2 => "HTTP/2 (TLS 1.3)",
+            Strategy::H3 => "HTTP/3 (QUIC)",
         }
+    }
+
+    /// Whether the strategy multiplexes streams over TLS 1.3 (needs
+    /// `FetchConfig::tls_ca` and an `https` URL).
+    pub const fn multiplexed(self) -> bool {
+        matches!(self, Strategy::H2 | Strategy::H3)
+    }
+
+    /// Whether the strategy needs the server's TLS listener (HTTP/2 and
+    /// HTTP/3, the robot's or Chromium's).
+    pub const fn needs_tls(self) -> bool {
+        matches!(
+            self,
+            Strategy::H2 | Strategy::H3 | Strategy::ChromiumH2 | Strategy::ChromiumH3
+        )
     }
 
     /// Whether requests may be outstanding ahead of responses.
@@ -484,6 +511,9 @@ pub struct FetchConfig {
     /// own after the page's (`FetchReport::cross_origin_fetches`); off, they
     /// are only listed (`FetchReport::cross_origin`).
     pub cross_origin: bool,
+    /// The CA certificate (PEM) trusted for `https` URLs: the run's
+    /// throwaway CA (`pagewire-tls`); nothing else is trusted.
+    pub tls_ca: Option<PathBuf>,
 }
 
 /// A connection override: requests for `host:port` (either may be any)
@@ -593,6 +623,7 @@ impl FetchConfig {
             viewport: pagewire_discover::Viewport::default(),
             discover: true,
             cross_origin: false,
+            tls_ca: None,
         }
     }
 
@@ -641,7 +672,28 @@ impl FetchConfig {
         if self.user_agent.bytes().any(|b| b < 0x20 || b == 0x7f) {
             return Err(FetchError::Config("user agent has control bytes".into()));
         }
-        Target::parse(&self.url)
+        let target = Target::parse(&self.url)?;
+        match (self.strategy.multiplexed(), target.tls) {
+            (true, false) => {
+                return Err(FetchError::Config(format!(
+                    "strategy {} speaks TLS: give an https:// URL",
+                    self.strategy
+                )))
+            }
+            (false, true) => {
+                return Err(FetchError::Config(format!(
+                    "strategy {} speaks plain HTTP/1.x; https:// is for h2 and h3 (HTTP/1.1 over TLS is not built)",
+                    self.strategy
+                )))
+            }
+            _ => {}
+        }
+        if target.tls && self.tls_ca.is_none() {
+            return Err(FetchError::Config(
+                "an https:// URL needs the CA certificate to trust (--ca FILE)".into(),
+            ));
+        }
+        Ok(target)
     }
 }
 
@@ -655,21 +707,26 @@ pub struct Target {
     pub authority: String,
     /// Request target of the page: path and query.
     pub path: String,
+    /// `https`: TLS 1.3 (the `h2` and `h3` strategies).
+    pub tls: bool,
 }
 
 impl Target {
-    /// Parses `http://host[:port][/path][?query]`.
+    /// Parses `http://host[:port][/path][?query]` (or `https://`, port 443
+    /// by default).
     pub fn parse(url: &str) -> Result<Target, FetchError> {
         let bad = |why: &str| FetchError::Config(format!("bad URL {url:?}: {why}"));
-        let rest = match url.split_once("://") {
-            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
+        let (rest, tls) = match url.split_once("://") {
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => (rest, false),
+            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("https") => (rest, true),
             Some((scheme, _)) => {
                 return Err(bad(&format!(
-                    "scheme {scheme:?} not supported (the robot speaks plain http)"
-                )))
+                "scheme {scheme:?} not supported (the robot speaks http, and https with h2 and h3)"
+            )))
             }
             None => return Err(bad("expected http://host[:port]/path")),
         };
+        let default_port = if tls { 443 } else { 80 };
         let rest = rest.split('#').next().unwrap_or(rest);
         let end = rest.find(['/', '?']).unwrap_or(rest.len());
         let (auth, path) = rest.split_at(end);
@@ -680,14 +737,14 @@ impl Target {
             let (h, after) = v6.split_once(']').ok_or_else(|| bad("unclosed ["))?;
             let port = match after.strip_prefix(':') {
                 Some(p) => p.parse().map_err(|_| bad("bad port"))?,
-                None if after.is_empty() => 80,
+                None if after.is_empty() => default_port,
                 None => return Err(bad("junk after ]")),
             };
             (h.to_string(), port)
         } else {
             match auth.rsplit_once(':') {
                 Some((h, p)) => (h.to_string(), p.parse().map_err(|_| bad("bad port"))?),
-                None => (auth.to_string(), 80),
+                None => (auth.to_string(), default_port),
             }
         };
         if host.is_empty() {
@@ -703,12 +760,12 @@ impl Target {
         } else {
             path.to_string()
         };
-        let authority = if port == 80 {
+        let authority = if port == default_port {
             auth.split(':').next().unwrap_or(auth).to_string()
         } else {
             auth.to_string()
         };
-        let authority = if auth.starts_with('[') && port == 80 {
+        let authority = if auth.starts_with('[') && port == default_port {
             format!("[{host}]")
         } else {
             authority
@@ -718,12 +775,14 @@ impl Target {
             port,
             authority,
             path,
+            tls,
         })
     }
 
     /// Absolute URL of a request target on this server.
     pub fn url_of(&self, path: &str) -> String {
-        format!("http://{}{}", self.authority, path)
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.authority, path)
     }
 }
 
@@ -739,6 +798,7 @@ mod tests {
             assert_eq!(s.is_browser(), Strategy::BROWSER.contains(&s));
         }
         assert!("http2".parse::<Strategy>().is_err());
+        assert_eq!(Strategy::PAPER_001.len(), 4);
         // The robot refuses a browser strategy with a pointer to the bench.
         let e = FetchConfig::new("http://127.0.0.1/", Strategy::ChromiumH1)
             .validate()
@@ -781,7 +841,14 @@ mod tests {
             (t.host.as_str(), t.port, t.authority.as_str()),
             ("::1", 81, "[::1]:81")
         );
-        assert!(Target::parse("https://x/").is_err());
+        // https (the h2 and h3 strategies): port 443 by default, https URLs.
+        let t = Target::parse("https://x/p").unwrap();
+        assert_eq!((t.port, t.tls, t.authority.as_str()), (443, true, "x"));
+        assert_eq!(t.url_of("/q"), "https://x/q");
+        let t = Target::parse("https://x:8443/").unwrap();
+        assert_eq!((t.port, t.authority.as_str()), (8443, "x:8443"));
+        assert!(!Target::parse("http://x/").unwrap().tls);
+        assert!(Target::parse("ftp://x/").is_err());
         assert!(Target::parse("x/").is_err());
         assert!(Target::parse("http://:80/").is_err());
         assert!(Target::parse("http://h:99999/").is_err());

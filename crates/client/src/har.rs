@@ -41,7 +41,11 @@ pub fn to_har(report: &FetchReport) -> Value {
         .map(|o| {
             let mut lines = o.request_head.split("\r\n");
             let request_line = lines.next().unwrap_or("");
-            let req_version = request_line.rsplit(' ').next().unwrap_or("HTTP/1.1");
+            let req_version = match o.http_version {
+                // h2/h3 requests were rendered as HTTP/1.1 for the session.
+                v @ ("HTTP/2" | "HTTP/3") => v,
+                _ => request_line.rsplit(' ').next().unwrap_or("HTTP/1.1"),
+            };
             let req_headers: Vec<(String, String)> = lines
                 .filter_map(|l| l.split_once(':'))
                 .map(|(n, v)| (n.to_string(), v.trim().to_string()))

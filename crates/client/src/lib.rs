@@ -12,7 +12,9 @@
 //! Layout: `config` (what to do), `session` (what bytes mean: objects,
 //! requests, responses, discovery, counters), `conn` (when bytes move: one
 //! connection, output buffer, early-close recovery), `outbuf` (the flush
-//! policy), `cache`, `inflate`, `report` (+ `har`, `save` for output).
+//! policy), `multiplex` (the `h2` and `h3` strategies: one TLS or QUIC
+//! connection, a stream per object), `cache`, `inflate`, `report` (+ `har`,
+//! `save` for output).
 
 #![forbid(unsafe_code)]
 
@@ -23,6 +25,7 @@ pub mod error;
 pub mod getall;
 pub mod har;
 pub mod inflate;
+mod multiplex;
 pub mod outbuf;
 pub mod report;
 pub mod save;
@@ -40,6 +43,7 @@ pub use config::{
     ConnectTo, FetchConfig, RequestProfile, Revalidation, Strategy, Target, Timeouts,
 };
 pub use error::FetchError;
+pub use multiplex::H2_WINDOW;
 pub use outbuf::FlushReason;
 pub use pagewire_discover::Viewport;
 pub use report::{
@@ -81,12 +85,18 @@ pub async fn fetch(mut config: FetchConfig) -> Result<FetchReport, FetchError> {
         }
         let from = report.url.clone();
         let next = pagewire_discover::resolve(&from, &location)
-            .filter(|u| config::Target::parse(u).is_ok())
+            .filter(|u| {
+                // The strategy's scheme only: http for HTTP/1.x, https for
+                // h2 and h3.
+                config::Target::parse(u).is_ok_and(|t| t.tls == config.strategy.multiplexed())
+            })
             .ok_or_else(|| {
+                let scheme = if config.strategy.multiplexed() { "https" } else { "plain http" };
                 FetchError::object(
                     &from,
                     format!(
-                        "the server redirected to {location:?}, which the robot cannot follow (plain http URLs only)"
+                        "the server redirected to {location:?}, which the robot cannot follow ({scheme} URLs only with strategy {})",
+                        config.strategy
                     ),
                 )
             })?;
@@ -153,6 +163,7 @@ async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
     let work = async {
         match sess.cfg.strategy {
             Strategy::Http10 => run_http10(Arc::clone(&sess)).await,
+            s if s.multiplexed() => multiplex::run(Arc::clone(&sess)).await,
             _ => run_persistent(&sess).await,
         }
     };

@@ -733,7 +733,13 @@ impl Session {
             status,
             head_len: head.raw().len() as u64,
             headers,
-            http_version: head.version().as_str(),
+            // h2 and h3 hand the session an HTTP/1.1 rendering of their
+            // response heads; the record names the protocol that carried it.
+            http_version: match self.cfg.strategy {
+                Strategy::H2 => "HTTP/2",
+                Strategy::H3 => "HTTP/3",
+                _ => head.version().as_str(),
+            },
             first_byte: now,
             body: Vec::new(),
             hasher: Sha256::new(),
@@ -1644,7 +1650,11 @@ fn take_content(
 fn asks_deflate(strategy: Strategy, method: RequestMethod, path: &str) -> bool {
     // Paper 001 compresses the HTML only; images are already compressed, so
     // their requests do not carry the header.
-    strategy == Strategy::PipelineDeflate && method == RequestMethod::Get && !is_image_path(path)
+    matches!(
+        strategy,
+        Strategy::PipelineDeflate | Strategy::H2 | Strategy::H3
+    ) && method == RequestMethod::Get
+        && !is_image_path(path)
 }
 
 fn is_image_path(path: &str) -> bool {

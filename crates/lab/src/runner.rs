@@ -22,6 +22,10 @@ use crate::plan::{Plan, RunSpec};
 /// Port the server listens on inside the server namespace.
 pub const SERVER_PORT: u16 = 80;
 
+/// Port of the TLS server (HTTP/2 on TCP, HTTP/3 on UDP) that answers the
+/// `h2` and `h3` runs, beside the HTTP/1 server on `SERVER_PORT`.
+pub const TLS_PORT: u16 = 443;
+
 /// Longest we wait for a server to start listening.
 const SERVER_START_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -233,6 +237,69 @@ fn start_server(
     Ok(guard)
 }
 
+/// `pagewire serve --tls` (HTTP/2 and HTTP/3) on `TLS_PORT` beside the
+/// HTTP/1 server, for the `h2` and `h3` runs; always pagewire's own server.
+fn start_tls_server(
+    cfg: &BenchConfig,
+    link: &Link,
+    net: Net,
+    lane: &str,
+    root: &Path,
+    files: &pagewire_tls::Files,
+) -> Result<ServerGuard> {
+    let ServerKind::Pagewire { exe } = &cfg.server else {
+        bail!("h2 and h3 runs are served by pagewire's own TLS server (--server pagewire)");
+    };
+    let logs = cfg.out_dir.join("logs");
+    fs::create_dir_all(&logs)?;
+    let log_path = logs.join(format!("server-tls-{net}{lane}.log"));
+    let log =
+        fs::File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
+    let dir = files.ca.parent().unwrap_or(Path::new("."));
+    let mut c = Command::new(exe);
+    c.arg("serve")
+        .arg("--root")
+        .arg(root)
+        .arg("--addr")
+        .arg(format!("{}:{TLS_PORT}", link.server_addr()))
+        .arg("--tls")
+        .arg(dir);
+    if cfg.nagle {
+        c.arg("--nagle");
+    }
+    c.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
+    let child = link
+        .spawn_in_server(c)
+        .context("start the TLS server in the server namespace")?;
+    let mut guard = ServerGuard(child);
+    // The HTTP/1 server already listens, so wait for this one's own line.
+    let until = Instant::now() + SERVER_START_TIMEOUT;
+    // Bounded by SERVER_START_TIMEOUT; 5 ms steps.
+    loop {
+        if fs::read_to_string(&log_path)
+            .unwrap_or_default()
+            .contains("listening on https://")
+        {
+            return Ok(guard);
+        }
+        if let Ok(Some(status)) = guard.0.try_wait() {
+            bail!(
+                "the TLS server exited ({status}) before serving; its log {}:\n{}",
+                log_path.display(),
+                tail(&log_path)
+            );
+        }
+        if Instant::now() >= until {
+            bail!(
+                "the TLS server did not listen within {SERVER_START_TIMEOUT:?}; its log {}:\n{}",
+                log_path.display(),
+                tail(&log_path)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 fn tail(p: &Path) -> String {
     let s = fs::read_to_string(p).unwrap_or_default();
     let lines: Vec<&str> = s.lines().collect();
@@ -338,12 +405,25 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
     let mut runs = Vec::with_capacity(cfg.plan.runs.len());
     let mut link_configs = BTreeMap::new();
     let caches = cfg.out_dir.join("cache");
+    // The h2 and h3 runs: one throwaway CA for the whole bench, in the
+    // results directory (any client can trust `tls/ca.pem`).
+    let tls = if cfg.plan.strategies.iter().any(|s| s.needs_tls()) {
+        let dir = cfg.out_dir.join("tls");
+        let server_ip = pagewire_emu::SERVER_ADDR.to_string();
+        Some(pagewire_tls::ensure(
+            &dir,
+            &[server_ip.as_str(), "localhost"],
+        )?)
+    } else {
+        None
+    };
     let ctx = LaneCtx {
         cfg,
         root: &root,
         caches: &caches,
         expected: &expected,
         pb: &pb,
+        tls: tls.as_ref(),
     };
     for &net in &cfg.plan.nets {
         // Plan order, so results come back in it whatever the lanes do.
@@ -433,6 +513,8 @@ struct LaneCtx<'a> {
     caches: &'a Path,
     expected: &'a BTreeMap<String, String>,
     pb: &'a ProgressBar,
+    /// The run's certificates when the plan has `h2`/`h3` runs.
+    tls: Option<&'a pagewire_tls::Files>,
 }
 
 /// One link and server, and `specs` run on it one after another. Returns
@@ -450,6 +532,10 @@ fn run_lane(
     pb.set_message(format!("{net}{lane}: starting link and server"));
     let link = Link::start(lc).with_context(|| format!("start the {net}{lane} link"))?;
     let mut server = start_server(cfg, &link, net, lane, ctx.root)?;
+    let tls_server = match ctx.tls {
+        Some(files) => Some(start_tls_server(cfg, &link, net, lane, ctx.root, files)?),
+        None => None,
+    };
     let url = match &cfg.replay {
         Some(r) => r.url.clone(),
         None => format!(
@@ -458,6 +544,11 @@ fn run_lane(
             microscape::PAGE_PATH
         ),
     };
+    let tls_url = format!(
+        "https://{}:{TLS_PORT}{}",
+        link.server_addr(),
+        microscape::PAGE_PATH
+    );
     let mut out = Vec::with_capacity(specs.len());
     let mut interrupted_by = None;
     for &(i, spec) in specs {
@@ -477,7 +568,20 @@ fn run_lane(
                 ""
             }
         ));
-        let rec = one_run(cfg, &link, &url, ctx.caches, spec, ctx.expected, &lc_json);
+        let (url, ca) = match ctx.tls {
+            Some(files) if spec.strategy.needs_tls() => (&tls_url, Some(files.ca.clone())),
+            _ => (&url, None),
+        };
+        let rec = one_run(
+            cfg,
+            &link,
+            url,
+            ca,
+            ctx.caches,
+            spec,
+            ctx.expected,
+            &lc_json,
+        );
         let rec = match rec {
             Ok(r) => r,
             Err(e) => {
@@ -515,6 +619,7 @@ fn run_lane(
     }
     // Stop the server before the link goes (the link's Drop would kill
     // it anyway; this keeps the order explicit).
+    drop(tls_server);
     drop(server);
     drop(link);
     Ok((out, interrupted_by))
@@ -522,17 +627,21 @@ fn run_lane(
 
 /// One run. Infrastructure failures (the link) are errors; a failed fetch
 /// is a record with `error` set.
+#[allow(clippy::too_many_arguments)]
 fn one_run(
     cfg: &BenchConfig,
     link: &Link,
     url: &str,
+    tls_ca: Option<PathBuf>,
     caches: &Path,
     spec: RunSpec,
     expected: &BTreeMap<String, String>,
     link_json: &serde_json::Value,
 ) -> Result<RunRecord> {
     if spec.strategy.is_browser() {
-        return crate::chromium::run::one_run(cfg, link, caches, spec, expected, link_json);
+        return crate::chromium::run::one_run(
+            cfg, link, url, tls_ca, caches, spec, expected, link_json,
+        );
     }
     // Initial (Table 3) runs have their own caches and pcaps.
     let tag = match spec.tuning {
@@ -565,6 +674,7 @@ fn one_run(
             addr: std::net::SocketAddr::new(link.server_addr().into(), SERVER_PORT),
         }];
     }
+    fc.tls_ca = tls_ca;
     if spec.strategy == pagewire_client::Strategy::Http10 {
         fc.revalidation = cfg.http10_revalidation;
     }

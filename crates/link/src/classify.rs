@@ -1,4 +1,5 @@
-//! Packet classification: what kind of TCP/IP packet crossed the link.
+//! Packet classification: what kind of TCP/IP (or QUIC/UDP/IP) packet
+//! crossed the link.
 //!
 //! Paper 001 counts "Pa" = every IP packet on the link, and its discussion
 //! separates connection set-up (SYN, SYN-ACK), tear-down (FIN, RST), pure
@@ -6,13 +7,31 @@
 //! tracking: a segment that carries data whose end sequence number is not
 //! beyond the highest end already seen in that flow direction resends bytes
 //! the link already carried (or lost).
+//!
+//! QUIC (RFC 9000) over UDP is classified by what its invariant header
+//! shows (RFC 8999): long-header packets (Initial, 0-RTT, Handshake, Retry:
+//! the handshake) and short-header (1-RTT) packets. Everything after the
+//! header is encrypted — frame types, stream data, acknowledgements,
+//! retransmissions and CONNECTION_CLOSE are invisible on the link — so
+//! ACK-only 1-RTT packets can only be guessed by size
+//! (`QUIC_SMALL_PAYLOAD_BYTES`), retransmissions are not counted, and
+//! connections are counted when they open (a client's first Initial on a
+//! new address/port pair) but never seen to close.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{tcp_flags, Ipv4, Tcp, IPPROTO_TCP};
+use crate::wire::{tcp_flags, Ipv4, Tcp, IPPROTO_TCP, IPPROTO_UDP, UDP_HEADER_LEN};
+
+/// A QUIC short-header packet with at most this many UDP payload bytes is
+/// counted as `QuicSmall`, "probably ACK-only": a 1-RTT packet carrying only
+/// an ACK frame is 30-42 bytes with quinn's 8-byte connection IDs (1 byte of
+/// flags, the connection ID, a 1-4 byte packet number, the ACK frame, the
+/// 16-byte AEAD tag), while the smallest HTTP/3 request seen was 54 bytes.
+/// A guess by size: encryption hides the frame types.
+pub const QUIC_SMALL_PAYLOAD_BYTES: usize = 48;
 
 /// Which way a packet crosses the link.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -50,12 +69,22 @@ pub enum Kind {
     Data,
     /// Data whose bytes were already sent once in this flow direction.
     Retransmission,
-    /// Not TCP over IPv4 (ICMP, UDP, unparseable): counted, never dropped.
+    /// Not TCP or QUIC over IPv4 (ICMP, other UDP, unparseable): counted,
+    /// never dropped.
     Other,
+    /// QUIC long-header packet (Initial, 0-RTT, Handshake, Retry, version
+    /// negotiation): the handshake.
+    QuicHandshake,
+    /// QUIC short-header (1-RTT) packet above `QUIC_SMALL_PAYLOAD_BYTES`:
+    /// data, and whatever else it carries (invisible).
+    QuicData,
+    /// QUIC short-header packet of at most `QUIC_SMALL_PAYLOAD_BYTES`:
+    /// probably ACK-only (a guess by size).
+    QuicSmall,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 11] = [
         Kind::Syn,
         Kind::SynAck,
         Kind::Fin,
@@ -64,6 +93,9 @@ impl Kind {
         Kind::Data,
         Kind::Retransmission,
         Kind::Other,
+        Kind::QuicHandshake,
+        Kind::QuicData,
+        Kind::QuicSmall,
     ];
 
     pub fn name(self) -> &'static str {
@@ -76,6 +108,9 @@ impl Kind {
             Kind::Data => "data",
             Kind::Retransmission => "retransmission",
             Kind::Other => "other",
+            Kind::QuicHandshake => "quic_handshake",
+            Kind::QuicData => "quic_data",
+            Kind::QuicSmall => "quic_small",
         }
     }
 }
@@ -87,13 +122,16 @@ pub struct Classified {
     pub kind: Kind,
     /// IP total length.
     pub ip_bytes: u32,
-    /// IP header + TCP header including options (all of it for non-TCP).
+    /// IP header + TCP header including options; IP + UDP header for QUIC
+    /// (QUIC's own header and AEAD tag are UDP payload, as TLS records are
+    /// TCP payload); all of it for other packets.
     pub header_bytes: u32,
-    /// TCP payload bytes (0 for non-TCP).
+    /// TCP or UDP (QUIC) payload bytes (0 for other packets).
     pub payload_bytes: u32,
     /// The FIN flag was set (also on data segments).
     pub fin_flag: bool,
-    /// A first SYN (not SYN-ACK, not a retransmitted SYN): a connection attempt.
+    /// A first SYN (not SYN-ACK, not a retransmitted SYN), or a client's
+    /// first QUIC Initial from a new address/port pair: a connection attempt.
     pub opens_connection: bool,
     /// A SYN or FIN sent again (its kind stays Syn / Fin).
     pub control_retransmission: bool,
@@ -146,6 +184,8 @@ pub const MAX_TRACKED_FLOWS: usize = 65_536;
 pub struct Classifier {
     flows: HashMap<FlowKey, FlowState>,
     conns: HashMap<FlowKey, ConnState>,
+    /// QUIC address/port pairs seen (connections counted once each).
+    quic: std::collections::HashSet<FlowKey>,
 }
 
 /// `a <= b` in 32-bit sequence space (RFC 9293 §3.4).
@@ -178,6 +218,11 @@ impl Classifier {
             Ok(ip) => ip,
             Err(_) => return other(packet.len()),
         };
+        if ip.protocol() == IPPROTO_UDP && !ip.is_later_fragment() {
+            return self
+                .classify_quic(&ip)
+                .unwrap_or_else(|| other(ip.total_len()));
+        }
         if ip.protocol() != IPPROTO_TCP || ip.is_later_fragment() {
             return other(ip.total_len());
         }
@@ -281,6 +326,61 @@ impl Classifier {
     }
 }
 
+impl Classifier {
+    /// A UDP datagram of a QUIC connection: a long-header packet (RFC 8999:
+    /// header-form bit set, non-zero version), or any datagram on an
+    /// address/port pair that carried one before (short headers have no
+    /// version, and peers may grease the fixed bit, RFC 9287). `None` for
+    /// other UDP.
+    fn classify_quic(&mut self, ip: &Ipv4<'_>) -> Option<Classified> {
+        let udp = ip.payload();
+        if udp.len() < UDP_HEADER_LEN + 1 {
+            return None;
+        }
+        let src_port = u16::from_be_bytes([udp[0], udp[1]]);
+        let dst_port = u16::from_be_bytes([udp[2], udp[3]]);
+        let quic = &udp[UDP_HEADER_LEN..];
+        let first = quic[0];
+        let long = first & 0x80 != 0 && quic.len() >= 5;
+        let key = FlowKey {
+            src: ip.src(),
+            dst: ip.dst(),
+            src_port,
+            dst_port,
+        }
+        .connection();
+        if self.quic.len() >= MAX_TRACKED_FLOWS {
+            self.quic.clear();
+        }
+        let mut opens_connection = false;
+        if long {
+            // QUIC v1 Initial: long header, type bits 00, non-zero version.
+            let initial = (first & 0x30) == 0 && quic[1..5] != [0, 0, 0, 0];
+            let new = self.quic.insert(key);
+            opens_connection = initial && new;
+        } else if !self.quic.contains(&key) {
+            return None;
+        }
+        let kind = if long {
+            Kind::QuicHandshake
+        } else if quic.len() <= QUIC_SMALL_PAYLOAD_BYTES {
+            Kind::QuicSmall
+        } else {
+            Kind::QuicData
+        };
+        let header_bytes = (ip.header_len() + UDP_HEADER_LEN) as u32;
+        Some(Classified {
+            kind,
+            ip_bytes: ip.total_len() as u32,
+            header_bytes,
+            payload_bytes: quic.len() as u32,
+            fin_flag: false,
+            opens_connection,
+            control_retransmission: false,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -365,14 +465,84 @@ mod tests {
         let mut udp = Vec::new();
         PacketBuilder::ipv4(C, S, 64)
             .udp(1, 2)
-            .write(&mut udp, b"hi")
+            .write(&mut udp, b"\x01hi")
             .unwrap();
+        // UDP that is not QUIC (neither header-form nor fixed bit).
         let k = c.classify(&udp);
         assert_eq!(k.kind, Kind::Other);
         assert_eq!(k.ip_bytes as usize, udp.len());
         for junk in [&[][..], &[0x45][..], &[0x60; 40][..], &[0x4f; 20][..]] {
             assert_eq!(c.classify(junk).kind, Kind::Other);
         }
+    }
+
+    fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+        let mut v = Vec::new();
+        PacketBuilder::ipv4(src, dst, 64)
+            .udp(sport, dport)
+            .write(&mut v, payload)
+            .unwrap();
+        v
+    }
+
+    #[test]
+    fn quic_by_its_invariant_header() {
+        let mut c = Classifier::new();
+        // Client Initial: long header, type 00, version 1, padded to 1200.
+        let mut initial = vec![0xc3, 0, 0, 0, 1];
+        initial.resize(1200, 0);
+        let k = c.classify(&udp(C, S, 50000, 443, &initial));
+        assert_eq!(k.kind, Kind::QuicHandshake);
+        assert!(k.opens_connection);
+        assert_eq!(k.header_bytes, 28);
+        assert_eq!(k.payload_bytes, 1200);
+        assert_eq!(k.ip_bytes, 1228);
+        // A second Initial on the same pair (a retransmission, or the
+        // server's reply) opens nothing.
+        assert!(
+            !c.classify(&udp(C, S, 50000, 443, &initial))
+                .opens_connection
+        );
+        assert!(
+            !c.classify(&udp(S, C, 443, 50000, &initial))
+                .opens_connection
+        );
+        // Handshake packet (type 10).
+        let mut hs = vec![0xe3, 0, 0, 0, 1];
+        hs.resize(300, 0);
+        assert_eq!(
+            c.classify(&udp(S, C, 443, 50000, &hs)).kind,
+            Kind::QuicHandshake
+        );
+        // 1-RTT: small is "probably ACK-only", larger is data (short
+        // headers count only on a pair that had a long header).
+        let ack = [0x41u8; QUIC_SMALL_PAYLOAD_BYTES];
+        assert_eq!(
+            c.classify(&udp(C, S, 50000, 443, &ack)).kind,
+            Kind::QuicSmall
+        );
+        let data = [0x41u8; QUIC_SMALL_PAYLOAD_BYTES + 1];
+        let k = c.classify(&udp(S, C, 443, 50000, &data));
+        assert_eq!(k.kind, Kind::QuicData);
+        assert!(!k.opens_connection);
+        // QUIC never counts as an open TCP connection.
+        assert_eq!(c.open_connections(), 0);
+        // A greased fixed bit (RFC 9287) on a known pair is still QUIC; on
+        // an unknown pair it is other UDP.
+        let greased = [0x01u8; 100];
+        assert_eq!(
+            c.classify(&udp(S, C, 443, 50000, &greased)).kind,
+            Kind::QuicData
+        );
+        assert_eq!(
+            c.classify(&udp(S, C, 443, 50002, &greased)).kind,
+            Kind::Other
+        );
+        // A new client port is a new connection.
+        assert!(
+            c.classify(&udp(C, S, 50001, 443, &initial))
+                .opens_connection
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! definitions of paper 001 (docs/architecture.md, "What is measured"):
 //! Pa = IP packets of every kind, both directions; Bytes = IP bytes with
 //! headers; %ov = share of those bytes that are IP + TCP headers (options
-//! included).
+//! included), or IP + UDP headers for QUIC.
 //!
 //! Packets are counted when they LEAVE the link (the time written to the
 //! pcap), so counters and pcap agree exactly; packets dropped by the link are
@@ -38,6 +38,15 @@ pub struct KindCounts {
     pub data: PacketsBytes,
     pub retransmission: PacketsBytes,
     pub other: PacketsBytes,
+    /// QUIC long-header packets (handshake).
+    #[serde(default)]
+    pub quic_handshake: PacketsBytes,
+    /// QUIC short-header packets above the small size (data and more).
+    #[serde(default)]
+    pub quic_data: PacketsBytes,
+    /// QUIC short-header packets of the small size (probably ACK-only).
+    #[serde(default)]
+    pub quic_small: PacketsBytes,
 }
 
 impl KindCounts {
@@ -51,6 +60,9 @@ impl KindCounts {
             Kind::Data => self.data,
             Kind::Retransmission => self.retransmission,
             Kind::Other => self.other,
+            Kind::QuicHandshake => self.quic_handshake,
+            Kind::QuicData => self.quic_data,
+            Kind::QuicSmall => self.quic_small,
         }
     }
 
@@ -64,6 +76,9 @@ impl KindCounts {
             Kind::Data => &mut self.data,
             Kind::Retransmission => &mut self.retransmission,
             Kind::Other => &mut self.other,
+            Kind::QuicHandshake => &mut self.quic_handshake,
+            Kind::QuicData => &mut self.quic_data,
+            Kind::QuicSmall => &mut self.quic_small,
         }
     }
 

@@ -30,6 +30,9 @@ mod tcp_field {
 
 /// IP protocol number of TCP.
 pub const IPPROTO_TCP: u8 = 6;
+pub const IPPROTO_UDP: u8 = 17;
+/// UDP header length (RFC 768).
+pub const UDP_HEADER_LEN: usize = 8;
 
 /// A checked view of an IPv4 packet.
 #[derive(Clone, Copy, Debug)]

@@ -37,6 +37,7 @@ pub mod getall;
 pub mod handler;
 mod io;
 mod log;
+pub mod modern;
 pub mod negotiate;
 pub mod objpack;
 pub mod policy;
@@ -56,6 +57,7 @@ use pagewire_prefetch::OnlinePredictor;
 use pagewire_site::store::Site;
 use tokio::net::TcpListener;
 
+pub use modern::{serve_tls, TlsServe};
 pub use policy::{ClosePolicy, FlushPolicy, FlushReason, Linger, ServerConfig};
 pub use stats::ServerStats;
 

@@ -111,7 +111,9 @@ pub fn command(exe: &Path, profile: &Path, protocol: &Protocol) -> Command {
     match protocol {
         Protocol::H1 => {}
         Protocol::H2 { spki } => {
-            c.arg(format!("--ignore-certificate-errors-spki-list={spki}"));
+            // No QUIC: the h2 rows measure HTTP/2 over TCP only.
+            c.arg(format!("--ignore-certificate-errors-spki-list={spki}"))
+                .arg("--disable-quic");
         }
         Protocol::H3 { spki, origin } => {
             c.arg(format!("--ignore-certificate-errors-spki-list={spki}"))
@@ -834,12 +836,17 @@ pub fn pcap_audit(
             Ok(sp) => match (sp.net, sp.transport) {
                 (Some(NetSlice::Ipv4(ip)), Some(t)) => {
                     let (s, d) = (ip.header().source_addr(), ip.header().destination_addr());
-                    let (sp_, dp) = match t {
+                    let (sp_, dp) = match &t {
                         TransportSlice::Tcp(t) => (t.source_port(), t.destination_port()),
                         TransportSlice::Udp(u) => (u.source_port(), u.destination_port()),
                         _ => (0, 0),
                     };
-                    (s == client && d == server && dp == port)
+                    // ICMP between the two ends is about the page's own
+                    // packets (a port unreachable for a QUIC datagram that
+                    // arrives after the server closed the connection).
+                    let icmp = matches!(t, TransportSlice::Icmpv4(_))
+                        && ((s == client && d == server) || (s == server && d == client));
+                    icmp || (s == client && d == server && dp == port)
                         || (s == server && d == client && sp_ == port)
                 }
                 _ => false,

@@ -14,17 +14,29 @@ use pagewire_site::microscape;
 use super::{find_chromium, pcap_audit, Browser, Protocol, Visit};
 use crate::model::{Net, RobotConfig, RunRecord, Strategy, Test};
 use crate::plan::RunSpec;
-use crate::runner::{BenchConfig, SERVER_PORT};
+use crate::runner::{BenchConfig, SERVER_PORT, TLS_PORT};
 
-/// What `chromium-h2` / `chromium-h3` say until the server offers TLS.
-pub const NO_TLS: &str = "this server build offers no h2/h3; chromium-h2 and chromium-h3 need \
-                          a server with --tls (TLS, HTTP/2 and HTTP/3)";
-
-/// The protocol of a browser strategy against this build's server.
-pub fn protocol(strategy: Strategy) -> Result<Protocol> {
+/// The protocol of a browser strategy. `tls`: the run's throwaway CA
+/// (`ca.pem` beside the server's key) and the TLS listener's `host:port`,
+/// which `chromium-h2` and `chromium-h3` need.
+pub fn protocol(strategy: Strategy, tls: Option<(&Path, &str)>) -> Result<Protocol> {
+    let spki = || -> Result<String> {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let Some((ca, _)) = tls else {
+            bail!("{strategy}: needs the server's TLS listener (pagewire serve --tls)");
+        };
+        let dir = ca.parent().unwrap_or(Path::new("."));
+        let der = pagewire_tls::server_spki_der(&pagewire_tls::Files::in_dir(dir))?;
+        Ok(base64::engine::general_purpose::STANDARD.encode(sha2::Sha256::digest(&der)))
+    };
     match strategy {
         Strategy::ChromiumH1 => Ok(Protocol::H1),
-        Strategy::ChromiumH2 | Strategy::ChromiumH3 => bail!("{strategy}: {NO_TLS}"),
+        Strategy::ChromiumH2 => Ok(Protocol::H2 { spki: spki()? }),
+        Strategy::ChromiumH3 => Ok(Protocol::H3 {
+            spki: spki()?,
+            origin: tls.map(|t| t.1.to_string()).unwrap_or_default(),
+        }),
         other => bail!("{other} is not a browser strategy"),
     }
 }
@@ -42,7 +54,6 @@ pub fn load_timeout(net: Net) -> Duration {
 /// Checks up front that a bench with `strategies` can run its browser ones.
 pub fn preflight(strategies: &[Strategy]) -> Result<()> {
     for &s in strategies.iter().filter(|s| s.is_browser()) {
-        protocol(s)?;
         if find_chromium().is_none() {
             bail!(
                 "{s}: no Chromium found (install Debian's `chromium` with scripts/setup-deps.sh, \
@@ -55,15 +66,27 @@ pub fn preflight(strategies: &[Strategy]) -> Result<()> {
 
 /// One browser run; infrastructure failures (the link) are errors, a
 /// failed load is a record with `error` set.
+#[allow(clippy::too_many_arguments)]
 pub fn one_run(
     cfg: &BenchConfig,
     link: &Link,
+    url: &str,
+    tls_ca: Option<std::path::PathBuf>,
     caches: &Path,
     spec: RunSpec,
     expected: &BTreeMap<String, String>,
     link_json: &serde_json::Value,
 ) -> Result<RunRecord> {
-    let proto = protocol(spec.strategy)?;
+    let origin = format!("{}:{TLS_PORT}", link.server_addr());
+    let proto = protocol(
+        spec.strategy,
+        tls_ca.as_deref().map(|ca| (ca, origin.as_str())),
+    )?;
+    let port = if spec.strategy == Strategy::ChromiumH1 {
+        SERVER_PORT
+    } else {
+        TLS_PORT
+    };
     let exe = find_chromium().ok_or_else(|| anyhow::anyhow!("no Chromium found"))?;
     let profile = caches.join(format!(
         "{}-{}-r{}-profile",
@@ -82,11 +105,6 @@ pub fn one_run(
         .out_dir
         .join("logs")
         .join(format!("chromium-{name}.log"));
-    let url = format!(
-        "http://{}:{SERVER_PORT}{}",
-        link.server_addr(),
-        microscape::PAGE_PATH
-    );
     let robot = RobotConfig {
         request_profile: "chromium".into(),
         revalidation: match spec.test {
@@ -117,14 +135,14 @@ pub fn one_run(
     };
     let loaded = (|| -> Result<(super::PageLoad, String)> {
         let mut b = Browser::launch(&exe, &profile, &proto, &log, |c| link.spawn_in_client(c))?;
-        let load = b.load(&url, visit, load_timeout(spec.net))?;
+        let load = b.load(url, visit, load_timeout(spec.net))?;
         let product = b.product.clone();
         b.close()?;
         Ok((load, product))
     })();
     let c = link.end_run()?;
     let (packets, bytes, foreign) =
-        pcap_audit(&pcap, link.client_addr(), link.server_addr(), SERVER_PORT)?;
+        pcap_audit(&pcap, link.client_addr(), link.server_addr(), port)?;
     let mut errors = Vec::new();
     if packets != c.packets_total || bytes != c.bytes_total {
         errors.push(format!(

@@ -18,12 +18,13 @@ with --max-redirects N; an embedded object's never are); 2 the fetch failed \
 response, a deadline or the minimum rate missed)."
 )]
 pub struct Args {
-    /// Page URL (http://host[:port]/path).
+    /// Page URL (http://host[:port]/path; https:// with --strategy h2 or h3).
     pub url: String,
     /// Transfer strategy: http10, http11, pipeline, pipeline-deflate,
     /// getall (GETALL/GETLIST, paper 003), objpack (object package by content
     /// negotiation, paper 002). Both fall back to pipelining against servers
-    /// that do not offer them.
+    /// that do not offer them. h2 (HTTP/2 over TLS 1.3) and h3 (HTTP/3 over
+    /// QUIC): one connection, a stream per object; https URLs and --ca.
     #[arg(long, default_value = "pipeline", value_parser = parse_strategy)]
     pub strategy: Strategy,
     /// Pipeline output buffer size in bytes (flushed when full).
@@ -124,6 +125,14 @@ pub struct Args {
     /// Device pixel ratio for srcset, image-set() and resolution queries.
     #[arg(long, value_name = "RATIO", default_value_t = 1.0, value_parser = parse_dpr)]
     pub dpr: f64,
+    /// CA certificate (PEM) to trust for https:// URLs: the ca.pem that
+    /// `pagewire serve --tls DIR` wrote; nothing else is trusted.
+    #[arg(long, value_name = "FILE")]
+    pub ca: Option<PathBuf>,
+    /// The directory `pagewire serve --tls DIR` wrote: trust DIR/ca.pem
+    /// (the same as --ca DIR/ca.pem).
+    #[arg(long, value_name = "DIR", conflicts_with = "ca")]
+    pub tls: Option<PathBuf>,
 }
 
 fn parse_dpr(s: &str) -> Result<f64, String> {
@@ -178,6 +187,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         width: args.viewport,
         dpr: args.dpr,
     };
+    cfg.tls_ca = args
+        .ca
+        .clone()
+        .or_else(|| args.tls.as_ref().map(|d| d.join("ca.pem")));
     cfg.timeouts = Timeouts {
         connect: args.connect_timeout,
         read: args.read_timeout,

@@ -99,6 +99,17 @@ pub struct Args {
     /// Build no precompressed variants (faster start).
     #[arg(long)]
     pub no_compress: bool,
+    /// Speak TLS 1.3 instead of plain HTTP/1.x: HTTP/2 (ALPN h2) on the TCP
+    /// port and HTTP/3 over QUIC on the same UDP port. DIR holds the run's
+    /// throwaway CA (`ca.pem`, `server.pem`, `server-key.pem`); when they are
+    /// missing a new CA and a certificate for localhost, 127.0.0.1, ::1 and
+    /// the --addr address are made there. Clients trust DIR/ca.pem. HTTP/1.1
+    /// over TLS is not offered.
+    #[arg(long, value_name = "DIR")]
+    pub tls: Option<PathBuf>,
+    /// With --tls: no HTTP/3 (no UDP socket).
+    #[arg(long, requires = "tls")]
+    pub no_h3: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -138,6 +149,25 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 budget.soft, budget.hard
             ),
         }
+        if let Some(dir) = &args.tls {
+            let tls = tls_serve(dir, addr, !args.no_h3)?;
+            println!(
+                "listening on https://{addr} (HTTP/2 over TLS 1.3{}; CA {})",
+                if tls.udp.is_some() {
+                    ", HTTP/3 over QUIC on UDP"
+                } else {
+                    ""
+                },
+                dir.join("ca.pem").display()
+            );
+            use std::io::Write as _;
+            let _ = std::io::stdout().flush();
+            let stats =
+                pagewire_server::serve_tls(listener, Arc::new(site), config, tls, signals.wait())
+                    .await
+                    .context("serving")?;
+            return anyhow::Ok(stats);
+        }
         // Scripts and tests read this line to learn the port.
         println!("listening on http://{addr}");
         use std::io::Write as _;
@@ -149,6 +179,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     })?;
     eprintln!("pagewire serve: stopped\n{stats}");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The run's certificates (made when missing) and the UDP socket for
+/// HTTP/3 on the listener's port.
+fn tls_serve(
+    dir: &std::path::Path,
+    addr: SocketAddr,
+    h3: bool,
+) -> anyhow::Result<pagewire_server::TlsServe> {
+    let ip = addr.ip().to_string();
+    let mut names = vec!["localhost", "127.0.0.1", "::1"];
+    if !addr.ip().is_unspecified() {
+        names.push(&ip);
+    }
+    let files = pagewire_tls::ensure(dir, &names)?;
+    let tls = pagewire_tls::server_config(&files, &[pagewire_tls::ALPN_H2])?;
+    let udp = if h3 {
+        Some(
+            pagewire_server::modern::udp_for(addr)
+                .with_context(|| format!("binding UDP {addr} for HTTP/3"))?,
+        )
+    } else {
+        None
+    };
+    Ok(pagewire_server::TlsServe { tls, udp })
 }
 
 fn load_site(args: &Args) -> anyhow::Result<Site> {

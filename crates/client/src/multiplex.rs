@@ -1,0 +1,476 @@
+//! The `h2` and `h3` strategies: one connection (TLS 1.3 over TCP with
+//! HTTP/2, or QUIC with HTTP/3), every object a stream of its own, requested
+//! the moment streaming discovery finds it — pipelining without the
+//! head-of-line order, and without the 1024-byte buffer or flush timer
+//! (each request is its own HEADERS frame, written at once).
+//!
+//! What the bytes mean stays in `session`: a request is rendered there as
+//! for HTTP/1.1 (the same fields, validators on revalidation, `Accept-
+//! Encoding: deflate` for the page), then carried over as HTTP/2 or HTTP/3
+//! fields (`:method`, `:scheme https`, `:authority`, `:path`; `Host` becomes
+//! `:authority`); a response's status and fields come back to `session` as
+//! an HTTP/1.1 head, its DATA as body bytes. The session's request and
+//! header byte counters are therefore HTTP/1.1 sizes; what crossed the wire
+//! (HPACK/QPACK-compressed) is what the link counts.
+//!
+//! Flow control: HTTP/2 uses the RFC's initial windows (65,535 bytes per
+//! stream and for the connection, `H2_WINDOW`) and returns credit as soon
+//! as data is consumed; QUIC uses quinn's defaults. Neither strategy sends
+//! a request body. No server push (SETTINGS_ENABLE_PUSH 0), no 0-RTT, no
+//! session resumption: every fetch pays a full TLS 1.3 handshake (one round
+//! trip before the first request on QUIC, two on TCP).
+
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use pagewire_h1::{parse_request, parse_response, write_response_head, Limits, Version};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+
+use crate::config::Strategy;
+use crate::error::FetchError;
+use crate::report::ConnEnd;
+use crate::session::{ObjId, Session, PAGE};
+
+/// HTTP/2 initial stream and connection windows of the robot (RFC 9113
+/// §6.9.2's default).
+pub const H2_WINDOW: u32 = 65_535;
+
+/// Most streams the robot keeps open at once (the server may allow fewer;
+/// h2 and h3 then queue).
+const MAX_STREAMS: usize = 256;
+
+/// How long a closing QUIC connection may take to say goodbye after the
+/// last object (CONNECTION_CLOSE and its draining period).
+const QUIC_CLOSE_WAIT: Duration = Duration::from_secs(2);
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A request as the session rendered it, as HTTP/2 / HTTP/3 fields.
+fn to_request(sess: &Session, bytes: &[u8]) -> Result<http::Request<()>, FetchError> {
+    let bad = || FetchError::Config("the robot rendered a request it cannot carry".into());
+    let mut buf = BytesMut::from(bytes);
+    let head = parse_request(&mut buf, &Limits::default())
+        .map_err(|_| bad())?
+        .ok_or_else(bad)?;
+    let uri = format!("https://{}{}", sess.target.authority, head.target());
+    let mut b = http::Request::builder()
+        .method(head.method_bytes())
+        .uri(uri.as_str());
+    for (name, value) in head.iter() {
+        if name.eq_ignore_ascii_case(b"host") || name.eq_ignore_ascii_case(b"connection") {
+            continue;
+        }
+        let name = http::HeaderName::from_bytes(name).map_err(|_| bad())?;
+        let value = http::HeaderValue::from_bytes(value).map_err(|_| bad())?;
+        b = b.header(name, value);
+    }
+    b.body(()).map_err(|_| bad())
+}
+
+/// A response's status and fields as the HTTP/1.1 head the session reads.
+fn to_head(
+    resp: &http::response::Parts,
+    method: &pagewire_h1::Method,
+    url: &str,
+) -> Result<pagewire_h1::ResponseHead, FetchError> {
+    let mut out = BytesMut::with_capacity(512);
+    let fields = resp.headers.iter().map(|(k, v)| (k.as_str(), v.as_bytes()));
+    write_response_head(&mut out, Version::Http11, resp.status.as_u16(), fields)
+        .map_err(|e| FetchError::object(url, format!("response fields: {}", e.reason())))?;
+    parse_response(&mut out, &Limits::default(), method)
+        .map_err(|e| FetchError::object(url, format!("response head: {}", e.reason())))?
+        .ok_or_else(|| FetchError::object(url, "incomplete response head"))
+}
+
+/// Counts a connection's bytes (TLS records on TCP) into the session, and
+/// hands the socket back when the HTTP/2 connection is done with it (h2
+/// drops its I/O object), so that the robot can close it gracefully.
+struct Counting<T> {
+    inner: Option<T>,
+    sess: Arc<Session>,
+    conn: usize,
+    linger: Option<tokio::sync::oneshot::Sender<T>>,
+}
+
+impl<T> Counting<T> {
+    fn io(&mut self) -> &mut T {
+        self.inner.as_mut().expect("present until drop")
+    }
+}
+
+impl<T> Drop for Counting<T> {
+    fn drop(&mut self) {
+        if let (Some(io), Some(tx)) = (self.inner.take(), self.linger.take()) {
+            let _ = tx.send(io);
+        }
+    }
+}
+
+/// How long the robot waits for the server's FIN after its own.
+const LINGER: Duration = Duration::from_secs(2);
+
+impl<T: AsyncRead + Unpin> AsyncRead for Counting<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let r = Pin::new(self.io()).poll_read(cx, buf);
+        let n = buf.filled().len() - before;
+        if n > 0 {
+            self.sess.read(self.conn, n, Instant::now());
+        }
+        r
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Counting<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let r = Pin::new(self.io()).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = r {
+            self.sess.wrote(self.conn, n);
+        }
+        r
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(self.io()).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(self.io()).poll_shutdown(cx)
+    }
+}
+
+fn client_tls(
+    sess: &Session,
+    alpn: &[u8],
+) -> Result<tokio_rustls::rustls::ClientConfig, FetchError> {
+    let ca = sess.cfg.tls_ca.as_deref().ok_or_else(|| {
+        FetchError::Config(format!(
+            "strategy {} needs the run's CA certificate (--ca FILE)",
+            sess.cfg.strategy
+        ))
+    })?;
+    pagewire_tls::client_config(ca, &[alpn]).map_err(|e| FetchError::Config(e.to_string()))
+}
+
+fn connect_error(addr: SocketAddr, e: impl std::fmt::Display) -> FetchError {
+    FetchError::Connect {
+        addr: addr.to_string(),
+        reason: e.to_string(),
+    }
+}
+
+/// Runs the whole fetch over one multiplexed connection.
+pub(crate) async fn run(sess: Arc<Session>) -> Result<(), FetchError> {
+    match sess.cfg.strategy {
+        Strategy::H2 => run_h2(sess).await,
+        Strategy::H3 => run_h3(sess).await,
+        s => Err(FetchError::Config(format!("{s} is not multiplexed"))),
+    }
+}
+
+/// What a stream task needs to send one request and deliver its response.
+trait Streams: Clone + Send + 'static {
+    fn exchange(
+        self,
+        sess: Arc<Session>,
+        id: ObjId,
+        conn: usize,
+        tx: mpsc::UnboundedSender<ObjId>,
+        progress: Progress,
+    ) -> impl std::future::Future<Output = Result<(), FetchError>> + Send;
+}
+
+/// When a byte of a response last arrived on the connection (any stream).
+#[derive(Clone)]
+struct Progress(Arc<std::sync::Mutex<Instant>>);
+
+impl Progress {
+    fn new() -> Progress {
+        Progress(Arc::new(std::sync::Mutex::new(Instant::now())))
+    }
+    fn touch(&self) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
+    }
+    fn last(&self) -> Instant {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Dispatches objects to streams as they are found, until every object is
+/// answered (the same loop as HTTP/1.0's connections, with streams). The
+/// read timeout applies to the connection: streams share it and may wait
+/// for each other, but nothing arriving on any of them for
+/// `timeouts.read` while some are open fails the fetch.
+async fn dispatch<S: Streams>(sess: &Arc<Session>, s: S, conn: usize) -> Result<(), FetchError> {
+    let progress = Progress::new();
+    let read_timeout = sess.cfg.timeouts.read;
+    let mut open: Vec<ObjId> = Vec::new();
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<ObjId>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<ObjId>();
+    let mut pending = std::collections::VecDeque::from([PAGE]);
+    let mut tasks: JoinSet<Result<(), FetchError>> = JoinSet::new();
+    // Bounded: every object is requested once per reason the session gives
+    // (discovery, GET after a changed HEAD), and the object table is bounded.
+    loop {
+        while let Ok(id) = rx.try_recv() {
+            pending.push_back(id);
+        }
+        while let Ok(id) = done_rx.try_recv() {
+            open.retain(|&o| o != id);
+        }
+        while tasks.len() < MAX_STREAMS {
+            let Some(id) = pending.pop_front() else { break };
+            if open.is_empty() {
+                // The wait for a response starts now.
+                progress.touch();
+            }
+            open.push(id);
+            let (exchange, done) = (
+                s.clone()
+                    .exchange(sess.clone(), id, conn, tx.clone(), progress.clone()),
+                done_tx.clone(),
+            );
+            tasks.spawn(async move {
+                let r = exchange.await;
+                let _ = done.send(id);
+                r
+            });
+        }
+        if tasks.is_empty() && pending.is_empty() {
+            let more = sess.take_prefetch_work();
+            if more.is_empty() {
+                return Ok(());
+            }
+            pending.extend(more);
+            continue;
+        }
+        let silent_until = tokio::time::Instant::from_std(progress.last() + read_timeout);
+        tokio::select! {
+            Some(id) = rx.recv() => pending.push_back(id),
+            Some(done) = tasks.join_next() => match done {
+                Ok(r) => r?,
+                Err(e) => return Err(FetchError::Config(format!("stream task failed: {e}"))),
+            },
+            _ = tokio::time::sleep_until(silent_until) => {
+                if progress.last() + read_timeout <= Instant::now() {
+                    let url = open.first().map_or_else(|| sess.url_of(PAGE), |&id| sess.url_of(id));
+                    return Err(FetchError::ReadTimeout { url, after: read_timeout });
+                }
+            }
+        }
+    }
+}
+
+fn send_all(tx: &mpsc::UnboundedSender<ObjId>, ids: Vec<ObjId>) {
+    for id in ids {
+        // The dispatcher outlives every stream task.
+        let _ = tx.send(id);
+    }
+}
+
+// ---- HTTP/2 -------------------------------------------------------------
+
+#[derive(Clone)]
+struct H2(h2::client::SendRequest<Bytes>);
+
+impl Streams for H2 {
+    async fn exchange(
+        self,
+        sess: Arc<Session>,
+        id: ObjId,
+        conn: usize,
+        tx: mpsc::UnboundedSender<ObjId>,
+        progress: Progress,
+    ) -> Result<(), FetchError> {
+        let url = sess.url_of(id);
+        let stream_err = |e: h2::Error| FetchError::object(&url, format!("HTTP/2: {e}"));
+        let req = to_request(&sess, &sess.request(id, conn, Instant::now())?)?;
+        let mut send = self.0.ready().await.map_err(stream_err)?;
+        let (resp, _) = send.send_request(req, true).map_err(stream_err)?;
+        let resp = resp.await.map_err(stream_err)?;
+        progress.touch();
+        let (parts, mut body) = resp.into_parts();
+        let head = to_head(&parts, &sess.method_of(id), &url)?;
+        let (_, new) = sess.on_head(id, conn, &head, Instant::now())?;
+        send_all(&tx, new);
+        // Bounded by the response's DATA frames.
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.map_err(stream_err)?;
+            progress.touch();
+            let _ = body.flow_control().release_capacity(chunk.len());
+            let new = sess.on_body(id, &chunk, Instant::now())?;
+            send_all(&tx, new);
+        }
+        let new = sess.on_end(id, Instant::now())?;
+        send_all(&tx, new);
+        Ok(())
+    }
+}
+
+async fn run_h2(sess: Arc<Session>) -> Result<(), FetchError> {
+    let addr = sess.addr;
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(client_tls(&sess, pagewire_tls::ALPN_H2)?));
+    let name = pagewire_tls::server_name(&sess.target.host)
+        .map_err(|e| FetchError::Config(e.to_string()))?;
+    let connect_timeout = sess.cfg.timeouts.connect;
+    let tcp = tokio::time::timeout(connect_timeout, tokio::net::TcpStream::connect(addr))
+        .await
+        .map_err(|_| connect_error(addr, "no answer (connect timeout)"))?
+        .map_err(|e| connect_error(addr, e))?;
+    if sess.cfg.nodelay {
+        let _ = tcp.set_nodelay(true);
+    }
+    let conn = sess.conn_opened(Instant::now());
+    let (linger_tx, linger_rx) = tokio::sync::oneshot::channel();
+    let io = Counting {
+        inner: Some(tcp),
+        sess: sess.clone(),
+        conn,
+        linger: Some(linger_tx),
+    };
+    let result = async {
+        let tls = tokio::time::timeout(connect_timeout, tls.connect(name, io))
+            .await
+            .map_err(|_| connect_error(addr, "TLS handshake timed out"))?
+            .map_err(|e| connect_error(addr, format!("TLS handshake: {e}")))?;
+        if tls.get_ref().1.alpn_protocol() != Some(pagewire_tls::ALPN_H2) {
+            return Err(connect_error(addr, "the server did not agree to h2 (ALPN)"));
+        }
+        let (send, connection) = h2::client::Builder::new()
+            .enable_push(false)
+            .initial_window_size(H2_WINDOW)
+            .initial_connection_window_size(H2_WINDOW)
+            .max_concurrent_streams(MAX_STREAMS as u32)
+            .handshake::<_, Bytes>(tls)
+            .await
+            .map_err(|e| connect_error(addr, format!("HTTP/2 handshake: {e}")))?;
+        let driver = tokio::spawn(connection);
+        let r = dispatch(&sess, H2(send), conn).await;
+        // Every SendRequest handle is gone: the connection ends once its
+        // streams are (h2 sends GOAWAY, TLS close_notify, then FIN).
+        let _ = tokio::time::timeout(LINGER, driver).await;
+        r
+    }
+    .await;
+    // Close as paper 001's servers should: after our FIN, read until the
+    // server's (its GOAWAY and close_notify), so no segment of the server
+    // meets a closed socket and is answered with a reset.
+    if let Ok(Ok(mut tcp)) = tokio::time::timeout(LINGER, linger_rx).await {
+        use tokio::io::AsyncReadExt as _;
+        let mut sink = [0u8; 4096];
+        let _ = tokio::time::timeout(LINGER, async {
+            // Bounded by LINGER.
+            while let Ok(n) = tcp.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
+    let end = match &result {
+        Ok(()) => ConnEnd::Done,
+        Err(e) => ConnEnd::Error(e.to_string()),
+    };
+    sess.conn_closed(conn, end, Instant::now());
+    result
+}
+
+// ---- HTTP/3 -------------------------------------------------------------
+
+#[derive(Clone)]
+struct H3(h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>);
+
+impl Streams for H3 {
+    async fn exchange(
+        mut self,
+        sess: Arc<Session>,
+        id: ObjId,
+        conn: usize,
+        tx: mpsc::UnboundedSender<ObjId>,
+        progress: Progress,
+    ) -> Result<(), FetchError> {
+        let url = sess.url_of(id);
+        let err = |e: BoxError| FetchError::object(&url, format!("HTTP/3: {e}"));
+        let req = to_request(&sess, &sess.request(id, conn, Instant::now())?)?;
+        let mut stream = self.0.send_request(req).await.map_err(|e| err(e.into()))?;
+        stream.finish().await.map_err(|e| err(e.into()))?;
+        let resp = stream.recv_response().await.map_err(|e| err(e.into()))?;
+        progress.touch();
+        let (parts, ()) = resp.into_parts();
+        let head = to_head(&parts, &sess.method_of(id), &url)?;
+        let (_, new) = sess.on_head(id, conn, &head, Instant::now())?;
+        send_all(&tx, new);
+        // Bounded by the response's DATA frames.
+        while let Some(mut chunk) = stream.recv_data().await.map_err(|e| err(e.into()))? {
+            progress.touch();
+            let data = chunk.copy_to_bytes(chunk.remaining());
+            sess.read(conn, data.len(), Instant::now());
+            let new = sess.on_body(id, &data, Instant::now())?;
+            send_all(&tx, new);
+        }
+        let new = sess.on_end(id, Instant::now())?;
+        send_all(&tx, new);
+        Ok(())
+    }
+}
+
+async fn run_h3(sess: Arc<Session>) -> Result<(), FetchError> {
+    let addr = sess.addr;
+    let mut tls = client_tls(&sess, pagewire_tls::ALPN_H3)?;
+    tls.enable_early_data = false;
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
+        .map_err(|e| FetchError::Config(format!("QUIC TLS configuration: {e}")))?;
+    let bind: SocketAddr = if addr.is_ipv4() {
+        (std::net::Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let mut endpoint = quinn::Endpoint::client(bind).map_err(|e| connect_error(addr, e))?;
+    endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(crypto)));
+    let host = sess.target.host.clone();
+    let connecting = endpoint
+        .connect(addr, &host)
+        .map_err(|e| connect_error(addr, e))?;
+    let conn = sess.conn_opened(Instant::now());
+    let result = async {
+        let quic = tokio::time::timeout(sess.cfg.timeouts.connect, connecting)
+            .await
+            .map_err(|_| connect_error(addr, "QUIC handshake timed out"))?
+            .map_err(|e| connect_error(addr, format!("QUIC handshake: {e}")))?;
+        let (mut driver, send) = h3::client::builder()
+            .send_grease(false)
+            .build::<_, _, Bytes>(h3_quinn::Connection::new(quic.clone()))
+            .await
+            .map_err(|e| connect_error(addr, format!("HTTP/3 setup: {e}")))?;
+        let drive = tokio::spawn(async move {
+            std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+        });
+        let r = dispatch(&sess, H3(send), conn).await;
+        // Close at once (H3_NO_ERROR) like a browser leaving the page, and
+        // let the CONNECTION_CLOSE go out before the endpoint is dropped.
+        quic.close(0x100u32.into(), b"");
+        drive.abort();
+        let _ = tokio::time::timeout(QUIC_CLOSE_WAIT, endpoint.wait_idle()).await;
+        r
+    }
+    .await;
+    let end = match &result {
+        Ok(()) => ConnEnd::Done,
+        Err(e) => ConnEnd::Error(e.to_string()),
+    };
+    sess.conn_closed(conn, end, Instant::now());
+    result
+}

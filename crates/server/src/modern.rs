@@ -1,0 +1,586 @@
+//! HTTP/2 over TLS 1.3 and HTTP/3 over QUIC, beside the HTTP/1 server.
+//!
+//! Separate listeners, not threaded through the HTTP/1 dispatch: a TLS
+//! listener on TCP that accepts ALPN `h2` (the `h2` crate frames), and a
+//! QUIC endpoint on the same port over UDP (`quinn` + `h3`). Both answer
+//! from the same [`StaticSite`] as HTTP/1, through one bridge: the request's
+//! pseudo-headers and fields become an HTTP/1.1 request head, the static
+//! handler answers it exactly as on HTTP/1 (validators, 304, deflate by
+//! `Accept-Encoding`, ranges, packages), and the response head is parsed
+//! back into a status and fields, without the hop-by-hop ones HTTP/2 and
+//! HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2).
+//!
+//! TLS with HTTP/1.1 is not offered: the HTTP/1 dispatch writes with
+//! `writev` on a `TcpStream` and half-closes the socket itself (its flush
+//! and close policies are about those system calls), so a TLS stream does
+//! not fit it without a rewrite. A client offering only `http/1.1` is
+//! refused at the handshake (`no_application_protocol`).
+//!
+//! When bytes move: the `h2` crate buffers frames and writes when its send
+//! queue drains or its buffer fills, much like `FlushPolicy::WhenIdle`;
+//! quinn sends as congestion control and pacing allow. Neither is pagewire's
+//! to instrument; connections, requests, statuses and body bytes are counted
+//! into the same `ServerStats`.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use pagewire_h1::{parse_request, parse_response, write_request_head, Limits, Version};
+use pagewire_site::store::Site;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use crate::handler::{ConnHeader, Ctx, StaticSite};
+use crate::io::{Pools, WriteBuf, WriteStep, Writev};
+use crate::ServerStats;
+
+/// Most concurrent streams a client may open on one connection (HTTP/2
+/// SETTINGS_MAX_CONCURRENT_STREAMS, QUIC's bidirectional stream limit).
+/// Browsers see 100-256 from common servers; 256 lets the whole page be
+/// requested at once.
+pub const MAX_CONCURRENT_STREAMS: u32 = 256;
+
+/// Time allowed for a TLS or QUIC handshake.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Request fields that HTTP/2 and HTTP/3 forbid or that the bridge
+/// supplies itself.
+const DROPPED_REQUEST_FIELDS: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+    "te",
+    "host",
+];
+
+/// Response fields of HTTP/1 framing and connection management.
+const DROPPED_RESPONSE_FIELDS: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// The TLS (and QUIC) side of `pagewire serve --tls`.
+pub struct TlsServe {
+    /// TLS 1.3 config; its ALPN list is set here (`h2`).
+    pub tls: tokio_rustls::rustls::ServerConfig,
+    /// The UDP socket for HTTP/3 (usually the TCP listener's port); `None`:
+    /// no HTTP/3.
+    pub udp: Option<std::net::UdpSocket>,
+}
+
+/// One answered request, ready for an HTTP/2 or HTTP/3 response.
+#[derive(Debug)]
+pub struct Bridged {
+    pub status: u16,
+    pub fields: Vec<(http::HeaderName, http::HeaderValue)>,
+    pub body: Bytes,
+}
+
+/// Collects what a `WriteBuf` would write to a socket.
+struct Collect(RefCell<Vec<u8>>);
+
+impl Writev for Collect {
+    fn try_writev(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        let mut v = self.0.borrow_mut();
+        let mut n = 0;
+        for b in bufs {
+            v.extend_from_slice(b);
+            n += b.len();
+        }
+        Ok(n)
+    }
+}
+
+/// Answers one HTTP/2 or HTTP/3 request through the HTTP/1 static handler.
+/// `fields` are the request's regular fields (no pseudo-headers);
+/// `authority` is `:authority`.
+pub fn bridge<'a>(
+    site: &StaticSite,
+    method: &str,
+    path: &str,
+    authority: Option<&str>,
+    fields: impl Iterator<Item = (&'a str, &'a [u8])>,
+) -> Bridged {
+    let mut fields_h1: Vec<(&str, &[u8])> = Vec::new();
+    let authority = authority.unwrap_or("");
+    if !authority.is_empty() {
+        fields_h1.push(("Host", authority.as_bytes()));
+    }
+    for (name, value) in fields {
+        if DROPPED_REQUEST_FIELDS
+            .iter()
+            .any(|d| d.eq_ignore_ascii_case(name))
+        {
+            continue;
+        }
+        fields_h1.push((name, value));
+    }
+    let mut head = BytesMut::with_capacity(256);
+    let limits = Limits::default();
+    if write_request_head(&mut head, method, path, Version::Http11, fields_h1).is_err() {
+        return plain(400, "request cannot be expressed as HTTP/1.1\n");
+    }
+    let req = match parse_request(&mut head, &limits) {
+        Ok(Some(r)) => r,
+        _ => return plain(400, "malformed request\n"),
+    };
+    let pools = Pools::default();
+    let mut out = WriteBuf::new();
+    out.ensure(&pools, 1 << 16);
+    let mut scratch = String::new();
+    site.answer(
+        &req,
+        Ctx {
+            conn: ConnHeader::None,
+            extra: b"",
+            scratch: &mut scratch,
+            body: b"",
+        },
+        &mut out,
+    );
+    let sink = Collect(RefCell::new(Vec::with_capacity(out.queued_bytes())));
+    // Bounded: each pass writes every queued segment (up to MAX_IOVECS).
+    loop {
+        match out.write_once(&sink) {
+            Ok((WriteStep::Done, _)) => break,
+            Ok((WriteStep::Partial, _)) => continue,
+            Err(_) => return plain(500, "internal error\n"),
+        }
+    }
+    let mut resp = BytesMut::from(&sink.0.into_inner()[..]);
+    let head = match parse_response(&mut resp, &limits, &req.method()) {
+        Ok(Some(h)) => h,
+        _ => return plain(500, "internal error\n"),
+    };
+    let mut out_fields = Vec::with_capacity(head.header_count());
+    for (name, value) in head.iter() {
+        let Ok(name) = http::HeaderName::from_bytes(name) else {
+            continue;
+        };
+        if DROPPED_RESPONSE_FIELDS.contains(&name.as_str()) {
+            continue;
+        }
+        if let Ok(v) = http::HeaderValue::from_bytes(value) {
+            out_fields.push((name, v));
+        }
+    }
+    Bridged {
+        status: head.status(),
+        fields: out_fields,
+        body: resp.freeze(),
+    }
+}
+
+fn plain(status: u16, body: &'static str) -> Bridged {
+    Bridged {
+        status,
+        fields: vec![(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/plain"),
+        )],
+        body: Bytes::from_static(body.as_bytes()),
+    }
+}
+
+fn response(b: &Bridged) -> http::Response<()> {
+    let mut r = http::Response::new(());
+    *r.status_mut() =
+        http::StatusCode::from_u16(b.status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
+    let h = r.headers_mut();
+    for (k, v) in &b.fields {
+        h.append(k.clone(), v.clone());
+    }
+    r
+}
+
+fn fields_of(h: &http::HeaderMap) -> impl Iterator<Item = (&str, &[u8])> {
+    h.iter().map(|(k, v)| (k.as_str(), v.as_bytes()))
+}
+
+/// Counters shared by the connection tasks.
+#[derive(Default)]
+struct Counters(Mutex<ServerStats>);
+
+impl Counters {
+    fn with(&self, f: impl FnOnce(&mut ServerStats)) {
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    fn answered(&self, b: &Bridged) {
+        self.with(|s| {
+            s.requests += 1;
+            match b.status {
+                200..=299 => s.responses_2xx += 1,
+                300..=399 => s.responses_3xx += 1,
+                400..=499 => s.responses_4xx += 1,
+                _ => s.responses_5xx += 1,
+            }
+            s.body_bytes += b.body.len() as u64;
+        });
+    }
+}
+
+/// Serves `site` over TLS (HTTP/2) on `listener` and, if `tls.udp` is set,
+/// over QUIC (HTTP/3), until `shutdown` completes; then closes every
+/// connection (HTTP/2 GOAWAY, QUIC CONNECTION_CLOSE) and returns counters.
+pub async fn serve_tls<F>(
+    listener: TcpListener,
+    site: Arc<Site>,
+    config: crate::ServerConfig,
+    tls: TlsServe,
+    shutdown: F,
+) -> io::Result<ServerStats>
+where
+    F: Future<Output = ()>,
+{
+    let started = Instant::now();
+    let cpu_before = crate::cpu_times();
+    let site = Arc::new(StaticSite::new(site));
+    let counters = Arc::new(Counters::default());
+    let mut tcp_tls = tls.tls.clone();
+    tcp_tls.alpn_protocols = vec![pagewire_tls::ALPN_H2.to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tcp_tls));
+
+    let endpoint = match tls.udp {
+        Some(udp) => Some(quic_endpoint(tls.tls, udp)?),
+        None => None,
+    };
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut tasks = JoinSet::new();
+    if let Some(ep) = endpoint.clone() {
+        let (site, counters, stop) = (site.clone(), counters.clone(), stop_rx.clone());
+        tasks.spawn(h3_accept_loop(ep, site, counters, stop));
+    }
+    let nagle = config.nagle;
+    let accept = {
+        let (site, counters, mut stop) = (site.clone(), counters.clone(), stop_rx.clone());
+        async move {
+            let mut conns = JoinSet::new();
+            loop {
+                let (stream, _peer) = tokio::select! {
+                    _ = stop.changed() => break,
+                    r = listener.accept() => match r {
+                        Ok(x) => x,
+                        Err(_) => {
+                            counters.with(|s| s.accept_errors += 1);
+                            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                            continue;
+                        }
+                    },
+                };
+                if !nagle {
+                    let _ = stream.set_nodelay(true);
+                }
+                counters.with(|s| s.connections += 1);
+                let (acceptor, site, counters, stop) = (
+                    acceptor.clone(),
+                    site.clone(),
+                    counters.clone(),
+                    stop.clone(),
+                );
+                conns.spawn(async move {
+                    if let Err(e) = h2_conn(acceptor, stream, site, &counters, stop).await {
+                        let _ = e;
+                        counters.with(|s| s.io_errors += 1);
+                    }
+                });
+                // Reap finished connections so the set stays small.
+                while conns.try_join_next().is_some() {}
+            }
+            drop(listener);
+            while conns.join_next().await.is_some() {}
+        }
+    };
+    tasks.spawn(accept);
+    shutdown.await;
+    let _ = stop_tx.send(true);
+    let grace = crate::policy::SHUTDOWN_GRACE;
+    let _ = tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+    tasks.abort_all();
+    if let Some(ep) = endpoint {
+        ep.close(0u32.into(), b"shutdown");
+        let _ = tokio::time::timeout(grace, ep.wait_idle()).await;
+    }
+    let mut stats = std::mem::take(&mut *counters.0.lock().unwrap_or_else(|e| e.into_inner()));
+    let cpu_after = crate::cpu_times();
+    stats.cpu_user_seconds = cpu_after.0 - cpu_before.0;
+    stats.cpu_system_seconds = cpu_after.1 - cpu_before.1;
+    stats.wall_seconds = started.elapsed().as_secs_f64();
+    Ok(stats)
+}
+
+/// HTTP/2 server settings: the RFC's default windows (65,535 bytes per
+/// stream and for the connection; the robot's windows decide how fast
+/// responses may flow) and `MAX_CONCURRENT_STREAMS`.
+fn h2_builder() -> h2::server::Builder {
+    let mut b = h2::server::Builder::new();
+    b.max_concurrent_streams(MAX_CONCURRENT_STREAMS);
+    b
+}
+
+async fn h2_conn(
+    acceptor: tokio_rustls::TlsAcceptor,
+    stream: tokio::net::TcpStream,
+    site: Arc<StaticSite>,
+    counters: &Counters,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let (back_tx, back_rx) = tokio::sync::oneshot::channel();
+    let stream = Returned {
+        io: Some(stream),
+        back: Some(back_tx),
+    };
+    let served = h2_serve(acceptor, stream, site, counters, &mut stop).await;
+    // Lingering close (paper 001, "Connection Management"): h2 has sent
+    // GOAWAY, close_notify and FIN; read what the client still sends until
+    // its FIN, so no client segment meets a closed socket and draws a reset.
+    if let Ok(Ok(mut tcp)) = tokio::time::timeout(LINGER, back_rx).await {
+        use tokio::io::AsyncReadExt as _;
+        let mut sink = [0u8; 4096];
+        let _ = tokio::time::timeout(LINGER, async {
+            // Bounded by LINGER.
+            while let Ok(n) = tcp.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        })
+        .await;
+    }
+    served
+}
+
+/// How long a closing HTTP/2 connection waits for the client's FIN.
+const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// A socket that goes back to `back` when h2 drops it, for the lingering
+/// close.
+struct Returned<T> {
+    io: Option<T>,
+    back: Option<tokio::sync::oneshot::Sender<T>>,
+}
+
+impl<T> Drop for Returned<T> {
+    fn drop(&mut self) {
+        if let (Some(io), Some(tx)) = (self.io.take(), self.back.take()) {
+            let _ = tx.send(io);
+        }
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Returned<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Returned<T> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_write(cx, buf)
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_shutdown(cx)
+    }
+}
+
+async fn h2_serve(
+    acceptor: tokio_rustls::TlsAcceptor,
+    stream: Returned<tokio::net::TcpStream>,
+    site: Arc<StaticSite>,
+    counters: &Counters,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+    let tls = handshake.await.map_err(|_| "TLS handshake timed out")??;
+    let mut conn = h2_builder().handshake(tls).await?;
+    let mut streams = JoinSet::new();
+    let mut stopping = false;
+    loop {
+        let next = if stopping {
+            conn.accept().await
+        } else {
+            tokio::select! {
+                _ = stop.changed() => None,
+                n = conn.accept() => Some(n),
+            }
+            .unwrap_or_else(|| {
+                stopping = true;
+                None
+            })
+        };
+        if stopping && next.is_none() {
+            // Shutdown: GOAWAY, finish what is in flight, then close.
+            conn.graceful_shutdown();
+            while let Some(Ok(_)) = conn.accept().await {}
+            break;
+        }
+        let Some(next) = next else { break };
+        let (req, mut respond) = next?;
+        let site = site.clone();
+        let b = {
+            let (parts, _body) = req.into_parts();
+            let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+            let authority = parts.uri.authority().map(|a| a.as_str());
+            bridge(
+                &site,
+                parts.method.as_str(),
+                path,
+                authority,
+                fields_of(&parts.headers),
+            )
+        };
+        counters.answered(&b);
+        streams.spawn(async move {
+            let end = b.body.is_empty();
+            let mut send = respond.send_response(response(&b), end)?;
+            if !end {
+                // h2 queues the data and sends it as the peer's flow-control
+                // windows open.
+                send.send_data(b.body, true)?;
+            }
+            Ok::<(), h2::Error>(())
+        });
+        while streams.try_join_next().is_some() {}
+    }
+    while streams.join_next().await.is_some() {}
+    Ok(())
+}
+
+fn quic_endpoint(
+    mut tls: tokio_rustls::rustls::ServerConfig,
+    udp: std::net::UdpSocket,
+) -> io::Result<quinn::Endpoint> {
+    tls.alpn_protocols = vec![pagewire_tls::ALPN_H3.to_vec()];
+    tls.max_early_data_size = 0;
+    let crypto =
+        quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(io::Error::other)?;
+    let mut server = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let mut transport = quinn::TransportConfig::default();
+    transport.max_concurrent_bidi_streams(MAX_CONCURRENT_STREAMS.into());
+    server.transport_config(Arc::new(transport));
+    // No address validation round trip (Retry): like most deployments, the
+    // first flight is answered at once.
+    udp.set_nonblocking(true)?;
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        Some(server),
+        udp,
+        Arc::new(quinn::TokioRuntime),
+    )
+}
+
+async fn h3_accept_loop(
+    ep: quinn::Endpoint,
+    site: Arc<StaticSite>,
+    counters: Arc<Counters>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut conns = JoinSet::new();
+    loop {
+        let incoming = tokio::select! {
+            _ = stop.changed() => break,
+            i = ep.accept() => match i { Some(i) => i, None => break },
+        };
+        counters.with(|s| s.connections += 1);
+        let (site, counters, stop) = (site.clone(), counters.clone(), stop.clone());
+        conns.spawn(async move {
+            if h3_conn(incoming, site, &counters, stop).await.is_err() {
+                counters.with(|s| s.io_errors += 1);
+            }
+        });
+        while conns.try_join_next().is_some() {}
+    }
+    while conns.join_next().await.is_some() {}
+}
+
+async fn h3_conn(
+    incoming: quinn::Incoming,
+    site: Arc<StaticSite>,
+    counters: &Counters,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let conn = tokio::time::timeout(HANDSHAKE_TIMEOUT, incoming)
+        .await
+        .map_err(|_| "QUIC handshake timed out")??;
+    let mut h3c: h3::server::Connection<h3_quinn::Connection, Bytes> = h3::server::builder()
+        .send_grease(false)
+        .build(h3_quinn::Connection::new(conn))
+        .await?;
+    let mut streams = JoinSet::new();
+    loop {
+        let next = tokio::select! {
+            _ = stop.changed() => None,
+            n = h3c.accept() => Some(n),
+        };
+        let Some(next) = next else {
+            let _ = h3c.shutdown(0).await;
+            break;
+        };
+        let resolver = match next {
+            Ok(Some(r)) => r,
+            // The client closed the connection (normally, with H3_NO_ERROR).
+            Ok(None) | Err(_) => break,
+        };
+        let site = site.clone();
+        let (req, mut stream) = match resolver.resolve_request().await {
+            Ok(x) => x,
+            Err(_) => continue,
+        };
+        let b = {
+            let (parts, _) = req.into_parts();
+            let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+            let authority = parts.uri.authority().map(|a| a.as_str());
+            bridge(
+                &site,
+                parts.method.as_str(),
+                path,
+                authority,
+                fields_of(&parts.headers),
+            )
+        };
+        counters.answered(&b);
+        streams.spawn(async move {
+            stream.send_response(response(&b)).await?;
+            if !b.body.is_empty() {
+                stream.send_data(b.body).await?;
+            }
+            stream.finish().await?;
+            Ok::<(), h3::error::StreamError>(())
+        });
+        while streams.try_join_next().is_some() {}
+    }
+    while streams.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// The listener's socket address for the UDP side: the same port.
+pub fn udp_for(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    std::net::UdpSocket::bind(addr)
+}
