@@ -484,6 +484,10 @@ pub struct FetchConfig {
     /// own after the page's (`FetchReport::cross_origin_fetches`); off, they
     /// are only listed (`FetchReport::cross_origin`).
     pub cross_origin: bool,
+    /// Fetch one source of every `@font-face`, used or not (the robot
+    /// before fonts by use); off, only the faces the page's text uses, as
+    /// a browser (docs/discovery.md).
+    pub all_fonts: bool,
 }
 
 /// A connection override: requests for `host:port` (either may be any)
@@ -592,6 +596,7 @@ impl FetchConfig {
             connect_to: Vec::new(),
             viewport: pagewire_discover::Viewport::default(),
             discover: true,
+            all_fonts: false,
             cross_origin: false,
         }
     }

@@ -130,6 +130,14 @@ struct State {
     getlist_pending: Vec<ObjId>,
     /// References to other origins (not fetched), each once.
     cross_origin: Vec<(String, ObjId, Rule)>,
+    /// Fonts by use (`FetchConfig::all_fonts` off): the text of each
+    /// applied stylesheet, kept until the faces are chosen.
+    css_texts: HashMap<ObjId, Vec<u8>>,
+    /// `@font-face` sources found, held until the page and its stylesheets
+    /// are complete (a browser requests fonts after style computation).
+    fonts_held: Vec<(Reference, ObjId)>,
+    /// The faces were chosen (later `@font-face` sources are admitted).
+    fonts_done: bool,
 }
 
 /// What a response head means for its connection.
@@ -280,6 +288,10 @@ impl Session {
     ) -> Vec<ObjId> {
         let mut ids = Vec::new();
         for Reference { url: r, rule } in refs {
+            if rule == Rule::FontFace && self.fonts_by_use() && !st.fonts_done {
+                st.fonts_held.push((Reference { url: r, rule }, from));
+                continue;
+            }
             match same_server_path(&self.page_url, &r) {
                 Some(path) => {
                     let path = encode_target(&path);
@@ -347,6 +359,10 @@ impl Session {
 
     fn parse_whole_stylesheet(&self, st: &mut State, id: ObjId, body: &[u8]) -> Vec<ObjId> {
         st.objs[id].css_parsed = true;
+        if self.fonts_by_use() {
+            let n = body.len().min(pagewire_discover::css::MAX_STYLESHEET_BYTES);
+            st.css_texts.insert(id, body[..n].to_vec());
+        }
         let mut css = CssDiscoverer::new(&st.objs[id].url, self.cfg.viewport);
         let mut refs = css.feed(body);
         refs.extend(css.finish());
@@ -1098,6 +1114,8 @@ impl Session {
         // stylesheet's references are requested while it arrives.
         let mut refs = Vec::new();
         let mut css_refs = Vec::new();
+        let mut css_text = Vec::new();
+        let by_use = self.fonts_by_use();
         let st_fields = &mut *st;
         let r = st_fields.objs[id].resp.as_mut().expect("head first");
         let mut parser = st_fields.discoverer.as_mut().filter(|_| parse);
@@ -1110,6 +1128,9 @@ impl Session {
                 }
                 if let Some(c) = r.css.as_mut() {
                     css_refs.extend(c.feed(content));
+                    if by_use {
+                        css_text.extend_from_slice(content);
+                    }
                 }
                 Ok(())
             };
@@ -1119,6 +1140,11 @@ impl Session {
             }
         };
         r.inflater = inflater;
+        if !css_text.is_empty() {
+            let t = st.css_texts.entry(id).or_default();
+            let room = pagewire_discover::css::MAX_STYLESHEET_BYTES.saturating_sub(t.len());
+            t.extend_from_slice(&css_text[..css_text.len().min(room)]);
+        }
         let mut added = self.admit(&mut st, refs, ObjectKind::Embedded, PAGE);
         if !css_refs.is_empty() {
             added.extend(self.admit(&mut st, css_refs, ObjectKind::Embedded, id));
@@ -1157,6 +1183,9 @@ impl Session {
             take_content(&mut r, &url, true, &tail).map_err(|e| e.into_fetch(&url))?;
         }
         let page_ok = id == PAGE && r.status == 200;
+        if r.css.is_some() && self.fonts_by_use() && !tail.is_empty() {
+            st.css_texts.entry(id).or_default().extend_from_slice(&tail);
+        }
         let css_refs = r.css.take().map(|mut c| {
             let mut refs = c.feed(&tail);
             refs.extend(c.finish());
@@ -1291,7 +1320,77 @@ impl Session {
                 st.warnings.push(w);
             }
         }
+        next.extend(self.choose_fonts(&mut st));
         Ok(next)
+    }
+
+    /// Fonts by use: the `@font-face` sources are requested only by what
+    /// the page's text needs, and only once it can be styled.
+    fn fonts_by_use(&self) -> bool {
+        self.cfg.discover && !self.cfg.all_fonts
+    }
+
+    /// Once the page and every applied stylesheet are complete: the faces
+    /// rendered text uses (`pagewire_discover::fonts`), requested now.
+    fn choose_fonts(&self, st: &mut State) -> Vec<ObjId> {
+        if !self.fonts_by_use() || st.fonts_done || !st.discovery_done {
+            return Vec::new();
+        }
+        let waiting = st
+            .objs
+            .iter()
+            .any(|o| o.found.is_some_and(|(_, r)| r.is_stylesheet()) && o.record.is_none())
+            || !st.getlist_pending.is_empty();
+        if waiting {
+            return Vec::new();
+        }
+        st.fonts_done = true;
+        let held = std::mem::take(&mut st.fonts_held);
+        let texts = std::mem::take(&mut st.css_texts);
+        if held.is_empty() {
+            return Vec::new();
+        }
+        let page = &st.objs[PAGE];
+        let html = page
+            .body
+            .clone()
+            .or_else(|| page.cached.as_ref().map(|c| c.body.clone()))
+            .unwrap_or_default();
+        let sheets: HashMap<String, String> = texts
+            .into_iter()
+            .map(|(id, t)| {
+                let t = String::from_utf8_lossy(&t);
+                let t = t.strip_prefix('\u{feff}').unwrap_or(&t).to_string();
+                (st.objs[id].url.clone(), t)
+            })
+            .collect();
+        let used = pagewire_discover::fonts::used_faces(
+            &String::from_utf8_lossy(&html),
+            &self.page_url,
+            &sheets,
+            &self.cfg.viewport,
+        );
+        let mut next = Vec::new();
+        match used {
+            None => {
+                st.warnings
+                    .push("page too large to style: every @font-face source fetched".to_string());
+                for (r, from) in held {
+                    next.extend(self.admit(st, vec![r], ObjectKind::Embedded, from));
+                }
+            }
+            Some(faces) => {
+                for f in faces {
+                    // Requested from where the robot found it (the same
+                    // URL), so the report names its stylesheet.
+                    let Some((r, from)) = held.iter().find(|(r, _)| r.url == f.url) else {
+                        continue;
+                    };
+                    next.extend(self.admit(st, vec![r.clone()], ObjectKind::Embedded, *from));
+                }
+            }
+        }
+        next
     }
 
     /// The connection broke while `id`'s response was partly received (a

@@ -124,6 +124,10 @@ pub struct Args {
     /// Device pixel ratio for srcset, image-set() and resolution queries.
     #[arg(long, value_name = "RATIO", default_value_t = 1.0, value_parser = parse_dpr)]
     pub dpr: f64,
+    /// Which @font-face sources to fetch: `used` (the faces the page's text
+    /// uses, as a browser) or `all` (one source of every @font-face).
+    #[arg(long, value_name = "used|all", default_value = "used", value_parser = ["used", "all"])]
+    pub fonts: String,
 }
 
 fn parse_dpr(s: &str) -> Result<f64, String> {
@@ -174,6 +178,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .cloned()
         .collect();
     cfg.cross_origin = args.cross_origin;
+    cfg.all_fonts = args.fonts == "all";
     cfg.viewport = pagewire_client::Viewport {
         width: args.viewport,
         dpr: args.dpr,
