@@ -107,8 +107,11 @@ struct StyleRule {
     spec: u32,
     order: usize,
     pseudo: bool,
-    decls: Rc<Vec<(Decl, bool)>>,
+    decls: Decls,
 }
+
+/// A rule's declarations, each with its `!important`.
+type Decls = Rc<Vec<(Decl, bool)>>;
 
 #[derive(Default)]
 struct Sheets {
@@ -305,8 +308,8 @@ fn style_of(
     s: &Sheets,
     _v: &Viewport,
 ) -> (Computed, bool, Vec<(Computed, String)>) {
-    let mut normal: Vec<(u32, usize, &Rc<Vec<(Decl, bool)>>)> = Vec::new();
-    let mut pseudo: Vec<(u32, usize, &Rc<Vec<(Decl, bool)>>)> = Vec::new();
+    let mut normal: Vec<(u32, usize, &Decls)> = Vec::new();
+    let mut pseudo: Vec<(u32, usize, &Decls)> = Vec::new();
     for r in &s.rules {
         if r.selector.matches(el) {
             if r.pseudo {
