@@ -1089,6 +1089,61 @@ mod tests {
     }
 
     #[test]
+    fn imports_media_display_and_importance() {
+        let mut sheets = HashMap::new();
+        sheets.insert(
+            "http://h/a.css".to_string(),
+            "@import 'b.css'; @font-face { font-family: A; src: url(a.woff2) }\
+             @font-face { font-family: B; src: url(b.woff2) }\
+             @font-face { font-family: C; src: url(c.woff2) }\
+             .x { font-family: A } .gone { display: none }\
+             @media print { .p { font-family: C } }\
+             .imp { font-family: C !important }"
+                .to_string(),
+        );
+        // Imported first: `.x` of a.css comes later and wins.
+        sheets.insert(
+            "http://h/b.css".to_string(),
+            ".x { font-family: B }".to_string(),
+        );
+        let used = |body: &str| -> Vec<String> {
+            let page = format!("<link rel=stylesheet href=a.css>{body}");
+            let mut u: Vec<String> = used_faces(&page, "http://h/", &sheets, &Viewport::default())
+                .unwrap()
+                .into_iter()
+                .map(|f| f.url.trim_start_matches("http://h/").to_string())
+                .collect();
+            u.sort();
+            u
+        };
+        assert_eq!(used("<p class=x>t</p>"), ["a.woff2"]);
+        assert_eq!(
+            used("<div class=gone><p class=x>t</p></div>"),
+            Vec::<String>::new()
+        );
+        assert_eq!(used("<p class='x p'>t</p>"), ["a.woff2"]);
+        assert_eq!(
+            used("<p class='x imp' style='font-family: B'>t</p>"),
+            ["c.woff2"]
+        );
+        assert_eq!(used("<p class=x style='font-family: B'>t</p>"), ["b.woff2"]);
+        // Form controls use the system font unless told to inherit.
+        assert_eq!(
+            used("<div class=x><button>go</button></div>"),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            used("<div class=x><button style='font: inherit'>go</button></div>"),
+            ["a.woff2"]
+        );
+        // Not rendered: head, script, [hidden].
+        assert_eq!(
+            used("<div class=x hidden>t</div><script class=x>t</script>"),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
     fn weight_matching_follows_css_fonts_4() {
         // 600 with faces 400 and 700: heavier first.
         assert!(weight_key(600.0, (700.0, 700.0)) < weight_key(600.0, (400.0, 400.0)));
