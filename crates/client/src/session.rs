@@ -133,6 +133,9 @@ struct State {
     /// Fonts by use (`FetchConfig::all_fonts` off): the text of each
     /// applied stylesheet, kept until the faces are chosen.
     css_texts: HashMap<ObjId, Vec<u8>>,
+    /// Their total size; beyond `MAX_FONT_CSS_BYTES` the page is not
+    /// styled and every face is fetched.
+    css_text_bytes: usize,
     /// `@font-face` sources found, held until the page and its stylesheets
     /// are complete (a browser requests fonts after style computation).
     fonts_held: Vec<(Reference, ObjId)>,
@@ -361,7 +364,7 @@ impl Session {
         st.objs[id].css_parsed = true;
         if self.fonts_by_use() {
             let n = body.len().min(pagewire_discover::css::MAX_STYLESHEET_BYTES);
-            st.css_texts.insert(id, body[..n].to_vec());
+            keep_css_text(st, id, &body[..n]);
         }
         let mut css = CssDiscoverer::new(&st.objs[id].url, self.cfg.viewport);
         let mut refs = css.feed(body);
@@ -1141,9 +1144,9 @@ impl Session {
         };
         r.inflater = inflater;
         if !css_text.is_empty() {
-            let t = st.css_texts.entry(id).or_default();
-            let room = pagewire_discover::css::MAX_STYLESHEET_BYTES.saturating_sub(t.len());
-            t.extend_from_slice(&css_text[..css_text.len().min(room)]);
+            let have = st.css_texts.get(&id).map_or(0, Vec::len);
+            let room = pagewire_discover::css::MAX_STYLESHEET_BYTES.saturating_sub(have);
+            keep_css_text(&mut st, id, &css_text[..css_text.len().min(room)]);
         }
         let mut added = self.admit(&mut st, refs, ObjectKind::Embedded, PAGE);
         if !css_refs.is_empty() {
@@ -1172,7 +1175,9 @@ impl Session {
         let url = o.url.clone();
         let mut r = o.resp.take().expect("head first");
         if !o.getlist.is_empty() {
-            return Ok(self.end_getlist(&mut st, id, r, now));
+            let mut next = self.end_getlist(&mut st, id, r, now);
+            next.extend(self.choose_fonts(&mut st));
+            return Ok(next);
         }
         // Inflated text that only the end of the stream released; on the
         // page it must reach the parser like any other body bytes.
@@ -1184,7 +1189,7 @@ impl Session {
         }
         let page_ok = id == PAGE && r.status == 200;
         if r.css.is_some() && self.fonts_by_use() && !tail.is_empty() {
-            st.css_texts.entry(id).or_default().extend_from_slice(&tail);
+            keep_css_text(&mut st, id, &tail);
         }
         let css_refs = r.css.take().map(|mut c| {
             let mut refs = c.feed(&tail);
@@ -1364,17 +1369,23 @@ impl Session {
                 (st.objs[id].url.clone(), t)
             })
             .collect();
-        let used = pagewire_discover::fonts::used_faces(
-            &String::from_utf8_lossy(&html),
-            &self.page_url,
-            &sheets,
-            &self.cfg.viewport,
-        );
+        let used = if st.css_text_bytes > MAX_FONT_CSS_BYTES {
+            None
+        } else {
+            pagewire_discover::fonts::used_faces(
+                &String::from_utf8_lossy(&html),
+                &self.page_url,
+                &sheets,
+                &self.cfg.viewport,
+            )
+        };
         let mut next = Vec::new();
         match used {
             None => {
-                st.warnings
-                    .push("page too large to style: every @font-face source fetched".to_string());
+                st.warnings.push(
+                    "page or stylesheets too large to style: every @font-face source fetched"
+                        .to_string(),
+                );
                 for (r, from) in held {
                     next.extend(self.admit(st, vec![r], ObjectKind::Embedded, from));
                 }
@@ -1449,6 +1460,13 @@ impl Session {
     pub fn finish(&self) -> FetchReport {
         let mut st = self.lock();
         let total = st.last_done;
+        if !st.fonts_done && !st.fonts_held.is_empty() {
+            let w = format!(
+                "{} @font-face sources not fetched: the page or a stylesheet did not complete, so no text was styled",
+                st.fonts_held.len()
+            );
+            st.warnings.push(w);
+        }
         if let Some(cache) = &self.cache {
             let mut warnings = Vec::new();
             for o in &mut st.objs {
@@ -1643,6 +1661,20 @@ fn is_css_preload(o: &Obj, content_type: Option<&str>) -> bool {
                 .trim()
                 .eq_ignore_ascii_case("text/css")
         })
+}
+
+/// Stylesheet text kept for fonts by use, all stylesheets together; beyond
+/// it the page is not styled (every face is fetched).
+const MAX_FONT_CSS_BYTES: usize = 64 << 20;
+
+/// Keeps stylesheet text for fonts by use, within `MAX_FONT_CSS_BYTES`.
+fn keep_css_text(st: &mut State, id: ObjId, text: &[u8]) {
+    st.css_text_bytes = st.css_text_bytes.saturating_add(text.len());
+    if st.css_text_bytes <= MAX_FONT_CSS_BYTES {
+        st.css_texts.entry(id).or_default().extend_from_slice(text);
+    } else {
+        st.css_texts.clear();
+    }
 }
 
 /// The discovery options of a fetch.

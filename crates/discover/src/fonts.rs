@@ -34,7 +34,7 @@ use crate::{decode_entities, resolve};
 
 /// Beyond this many (element, rule) selector tests the page is not styled:
 /// every face is taken as used (a bound on time for a hostile page).
-const MAX_MATCH_WORK: usize = 200_000_000;
+const MAX_MATCH_WORK: usize = 50_000_000;
 
 /// `@import` nesting followed at most.
 const MAX_IMPORT_DEPTH: usize = 16;
