@@ -514,6 +514,10 @@ pub struct FetchConfig {
     /// The CA certificate (PEM) trusted for `https` URLs: the run's
     /// throwaway CA (`pagewire-tls`); nothing else is trusted.
     pub tls_ca: Option<PathBuf>,
+    /// Fetch one source of every `@font-face`, used or not (the robot
+    /// before fonts by use); off, only the faces the page's text uses, as
+    /// a browser (docs/discovery.md).
+    pub all_fonts: bool,
 }
 
 /// A connection override: requests for `host:port` (either may be any)
@@ -622,6 +626,7 @@ impl FetchConfig {
             connect_to: Vec::new(),
             viewport: pagewire_discover::Viewport::default(),
             discover: true,
+            all_fonts: false,
             cross_origin: false,
             tls_ca: None,
         }

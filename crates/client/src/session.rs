@@ -130,6 +130,17 @@ struct State {
     getlist_pending: Vec<ObjId>,
     /// References to other origins (not fetched), each once.
     cross_origin: Vec<(String, ObjId, Rule)>,
+    /// Fonts by use (`FetchConfig::all_fonts` off): the text of each
+    /// applied stylesheet, kept until the faces are chosen.
+    css_texts: HashMap<ObjId, Vec<u8>>,
+    /// Their total size; beyond `MAX_FONT_CSS_BYTES` the page is not
+    /// styled and every face is fetched.
+    css_text_bytes: usize,
+    /// `@font-face` sources found, held until the page and its stylesheets
+    /// are complete (a browser requests fonts after style computation).
+    fonts_held: Vec<(Reference, ObjId)>,
+    /// The faces were chosen (later `@font-face` sources are admitted).
+    fonts_done: bool,
 }
 
 /// What a response head means for its connection.
@@ -280,6 +291,10 @@ impl Session {
     ) -> Vec<ObjId> {
         let mut ids = Vec::new();
         for Reference { url: r, rule } in refs {
+            if rule == Rule::FontFace && self.fonts_by_use() && !st.fonts_done {
+                st.fonts_held.push((Reference { url: r, rule }, from));
+                continue;
+            }
             match same_server_path(&self.page_url, &r) {
                 Some(path) => {
                     let path = encode_target(&path);
@@ -347,6 +362,10 @@ impl Session {
 
     fn parse_whole_stylesheet(&self, st: &mut State, id: ObjId, body: &[u8]) -> Vec<ObjId> {
         st.objs[id].css_parsed = true;
+        if self.fonts_by_use() {
+            let n = body.len().min(pagewire_discover::css::MAX_STYLESHEET_BYTES);
+            keep_css_text(st, id, &body[..n]);
+        }
         let mut css = CssDiscoverer::new(&st.objs[id].url, self.cfg.viewport);
         let mut refs = css.feed(body);
         refs.extend(css.finish());
@@ -1104,6 +1123,8 @@ impl Session {
         // stylesheet's references are requested while it arrives.
         let mut refs = Vec::new();
         let mut css_refs = Vec::new();
+        let mut css_text = Vec::new();
+        let by_use = self.fonts_by_use();
         let st_fields = &mut *st;
         let r = st_fields.objs[id].resp.as_mut().expect("head first");
         let mut parser = st_fields.discoverer.as_mut().filter(|_| parse);
@@ -1116,6 +1137,9 @@ impl Session {
                 }
                 if let Some(c) = r.css.as_mut() {
                     css_refs.extend(c.feed(content));
+                    if by_use {
+                        css_text.extend_from_slice(content);
+                    }
                 }
                 Ok(())
             };
@@ -1125,6 +1149,11 @@ impl Session {
             }
         };
         r.inflater = inflater;
+        if !css_text.is_empty() {
+            let have = st.css_texts.get(&id).map_or(0, Vec::len);
+            let room = pagewire_discover::css::MAX_STYLESHEET_BYTES.saturating_sub(have);
+            keep_css_text(&mut st, id, &css_text[..css_text.len().min(room)]);
+        }
         let mut added = self.admit(&mut st, refs, ObjectKind::Embedded, PAGE);
         if !css_refs.is_empty() {
             added.extend(self.admit(&mut st, css_refs, ObjectKind::Embedded, id));
@@ -1152,7 +1181,9 @@ impl Session {
         let url = o.url.clone();
         let mut r = o.resp.take().expect("head first");
         if !o.getlist.is_empty() {
-            return Ok(self.end_getlist(&mut st, id, r, now));
+            let mut next = self.end_getlist(&mut st, id, r, now);
+            next.extend(self.choose_fonts(&mut st));
+            return Ok(next);
         }
         // Inflated text that only the end of the stream released; on the
         // page it must reach the parser like any other body bytes.
@@ -1163,6 +1194,9 @@ impl Session {
             take_content(&mut r, &url, true, &tail).map_err(|e| e.into_fetch(&url))?;
         }
         let page_ok = id == PAGE && r.status == 200;
+        if r.css.is_some() && self.fonts_by_use() && !tail.is_empty() {
+            keep_css_text(&mut st, id, &tail);
+        }
         let css_refs = r.css.take().map(|mut c| {
             let mut refs = c.feed(&tail);
             refs.extend(c.finish());
@@ -1297,7 +1331,83 @@ impl Session {
                 st.warnings.push(w);
             }
         }
+        next.extend(self.choose_fonts(&mut st));
         Ok(next)
+    }
+
+    /// Fonts by use: the `@font-face` sources are requested only by what
+    /// the page's text needs, and only once it can be styled.
+    fn fonts_by_use(&self) -> bool {
+        self.cfg.discover && !self.cfg.all_fonts
+    }
+
+    /// Once the page and every applied stylesheet are complete: the faces
+    /// rendered text uses (`pagewire_discover::fonts`), requested now.
+    fn choose_fonts(&self, st: &mut State) -> Vec<ObjId> {
+        if !self.fonts_by_use() || st.fonts_done || !st.discovery_done {
+            return Vec::new();
+        }
+        let waiting = st
+            .objs
+            .iter()
+            .any(|o| o.found.is_some_and(|(_, r)| r.is_stylesheet()) && o.record.is_none())
+            || !st.getlist_pending.is_empty();
+        if waiting {
+            return Vec::new();
+        }
+        st.fonts_done = true;
+        let held = std::mem::take(&mut st.fonts_held);
+        let texts = std::mem::take(&mut st.css_texts);
+        if held.is_empty() {
+            return Vec::new();
+        }
+        let page = &st.objs[PAGE];
+        let html = page
+            .body
+            .clone()
+            .or_else(|| page.cached.as_ref().map(|c| c.body.clone()))
+            .unwrap_or_default();
+        let sheets: HashMap<String, String> = texts
+            .into_iter()
+            .map(|(id, t)| {
+                let t = String::from_utf8_lossy(&t);
+                let t = t.strip_prefix('\u{feff}').unwrap_or(&t).to_string();
+                (st.objs[id].url.clone(), t)
+            })
+            .collect();
+        let used = if st.css_text_bytes > MAX_FONT_CSS_BYTES {
+            None
+        } else {
+            pagewire_discover::fonts::used_faces(
+                &String::from_utf8_lossy(&html),
+                &self.page_url,
+                &sheets,
+                &self.cfg.viewport,
+            )
+        };
+        let mut next = Vec::new();
+        match used {
+            None => {
+                st.warnings.push(
+                    "page or stylesheets too large to style: every @font-face source fetched"
+                        .to_string(),
+                );
+                for (r, from) in held {
+                    next.extend(self.admit(st, vec![r], ObjectKind::Embedded, from));
+                }
+            }
+            Some(faces) => {
+                for f in faces {
+                    // Requested from where the robot found it (the same
+                    // URL), so the report names its stylesheet.
+                    let Some((r, from)) = held.iter().find(|(r, _)| r.url == f.url) else {
+                        continue;
+                    };
+                    next.extend(self.admit(st, vec![r.clone()], ObjectKind::Embedded, *from));
+                }
+            }
+        }
+        next
     }
 
     /// The connection broke while `id`'s response was partly received (a
@@ -1356,6 +1466,13 @@ impl Session {
     pub fn finish(&self) -> FetchReport {
         let mut st = self.lock();
         let total = st.last_done;
+        if !st.fonts_done && !st.fonts_held.is_empty() {
+            let w = format!(
+                "{} @font-face sources not fetched: the page or a stylesheet did not complete, so no text was styled",
+                st.fonts_held.len()
+            );
+            st.warnings.push(w);
+        }
         if let Some(cache) = &self.cache {
             let mut warnings = Vec::new();
             for o in &mut st.objs {
@@ -1550,6 +1667,20 @@ fn is_css_preload(o: &Obj, content_type: Option<&str>) -> bool {
                 .trim()
                 .eq_ignore_ascii_case("text/css")
         })
+}
+
+/// Stylesheet text kept for fonts by use, all stylesheets together; beyond
+/// it the page is not styled (every face is fetched).
+const MAX_FONT_CSS_BYTES: usize = 64 << 20;
+
+/// Keeps stylesheet text for fonts by use, within `MAX_FONT_CSS_BYTES`.
+fn keep_css_text(st: &mut State, id: ObjId, text: &[u8]) {
+    st.css_text_bytes = st.css_text_bytes.saturating_add(text.len());
+    if st.css_text_bytes <= MAX_FONT_CSS_BYTES {
+        st.css_texts.entry(id).or_default().extend_from_slice(text);
+    } else {
+        st.css_texts.clear();
+    }
 }
 
 /// The discovery options of a fetch.

@@ -11,7 +11,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
-const PAGE: &str = "<!doctype html><link rel=stylesheet href=/a.css><img src=/i.png>";
+/// The text in font F: its face is fetched (fonts by use), once a.css and
+/// b.css are complete.
+const PAGE: &str =
+    "<!doctype html><link rel=stylesheet href=/a.css><img src=/i.png><p style='font-family: F'>text</p>";
 const CSS_HEAD: &str = "@import \"b.css\";\n.x { background: url(x.png) }\n";
 const CSS_TAIL: &str = "@font-face { font-family: F; src: url(f.woff2) format(\"woff2\"), url(f.ttf) format(\"truetype\") }\n";
 
@@ -211,7 +214,7 @@ async fn other_origins_are_named_and_fetched_only_when_asked() {
 #[tokio::test]
 async fn a_preloaded_stylesheet_is_parsed_once_linked() {
     let page =
-        "<link rel=preload as=style href=/a.css><img src=/i.png><link rel=stylesheet href=/a.css>";
+        "<link rel=preload as=style href=/a.css><img src=/i.png><link rel=stylesheet href=/a.css><p style='font-family: F'>text</p>";
     let (url, seen, task) = server(page.to_string()).await;
     let r = fetch(FetchConfig::new(url.clone(), Strategy::Pipeline))
         .await
@@ -235,4 +238,23 @@ async fn a_preloaded_stylesheet_is_parsed_once_linked() {
         .find(|o| o.url.ends_with("/a.css"))
         .unwrap();
     assert_eq!(a.found_by, Some("link stylesheet"));
+}
+
+#[tokio::test]
+async fn a_face_no_text_uses_is_fetched_only_with_all_fonts() {
+    let page = "<!doctype html><link rel=stylesheet href=/a.css><p>text</p>";
+    for all_fonts in [false, true] {
+        let (url, seen, task) = server(page.to_string()).await;
+        let mut cfg = FetchConfig::new(url.clone(), Strategy::Pipeline);
+        cfg.all_fonts = all_fonts;
+        fetch(cfg).await.unwrap();
+        task.abort();
+        let asked = seen
+            .lock()
+            .unwrap()
+            .requests
+            .iter()
+            .any(|(_, p)| p == "/f.woff2");
+        assert_eq!(asked, all_fonts, "all_fonts {all_fonts}");
+    }
 }

@@ -264,7 +264,7 @@ fn font_face<'i>(p: &mut Parser<'i, '_>, out: &mut Out) {
 
 /// The first usable `url()` of a `src` list; `None` when no entry is usable
 /// (the declaration is then invalid and an earlier one stays).
-fn font_src<'i>(p: &mut Parser<'i, '_>) -> Option<String> {
+pub(crate) fn font_src<'i>(p: &mut Parser<'i, '_>) -> Option<String> {
     let mut first = None;
     loop {
         let _ = p.parse_until_after(Delimiter::Comma, |p| -> PResult<'i> {

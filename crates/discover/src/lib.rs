@@ -30,6 +30,7 @@ use lol_html::send::{Element, HtmlRewriter, Settings};
 use lol_html::{element, text, MemorySettings};
 
 pub mod css;
+pub mod fonts;
 pub mod select;
 
 pub use css::CssDiscoverer;

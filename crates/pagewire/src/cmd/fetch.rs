@@ -133,6 +133,10 @@ pub struct Args {
     /// (the same as --ca DIR/ca.pem).
     #[arg(long, value_name = "DIR", conflicts_with = "ca")]
     pub tls: Option<PathBuf>,
+    /// Which @font-face sources to fetch: `used` (the faces the page's text
+    /// uses, as a browser) or `all` (one source of every @font-face).
+    #[arg(long, value_name = "used|all", default_value = "used", value_parser = ["used", "all"])]
+    pub fonts: String,
 }
 
 fn parse_dpr(s: &str) -> Result<f64, String> {
@@ -168,9 +172,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.cache_dir = args.cache.clone();
     cfg.revalidate = args.revalidate;
     cfg.prefetch = args.prefetch;
-    // Only --save needs the bodies (the HAR records sizes, not content);
-    // bodies not kept stay out of memory (issue 18 #4).
-    cfg.keep_bodies = args.save.is_some();
+    // --save and --har need the bodies (a HAR carries them, base64, so
+    // that `serve --replay` can serve it); bodies not kept stay out of
+    // memory (issue 18 #4).
+    cfg.keep_bodies = args.save.is_some() || args.har.is_some();
     cfg.save_dir = args.save.clone();
     cfg.nodelay = !args.nagle;
     cfg.max_redirects = args.max_redirects.into();
@@ -183,6 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .cloned()
         .collect();
     cfg.cross_origin = args.cross_origin;
+    cfg.all_fonts = args.fonts == "all";
     cfg.viewport = pagewire_client::Viewport {
         width: args.viewport,
         dpr: args.dpr,

@@ -2,8 +2,8 @@
 """Writes the binary files of the discovery fixture (run from this folder).
 
 Images are valid 1x1 to 8x8 PNGs (and one WebP and one GIF) made here; the
-fonts are DejaVu Sans (Bitstream Vera license) cut down to the letters of the
-page with fontTools (`pip install fonttools brotli`), as TTF, WOFF and WOFF2.
+fonts are DejaVu Sans (regular, bold, oblique, extra light; Bitstream Vera
+license) cut down to the letters of the page with fontTools (`pip install fonttools brotli`), as TTF, WOFF and WOFF2.
 What a browser fetches does not depend on their pixels or glyphs, but a font
 that fails to decode makes a browser try the next `src`, so the fonts are real.
 """
@@ -54,3 +54,16 @@ for src, name in [("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", "fixture")
         s.populate(text="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 .,:-")
         s.subset(font)
         subset.save_font(font, f"fonts/{name}.{ext}", opts)
+# Faces of the same family: an italic one (used by <em>) and a light one
+# (declared, used by no text), as WOFF2 only.
+for src, name in [("/usr/share/fonts/truetype/dejavu/DejaVuSans-Oblique.ttf", "fixture-italic"),
+                  ("/usr/share/fonts/truetype/dejavu/DejaVuSans-ExtraLight.ttf", "fixture-light")]:
+    opts = subset.Options()
+    opts.flavor = "woff2"
+    opts.layout_features = []
+    opts.name_IDs = ["*"]
+    font = TTFont(src)
+    s = subset.Subsetter(opts)
+    s.populate(text="ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 .,:-")
+    s.subset(font)
+    subset.save_font(font, f"fonts/{name}.woff2", opts)
