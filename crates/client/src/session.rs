@@ -15,7 +15,7 @@ use pagewire_h1::{Method, ResponseHead, Version};
 use sha2::{Digest, Sha256};
 
 use crate::cache::{hex, sha256_hex, Cache, Entry, EntryMeta, MAX_ENTRY_BODY_BYTES};
-use crate::config::{FetchConfig, Revalidation, Strategy, Target};
+use crate::config::{FetchConfig, RequestProfile, Revalidation, Strategy, Target};
 use crate::error::FetchError;
 use crate::inflate::Inflater;
 use crate::outbuf::FlushReason;
@@ -338,13 +338,18 @@ impl Session {
             if let Some(c) = &o.cached {
                 if o.method == RequestMethod::Get {
                     // RFC 9110 §13.1.2/§13.1.3. HTTP/1.0 has only dates.
-                    if strategy != Strategy::Http10 {
-                        if let Some(etag) = &c.meta.etag {
-                            headers.push(("If-None-Match", etag.clone()));
-                        }
+                    let etag = c.meta.etag.as_ref().filter(|_| strategy != Strategy::Http10);
+                    if let Some(etag) = etag {
+                        headers.push(("If-None-Match", etag.clone()));
                     }
-                    if let Some(lm) = &c.meta.last_modified {
-                        headers.push(("If-Modified-Since", lm.clone()));
+                    // libwww 5.1 sent one validator: the entity tag when it
+                    // had one, else the date (docs/bench.md, "Revalidation
+                    // requests").
+                    let one_validator = profile == RequestProfile::Libwww1997;
+                    if !(one_validator && etag.is_some()) {
+                        if let Some(lm) = &c.meta.last_modified {
+                            headers.push(("If-Modified-Since", lm.clone()));
+                        }
                     }
                 }
             }
