@@ -196,6 +196,10 @@ pub struct RunRecord {
     pub packets_server_to_client: u64,
     /// Bytes: IP bytes on the link, both directions, headers included.
     pub bytes_total: u64,
+    /// Octets on the serial line, both directions: `bytes_total` unless the
+    /// link compresses (`--link-compress v42bis`); 0 in results made before.
+    #[serde(default)]
+    pub line_bytes_total: u64,
     /// Sec: from the client's first packet to the last byte of the last
     /// object (the robot's clock).
     pub elapsed_s: f64,

@@ -615,6 +615,7 @@ fn one_run(
         packets_client_to_server: c.client_to_server.packets,
         packets_server_to_client: c.server_to_client.packets,
         bytes_total: c.bytes_total,
+        line_bytes_total: c.client_to_server.line_bytes + c.server_to_client.line_bytes,
         elapsed_s,
         overhead_pct: c.overhead_pct,
         sockets_total: c.connections_opened,
