@@ -21,6 +21,7 @@ pub mod plots;
 pub mod reference;
 pub mod report;
 pub mod runner;
+pub mod section9;
 pub mod stats;
 pub mod surge;
 pub mod tables;

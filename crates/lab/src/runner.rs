@@ -66,6 +66,8 @@ pub struct BenchConfig {
     /// Leave Nagle's algorithm on in the robot and in the pagewire server
     /// (`serve --nagle`).
     pub nagle: bool,
+    /// The page: the paper's test page or its section-9 CSS+PNG variant.
+    pub page: microscape::Variant,
 }
 
 /// What a finished bench hands to the report.
@@ -286,10 +288,14 @@ fn objects_ok(
 pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
     let started = Instant::now();
     fs::create_dir_all(cfg.out_dir.join("pcaps"))?;
-    let site = microscape::generate(microscape::Options {
+    let options = microscape::Options {
         seed: cfg.seed,
         lowercase: false,
-    });
+    };
+    let site = match cfg.page {
+        microscape::Variant::Original => microscape::generate(options),
+        microscape::Variant::Css => microscape::css::generate(options)?.0,
+    };
     let root = cfg.out_dir.join("site");
     site.write_to_dir(&root)
         .with_context(|| format!("write the Microscape site to {}", root.display()))?;

@@ -606,12 +606,18 @@ impl Microscape {
              was never published; this one matches its published composition.\n\n{}",
             env!("CARGO_PKG_VERSION"),
             self.options.seed,
-            if self.options.lowercase {
-                " --lowercase"
-            } else {
-                ""
+            match (self.options.lowercase, self.variant) {
+                (true, Variant::Css) => " --lowercase --variant css",
+                (true, Variant::Original) => " --lowercase",
+                (false, Variant::Css) => " --variant css",
+                (false, Variant::Original) => "",
             },
-            self.composition().table()
+            match self.variant {
+                Variant::Original => self.composition().table(),
+                Variant::Css => css::generate(self.options)
+                    .map(|(_, c)| c.table())
+                    .unwrap_or_default(),
+            }
         );
         std::fs::write(dir.join("MICROSCAPE.txt"), about)?;
         Ok(())

@@ -88,9 +88,9 @@ impl CssComposition {
             s,
             "Microscape page, CSS+PNG variant (paper 001 section 9): this page vs the paper"
         );
-        let _ = writeln!(s, "  {:<58} {:>14} {:>14}", "quantity", "this page", "paper");
+        let _ = writeln!(s, "  {:<52} {:>30} {:>16}", "quantity", "this page", "paper");
         let mut row = |q: &str, a: String, b: String| {
-            let _ = writeln!(s, "  {q:<58} {a:>14} {b:>14}");
+            let _ = writeln!(s, "  {q:<52} {a:>30} {b:>16}");
         };
         row(
             "images replaced by HTML+CSS / their GIF bytes",

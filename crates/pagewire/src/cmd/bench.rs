@@ -9,6 +9,7 @@ use pagewire_lab::plan::{Plan, Reps};
 use pagewire_lab::report::{utc_now, Provenance, Results};
 use pagewire_lab::runner::{self, BenchConfig, ServerKind};
 use pagewire_lab::{Net, Strategy, Test};
+use pagewire_site::microscape::Variant;
 
 #[path = "bench_objpack.rs"]
 mod objpack;
@@ -87,6 +88,16 @@ pub struct Args {
     /// difference).
     #[arg(long)]
     nagle: bool,
+    /// The page: `original` (paper 001's test page) or `css` (the page
+    /// after its section 9: 22 images replaced by HTML+CSS, 3 half
+    /// replaced, GIFs converted to PNG, animations to APNG).
+    #[arg(long, default_value = "original")]
+    page: pagewire_site::microscape::Variant,
+    /// With `--page css`: results.json of a run of the original page on the
+    /// same networks; the section-9 comparison and claims are printed and
+    /// written to section9.txt.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    baseline: Option<PathBuf>,
     /// Don't draw the progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -110,6 +121,16 @@ where
         bail!("--{what}: nothing to run");
     }
     Ok(out)
+}
+
+/// The runs of an earlier bench's results.json.
+fn load_runs(path: &std::path::Path) -> Result<Vec<pagewire_lab::model::RunRecord>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--baseline {}", path.display()))?;
+    let mut v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("--baseline {}: not JSON", path.display()))?;
+    serde_json::from_value(v["runs"].take())
+        .with_context(|| format!("--baseline {}: not a bench results.json", path.display()))
 }
 
 /// Link configuration per network: the profile plus the user's overrides.
@@ -214,14 +235,36 @@ pub fn run(a: Args) -> Result<ExitCode> {
         request_profile,
         http10_revalidation,
         nagle: a.nagle,
+        page: a.page,
+    };
+    let baseline = match &a.baseline {
+        Some(p) if a.page == Variant::Css => Some(load_runs(p)?),
+        Some(_) => bail!("--baseline compares a --page css run with an original-page run"),
+        None => None,
     };
     let outcomes = runner::run(&cfg)?;
     let interrupted_by = outcomes.interrupted_by;
     let comp = outcomes.site.composition();
+    let css = match a.page {
+        Variant::Css => Some(pagewire_site::microscape::css::generate(
+            pagewire_site::microscape::Options {
+                seed: a.seed,
+                lowercase: false,
+            },
+        )?),
+        Variant::Original => None,
+    };
     let mut note = String::from(
         "The Microscape page is SYNTHETIC (generated from the seed to match the composition \
          published in paper 001; the original was never published).",
     );
+    if css.is_some() {
+        note.push_str(
+            " This run fetched the section-9 CSS+PNG page (20 images): the paper's Tables 4-9 \
+             and claims below are for the original page and are printed for reference only; \
+             section9.txt (with --baseline) compares the two pages.",
+        );
+    }
     if matches!(server, ServerKind::Nginx) {
         note.push_str(
             " nginx has no precompressed deflate: pipeline-deflate received identity bodies.",
@@ -240,15 +283,30 @@ pub fn run(a: Args) -> Result<ExitCode> {
         host: host_description(),
         note,
     };
+    let (table, facts) = match &css {
+        Some((_, c)) => (
+            c.table(),
+            PageFacts {
+                html_bytes: c.html_bytes,
+                html_deflate_bytes: c.html_deflate_bytes,
+                ratio_mixed_case: c.html_deflate_bytes as f64 / c.html_bytes as f64,
+                ratio_lower_case: comp.ratio_lower_case,
+            },
+        ),
+        None => (
+            comp.table(),
+            PageFacts {
+                html_bytes: comp.html_bytes,
+                html_deflate_bytes: comp.html_deflate_bytes,
+                ratio_mixed_case: comp.ratio_mixed_case,
+                ratio_lower_case: comp.ratio_lower_case,
+            },
+        ),
+    };
     let results = Results::new(
         provenance,
-        comp.table(),
-        Some(PageFacts {
-            html_bytes: comp.html_bytes,
-            html_deflate_bytes: comp.html_deflate_bytes,
-            ratio_mixed_case: comp.ratio_mixed_case,
-            ratio_lower_case: comp.ratio_lower_case,
-        }),
+        table,
+        Some(facts),
         plan,
         outcomes.link_configs,
         outcomes.wall_s,
@@ -256,6 +314,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
     );
     results.write(&out)?;
     print!("{}", results.render_text());
+    if let (Some((_, c)), Some(base)) = (&css, &baseline) {
+        let original = pagewire_site::microscape::generate(pagewire_site::microscape::Options {
+            seed: a.seed,
+            lowercase: false,
+        });
+        let s9 = pagewire_lab::section9::Section9 {
+            original: base,
+            css: &results.runs,
+            composition: c,
+            html_bytes: original.html.len(),
+            html_deflate_bytes: pagewire_site::microscape::zlib_default_size(&original.html),
+        };
+        let text = s9.render();
+        std::fs::write(out.join("section9.txt"), &text)
+            .with_context(|| format!("write {}/section9.txt", out.display()))?;
+        print!("\n{text}");
+    }
     println!(
         "Wrote {0}/results.json, results.csv, report.txt, report.html and {1} pcaps in {0}/pcaps/.",
         out.display(),
