@@ -435,6 +435,13 @@ pub struct FetchConfig {
     /// that did not ask for it (`Accept-Encoding`). Off: such bodies are
     /// kept as sent, with a warning, as curl does without `--compressed`.
     pub decode_unasked: bool,
+    /// "Poor man's multiplexing" (paper 001, "Range Requests and
+    /// Validation"): on a first visit, ask for the first N bytes of every
+    /// image (`Range: bytes=0-(N-1)`, their metadata), and only once all of
+    /// those are in, the rest of each (`Range: bytes=N-`); the parts are
+    /// joined and checked (length, Content-Range, digest) before the object
+    /// counts as fetched. None: whole objects.
+    pub range_first: Option<u64>,
 }
 
 /// Most redirects `max_redirects` may allow (browsers stop at about 20).
@@ -465,6 +472,7 @@ impl FetchConfig {
             max_redirects: 0,
             max_inflated: crate::inflate::DEFAULT_MAX_INFLATED_BYTES,
             decode_unasked: false,
+            range_first: None,
         }
     }
 

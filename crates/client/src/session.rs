@@ -59,6 +59,8 @@ struct InProgress {
     getall_boundary: Option<String>,
     /// The body is an object package being unpacked (strategy objpack).
     package: Option<package::PackageRx>,
+    /// A 206 part: (first byte, complete length) from Content-Range.
+    part: Option<(u64, u64)>,
 }
 
 struct Obj {
@@ -85,6 +87,20 @@ struct Obj {
     getlist: Vec<ObjId>,
     /// Already written to the cache (an object that came in a package).
     stored: bool,
+    /// Range mode (`range_first`): which part is asked for next.
+    range: RangePart,
+}
+
+/// The part of an object a range-mode request asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+enum RangePart {
+    /// The whole object (no range).
+    #[default]
+    Whole,
+    /// The first `n` bytes.
+    Head { n: u64 },
+    /// The rest, after `head` (the first part, kept to join), of `total`.
+    Rest { head: Vec<u8>, total: u64 },
 }
 
 #[derive(Default)]
@@ -114,6 +130,12 @@ struct State {
     /// `getall`, later visit: uncached objects waiting for the page's end,
     /// to be asked for in one GETLIST.
     getlist_pending: Vec<ObjId>,
+    /// Range mode: first parts asked for and not yet complete, rests
+    /// waiting until all first parts are in, when they were all in.
+    range_heads_open: usize,
+    range_heads_total: usize,
+    range_rest_pending: Vec<ObjId>,
+    metadata_done: Option<Duration>,
 }
 
 /// What a response head means for its connection.
@@ -244,7 +266,18 @@ impl Session {
             body: None,
             getlist: Vec::new(),
             stored: false,
+            range: RangePart::Whole,
         });
+        if let Some(n) = self.cfg.range_first.filter(|_| {
+            id != PAGE
+                && kind == ObjectKind::Embedded
+                && !revalidating
+                && self.cfg.strategy.pipelines()
+        }) {
+            st.objs[id].range = RangePart::Head { n: n.max(1) };
+            st.range_heads_open += 1;
+            st.range_heads_total += 1;
+        }
         id
     }
 
@@ -338,7 +371,11 @@ impl Session {
             if let Some(c) = &o.cached {
                 if o.method == RequestMethod::Get {
                     // RFC 9110 §13.1.2/§13.1.3. HTTP/1.0 has only dates.
-                    let etag = c.meta.etag.as_ref().filter(|_| strategy != Strategy::Http10);
+                    let etag = c
+                        .meta
+                        .etag
+                        .as_ref()
+                        .filter(|_| strategy != Strategy::Http10);
                     if let Some(etag) = etag {
                         headers.push(("If-None-Match", etag.clone()));
                     }
@@ -373,6 +410,13 @@ impl Session {
         if o.kind == ObjectKind::Prefetch {
             headers.push(("Sec-Purpose", "prefetch".to_string()));
         }
+        match &o.range {
+            RangePart::Whole => {}
+            RangePart::Head { n } => headers.push(("Range", format!("bytes=0-{}", n - 1))),
+            RangePart::Rest { head, .. } => {
+                headers.push(("Range", format!("bytes={}-", head.len())))
+            }
+        }
         if strategy == Strategy::Getall && id == PAGE && self.getall_known.is_none() {
             headers.push((crate::getall::GETALL_FIELD, "1".to_string()));
         }
@@ -401,8 +445,10 @@ impl Session {
         }
         out.extend_from_slice(list.as_bytes());
         o.attempts += 1;
-        // A GET after a HEAD that showed a change is not a retry.
-        let retry = o.attempts > 1 && !(o.changed && o.attempts == 2);
+        // A GET after a HEAD that showed a change, or the rest of a range,
+        // is not a retry.
+        let second = o.changed || matches!(o.range, RangePart::Rest { .. });
+        let retry = o.attempts > 1 && !(second && o.attempts == 2);
         o.requested = now;
         o.request_len = out.len() as u64;
         o.request_head = String::from_utf8_lossy(&out).into_owned();
@@ -623,6 +669,44 @@ impl Session {
             st.warnings.push(w);
         }
         let o = &mut st.objs[id];
+        // Range mode: check the part against what was asked for.
+        let mut part = None;
+        let mut preset = Vec::new();
+        if status == 206 {
+            let url = o.url.clone();
+            let cr = text("content-range").ok_or_else(|| {
+                FetchError::object(&url, "206 Partial Content without Content-Range")
+            })?;
+            let (start, total) = parse_content_range(&cr).ok_or_else(|| {
+                FetchError::object(&url, format!("unreadable Content-Range {cr:?}"))
+            })?;
+            match &o.range {
+                RangePart::Whole => {
+                    return Err(FetchError::object(
+                        &url,
+                        "206 Partial Content to a request without Range",
+                    ));
+                }
+                RangePart::Head { .. } if start != 0 => {
+                    return Err(FetchError::object(
+                        &url,
+                        format!("asked for the first bytes, got Content-Range {cr:?}"),
+                    ));
+                }
+                RangePart::Rest { head, total: t } if start != head.len() as u64 || total != *t => {
+                    return Err(FetchError::object(&url, format!(
+                        "asked for bytes {}- of {t}, got Content-Range {cr:?} (the object changed between the parts?)",
+                        head.len()
+                    )));
+                }
+                RangePart::Rest { head, .. } => preset = head.clone(),
+                RangePart::Head { .. } => {}
+            }
+            part = Some((start, total));
+        } else if matches!(o.range, RangePart::Rest { .. }) && status == 200 {
+            // The server sent the whole object again: take it whole.
+            o.range = RangePart::Whole;
+        }
         let getall_boundary = (self.cfg.strategy == Strategy::Getall
             && (id == PAGE || !o.getlist.is_empty())
             && status == 200)
@@ -653,7 +737,14 @@ impl Session {
             changed,
             getall_boundary,
             package,
+            part,
         });
+        if !preset.is_empty() {
+            let r = st.objs[id].resp.as_mut().expect("just set");
+            r.hasher.update(&preset);
+            r.size = preset.len() as u64;
+            r.body = preset;
+        }
         let closing = !head.wants_keep_alive();
         let mut new_ids = Vec::new();
         if id == PAGE && not_modified {
@@ -696,6 +787,7 @@ impl Session {
             body: None,
             getlist: ids,
             stored: false,
+            range: RangePart::Whole,
         });
         id
     }
@@ -951,7 +1043,7 @@ impl Session {
         };
         r.hasher.update(content);
         r.size += content.len() as u64;
-        if keep || id == PAGE {
+        if keep || id == PAGE || r.part.is_some() {
             if r.body.len() + content.len() > MAX_ENTRY_BODY_BYTES {
                 return Err(FetchError::object(&url, "object larger than 256 MiB"));
             }
@@ -1004,6 +1096,41 @@ impl Session {
             let page = std::mem::take(&mut r.body);
             next.extend(self.discover(&mut st, &page));
             r.body = page;
+        }
+        // Range mode: a first part, complete.
+        if matches!(st.objs[id].range, RangePart::Head { .. }) {
+            st.range_heads_open = st.range_heads_open.saturating_sub(1);
+            match r.part {
+                Some((_, total)) if r.size < total => {
+                    let head = std::mem::take(&mut r.body);
+                    st.objs[id].range = RangePart::Rest { head, total };
+                    st.range_rest_pending.push(id);
+                    if let Some(c) = st.conns.get_mut(r.conn) {
+                        c.responses_received += 1;
+                    }
+                    next.extend(self.range_release(&mut st, now));
+                    return Ok(next);
+                }
+                // The whole object fitted in the first part, or the server
+                // ignored Range (200).
+                _ => st.objs[id].range = RangePart::Whole,
+            }
+            next.extend(self.range_release(&mut st, now));
+        }
+        if let (RangePart::Rest { total, .. }, Some(_)) = (&st.objs[id].range, r.part) {
+            if r.size != *total {
+                return Err(FetchError::object(
+                    &url,
+                    format!(
+                        "the parts joined make {} bytes, Content-Range said {total}",
+                        r.size
+                    ),
+                ));
+            }
+        }
+        if r.part.is_some() {
+            // Joined whole and checked: the object as a 200 would have been.
+            r.status = 200;
         }
         let o = &mut st.objs[id];
         if r.changed {
@@ -1103,6 +1230,7 @@ impl Session {
             }
             st.discovery_done = true;
             st.page_done = Some(now);
+            next.extend(self.range_release(&mut st, now));
             if st.refs_dropped > 0 {
                 let w = format!(
                     "object limit reached: the page references more than {} objects; {} references were not fetched",
@@ -1113,6 +1241,16 @@ impl Session {
             }
         }
         Ok(next)
+    }
+
+    /// Range mode: once the page is parsed and every first part is in, the
+    /// rests go out, all at once (then metadata of every image is known).
+    fn range_release(&self, st: &mut State, now: Duration) -> Vec<ObjId> {
+        if st.range_heads_total == 0 || !st.discovery_done || st.range_heads_open > 0 {
+            return Vec::new();
+        }
+        st.metadata_done.get_or_insert(now);
+        std::mem::take(&mut st.range_rest_pending)
     }
 
     /// The connection broke while `id`'s response was partly received (a
@@ -1285,6 +1423,7 @@ impl Session {
             bytes: st.bytes.clone(),
             ttfb_ms: st.ttfb.map(ms).unwrap_or(0.0),
             page_complete_ms: st.page_done.map(ms).unwrap_or(0.0),
+            metadata_ms: st.metadata_done.map(ms),
             total_ms: ms(total),
             connections_opened: st.conns.len(),
             max_open_connections: st.max_open,
@@ -1301,6 +1440,17 @@ impl Session {
             warnings: std::mem::take(&mut st.warnings),
         }
     }
+}
+
+/// `bytes FIRST-LAST/COMPLETE` (RFC 9110 §14.4): the first byte and the
+/// complete length.
+fn parse_content_range(v: &str) -> Option<(u64, u64)> {
+    let rest = v.trim().strip_prefix("bytes")?.trim_start();
+    let (range, total) = rest.split_once('/')?;
+    let (first, last) = range.split_once('-')?;
+    let (first, last): (u64, u64) = (first.trim().parse().ok()?, last.trim().parse().ok()?);
+    let total: u64 = total.trim().parse().ok()?;
+    (first <= last && last < total).then_some((first, total))
 }
 
 fn ms(d: Duration) -> f64 {

@@ -68,6 +68,8 @@ pub struct BenchConfig {
     pub nagle: bool,
     /// The page: the paper's test page or its section-9 CSS+PNG variant.
     pub page: microscape::Variant,
+    /// Range mode of the pipelining strategies (`--range-first N`).
+    pub range_first: Option<u64>,
 }
 
 /// What a finished bench hands to the report.
@@ -546,6 +548,9 @@ fn one_run(
     fc.revalidate = spec.test == Test::Revalidate;
     fc.request_profile = cfg.request_profile;
     fc.nodelay = !cfg.nagle;
+    if spec.strategy.pipelines() {
+        fc.range_first = cfg.range_first;
+    }
     if spec.strategy == pagewire_client::Strategy::Http10 {
         fc.revalidation = cfg.http10_revalidation;
     }
@@ -567,6 +572,7 @@ fn one_run(
         request_profile: fc.request_profile.name().to_string(),
         revalidation: fc.revalidation.name().to_string(),
         nagle: cfg.nagle,
+        range_first: fc.range_first,
     };
     let extra = serde_json::json!({
         "made_by": format!("pagewire {} bench", env!("CARGO_PKG_VERSION")),
@@ -582,6 +588,10 @@ fn one_run(
             r.bytes.header_bytes_sent as f64 / f64::from(r.requests),
         ),
         _ => (0, f64::NAN),
+    };
+    let metadata_s = match &fetched {
+        Ok(r) => r.metadata_ms.map(|m| m / 1000.0),
+        Err(_) => None,
     };
     let (elapsed_s, objects, body, error) = match &fetched {
         Ok(r) => {
@@ -623,6 +633,7 @@ fn one_run(
         bytes_total: c.bytes_total,
         line_bytes_total: c.client_to_server.line_bytes + c.server_to_client.line_bytes,
         elapsed_s,
+        metadata_s,
         overhead_pct: c.overhead_pct,
         sockets_total: c.connections_opened,
         sockets_max: c.max_open_connections,

@@ -24,16 +24,32 @@ pub struct Section9<'a> {
     pub html_deflate_bytes: usize,
 }
 
-fn samples(runs: &[RunRecord], net: Net, st: Strategy, test: Test, f: fn(&RunRecord) -> f64) -> Vec<f64> {
+fn samples(
+    runs: &[RunRecord],
+    net: Net,
+    st: Strategy,
+    test: Test,
+    f: fn(&RunRecord) -> f64,
+) -> Vec<f64> {
     runs.iter()
         .filter(|r| {
-            r.ok() && r.net == net && r.strategy == st && r.test == test && r.robot.tuning == Tuning::Tuned
+            r.ok()
+                && r.net == net
+                && r.strategy == st
+                && r.test == test
+                && r.robot.tuning == Tuning::Tuned
         })
         .map(f)
         .collect()
 }
 
-fn est(runs: &[RunRecord], net: Net, st: Strategy, test: Test, f: fn(&RunRecord) -> f64) -> Option<Estimate> {
+fn est(
+    runs: &[RunRecord],
+    net: Net,
+    st: Strategy,
+    test: Test,
+    f: fn(&RunRecord) -> f64,
+) -> Option<Estimate> {
     let xs = samples(runs, net, st, test, f);
     (!xs.is_empty()).then(|| Estimate::of(&xs))
 }
@@ -60,13 +76,26 @@ impl Section9<'_> {
         let _ = writeln!(
             s,
             "  {:<4} {:<17} {:<11} {:>7} {:>7} {:>6} | {:>8} {:>8} {:>6} | {:>7} {:>7} {:>6}",
-            "net", "strategy", "test", "Pa orig", "Pa css", "share", "By orig", "By css", "share", "s orig", "s css", "share"
+            "net",
+            "strategy",
+            "test",
+            "Pa orig",
+            "Pa css",
+            "share",
+            "By orig",
+            "By css",
+            "share",
+            "s orig",
+            "s css",
+            "share"
         );
         for net in Net::ALL {
             for st in Strategy::PAPER_001 {
                 for test in Test::ALL {
                     let get = |runs, f| est(runs, net, st, test, f).map(|e| e.mean);
-                    let (Some(pa0), Some(pa1)) = (get(self.original, packets), get(self.css, packets)) else {
+                    let (Some(pa0), Some(pa1)) =
+                        (get(self.original, packets), get(self.css, packets))
+                    else {
                         continue;
                     };
                     let by0 = get(self.original, bytes).unwrap_or(f64::NAN);
@@ -113,7 +142,13 @@ impl Section9<'_> {
 }
 
 fn modem(c: &Section9) -> Evaluation {
-    let all = est(c.css, Net::Ppp, Strategy::PipelineDeflate, Test::First, elapsed);
+    let all = est(
+        c.css,
+        Net::Ppp,
+        Strategy::PipelineDeflate,
+        Test::First,
+        elapsed,
+    );
     let h10 = est(c.original, Net::Ppp, Strategy::Http10, Test::First, elapsed);
     let (Some(all), Some(h10)) = (all, h10) else {
         return Evaluation::new(
@@ -123,7 +158,13 @@ fn modem(c: &Section9) -> Evaluation {
     };
     let r = ratio(all, h10);
     let v = within(r, MODEM_BAND.0, MODEM_BAND.1);
-    let pipe = est(c.original, Net::Ppp, Strategy::PipelineDeflate, Test::First, elapsed);
+    let pipe = est(
+        c.original,
+        Net::Ppp,
+        Strategy::PipelineDeflate,
+        Test::First,
+        elapsed,
+    );
     let extra = pipe.map_or(String::new(), |p| {
         format!(
             "; the protocol changes alone (original page, pipelined + deflate, {:.1} s) give {:.2}",

@@ -15,7 +15,9 @@ use rand::RngExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::config::{LinkCompression, PipeConfig, QueueLimit, Rate, Trace, TRACE_OPPORTUNITY_BYTES};
+use crate::config::{
+    LinkCompression, PipeConfig, QueueLimit, Rate, Trace, TRACE_OPPORTUNITY_BYTES,
+};
 use crate::v42bis::V42bis;
 
 /// What happened to a packet offered to the pipe.

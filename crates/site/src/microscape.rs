@@ -22,12 +22,12 @@
 //! compression ratio are close, and [`Composition`] reports both beside the
 //! paper's figures.
 
+#[path = "microscape_css.rs"]
+pub mod css;
 #[path = "microscape_gif.rs"]
 mod gifgen;
 #[path = "microscape_html.rs"]
 mod html;
-#[path = "microscape_css.rs"]
-pub mod css;
 
 use std::fmt::Write as _;
 use std::io::Write as _;

@@ -88,7 +88,11 @@ impl CssComposition {
             s,
             "Microscape page, CSS+PNG variant (paper 001 section 9): this page vs the paper"
         );
-        let _ = writeln!(s, "  {:<52} {:>30} {:>16}", "quantity", "this page", "paper");
+        let _ = writeln!(
+            s,
+            "  {:<52} {:>30} {:>16}",
+            "quantity", "this page", "paper"
+        );
         let mut row = |q: &str, a: String, b: String| {
             let _ = writeln!(s, "  {q:<52} {a:>30} {b:>16}");
         };
@@ -230,16 +234,16 @@ pub fn gif_to_png(gif_bytes: &[u8]) -> Result<Vec<u8>, GifError> {
             enc.set_animated(frames.len() as u32, 0)
                 .map_err(|e| bad(&format!("APNG: {e}")))?;
         }
-        let mut wr = enc
-            .write_header()
-            .map_err(|e| bad(&format!("PNG: {e}")))?;
+        let mut wr = enc.write_header().map_err(|e| bad(&format!("PNG: {e}")))?;
         for f in &frames {
             if frames.len() > 1 {
                 wr.set_frame_delay(f.delay, 100)
                     .map_err(|e| bad(&format!("APNG: {e}")))?;
             }
             if u32::from(f.width) != w || u32::from(f.height) != h || f.left != 0 || f.top != 0 {
-                return Err(bad("GIF frame smaller than the screen (not generated here)"));
+                return Err(bad(
+                    "GIF frame smaller than the screen (not generated here)",
+                ));
             }
             wr.write_image_data(&pack(&f.buffer, w as usize, depth))
                 .map_err(|e| bad(&format!("PNG: {e}")))?;
@@ -344,9 +348,8 @@ pub fn generate(options: Options) -> Result<(Microscape, CssComposition), GifErr
     for (i, im) in orig.images.iter().enumerate() {
         let (name, alt) = microscape::spec_name_alt(i);
         let src = im.path.trim_start_matches('/');
-        let (start, end) = tag_span(&html, src).ok_or_else(|| {
-            GifError::Convert(format!("the page has no IMG tag for {src} (bug)"))
-        })?;
+        let (start, end) = tag_span(&html, src)
+            .ok_or_else(|| GifError::Convert(format!("the page has no IMG tag for {src} (bug)")))?;
         let png_path = im.path.replace(".gif", ".png");
         let png_src = png_path.trim_start_matches('/');
         let png = gif_to_png(&im.bytes)?;
@@ -498,7 +501,12 @@ mod tests {
             let chans = info.color_type.samples();
             for (k, &ix) in gf.iter().enumerate() {
                 let px = &buf[k * chans..k * chans + 3];
-                assert_eq!(px, &pal[ix as usize * 3..ix as usize * 3 + 3], "{}", im.path);
+                assert_eq!(
+                    px,
+                    &pal[ix as usize * 3..ix as usize * 3 + 3],
+                    "{}",
+                    im.path
+                );
             }
         }
     }

@@ -98,6 +98,12 @@ pub struct Args {
     /// written to section9.txt.
     #[arg(long, value_name = "RESULTS_JSON")]
     baseline: Option<PathBuf>,
+    /// Range mode for the pipelining strategies ("poor man's
+    /// multiplexing", paper 001): first `Range: bytes=0-(N-1)` of every
+    /// image, then the rest of each once all first parts are in; the time
+    /// to all metadata is recorded (metadata_s).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    range_first: Option<u64>,
     /// Don't draw the progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -236,6 +242,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         http10_revalidation,
         nagle: a.nagle,
         page: a.page,
+        range_first: a.range_first,
     };
     let baseline = match &a.baseline {
         Some(p) if a.page == Variant::Css => Some(load_runs(p)?),

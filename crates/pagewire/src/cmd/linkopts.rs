@@ -108,11 +108,7 @@ impl LinkOptions {
             loss: self.loss.as_deref().map(parse_loss).transpose()?,
             jitter: self.jitter,
             framing_bytes: self.framing_bytes,
-            compression: self
-                .link_compress
-                .as_deref()
-                .map(str::parse)
-                .transpose()?,
+            compression: self.link_compress.as_deref().map(str::parse).transpose()?,
             tcp1997,
         })
     }
