@@ -12,6 +12,7 @@
 pub mod claims;
 pub mod claimspec;
 pub mod connlen;
+pub mod extras;
 pub mod loadtime;
 pub mod model;
 pub mod objpack;

@@ -321,6 +321,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
     );
     results.write(&out)?;
     print!("{}", results.render_text());
+    if let Some(n) = a.range_first {
+        let text = pagewire_lab::extras::range_table(&results.runs, n);
+        std::fs::write(out.join("range.txt"), &text)
+            .with_context(|| format!("write {}/range.txt", out.display()))?;
+        print!("\n{text}");
+    }
+    let compression = link_factory(&a)?(Net::Ppp)?.compression;
+    if compression != pagewire_link::LinkCompression::None {
+        let text = pagewire_lab::extras::line_table(&results.runs, compression.name());
+        std::fs::write(out.join("line.txt"), &text)
+            .with_context(|| format!("write {}/line.txt", out.display()))?;
+        print!("\n{text}");
+    }
     if let (Some((_, c)), Some(base)) = (&css, &baseline) {
         let original = pagewire_site::microscape::generate(pagewire_site::microscape::Options {
             seed: a.seed,
