@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::claims::spec::Estimate;
 use crate::model::{Net, RunRecord, Strategy, Test, Tuning};
 
-fn cell<'a>(runs: &'a [RunRecord], net: Net, st: Strategy, test: Test) -> Vec<&'a RunRecord> {
+fn cell(runs: &[RunRecord], net: Net, st: Strategy, test: Test) -> Vec<&RunRecord> {
     runs.iter()
         .filter(|r| {
             r.ok()
