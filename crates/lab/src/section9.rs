@@ -184,18 +184,41 @@ fn modem(c: &Section9) -> Evaluation {
 fn order(c: &Section9) -> Evaluation {
     let k = c.composition;
     let deflate = c.html_bytes as f64 - c.html_deflate_bytes as f64;
-    // Style sheets: the replaced GIFs and half of the partly replaced ones,
-    // less the HTML+CSS that replaces them.
+    // Style sheets: the replaced GIFs and half of the partly replaced
+    // ones, less the HTML+CSS that replaces them, plus the 22 requests
+    // saved (their measured mean size; the response heads saved are left
+    // out).
+    let req = {
+        let xs: Vec<f64> = c
+            .css
+            .iter()
+            .filter(|r| r.ok())
+            .map(|r| r.mean_request_bytes)
+            .collect();
+        if xs.is_empty() {
+            0.0
+        } else {
+            xs.iter().sum::<f64>() / xs.len() as f64
+        }
+    };
+    let requests = k.css_images as f64 * req;
     let css = (k.css_gif_bytes + k.part_gif_bytes) as f64
         - k.part_half_gif_bytes as f64
-        - (k.css_replacement_bytes + k.part_replacement_bytes) as f64;
-    let png = (k.static_gif_bytes + k.animated_gif_bytes) as f64
-        - (k.static_png_bytes + k.animated_png_bytes) as f64;
+        - (k.css_replacement_bytes + k.part_replacement_bytes) as f64
+        + requests;
+    // Image format: only the images the CSS page keeps.
+    let png = k.kept_gif_bytes as f64 - k.image_bytes as f64;
     let holds = deflate > css && css > png;
     Evaluation::new(
         if holds { Verdict::Confirmed } else { Verdict::Contradicted },
         format!(
-            "bytes saved on this page: deflate of the HTML {deflate:.0}, style sheets {css:.0}, GIF->PNG/APNG of every image {png:.0} (by construction of the page, not a measurement)"
+            "bytes saved on this page: deflate of the HTML {deflate:.0}; style sheets {css:.0} (images and markup {:.0}, plus {} requests of {req:.0} bytes); GIF->PNG/APNG of the {} images kept {png:.0} ({} -> {} bytes; the paper's batch conversion saved 11% of the static GIFs, ours {:.0}%). By construction of the page, not a measurement",
+            css - requests,
+            k.css_images,
+            k.images,
+            k.kept_gif_bytes,
+            k.image_bytes,
+            100.0 * (1.0 - k.static_png_bytes as f64 / k.static_gif_bytes as f64),
         ),
     )
 }

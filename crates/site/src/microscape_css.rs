@@ -76,6 +76,10 @@ pub struct CssComposition {
     pub images: usize,
     pub image_bytes: usize,
     pub original_image_bytes: usize,
+    /// GIF bytes of the images the CSS page keeps (the halved GIFs for the
+    /// 3 half-replaced ones), before their conversion to PNG/APNG
+    /// (`image_bytes`).
+    pub kept_gif_bytes: usize,
 }
 
 impl CssComposition {
@@ -344,6 +348,7 @@ pub fn generate(options: Options) -> Result<(Microscape, CssComposition), GifErr
         images: 0,
         image_bytes: 0,
         original_image_bytes: orig.images.iter().map(|i| i.bytes.len()).sum(),
+        kept_gif_bytes: 0,
     };
     for (i, im) in orig.images.iter().enumerate() {
         let (name, alt) = microscape::spec_name_alt(i);
@@ -394,6 +399,7 @@ pub fn generate(options: Options) -> Result<(Microscape, CssComposition), GifErr
                 c.part_gif_bytes += im.bytes.len();
                 c.part_half_gif_bytes += half.bytes.len();
                 c.part_png_bytes += half_png.len();
+                c.kept_gif_bytes += half.bytes.len();
                 // The IMG inside counts as markup the original had.
                 c.part_replacement_bytes += phrase.len() + rule.len() + 1;
                 html.replace_range(start..end, &phrase);
@@ -410,6 +416,7 @@ pub fn generate(options: Options) -> Result<(Microscape, CssComposition), GifErr
                 });
             }
             _ => {
+                c.kept_gif_bytes += im.bytes.len();
                 let tag = html[start..end].replace(src, png_src);
                 html.replace_range(start..end, &tag);
                 images.push(Image {

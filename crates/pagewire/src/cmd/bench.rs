@@ -26,7 +26,8 @@ pub struct Args {
     /// lan100 and wan; `--reps` sets per group, `--quick` 2 sets on lan100),
     /// `conn-length` or `getall` (Padmanabhan & Mogul, Figures 2-3 and 5-8;
     /// these two take --quick, --reps, --tcp, --out), `surge` (paper 004:
-    /// the [surge] options below).
+    /// the [surge] options below), `section9` (paper 001 section 9 from two
+    /// finished runs: --baseline and --css-results).
     #[arg(long, default_value = "microscape")]
     suite: String,
     /// Networks, comma-separated: lan, wan, ppp.
@@ -98,6 +99,10 @@ pub struct Args {
     /// written to section9.txt.
     #[arg(long, value_name = "RESULTS_JSON")]
     baseline: Option<PathBuf>,
+    /// `--suite section9`: results.json of a finished `--page css` run, to
+    /// compare with --baseline without running anything.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    css_results: Option<PathBuf>,
     /// Range mode for the pipelining strategies ("poor man's
     /// multiplexing", paper 001): first `Range: bytes=0-(N-1)` of every
     /// image, then the rest of each once all first parts are in; the time
@@ -127,6 +132,39 @@ where
         bail!("--{what}: nothing to run");
     }
     Ok(out)
+}
+
+/// `--suite section9 --baseline ORIGINAL/results.json --css-results
+/// CSS/results.json`: the section-9 comparison of two finished runs.
+fn section9(a: &Args) -> Result<ExitCode> {
+    let (Some(base), Some(css_runs)) = (&a.baseline, &a.css_results) else {
+        bail!(
+            "--suite section9 needs --baseline (original page) and --css-results (--page css run)"
+        );
+    };
+    let base = load_runs(base)?;
+    let css_runs = load_runs(css_runs)?;
+    let options = pagewire_site::microscape::Options {
+        seed: a.seed,
+        lowercase: false,
+    };
+    let (_, c) = pagewire_site::microscape::css::generate(options)?;
+    let original = pagewire_site::microscape::generate(options);
+    let s9 = pagewire_lab::section9::Section9 {
+        original: &base,
+        css: &css_runs,
+        composition: &c,
+        html_bytes: original.html.len(),
+        html_deflate_bytes: pagewire_site::microscape::zlib_default_size(&original.html),
+    };
+    let text = s9.render();
+    if let Some(out) = &a.out {
+        std::fs::create_dir_all(out)?;
+        std::fs::write(out.join("section9.txt"), &text)
+            .with_context(|| format!("write {}/section9.txt", out.display()))?;
+    }
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The runs of an earlier bench's results.json.
@@ -162,9 +200,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if a.suite == "objpack" {
         return objpack::run(&a);
     }
+    if a.suite == "section9" {
+        return section9(&a);
+    }
     if a.suite != "microscape" {
         bail!(
-            "--suite: `microscape` (paper 001), `objpack` (paper 002), `conn-length`, `getall` or `surge` (paper 004), got {:?}",
+            "--suite: `microscape` (paper 001), `section9` (paper 001, from two runs), `objpack` (paper 002), `conn-length`, `getall` or `surge` (paper 004), got {:?}",
             a.suite
         );
     }
