@@ -192,7 +192,7 @@ fn order(c: &Section9) -> Evaluation {
         let xs: Vec<f64> = c
             .css
             .iter()
-            .filter(|r| r.ok())
+            .filter(|r| r.ok() && r.test == Test::First)
             .map(|r| r.mean_request_bytes)
             .collect();
         if xs.is_empty() {
