@@ -243,3 +243,48 @@ pub fn specs<'a>() -> [ClaimSpec<Section9<'a>>; 2] {
         },
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runs(dir: &str) -> Vec<RunRecord> {
+        let path = format!(
+            "{}/../../docs/bench-results/2026-11-22-issue17/{dir}results.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        serde_json::from_value(json["runs"].clone()).unwrap()
+    }
+
+    /// The committed section-9 run keeps its verdicts.
+    #[test]
+    fn committed_section9_verdicts() {
+        use pagewire_site::microscape;
+        let (original, css) = (runs(""), runs("css/"));
+        let options = microscape::Options::default();
+        let (_, composition) = microscape::css::generate(options).unwrap();
+        let page = microscape::generate(options);
+        let s9 = Section9 {
+            original: &original,
+            css: &css,
+            composition: &composition,
+            html_bytes: page.html.len(),
+            html_deflate_bytes: microscape::zlib_default_size(&page.html),
+        };
+        let got: Vec<_> = s9
+            .claims()
+            .iter()
+            .map(|c| (c.id, c.kind, c.verdict))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("s9-modem-60pct", ClaimKind::Claim, Verdict::Confirmed),
+                ("s9-savings-order", ClaimKind::PageCheck, Verdict::Confirmed),
+            ]
+        );
+        assert!(s9.table().contains("ppp  pipeline-deflate  first"));
+    }
+}
