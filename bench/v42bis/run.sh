@@ -22,7 +22,8 @@ v = json.load(sys.stdin)
 rep, comp, enc = sys.argv[1:4]
 line = v["client_to_server"]["line_bytes"] + v["server_to_client"]["line_bytes"]
 secs = v["last_packet_s"] - v["first_packet_s"]
-print(f"{rep},{comp},{enc},{v[\"packets_total\"]},{v[\"bytes_total\"]},{line},{secs:.3f},{v[\"server_to_client\"][\"payload_bytes\"]}")
+pa, ip, body = v["packets_total"], v["bytes_total"], v["server_to_client"]["payload_bytes"]
+print(f"{rep},{comp},{enc},{pa},{ip},{line},{secs:.3f},{body}")
 ' "$rep" "$comp" "$enc" >> "$CSV"
       tail -1 "$CSV"
     done
