@@ -10,7 +10,7 @@ REPS=${REPS:-5}
 mkdir -p "$OUT"
 CSV="$OUT/runs.csv"
 echo "rep,link_compress,encoding,packets,ip_bytes,line_bytes,seconds,body_bytes" > "$CSV"
-SERVER="$PAGEWIRE serve --site microscape --addr \$PAGEWIRE_SERVER_ADDR:80"
+SERVER="$PAGEWIRE serve --site microscape --addr \$PAGEWIRE_SERVER_ADDR:80 > /dev/null"
 for rep in $(seq 1 "$REPS"); do
   for comp in none v42bis; do
     for enc in identity deflate; do
