@@ -436,7 +436,8 @@ pub struct FetchConfig {
     /// kept as sent, with a warning, as curl does without `--compressed`.
     pub decode_unasked: bool,
     /// "Poor man's multiplexing" (paper 001, "Range Requests and
-    /// Validation"): on a first visit, ask for the first N bytes of every
+    /// Validation"), strategies `pipeline` and `pipeline-deflate` (others
+    /// ignore it): on a first visit, ask for the first N bytes of every
     /// image (`Range: bytes=0-(N-1)`, their metadata), and only once all of
     /// those are in, the rest of each (`Range: bytes=N-`); the parts are
     /// joined and checked (length, Content-Range, digest) before the object

@@ -272,7 +272,10 @@ impl Session {
             id != PAGE
                 && kind == ObjectKind::Embedded
                 && !revalidating
-                && self.cfg.strategy.pipelines()
+                && matches!(
+                    self.cfg.strategy,
+                    Strategy::Pipeline | Strategy::PipelineDeflate
+                )
         }) {
             st.objs[id].range = RangePart::Head { n: n.max(1) };
             st.range_heads_open += 1;

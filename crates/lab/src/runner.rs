@@ -548,7 +548,10 @@ fn one_run(
     fc.revalidate = spec.test == Test::Revalidate;
     fc.request_profile = cfg.request_profile;
     fc.nodelay = !cfg.nagle;
-    if spec.strategy.pipelines() {
+    if matches!(
+        spec.strategy,
+        pagewire_client::Strategy::Pipeline | pagewire_client::Strategy::PipelineDeflate
+    ) {
         fc.range_first = cfg.range_first;
     }
     if spec.strategy == pagewire_client::Strategy::Http10 {
