@@ -518,6 +518,14 @@ pub struct FetchConfig {
     /// before fonts by use); off, only the faces the page's text uses, as
     /// a browser (docs/discovery.md).
     pub all_fonts: bool,
+    /// "Poor man's multiplexing" (paper 001, "Range Requests and
+    /// Validation"), strategies `pipeline` and `pipeline-deflate` (others
+    /// ignore it): on a first visit, ask for the first N bytes of every
+    /// image (`Range: bytes=0-(N-1)`, their metadata), and only once all of
+    /// those are in, the rest of each (`Range: bytes=N-`); the parts are
+    /// joined and checked (length, Content-Range, digest) before the object
+    /// counts as fetched. None: whole objects.
+    pub range_first: Option<u64>,
 }
 
 /// A connection override: requests for `host:port` (either may be any)
@@ -629,6 +637,7 @@ impl FetchConfig {
             all_fonts: false,
             cross_origin: false,
             tls_ca: None,
+            range_first: None,
         }
     }
 

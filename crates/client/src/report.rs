@@ -262,6 +262,10 @@ pub struct FetchReport {
     pub ttfb_ms: f64,
     /// Page content complete (parsed to the end), ms after start.
     pub page_complete_ms: f64,
+    /// Range mode (`range_first`): when the first part of every image was
+    /// in (the page parsed), ms since start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_ms: Option<f64>,
     /// Last byte of the last object, ms after start.
     pub total_ms: f64,
     pub connections_opened: usize,

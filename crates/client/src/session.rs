@@ -17,7 +17,7 @@ use pagewire_h1::{Method, ResponseHead, Version};
 use sha2::{Digest, Sha256};
 
 use crate::cache::{hex, sha256_hex, Cache, Entry, EntryMeta, Spool, MAX_ENTRY_BODY_BYTES};
-use crate::config::{FetchConfig, Revalidation, Strategy, Target};
+use crate::config::{FetchConfig, RequestProfile, Revalidation, Strategy, Target};
 use crate::error::FetchError;
 use crate::inflate::{InflateError, Inflater};
 use crate::outbuf::FlushReason;
@@ -66,6 +66,8 @@ struct InProgress {
     package: Option<package::PackageRx>,
     /// The body is a stylesheet being parsed as it arrives.
     css: Option<CssDiscoverer>,
+    /// A 206 part: (first byte, complete length) from Content-Range.
+    part: Option<(u64, u64)>,
 }
 
 struct Obj {
@@ -99,6 +101,20 @@ struct Obj {
     found: Option<(ObjId, Rule)>,
     /// Its content was parsed as a stylesheet (once).
     css_parsed: bool,
+    /// Range mode (`range_first`): which part is asked for next.
+    range: RangePart,
+}
+
+/// The part of an object a range-mode request asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+enum RangePart {
+    /// The whole object (no range).
+    #[default]
+    Whole,
+    /// The first `n` bytes.
+    Head { n: u64 },
+    /// The rest, after `head` (the first part, kept to join), of `total`.
+    Rest { head: Vec<u8>, total: u64 },
 }
 
 #[derive(Default)]
@@ -141,6 +157,12 @@ struct State {
     fonts_held: Vec<(Reference, ObjId)>,
     /// The faces were chosen (later `@font-face` sources are admitted).
     fonts_done: bool,
+    /// Range mode: first parts asked for and not yet complete, rests
+    /// waiting until all first parts are in, when they were all in.
+    range_heads_open: usize,
+    range_heads_total: usize,
+    range_rest_pending: Vec<ObjId>,
+    metadata_done: Option<Duration>,
 }
 
 /// What a response head means for its connection.
@@ -276,7 +298,21 @@ impl Session {
             spool: None,
             found: None,
             css_parsed: false,
+            range: RangePart::Whole,
         });
+        if let Some(n) = self.cfg.range_first.filter(|_| {
+            id != PAGE
+                && kind == ObjectKind::Embedded
+                && !revalidating
+                && matches!(
+                    self.cfg.strategy,
+                    Strategy::Pipeline | Strategy::PipelineDeflate
+                )
+        }) {
+            st.objs[id].range = RangePart::Head { n: n.max(1) };
+            st.range_heads_open += 1;
+            st.range_heads_total += 1;
+        }
         id
     }
 
@@ -440,13 +476,22 @@ impl Session {
             if let Some(c) = &o.cached {
                 if o.method == RequestMethod::Get {
                     // RFC 9110 §13.1.2/§13.1.3. HTTP/1.0 has only dates.
-                    if strategy != Strategy::Http10 {
-                        if let Some(etag) = &c.meta.etag {
-                            headers.push(("If-None-Match", etag.clone()));
-                        }
+                    let etag = c
+                        .meta
+                        .etag
+                        .as_ref()
+                        .filter(|_| strategy != Strategy::Http10);
+                    if let Some(etag) = etag {
+                        headers.push(("If-None-Match", etag.clone()));
                     }
-                    if let Some(lm) = &c.meta.last_modified {
-                        headers.push(("If-Modified-Since", lm.clone()));
+                    // libwww 5.1 sent one validator: the entity tag when it
+                    // had one, else the date (docs/bench.md, "Revalidation
+                    // requests").
+                    let one_validator = profile == RequestProfile::Libwww1997;
+                    if !(one_validator && etag.is_some()) {
+                        if let Some(lm) = &c.meta.last_modified {
+                            headers.push(("If-Modified-Since", lm.clone()));
+                        }
                     }
                 }
             }
@@ -469,6 +514,13 @@ impl Session {
         }
         if o.kind == ObjectKind::Prefetch {
             headers.push(("Sec-Purpose", "prefetch".to_string()));
+        }
+        match &o.range {
+            RangePart::Whole => {}
+            RangePart::Head { n } => headers.push(("Range", format!("bytes=0-{}", n - 1))),
+            RangePart::Rest { head, .. } => {
+                headers.push(("Range", format!("bytes={}-", head.len())))
+            }
         }
         if strategy == Strategy::Getall && id == PAGE && self.getall_known.is_none() {
             headers.push((crate::getall::GETALL_FIELD, "1".to_string()));
@@ -498,8 +550,10 @@ impl Session {
         }
         out.extend_from_slice(list.as_bytes());
         o.attempts += 1;
-        // A GET after a HEAD that showed a change is not a retry.
-        let retry = o.attempts > 1 && !(o.changed && o.attempts == 2);
+        // A GET after a HEAD that showed a change, or the rest of a range,
+        // is not a retry.
+        let second = o.changed || matches!(o.range, RangePart::Rest { .. });
+        let retry = o.attempts > 1 && !(second && o.attempts == 2);
         o.requested = now;
         o.request_len = out.len() as u64;
         o.request_head = String::from_utf8_lossy(&out).into_owned();
@@ -737,6 +791,44 @@ impl Session {
             }
         }
         let o = &mut st.objs[id];
+        // Range mode: check the part against what was asked for.
+        let mut part = None;
+        let mut preset = Vec::new();
+        if status == 206 {
+            let url = o.url.clone();
+            let cr = text("content-range").ok_or_else(|| {
+                FetchError::object(&url, "206 Partial Content without Content-Range")
+            })?;
+            let (start, total) = parse_content_range(&cr).ok_or_else(|| {
+                FetchError::object(&url, format!("unreadable Content-Range {cr:?}"))
+            })?;
+            match &o.range {
+                RangePart::Whole => {
+                    return Err(FetchError::object(
+                        &url,
+                        "206 Partial Content to a request without Range",
+                    ));
+                }
+                RangePart::Head { .. } if start != 0 => {
+                    return Err(FetchError::object(
+                        &url,
+                        format!("asked for the first bytes, got Content-Range {cr:?}"),
+                    ));
+                }
+                RangePart::Rest { head, total: t } if start != head.len() as u64 || total != *t => {
+                    return Err(FetchError::object(&url, format!(
+                        "asked for bytes {}- of {t}, got Content-Range {cr:?} (the object changed between the parts?)",
+                        head.len()
+                    )));
+                }
+                RangePart::Rest { head, .. } => preset = head.clone(),
+                RangePart::Head { .. } => {}
+            }
+            part = Some((start, total));
+        } else if matches!(o.range, RangePart::Rest { .. }) && status == 200 {
+            // The server sent the whole object again: take it whole.
+            o.range = RangePart::Whole;
+        }
         let getall_boundary = (self.cfg.strategy == Strategy::Getall
             && (id == PAGE || !o.getlist.is_empty())
             && status == 200)
@@ -775,7 +867,14 @@ impl Session {
             getall_boundary,
             package,
             css: None,
+            part,
         });
+        if !preset.is_empty() {
+            let r = st.objs[id].resp.as_mut().expect("just set");
+            r.hasher.update(&preset);
+            r.size = preset.len() as u64;
+            r.body = preset;
+        }
         let closing = !head.wants_keep_alive();
         let mut new_ids = Vec::new();
         let o = &mut st.objs[id];
@@ -855,6 +954,7 @@ impl Session {
             spool: None,
             found: None,
             css_parsed: false,
+            range: RangePart::Whole,
         });
         id
     }
@@ -1129,9 +1229,11 @@ impl Session {
         let r = st_fields.objs[id].resp.as_mut().expect("head first");
         let mut parser = st_fields.discoverer.as_mut().filter(|_| parse);
         let mut inflater = r.inflater.take();
+        // A 206 part is kept whole to be joined with the other part.
+        let keep_this = keep || id == PAGE || css_preload || r.part.is_some();
         let fed = {
             let mut sink = |content: &[u8]| -> Result<(), ContentError> {
-                take_content(r, &url, keep || id == PAGE || css_preload, content)?;
+                take_content(r, &url, keep_this, content)?;
                 if let Some(d) = parser.as_mut() {
                     refs.extend(d.feed_refs(content));
                 }
@@ -1210,6 +1312,41 @@ impl Session {
             let page = std::mem::take(&mut r.body);
             next.extend(self.discover(&mut st, &page));
             r.body = page;
+        }
+        // Range mode: a first part, complete.
+        if matches!(st.objs[id].range, RangePart::Head { .. }) {
+            st.range_heads_open = st.range_heads_open.saturating_sub(1);
+            match r.part {
+                Some((_, total)) if r.size < total => {
+                    let head = std::mem::take(&mut r.body);
+                    st.objs[id].range = RangePart::Rest { head, total };
+                    st.range_rest_pending.push(id);
+                    if let Some(c) = st.conns.get_mut(r.conn) {
+                        c.responses_received += 1;
+                    }
+                    next.extend(self.range_release(&mut st, now));
+                    return Ok(next);
+                }
+                // The whole object fitted in the first part, or the server
+                // ignored Range (200).
+                _ => st.objs[id].range = RangePart::Whole,
+            }
+            next.extend(self.range_release(&mut st, now));
+        }
+        if let (RangePart::Rest { total, .. }, Some(_)) = (&st.objs[id].range, r.part) {
+            if r.size != *total {
+                return Err(FetchError::object(
+                    &url,
+                    format!(
+                        "the parts joined make {} bytes, Content-Range said {total}",
+                        r.size
+                    ),
+                ));
+            }
+        }
+        if r.part.is_some() {
+            // Joined whole and checked: the object as a 200 would have been.
+            r.status = 200;
         }
         let o = &mut st.objs[id];
         if r.changed {
@@ -1322,6 +1459,7 @@ impl Session {
             }
             st.discovery_done = true;
             st.page_done = Some(now);
+            next.extend(self.range_release(&mut st, now));
             if st.refs_dropped > 0 {
                 let w = format!(
                     "object limit reached: the page references more than {} objects; {} references were not fetched",
@@ -1408,6 +1546,16 @@ impl Session {
             }
         }
         next
+    }
+
+    /// Range mode: once the page is parsed and every first part is in, the
+    /// rests go out, all at once (then metadata of every image is known).
+    fn range_release(&self, st: &mut State, now: Duration) -> Vec<ObjId> {
+        if st.range_heads_total == 0 || !st.discovery_done || st.range_heads_open > 0 {
+            return Vec::new();
+        }
+        st.metadata_done.get_or_insert(now);
+        std::mem::take(&mut st.range_rest_pending)
     }
 
     /// The connection broke while `id`'s response was partly received (a
@@ -1623,6 +1771,7 @@ impl Session {
             bytes: st.bytes.clone(),
             ttfb_ms: st.ttfb.map(ms).unwrap_or(0.0),
             page_complete_ms: st.page_done.map(ms).unwrap_or(0.0),
+            metadata_ms: st.metadata_done.map(ms),
             total_ms: ms(total),
             connections_opened: st.conns.len(),
             max_open_connections: st.max_open,
@@ -1699,6 +1848,17 @@ fn origin_of(url: &str) -> String {
         }
         None => url.to_string(),
     }
+}
+
+/// `bytes FIRST-LAST/COMPLETE` (RFC 9110 §14.4): the first byte and the
+/// complete length.
+fn parse_content_range(v: &str) -> Option<(u64, u64)> {
+    let rest = v.trim().strip_prefix("bytes")?.trim_start();
+    let (range, total) = rest.split_once('/')?;
+    let (first, last) = range.split_once('-')?;
+    let (first, last): (u64, u64) = (first.trim().parse().ok()?, last.trim().parse().ok()?);
+    let total: u64 = total.trim().parse().ok()?;
+    (first <= last && last < total).then_some((first, total))
 }
 
 fn ms(d: Duration) -> f64 {

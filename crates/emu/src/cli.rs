@@ -149,6 +149,18 @@ pub fn render_text(cfg: &LinkConfig, c: &LinkCounters) -> String {
         c.server_to_client.packets,
         c.server_to_client.bytes
     );
+    if cfg.compression != pagewire_link::LinkCompression::None {
+        let _ = writeln!(
+            s,
+            "{:<16} {:>10} {:>12} {:>10} {:>12}   ({} compression: serial-line octets; packets and bytes above are IP)",
+            "on the line",
+            "",
+            c.client_to_server.line_bytes,
+            "",
+            c.server_to_client.line_bytes,
+            cfg.compression.name()
+        );
+    }
     if let (Some(a), Some(b)) = (c.first_packet_s, c.last_packet_s) {
         let _ = writeln!(
             s,

@@ -32,6 +32,8 @@ const READ_BUF_BYTES: usize = 65_536;
 pub struct Packet {
     data: Vec<u8>,
     class: Classified,
+    /// Octets on the line (compressed with `--link-compress`).
+    line: usize,
 }
 
 pub enum Ctl {
@@ -203,8 +205,11 @@ impl Forwarder {
             self.meter.observe_open(self.classifier.open_connections());
             let now = self.now();
             self.last_ingress = now;
+            let pipe = &mut self.pipes[dir.index()];
             let len = data.len();
-            match self.pipes[dir.index()].enqueue(now, len, Packet { data, class }) {
+            let line = pipe.line_size(&data);
+            let packet = Packet { data, class, line };
+            match pipe.enqueue_line(now, len, Some(line), packet) {
                 Verdict::Queued { .. } => {}
                 Verdict::DroppedQueue => self.meter.record_drop_queue(dir),
                 Verdict::DroppedLoss => self.meter.record_drop_loss(dir),
@@ -228,6 +233,7 @@ impl Forwarder {
                     self.write_errors += 1;
                 }
                 self.meter.record(dir, t, &p.class);
+                self.meter.record_line_bytes(dir, p.line as u64);
                 if let Some(pcap) = self.pcap.as_mut() {
                     if let Err(e) = pcap.write(t, &p.data) {
                         eprintln!("pagewire-emu: pcap write failed, capture stopped: {e}");

@@ -176,6 +176,10 @@ pub struct RobotConfig {
     /// "Nagle Interaction"; off otherwise, as the paper's final tests).
     #[serde(default)]
     pub nagle: bool,
+    /// Range mode: first bytes of every image, then the rest
+    /// (`--range-first N`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range_first: Option<u64>,
 }
 
 /// One measured run: a row of results.json / results.csv.
@@ -196,9 +200,16 @@ pub struct RunRecord {
     pub packets_server_to_client: u64,
     /// Bytes: IP bytes on the link, both directions, headers included.
     pub bytes_total: u64,
+    /// Octets on the serial line, both directions: `bytes_total` unless the
+    /// link compresses (`--link-compress v42bis`); 0 in results made before.
+    #[serde(default)]
+    pub line_bytes_total: u64,
     /// Sec: from the client's first packet to the last byte of the last
     /// object (the robot's clock).
     pub elapsed_s: f64,
+    /// Range mode: seconds until the first part of every image was in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_s: Option<f64>,
     /// %ov: share of bytes that are IP and TCP headers.
     pub overhead_pct: f64,
     /// TCP connections opened (SYNs seen on the link).

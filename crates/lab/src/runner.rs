@@ -77,6 +77,10 @@ pub struct BenchConfig {
     /// served by `pagewire serve --replay`, every recorded name connected
     /// to the server namespace.
     pub replay: Option<crate::replay::ReplayPage>,
+    /// The page: the paper's test page or its section-9 CSS+PNG variant.
+    pub page: microscape::Variant,
+    /// Range mode of the pipelining strategies (`--range-first N`).
+    pub range_first: Option<u64>,
 }
 
 /// What a finished bench hands to the report.
@@ -361,10 +365,14 @@ fn objects_ok(
 pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
     let started = Instant::now();
     fs::create_dir_all(cfg.out_dir.join("pcaps"))?;
-    let site = microscape::generate(microscape::Options {
+    let options = microscape::Options {
         seed: cfg.seed,
         lowercase: false,
-    });
+    };
+    let site = match cfg.page {
+        microscape::Variant::Original => microscape::generate(options),
+        microscape::Variant::Css => microscape::css::generate(options)?.0,
+    };
     let root = cfg.out_dir.join("site");
     site.write_to_dir(&root)
         .with_context(|| format!("write the Microscape site to {}", root.display()))?;
@@ -675,6 +683,12 @@ fn one_run(
         }];
     }
     fc.tls_ca = tls_ca;
+    if matches!(
+        spec.strategy,
+        pagewire_client::Strategy::Pipeline | pagewire_client::Strategy::PipelineDeflate
+    ) {
+        fc.range_first = cfg.range_first;
+    }
     if spec.strategy == pagewire_client::Strategy::Http10 {
         fc.revalidation = cfg.http10_revalidation;
     }
@@ -696,6 +710,7 @@ fn one_run(
         request_profile: fc.request_profile.name().to_string(),
         revalidation: fc.revalidation.name().to_string(),
         nagle: cfg.nagle,
+        range_first: fc.range_first,
     };
     let extra = serde_json::json!({
         "made_by": format!("pagewire {} bench", env!("CARGO_PKG_VERSION")),
@@ -711,6 +726,10 @@ fn one_run(
             r.bytes.header_bytes_sent as f64 / f64::from(r.requests),
         ),
         _ => (0, f64::NAN),
+    };
+    let metadata_s = match &fetched {
+        Ok(r) => r.metadata_ms.map(|m| m / 1000.0),
+        Err(_) => None,
     };
     let (elapsed_s, objects, body, error) = match &fetched {
         Ok(r) => {
@@ -750,7 +769,9 @@ fn one_run(
         packets_client_to_server: c.client_to_server.packets,
         packets_server_to_client: c.server_to_client.packets,
         bytes_total: c.bytes_total,
+        line_bytes_total: c.client_to_server.line_bytes + c.server_to_client.line_bytes,
         elapsed_s,
+        metadata_s,
         overhead_pct: c.overhead_pct,
         sockets_total: c.connections_opened,
         sockets_max: c.max_open_connections,

@@ -172,6 +172,42 @@ pub struct PipeConfig {
     /// Link-layer framing bytes added per packet when computing the
     /// serialization time (0 = the rate counts IP bytes only).
     pub framing_bytes: u32,
+    /// Data compression on the serial line (a modem's V.42bis): the
+    /// serialization time counts the compressed octets.
+    pub compression: LinkCompression,
+}
+
+/// Data compression a link applies to each direction's byte stream
+/// (`--link-compress`). Only the serialization time and the counters'
+/// `line_bytes` change; the IP packets (Pa, Bytes) are the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LinkCompression {
+    #[default]
+    None,
+    /// ITU-T V.42bis-style LZW, 2048 codewords, strings up to 32 octets
+    /// (see [`crate::v42bis`]).
+    V42bis,
+}
+
+impl LinkCompression {
+    pub const fn name(self) -> &'static str {
+        match self {
+            LinkCompression::None => "none",
+            LinkCompression::V42bis => "v42bis",
+        }
+    }
+}
+
+impl std::str::FromStr for LinkCompression {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, ConfigError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "none" | "off" => Ok(LinkCompression::None),
+            "v42bis" | "v.42bis" => Ok(LinkCompression::V42bis),
+            _ => Err(invalid("link-compress", s, "expected none or v42bis")),
+        }
+    }
 }
 
 fn ser_duration_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -200,6 +236,8 @@ pub struct LinkConfig {
     #[serde(rename = "jitter_ms", serialize_with = "ser_duration_ms")]
     pub jitter: Duration,
     pub framing_bytes: u32,
+    /// Modem data compression on both directions (`--link-compress`).
+    pub compression: LinkCompression,
     /// Approximate the papers' 1997 TCP (see docs/link.md).
     pub tcp1997: bool,
     /// Seed for loss and jitter.
@@ -242,6 +280,7 @@ impl LinkConfig {
             loss: 0.0,
             jitter: Duration::ZERO,
             framing_bytes: 0,
+            compression: LinkCompression::None,
             tcp1997: false,
             seed: 1,
         })
@@ -287,6 +326,7 @@ impl LinkConfig {
             loss: self.loss,
             jitter: self.jitter,
             framing_bytes: self.framing_bytes,
+            compression: self.compression,
         }
     }
 

@@ -112,6 +112,10 @@ pub struct DirectionCounters {
     pub connections_opened: u64,
     pub dropped_queue_packets: u64,
     pub dropped_loss_packets: u64,
+    /// Octets the packets took on the serial line: `bytes` without link
+    /// compression, the compressed octets with `--link-compress`.
+    #[serde(default)]
+    pub line_bytes: u64,
     /// Seconds since the run began when the first / last packet left the link.
     pub first_packet_s: Option<f64>,
     pub last_packet_s: Option<f64>,
@@ -130,6 +134,7 @@ impl DirectionCounters {
         self.connections_opened += o.connections_opened;
         self.dropped_queue_packets += o.dropped_queue_packets;
         self.dropped_loss_packets += o.dropped_loss_packets;
+        self.line_bytes += o.line_bytes;
         self.first_packet_s = match (self.first_packet_s, o.first_packet_s) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -218,6 +223,11 @@ impl Meter {
     /// The classifier's count of open connections after a packet entered.
     pub fn observe_open(&mut self, open: usize) {
         self.max_open = self.max_open.max(open as u64);
+    }
+
+    /// Octets a packet that left the link took on the line (compressed).
+    pub fn record_line_bytes(&mut self, dir: Direction, octets: u64) {
+        self.dirs[dir.index()].line_bytes += octets;
     }
 
     pub fn record_drop_queue(&mut self, dir: Direction) {

@@ -21,10 +21,11 @@ pub mod config;
 pub mod counters;
 pub mod pcap;
 pub mod pipe;
+pub mod v42bis;
 pub mod wire;
 
 pub use classify::{Classified, Classifier, Direction, Kind};
-pub use config::{ConfigError, LinkConfig, PipeConfig, QueueLimit, Rate, Trace};
+pub use config::{ConfigError, LinkCompression, LinkConfig, PipeConfig, QueueLimit, Rate, Trace};
 pub use counters::{DirectionCounters, KindCounts, LinkCounters, Meter, PacketsBytes};
 pub use pcap::PcapSink;
 pub use pipe::{Pipe, PipeStats, Verdict};

@@ -15,7 +15,10 @@ use rand::RngExt;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::config::{PipeConfig, QueueLimit, Rate, Trace, TRACE_OPPORTUNITY_BYTES};
+use crate::config::{
+    LinkCompression, PipeConfig, QueueLimit, Rate, Trace, TRACE_OPPORTUNITY_BYTES,
+};
+use crate::v42bis::V42bis;
 
 /// What happened to a packet offered to the pipe.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,6 +47,10 @@ pub struct PipeStats {
     pub dropped_queue: u64,
     pub dropped_loss: u64,
     pub delivered: u64,
+    /// IP octets offered to the compressor and octets it put on the line
+    /// (equal without compression).
+    pub ip_bytes: u64,
+    pub line_bytes: u64,
 }
 
 /// Trace-driven serialization state: the last opportunity used and how many
@@ -75,10 +82,16 @@ pub struct Pipe<P> {
     /// The release time of the packet last queued: nothing leaves before it.
     last_release: Duration,
     stats: PipeStats,
+    /// The modem's compressor (`cfg.compression`).
+    compressor: Option<Box<V42bis>>,
 }
 
 impl<P> Pipe<P> {
     pub fn new(cfg: PipeConfig, seed: u64) -> Self {
+        let compressor = match cfg.compression {
+            LinkCompression::None => None,
+            LinkCompression::V42bis => Some(Box::new(V42bis::new())),
+        };
         Self {
             cfg,
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -93,6 +106,7 @@ impl<P> Pipe<P> {
             },
             last_release: Duration::ZERO,
             stats: PipeStats::default(),
+            compressor,
         }
     }
 
@@ -119,6 +133,30 @@ impl<P> Pipe<P> {
     /// Offers a packet of `size_bytes` (IP bytes) entering the link at `now`.
     /// `now` must not go backwards between calls.
     pub fn enqueue(&mut self, now: Duration, size_bytes: usize, item: P) -> Verdict {
+        self.enqueue_line(now, size_bytes, None, item)
+    }
+
+    /// Octets `data` takes on the line: compressed by the link's compressor
+    /// (which this call feeds: call it once per packet, in order, before
+    /// [`Pipe::enqueue_line`]), else its length. A packet the pipe then
+    /// drops has still passed through the compressor, as on a modem whose
+    /// line loses a frame.
+    pub fn line_size(&mut self, data: &[u8]) -> usize {
+        match self.compressor.as_mut() {
+            Some(c) => c.packet(data),
+            None => data.len(),
+        }
+    }
+
+    /// [`Pipe::enqueue`] with the serialization counted on `line_bytes`
+    /// octets (from [`Pipe::line_size`]) instead of the IP size.
+    pub fn enqueue_line(
+        &mut self,
+        now: Duration,
+        size_bytes: usize,
+        line_bytes: Option<usize>,
+        item: P,
+    ) -> Verdict {
         self.stats.offered += 1;
         self.advance(now);
         if self.cfg.loss > 0.0 && self.rng.random::<f64>() < self.cfg.loss {
@@ -133,7 +171,10 @@ impl<P> Pipe<P> {
             self.stats.dropped_queue += 1;
             return Verdict::DroppedQueue;
         }
-        let tx_done = self.serialize(now, size_bytes);
+        let line = line_bytes.unwrap_or(size_bytes);
+        self.stats.ip_bytes += size_bytes as u64;
+        self.stats.line_bytes += line as u64;
+        let tx_done = self.serialize(now, line);
         let jitter = if self.cfg.jitter > Duration::ZERO {
             self.cfg.jitter.mul_f64(self.rng.random::<f64>())
         } else {
@@ -269,6 +310,7 @@ mod tests {
             loss: 0.0,
             jitter: Duration::ZERO,
             framing_bytes: 0,
+            compression: LinkCompression::None,
         }
     }
 

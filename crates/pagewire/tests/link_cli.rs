@@ -168,3 +168,62 @@ fn which(name: &str) -> Result<std::path::PathBuf, ()> {
         .find(|p| p.exists())
         .ok_or(())
 }
+
+const SERVER_20K: &str = r#"python3 -c '
+import os, socket
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((os.environ["PAGEWIRE_SERVER_ADDR"], 9000))
+s.listen(4)
+while True:
+    c, _ = s.accept()
+    c.sendall(b"<TD ALIGN=LEFT><A HREF=/x>Microscape</A></TD>\n" * 440)
+    c.close()
+'"#;
+
+const CLIENT_20K: &str = r#"
+import os, socket, sys
+c = socket.create_connection((os.environ["PAGEWIRE_SERVER_ADDR"], 9000))
+n = 0
+while True:
+    b = c.recv(65536)
+    if not b:
+        break
+    n += len(b)
+sys.exit(0 if n == 440 * 46 else 1)
+"#;
+
+#[test]
+fn v42bis_link_compression_shortens_the_line_not_the_packets() {
+    if !is_root() {
+        eprintln!("SKIPPED: needs root");
+        return;
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args([
+            "link",
+            "--net",
+            "ppp",
+            "--rate",
+            "64kbit",
+            "--link-compress",
+            "v42bis",
+            "--json",
+        ])
+        .args(["--server", SERVER_20K, "--", "python3", "-c", CLIENT_20K])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "stderr: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let down = &v["server_to_client"];
+    assert_eq!(down["payload_bytes"], 440 * 46);
+    let ip = down["bytes"].as_u64().unwrap();
+    let line = down["line_bytes"].as_u64().unwrap();
+    // Repetitive HTML: the modem sends a fraction of the IP bytes.
+    assert!(line * 4 < ip, "line {line} vs IP {ip}");
+    assert_eq!(v["config"]["compression"], "v42bis");
+    // 20 KB at 64 kbit/s take 2.6 s uncompressed; compressed far less.
+    let span = v["last_packet_s"].as_f64().unwrap() - v["first_packet_s"].as_f64().unwrap();
+    assert!(span < 1.5, "first to last packet {span} s");
+}

@@ -76,3 +76,37 @@ fn unwritable_output_is_a_clear_error() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("writing the Microscape site"), "{err}");
 }
+
+#[test]
+fn writes_the_section_9_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = pagewire()
+        .args(["site", "microscape", "--variant", "css", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("22 / 14791"), "{stdout}");
+    let page = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
+    assert!(page.contains("<STYLE TYPE=\"text/css\">"));
+    let pngs: Vec<_> = std::fs::read_dir(dir.path().join("images"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(pngs.len(), 20);
+    assert!(pngs.iter().all(|n| n.ends_with(".png")), "{pngs:?}");
+    let about = std::fs::read_to_string(dir.path().join("MICROSCAPE.txt")).unwrap();
+    assert!(about.contains("--variant css"), "{about}");
+    let bad = pagewire()
+        .args(["site", "microscape", "--variant", "mng", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown page variant"));
+}

@@ -22,6 +22,8 @@
 //! compression ratio are close, and [`Composition`] reports both beside the
 //! paper's figures.
 
+#[path = "microscape_css.rs"]
+pub mod css;
 #[path = "microscape_gif.rs"]
 mod gifgen;
 #[path = "microscape_html.rs"]
@@ -34,7 +36,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use bytes::Bytes;
 
-pub use gifgen::Look;
+pub use gifgen::{GifError, Look};
 
 use crate::store::SiteFile;
 
@@ -462,10 +464,47 @@ pub struct Image {
     pub comment_bytes: usize,
 }
 
+/// Which Microscape page: the paper's test page, or the page after its
+/// section 9 (CSS replacing images, PNG/APNG for GIF; [`css::generate`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Variant {
+    #[default]
+    Original,
+    Css,
+}
+
+impl Variant {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Variant::Original => "original",
+            Variant::Css => "css",
+        }
+    }
+}
+
+impl std::str::FromStr for Variant {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "original" | "microscape" => Ok(Variant::Original),
+            "css" | "microscape-css" => Ok(Variant::Css),
+            other => Err(format!(
+                "unknown page variant {other:?} (expected original or css)"
+            )),
+        }
+    }
+}
+
+/// File name and alt text of image `i` in page order.
+pub fn spec_name_alt(i: usize) -> (&'static str, &'static str) {
+    (IMAGES[i].0, IMAGES[i].6)
+}
+
 /// The generated site.
 #[derive(Clone, Debug)]
 pub struct Microscape {
     pub options: Options,
+    pub variant: Variant,
     pub html: Bytes,
     pub images: Vec<Image>,
 }
@@ -507,6 +546,7 @@ pub fn generate(options: Options) -> Microscape {
     let page = page_for(&images, options);
     Microscape {
         options,
+        variant: Variant::Original,
         html: Bytes::from(page),
         images,
     }
@@ -566,12 +606,18 @@ impl Microscape {
              was never published; this one matches its published composition.\n\n{}",
             env!("CARGO_PKG_VERSION"),
             self.options.seed,
-            if self.options.lowercase {
-                " --lowercase"
-            } else {
-                ""
+            match (self.options.lowercase, self.variant) {
+                (true, Variant::Css) => " --lowercase --variant css",
+                (true, Variant::Original) => " --lowercase",
+                (false, Variant::Css) => " --variant css",
+                (false, Variant::Original) => "",
             },
-            self.composition().table()
+            match self.variant {
+                Variant::Original => self.composition().table(),
+                Variant::Css => css::generate(self.options)
+                    .map(|(_, c)| c.table())
+                    .unwrap_or_default(),
+            }
         );
         std::fs::write(dir.join("MICROSCAPE.txt"), about)?;
         Ok(())

@@ -75,6 +75,9 @@ pub enum GifError {
     },
     #[error("GIF encoder: {0}")]
     Encode(#[from] gif::EncodingError),
+    /// GIF to PNG conversion (section 9 page) failed.
+    #[error("GIF to PNG: {0}")]
+    Convert(String),
 }
 
 /// Build the image for `target`. Fails only if even the smallest image of

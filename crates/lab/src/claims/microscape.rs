@@ -1070,6 +1070,34 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// The full default run after one-validator revalidation
+    /// (docs/bench-results/2026-11-22-issue17).
+    #[test]
+    fn committed_2026_11_22_issue17_verdicts() {
+        use Verdict::*;
+        let want = [
+            ("pipeline-2x-packets", Confirmed),
+            ("wan-revalidate-tenth", Confirmed),
+            ("wan-revalidate-faster", Confirmed),
+            // 233-byte conditional GETs (one validator): 94 / 35 = 2.7x.
+            ("pipeline-3x-over-http11", Confirmed),
+            ("http11-slower-than-http10", Inconclusive),
+            // LAN revalidation 0.06 s [0.05, 0.06] vs 0.07 s [0.06, 0.08]
+            // on a machine at load average 11-14: within noise.
+            ("pipeline-faster-than-http10", Inconclusive),
+            ("deflate-16-12", Confirmed),
+            ("deflate-helps-everywhere", Confirmed),
+            ("first-bytes-few-percent", Confirmed),
+            ("first-time-halved", Contradicted),
+            ("packets-per-connection", Contradicted),
+            ("packet-size-doubled", Confirmed),
+            ("bandwidth-2-40", Confirmed),
+            ("persistent-saves-packets", Confirmed),
+            ("time-gain-less-dramatic", Confirmed),
+        ];
+        assert_eq!(committed("2026-11-22-issue17/"), want);
+    }
+
     /// The full default run of issue 17 (docs/bench-results/2026-11-22:
     /// libwww-1997 requests, GET + HEAD HTTP/1.0 revalidation, 5
     /// repetitions everywhere).

@@ -9,6 +9,7 @@ use pagewire_lab::plan::{Plan, Reps};
 use pagewire_lab::report::{utc_now, Provenance, Results};
 use pagewire_lab::runner::{self, BenchConfig, ServerKind};
 use pagewire_lab::{Net, Strategy, Test};
+use pagewire_site::microscape::Variant;
 
 #[path = "bench_objpack.rs"]
 mod objpack;
@@ -25,7 +26,8 @@ pub struct Args {
     /// lan100 and wan; `--reps` sets per group, `--quick` 2 sets on lan100),
     /// `conn-length` or `getall` (Padmanabhan & Mogul, Figures 2-3 and 5-8;
     /// these two take --quick, --reps, --tcp, --out), `surge` (paper 004:
-    /// the [surge] options below).
+    /// the [surge] options below), `section9` (paper 001 section 9 from two
+    /// finished runs: --baseline and --css-results).
     #[arg(long, default_value = "microscape")]
     suite: String,
     /// Networks, comma-separated: lan, wan, ppp.
@@ -94,6 +96,26 @@ pub struct Args {
     /// new visit: Chromium's heuristic freshness decides what is sent).
     #[arg(long, value_name = "HOW", default_value = "validate")]
     browser_revalidation: String,
+    /// The page: `original` (paper 001's test page) or `css` (the page
+    /// after its section 9: 22 images replaced by HTML+CSS, 3 half
+    /// replaced, GIFs converted to PNG, animations to APNG).
+    #[arg(long, default_value = "original")]
+    page: pagewire_site::microscape::Variant,
+    /// With `--page css`: results.json of a run of the original page on the
+    /// same networks; the section-9 comparison and claims are printed and
+    /// written to section9.txt.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    baseline: Option<PathBuf>,
+    /// `--suite section9`: results.json of a finished `--page css` run, to
+    /// compare with --baseline without running anything.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    css_results: Option<PathBuf>,
+    /// Range mode for the pipelining strategies ("poor man's
+    /// multiplexing", paper 001): first `Range: bytes=0-(N-1)` of every
+    /// image, then the rest of each once all first parts are in; the time
+    /// to all metadata is recorded (metadata_s).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    range_first: Option<u64>,
     /// Don't draw the progress bar.
     #[arg(long)]
     no_progress: bool,
@@ -129,6 +151,49 @@ where
     Ok(out)
 }
 
+/// `--suite section9 --baseline ORIGINAL/results.json --css-results
+/// CSS/results.json`: the section-9 comparison of two finished runs.
+fn section9(a: &Args) -> Result<ExitCode> {
+    let (Some(base), Some(css_runs)) = (&a.baseline, &a.css_results) else {
+        bail!(
+            "--suite section9 needs --baseline (original page) and --css-results (--page css run)"
+        );
+    };
+    let base = load_runs(base)?;
+    let css_runs = load_runs(css_runs)?;
+    let options = pagewire_site::microscape::Options {
+        seed: a.seed,
+        lowercase: false,
+    };
+    let (_, c) = pagewire_site::microscape::css::generate(options)?;
+    let original = pagewire_site::microscape::generate(options);
+    let s9 = pagewire_lab::section9::Section9 {
+        original: &base,
+        css: &css_runs,
+        composition: &c,
+        html_bytes: original.html.len(),
+        html_deflate_bytes: pagewire_site::microscape::zlib_default_size(&original.html),
+    };
+    let text = s9.render();
+    if let Some(out) = &a.out {
+        std::fs::create_dir_all(out)?;
+        std::fs::write(out.join("section9.txt"), &text)
+            .with_context(|| format!("write {}/section9.txt", out.display()))?;
+    }
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The runs of an earlier bench's results.json.
+fn load_runs(path: &std::path::Path) -> Result<Vec<pagewire_lab::model::RunRecord>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("--baseline {}", path.display()))?;
+    let mut v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("--baseline {}: not JSON", path.display()))?;
+    serde_json::from_value(v["runs"].take())
+        .with_context(|| format!("--baseline {}: not a bench results.json", path.display()))
+}
+
 /// Link configuration per network: the profile plus the user's overrides.
 fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig> + Send + Sync>> {
     let overrides = a.link.parse()?;
@@ -152,9 +217,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if a.suite == "objpack" {
         return objpack::run(&a);
     }
+    if a.suite == "section9" {
+        return section9(&a);
+    }
     if a.suite != "microscape" {
         bail!(
-            "--suite: `microscape` (paper 001), `objpack` (paper 002), `conn-length`, `getall` or `surge` (paper 004), got {:?}",
+            "--suite: `microscape` (paper 001), `section9` (paper 001, from two runs), `objpack` (paper 002), `conn-length`, `getall` or `surge` (paper 004), got {:?}",
             a.suite
         );
     }
@@ -254,14 +322,37 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .parse()
             .map_err(|e| anyhow::anyhow!("--browser-revalidation: {e}"))?,
         replay: replay.clone(),
+        page: a.page,
+        range_first: a.range_first,
+    };
+    let baseline = match &a.baseline {
+        Some(p) if a.page == Variant::Css => Some(load_runs(p)?),
+        Some(_) => bail!("--baseline compares a --page css run with an original-page run"),
+        None => None,
     };
     let outcomes = runner::run(&cfg)?;
     let interrupted_by = outcomes.interrupted_by;
     let comp = outcomes.site.composition();
+    let css = match a.page {
+        Variant::Css => Some(pagewire_site::microscape::css::generate(
+            pagewire_site::microscape::Options {
+                seed: a.seed,
+                lowercase: false,
+            },
+        )?),
+        Variant::Original => None,
+    };
     let mut note = String::from(
         "The Microscape page is SYNTHETIC (generated from the seed to match the composition \
          published in paper 001; the original was never published).",
     );
+    if css.is_some() {
+        note.push_str(
+            " This run fetched the section-9 CSS+PNG page (20 images): the paper's Tables 4-9 \
+             and claims below are for the original page and are printed for reference only; \
+             section9.txt (with --baseline) compares the two pages.",
+        );
+    }
     if matches!(server, ServerKind::Nginx) {
         note.push_str(
             " nginx has no precompressed deflate: pipeline-deflate received identity bodies.",
@@ -277,15 +368,26 @@ pub fn run(a: Args) -> Result<ExitCode> {
             );
             (r.table(), None)
         }
-        None => (
-            comp.table(),
-            Some(PageFacts {
-                html_bytes: comp.html_bytes,
-                html_deflate_bytes: comp.html_deflate_bytes,
-                ratio_mixed_case: comp.ratio_mixed_case,
-                ratio_lower_case: comp.ratio_lower_case,
-            }),
-        ),
+        None => match &css {
+            Some((_, c)) => (
+                c.table(),
+                Some(PageFacts {
+                    html_bytes: c.html_bytes,
+                    html_deflate_bytes: c.html_deflate_bytes,
+                    ratio_mixed_case: c.html_deflate_bytes as f64 / c.html_bytes as f64,
+                    ratio_lower_case: comp.ratio_lower_case,
+                }),
+            ),
+            None => (
+                comp.table(),
+                Some(PageFacts {
+                    html_bytes: comp.html_bytes,
+                    html_deflate_bytes: comp.html_deflate_bytes,
+                    ratio_mixed_case: comp.ratio_mixed_case,
+                    ratio_lower_case: comp.ratio_lower_case,
+                }),
+            ),
+        },
     };
     let provenance = Provenance {
         made_by: format!(
@@ -312,6 +414,36 @@ pub fn run(a: Args) -> Result<ExitCode> {
     );
     results.write(&out)?;
     print!("{}", results.render_text());
+    if let Some(n) = a.range_first {
+        let text = pagewire_lab::extras::range_table(&results.runs, n);
+        std::fs::write(out.join("range.txt"), &text)
+            .with_context(|| format!("write {}/range.txt", out.display()))?;
+        print!("\n{text}");
+    }
+    let compression = link_factory(&a)?(Net::Ppp)?.compression;
+    if compression != pagewire_link::LinkCompression::None {
+        let text = pagewire_lab::extras::line_table(&results.runs, compression.name());
+        std::fs::write(out.join("line.txt"), &text)
+            .with_context(|| format!("write {}/line.txt", out.display()))?;
+        print!("\n{text}");
+    }
+    if let (Some((_, c)), Some(base)) = (&css, &baseline) {
+        let original = pagewire_site::microscape::generate(pagewire_site::microscape::Options {
+            seed: a.seed,
+            lowercase: false,
+        });
+        let s9 = pagewire_lab::section9::Section9 {
+            original: base,
+            css: &results.runs,
+            composition: c,
+            html_bytes: original.html.len(),
+            html_deflate_bytes: pagewire_site::microscape::zlib_default_size(&original.html),
+        };
+        let text = s9.render();
+        std::fs::write(out.join("section9.txt"), &text)
+            .with_context(|| format!("write {}/section9.txt", out.display()))?;
+        print!("\n{text}");
+    }
     println!(
         "Wrote {0}/results.json, results.csv, report.txt, report.html and {1} pcaps in {0}/pcaps/.",
         out.display(),

@@ -41,6 +41,12 @@ pub struct Args {
     /// untuned robot of Table 3; the first batch waits for the timer).
     #[arg(long)]
     pub no_explicit_flush: bool,
+    /// Pipelining strategies, first visit: ask for the first N bytes of
+    /// every image (Range), then the rest of each once all first parts
+    /// are in ("poor man's multiplexing", paper 001); parts are joined and
+    /// checked. The JSON report gives metadata_ms.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub range_first: Option<u64>,
     /// How to revalidate: get-head (page GET + HEADs, libwww 4.1D),
     /// conditional-get-head, conditional (conditional GETs, libwww 5.1).
     /// Default: get-head for http10, conditional otherwise.
@@ -164,6 +170,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.flush_after = args.flush_after;
     cfg.flush_at_page_end = args.flush_at_page_end;
     cfg.explicit_flush = !args.no_explicit_flush;
+    cfg.range_first = args.range_first;
     if let Some(r) = args.revalidation {
         cfg.revalidation = r;
     }

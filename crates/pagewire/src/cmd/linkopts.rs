@@ -46,6 +46,12 @@ pub struct LinkOptions {
     /// Link-layer framing bytes per packet added to the serialization time.
     #[arg(long)]
     framing_bytes: Option<u32>,
+    /// Modem data compression on the line, both directions: `v42bis`
+    /// (LZW as V.42bis: 2048 codewords, strings up to 32 octets) or `none`.
+    /// Changes the serialization time (compressed octets) and the counters'
+    /// line_bytes; the IP packets and bytes stay the same.
+    #[arg(long, value_name = "none|v42bis")]
+    link_compress: Option<String>,
     /// TCP flavour: `1997` approximates the papers' TCP (initcwnd 2, Reno,
     /// no SACK/timestamps/window scaling); `linux` leaves the kernel's.
     #[arg(long, default_value = "linux")]
@@ -64,6 +70,7 @@ pub struct LinkOverrides {
     loss: Option<f64>,
     jitter: Option<Duration>,
     framing_bytes: Option<u32>,
+    compression: Option<pagewire_link::config::LinkCompression>,
     tcp1997: bool,
 }
 
@@ -101,6 +108,7 @@ impl LinkOptions {
             loss: self.loss.as_deref().map(parse_loss).transpose()?,
             jitter: self.jitter,
             framing_bytes: self.framing_bytes,
+            compression: self.link_compress.as_deref().map(str::parse).transpose()?,
             tcp1997,
         })
     }
@@ -139,6 +147,12 @@ impl LinkOverrides {
         }
         if let Some(v) = self.framing_bytes {
             c.framing_bytes = v;
+        }
+        if let Some(v) = self.compression {
+            c.compression = v;
+            if v != pagewire_link::config::LinkCompression::None {
+                c.profile = format!("{}+{}", c.profile, v.name());
+            }
         }
         c.tcp1997 = self.tcp1997;
         c.seed = seed;

@@ -26,6 +26,11 @@ pub enum Site {
         /// section 8.3: tag case changes how well the page compresses).
         #[arg(long)]
         lowercase: bool,
+        /// `original` (the paper's test page) or `css`: the page after paper
+        /// 001 section 9 (22 images replaced by HTML+CSS, 3 half replaced,
+        /// every other GIF converted to PNG, the animations to APNG).
+        #[arg(long, default_value = "original")]
+        variant: microscape::Variant,
     },
     /// The SURGE file set of paper 004 (Barford & Crovella): web objects
     /// (HTML base pages with their embedded files, and single files) with
@@ -74,11 +79,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             out,
             seed,
             lowercase,
+            variant,
         } => {
-            let site = microscape::generate(microscape::Options { seed, lowercase });
+            let options = microscape::Options { seed, lowercase };
+            let site = match variant {
+                microscape::Variant::Original => {
+                    let site = microscape::generate(options);
+                    print!("{}", site.composition().table());
+                    site
+                }
+                microscape::Variant::Css => {
+                    let (site, c) = microscape::css::generate(options)?;
+                    print!("{}", c.table());
+                    site
+                }
+            };
             site.write_to_dir(&out)
                 .with_context(|| format!("writing the Microscape site to {}", out.display()))?;
-            print!("{}", site.composition().table());
             println!(
                 "wrote {} files ({} bytes) to {}",
                 1 + site.images.len(),

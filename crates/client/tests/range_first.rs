@@ -1,0 +1,70 @@
+//! Range mode ("poor man's multiplexing", Nielsen, Gettys et al.,
+//! SIGCOMM '97, "Range Requests and Validation"): the first bytes of every
+//! image, then the rest; every object joined byte-exact, against pagewire's
+//! server and nginx.
+
+mod common;
+
+use std::collections::HashSet;
+
+use common::{make_site, pw_config, Nginx, PwServer, SiteDir};
+use pagewire_client::{fetch_blocking, FetchConfig, FetchReport, Outcome, Strategy};
+
+const PAGE: &str = "/index.html";
+const FIRST: u64 = 300;
+
+fn fetch(url: &str, strategy: Strategy) -> FetchReport {
+    let mut cfg = FetchConfig::new(url, strategy);
+    cfg.range_first = Some(FIRST);
+    cfg.keep_bodies = true;
+    fetch_blocking(cfg).unwrap_or_else(|e| panic!("range-first {url}: {e}"))
+}
+
+fn check(site: &SiteDir, r: &FetchReport) {
+    assert_eq!(r.objects.len(), 43);
+    let mut seen = HashSet::new();
+    let mut rests = 0;
+    for o in &r.objects {
+        let path = format!("/{}", o.url.splitn(4, '/').nth(3).unwrap());
+        assert!(seen.insert(path.clone()), "{path} twice");
+        assert_eq!(o.status, 200, "{path}");
+        assert_eq!(o.outcome, Outcome::Fetched, "{path}");
+        assert_eq!(o.sha256, site.sha(&path), "{path} not byte-exact");
+        let len = site.files[&path].len() as u64;
+        assert_eq!(o.size, len, "{path}");
+        if path != PAGE && len > FIRST {
+            rests += 1;
+            assert!(
+                o.request_head.contains(&format!("Range: bytes={FIRST}-")),
+                "{path}: {}",
+                o.request_head
+            );
+        }
+    }
+    // Page + one first part per image + one rest per image longer than N.
+    assert_eq!(r.requests as usize, 1 + 42 + rests);
+    let meta = r.metadata_ms.expect("metadata time");
+    assert!(meta > 0.0 && meta <= r.total_ms, "{meta} vs {}", r.total_ms);
+}
+
+#[test]
+fn first_bytes_then_rest_byte_exact_pagewire() {
+    let site = make_site();
+    let server = PwServer::start(site.root(), pw_config());
+    for st in [Strategy::Pipeline, Strategy::PipelineDeflate] {
+        let r = fetch(&server.url(PAGE), st);
+        check(&site, &r);
+        assert_eq!(r.connections_opened, 1, "{st:?}");
+    }
+}
+
+#[test]
+fn first_bytes_then_rest_byte_exact_nginx() {
+    let site = make_site();
+    if Nginx::binary().is_none() {
+        eprintln!("skipped: nginx not installed (scripts/setup-deps.sh installs it)");
+        return;
+    }
+    let nginx = Nginx::start(site.root(), "");
+    check(&site, &fetch(&nginx.url(PAGE), Strategy::Pipeline));
+}

@@ -1,0 +1,115 @@
+//! Small tables for bench options that add a measurement to the runs:
+//! range mode (`--range-first`: time to all images' metadata) and link
+//! compression (`--link-compress`: octets on the serial line).
+
+use std::fmt::Write as _;
+
+use crate::claims::spec::Estimate;
+use crate::model::{Net, RunRecord, Strategy, Test, Tuning};
+
+fn cell(runs: &[RunRecord], net: Net, st: Strategy, test: Test) -> Vec<&RunRecord> {
+    runs.iter()
+        .filter(|r| {
+            r.ok()
+                && r.net == net
+                && r.strategy == st
+                && r.test == test
+                && r.robot.tuning == Tuning::Tuned
+        })
+        .collect()
+}
+
+fn show(e: &Estimate, digits: usize) -> String {
+    if e.n > 1 {
+        let (lo, hi) = e.ci95();
+        format!(
+            "{:.*} [{:.*}, {:.*}]",
+            digits, e.mean, digits, lo, digits, hi
+        )
+    } else {
+        format!("{:.*}", digits, e.mean)
+    }
+}
+
+/// Range mode: per network and pipelining strategy (first-time retrieval),
+/// seconds until the first part of every image was in, and in all.
+pub fn range_table(runs: &[RunRecord], first_bytes: u64) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Range mode (\"poor man's multiplexing\"): first {first_bytes} bytes of every image, then the rest; first-time retrieval, means [95% CI]"
+    );
+    let _ = writeln!(
+        s,
+        "  {:<4} {:<17} {:>4} {:>26} {:>26} {:>7} {:>9}",
+        "net", "strategy", "n", "all metadata s", "total s", "share", "requests"
+    );
+    for net in Net::ALL {
+        for st in Strategy::PAPER_001 {
+            let c = cell(runs, net, st, Test::First);
+            let meta: Vec<f64> = c.iter().filter_map(|r| r.metadata_s).collect();
+            if meta.is_empty() {
+                continue;
+            }
+            let total: Vec<f64> = c.iter().map(|r| r.elapsed_s).collect();
+            let (m, t) = (Estimate::of(&meta), Estimate::of(&total));
+            let req = c.iter().map(|r| f64::from(r.requests)).sum::<f64>() / c.len() as f64;
+            let _ = writeln!(
+                s,
+                "  {:<4} {:<17} {:>4} {:>26} {:>26} {:>7.2} {:>9.0}",
+                net.name(),
+                st.name(),
+                c.len(),
+                show(&m, 3),
+                show(&t, 3),
+                m.mean / t.mean,
+                req
+            );
+        }
+    }
+    s
+}
+
+/// Link compression: IP bytes (the paper's Bytes) against the octets on
+/// the serial line, per network, strategy and test.
+pub fn line_table(runs: &[RunRecord], compression: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Link compression {compression}: IP bytes (Bytes) vs octets on the serial line, means over the repetitions [95% CI of Sec]"
+    );
+    let _ = writeln!(
+        s,
+        "  {:<4} {:<17} {:<11} {:>7} {:>9} {:>9} {:>6} {:>24}",
+        "net", "strategy", "test", "Pa", "IP bytes", "line", "line/IP", "Sec"
+    );
+    for net in Net::ALL {
+        for st in Strategy::PAPER_001 {
+            for test in Test::ALL {
+                let c = cell(runs, net, st, test);
+                if c.is_empty() {
+                    continue;
+                }
+                let mean =
+                    |f: fn(&RunRecord) -> f64| c.iter().map(|r| f(r)).sum::<f64>() / c.len() as f64;
+                let pa = mean(|r| r.packets_total as f64);
+                let ip = mean(|r| r.bytes_total as f64);
+                let line = mean(|r| r.line_bytes_total as f64);
+                let sec = Estimate::of(&c.iter().map(|r| r.elapsed_s).collect::<Vec<_>>());
+                let _ = writeln!(
+                    s,
+                    "  {:<4} {:<17} {:<11} {:>7.1} {:>9.0} {:>9.0} {:>6.2} {:>24}",
+                    net.name(),
+                    st.name(),
+                    test.name(),
+                    pa,
+                    ip,
+                    line,
+                    line / ip,
+                    show(&sec, 2)
+                );
+            }
+        }
+    }
+    s
+}
