@@ -9,46 +9,11 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
-use common::is_root;
+use common::{is_root, pcap_records};
 
 /// `--quick` must finish within a minute on the 2-core CI machine; allow
 /// three for a loaded machine before calling it hung.
 const TIMEOUT: Duration = Duration::from_secs(180);
-
-/// Packet records in a classic pcap file, counted from the format itself
-/// (24-byte global header, then 16-byte record headers each followed by
-/// incl_len bytes) so the check does not share code with what it checks.
-fn pcap_records(path: &Path) -> u64 {
-    let b = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    assert!(b.len() >= 24, "{}: no pcap header", path.display());
-    let magic = u32::from_le_bytes(b[0..4].try_into().unwrap());
-    let le = match magic {
-        0xa1b2c3d4 | 0xa1b23c4d => true,
-        0xd4c3b2a1 | 0x4d3cb2a1 => false,
-        m => panic!("{}: not a pcap (magic {m:#x})", path.display()),
-    };
-    let u32_at = |i: usize| {
-        let a: [u8; 4] = b[i..i + 4].try_into().unwrap();
-        if le {
-            u32::from_le_bytes(a)
-        } else {
-            u32::from_be_bytes(a)
-        }
-    };
-    let (mut off, mut n) = (24usize, 0u64);
-    while off < b.len() {
-        assert!(
-            off + 16 <= b.len(),
-            "{}: truncated record header",
-            path.display()
-        );
-        let incl = u32_at(off + 8) as usize;
-        off += 16 + incl;
-        assert!(off <= b.len(), "{}: truncated record", path.display());
-        n += 1;
-    }
-    n
-}
 
 #[test]
 fn bench_quick_fetches_everything_and_counts_match_pcaps() {

@@ -11,10 +11,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
-
 mod common;
-use common::is_root;
+use common::{in_ci, is_root, pcap_records, sha256_hex};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -28,36 +26,6 @@ fn chromium_present() -> bool {
             .iter()
             .any(|n| d.join(n).is_file())
     })
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-fn sha256_hex(b: &[u8]) -> String {
-    Sha256::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
-}
-
-/// Packet records of a classic pcap, read from the format itself.
-fn pcap_records(path: &Path) -> u64 {
-    let b = std::fs::read(path).unwrap();
-    assert_eq!(
-        u32::from_le_bytes(b[0..4].try_into().unwrap()),
-        0xa1b2c3d4,
-        "{}: not a little-endian pcap",
-        path.display()
-    );
-    let (mut off, mut n) = (24usize, 0u64);
-    while off + 16 <= b.len() {
-        let incl = u32::from_le_bytes(b[off + 8..off + 12].try_into().unwrap()) as usize;
-        off += 16 + incl;
-        n += 1;
-    }
-    assert_eq!(off, b.len(), "{}: truncated", path.display());
-    n
 }
 
 #[test]

@@ -19,14 +19,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{run_bounded, Serve, PW};
+use common::{in_ci, run_bounded, Serve, PW};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const SPHINX_DOC: &str = "/usr/share/doc/python-webvtt-doc/html";
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
 
 /// Whether `what` is there; outside CI a missing one skips the test.
 fn need(path: &str, what: &str) -> bool {

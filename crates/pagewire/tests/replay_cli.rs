@@ -12,15 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{run_bounded, PW};
-
-fn sha256_hex(b: &[u8]) -> String {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(b)
-        .iter()
-        .map(|x| format!("{x:02x}"))
-        .collect()
-}
+use common::{in_ci, run_bounded, sha256_hex, PW};
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -28,10 +20,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
 /// A small multi-file site: a page, a stylesheet, a script, two images

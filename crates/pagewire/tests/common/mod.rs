@@ -92,3 +92,53 @@ pub fn run_bounded(
         }
     }
 }
+
+/// Whether this is CI (`CI=true` or `CI=1`): tests that skip elsewhere
+/// without a peer or root must run there.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Lower-case hex SHA-256.
+pub fn sha256_hex(b: &[u8]) -> String {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
+}
+
+/// Packet records in a classic pcap file, counted from the format itself
+/// (24-byte global header, then 16-byte record headers each followed by
+/// incl_len bytes) so the check does not share code with what it checks.
+pub fn pcap_records(path: &Path) -> u64 {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    assert!(b.len() >= 24, "{}: no pcap header", path.display());
+    let magic = u32::from_le_bytes(b[0..4].try_into().unwrap());
+    let le = match magic {
+        0xa1b2c3d4 | 0xa1b23c4d => true,
+        0xd4c3b2a1 | 0x4d3cb2a1 => false,
+        m => panic!("{}: not a pcap (magic {m:#x})", path.display()),
+    };
+    let u32_at = |i: usize| {
+        let a: [u8; 4] = b[i..i + 4].try_into().unwrap();
+        if le {
+            u32::from_le_bytes(a)
+        } else {
+            u32::from_be_bytes(a)
+        }
+    };
+    let (mut off, mut n) = (24usize, 0u64);
+    while off < b.len() {
+        assert!(
+            off + 16 <= b.len(),
+            "{}: truncated record header",
+            path.display()
+        );
+        let incl = u32_at(off + 8) as usize;
+        off += 16 + incl;
+        assert!(off <= b.len(), "{}: truncated record", path.display());
+        n += 1;
+    }
+    n
+}
