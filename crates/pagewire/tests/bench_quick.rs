@@ -4,7 +4,6 @@
 //! tests. Asserts on results.json. Needs root (CI runs as root); skips
 //! otherwise.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
