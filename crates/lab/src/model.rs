@@ -200,6 +200,12 @@ pub struct RunRecord {
     pub packets_server_to_client: u64,
     /// Bytes: IP bytes on the link, both directions, headers included.
     pub bytes_total: u64,
+    /// Transport payload on the link, both directions (IP, TCP/UDP headers
+    /// and options left out): what paper 001's Bytes column counts (its
+    /// %ov is 40·Pa / (Bytes + 40·Pa) in every cell). 0 in results made
+    /// before this field.
+    #[serde(default)]
+    pub payload_bytes_total: u64,
     /// Octets on the serial line, both directions: `bytes_total` unless the
     /// link compresses (`--link-compress v42bis`); 0 in results made before.
     #[serde(default)]

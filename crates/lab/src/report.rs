@@ -136,6 +136,11 @@ impl Results {
             }
             s.push_str(&tables::table3(net, &self.initial, self.short_server()));
             let _ = writeln!(s);
+            let payload = tables::payload_table(net, &self.runs);
+            if !payload.is_empty() {
+                s.push_str(&payload);
+                let _ = writeln!(s);
+            }
         }
         let failed: Vec<&RunRecord> = self.runs.iter().filter(|r| !r.ok()).collect();
         if !failed.is_empty() {

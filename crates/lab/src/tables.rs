@@ -292,3 +292,56 @@ pub fn table3(net: Net, initial: &BTreeMap<Key, Summary>, server_label: &str) ->
     }
     s
 }
+
+/// Bytes as paper 001 counted them: its Bytes column is transport payload
+/// only (in every cell of Tables 4-9 its %ov equals 40·Pa / (Bytes +
+/// 40·Pa)), ours above is IP bytes with headers. This table puts our
+/// payload (mean over the good runs) beside the paper's Bytes. Empty when
+/// the runs predate the payload counter.
+pub fn payload_table(net: Net, runs: &[crate::model::RunRecord]) -> String {
+    let mut s = String::new();
+    let mean = |st: Strategy, t: Test| {
+        let v: Vec<f64> = runs
+            .iter()
+            .filter(|r| r.net == net && r.strategy == st && r.test == t && r.ok())
+            .filter(|r| r.payload_bytes_total > 0)
+            .map(|r| r.payload_bytes_total as f64)
+            .collect();
+        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let mut rows = Vec::new();
+    for st in Strategy::PAPER_001 {
+        for t in Test::ALL {
+            let Some(ours) = mean(st, t) else { continue };
+            let paper = |srv| reference::lookup(srv, net, st, t).map(|r| r.bytes);
+            rows.push((st, t, ours, paper(Server::Apache), paper(Server::Jigsaw)));
+        }
+    }
+    if rows.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "Bytes as the paper counted them ({}: transport payload, no IP/TCP headers; ours = mean over good runs)",
+        net.name().to_uppercase()
+    );
+    let _ = writeln!(
+        s,
+        "  {:<40} {:>11} {:>11} {:>11} {:>9}",
+        "", "ours", "Apache", "Jigsaw", "ours/Ap"
+    );
+    for (st, t, ours, ap, jg) in rows {
+        let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.0}"));
+        let ratio = ap.map_or("-".to_string(), |a| format!("{:.2}", ours / a));
+        let _ = writeln!(
+            s,
+            "  {:<40} {:>11.0} {:>11} {:>11} {:>9}",
+            format!("{} {}", st.paper_label(), t.paper_label()),
+            ours,
+            f(ap),
+            f(jg),
+            ratio
+        );
+    }
+    s
+}

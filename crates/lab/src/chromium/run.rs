@@ -215,6 +215,7 @@ pub fn one_run(
         packets_client_to_server: c.client_to_server.packets,
         packets_server_to_client: c.server_to_client.packets,
         bytes_total: c.bytes_total,
+        payload_bytes_total: c.payload_bytes_total,
         line_bytes_total: c.client_to_server.line_bytes + c.server_to_client.line_bytes,
         elapsed_s,
         metadata_s: None,
