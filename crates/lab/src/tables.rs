@@ -304,6 +304,7 @@ pub fn payload_table(net: Net, runs: &[crate::model::RunRecord]) -> String {
         let v: Vec<f64> = runs
             .iter()
             .filter(|r| r.net == net && r.strategy == st && r.test == t && r.ok())
+            .filter(|r| r.robot.tuning == crate::model::Tuning::Tuned)
             .filter(|r| r.payload_bytes_total > 0)
             .map(|r| r.payload_bytes_total as f64)
             .collect();
