@@ -301,14 +301,14 @@ pub fn table3(net: Net, initial: &BTreeMap<Key, Summary>, server_label: &str) ->
 pub fn payload_table(net: Net, runs: &[crate::model::RunRecord]) -> String {
     let mut s = String::new();
     let mean = |st: Strategy, t: Test| {
-        let v: Vec<f64> = runs
-            .iter()
-            .filter(|r| r.net == net && r.strategy == st && r.test == t && r.ok())
-            .filter(|r| r.robot.tuning == crate::model::Tuning::Tuned)
-            .filter(|r| r.payload_bytes_total > 0)
-            .map(|r| r.payload_bytes_total as f64)
-            .collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        let m = MeanSd::of(
+            runs.iter()
+                .filter(|r| r.net == net && r.strategy == st && r.test == t && r.ok())
+                .filter(|r| r.robot.tuning == crate::model::Tuning::Tuned)
+                .filter(|r| r.payload_bytes_total > 0)
+                .map(|r| r.payload_bytes_total as f64),
+        );
+        (m.n > 0).then_some(m.mean)
     };
     let mut rows = Vec::new();
     for st in Strategy::PAPER_001 {
