@@ -221,10 +221,9 @@ pub fn render_claims(claims: &[Claim], net: &str) -> String {
 
 #[derive(Serialize)]
 struct ResultsJson<'a> {
-    made_by: String,
-    command: &'a [String],
-    started_utc: &'a str,
-    seed: u64,
+    schema_version: u32,
+    made_by: &'a str,
+    provenance: &'a crate::report::Provenance,
     wall_s: f64,
     group_sizes: Vec<serde_json::Value>,
     rows: &'a [RunRow],
@@ -233,22 +232,22 @@ struct ResultsJson<'a> {
 
 /// Writes results.json, results.csv, report.txt and report.html; returns
 /// the text report.
-pub fn write(
-    dir: &Path,
-    out: &ObjpackOutcome,
-    methods: &[Method],
-    command: &[String],
-    started_utc: &str,
-    seed: u64,
-) -> Result<String> {
+pub fn write(dir: &Path, out: &ObjpackOutcome, methods: &[Method]) -> Result<String> {
+    let p = &out.provenance;
     let ctxs = contexts(&out.rows);
     let mut text = String::new();
     let _ = writeln!(
         text,
         "pagewire bench --suite objpack: Fujinoki, Sanjay, Shah, \"Web File Transmission by Object Packaging\"\n\
-         command: {}\nstarted: {started_utc}  wall: {:.0} s  seed: {seed}",
-        command.join(" "),
+         command: {}\n{}\nwall: {:.0} s",
+        p.command.join(" "),
+        p.line(),
         out.wall_s
+    );
+    let _ = writeln!(
+        text,
+        "{}",
+        crate::report::lateness_line(out.rows.iter().map(|r| &r.link_lateness), "runs")
     );
     let _ = writeln!(text, "File groups (100 files per set; sizes in bytes):");
     for (kb, lo, med, hi) in &out.group_sizes {
@@ -267,10 +266,9 @@ pub fn write(
     }
     fs::create_dir_all(dir)?;
     let json = ResultsJson {
-        made_by: format!("pagewire {} bench --suite objpack", env!("CARGO_PKG_VERSION")),
-        command,
-        started_utc,
-        seed,
+        schema_version: crate::report::SCHEMA_VERSION,
+        made_by: &p.made_by,
+        provenance: p,
         wall_s: out.wall_s,
         group_sizes: out
             .group_sizes
@@ -286,50 +284,122 @@ pub fn write(
     )
     .context("write results.json")?;
     let mut csv = csv::Writer::from_path(dir.join("results.csv"))?;
-    csv.write_record([
-        "net",
-        "group_kb",
-        "set",
-        "method",
-        "server_response_ms",
-        "server_cpu_ms",
-        "client_response_ms",
-        "client_cpu_ms",
-        "client_first_file_ms",
-        "packets",
-        "bytes",
-        "connections",
-        "retransmissions",
-    ])?;
+    csv.write_record(
+        [
+            "net",
+            "group_kb",
+            "set",
+            "method",
+            "server_response_ms",
+            "server_cpu_ms",
+            "client_response_ms",
+            "client_cpu_ms",
+            "client_first_file_ms",
+            "packets",
+            "bytes",
+            "connections",
+            "retransmissions",
+        ]
+        .into_iter()
+        .chain(crate::report::LATENESS_CSV_HEADER),
+    )?;
     for r in &out.rows {
-        csv.write_record([
-            r.net.clone(),
-            r.group_kb.to_string(),
-            r.set.to_string(),
-            r.method.name().to_string(),
-            format!("{:.3}", r.server.response_ms),
-            format!("{:.3}", r.server.cpu_ms),
-            format!("{:.3}", r.client.response_ms),
-            format!("{:.3}", r.client.cpu_ms),
-            format!("{:.3}", r.client.first_file_ms),
-            r.packets.to_string(),
-            r.bytes.to_string(),
-            r.connections.to_string(),
-            r.retransmissions.to_string(),
-        ])?;
+        csv.write_record(
+            [
+                r.net.clone(),
+                r.group_kb.to_string(),
+                r.set.to_string(),
+                r.method.name().to_string(),
+                format!("{:.3}", r.server.response_ms),
+                format!("{:.3}", r.server.cpu_ms),
+                format!("{:.3}", r.client.response_ms),
+                format!("{:.3}", r.client.cpu_ms),
+                format!("{:.3}", r.client.first_file_ms),
+                r.packets.to_string(),
+                r.bytes.to_string(),
+                r.connections.to_string(),
+                r.retransmissions.to_string(),
+            ]
+            .into_iter()
+            .chain(crate::report::lateness_csv(&r.link_lateness)),
+        )?;
     }
     csv.flush()?;
     fs::write(dir.join("report.txt"), &text)?;
-    let esc = text
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;");
     fs::write(
         dir.join("report.html"),
-        format!(
-            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>pagewire objpack suite</title></head>\n\
-             <body><h1>Object packaging (Fujinoki, Sanjay, Shah) - pagewire bench --suite objpack</h1>\n<pre>{esc}</pre></body></html>\n"
-        ),
+        render_html(out, methods, &claims, &text)?,
     )?;
     Ok(text)
+}
+
+/// report.html in the shared shape: the client response time per method
+/// and file group as the summary's plot, one per network.
+fn render_html(
+    out: &ObjpackOutcome,
+    methods: &[Method],
+    claims: &[Claim],
+    text: &str,
+) -> Result<String> {
+    use crate::html::{Figure, Page, Section};
+    use crate::plots::{self, Series};
+    let mut nets: Vec<&str> = out.rows.iter().map(|r| r.net.as_str()).collect();
+    nets.dedup();
+    let mut groups: Vec<usize> = out.rows.iter().map(|r| r.group_kb).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let colors = [
+        plotters::style::RGBColor(70, 110, 180),
+        plotters::style::RGBColor(230, 150, 50),
+        plotters::style::RGBColor(90, 160, 90),
+    ];
+    let cats: Vec<String> = methods.iter().map(|m| m.name().to_string()).collect();
+    let mut key_plots = Vec::new();
+    for net in &nets {
+        let series: Vec<Series> = groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| Series {
+                name: format!("{g} KB files"),
+                values: methods
+                    .iter()
+                    .map(|m| {
+                        let v: Vec<f64> = out
+                            .rows
+                            .iter()
+                            .filter(|r| r.net == *net && r.group_kb == *g && r.method == *m)
+                            .map(|r| r.client.response_ms)
+                            .collect();
+                        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+                    })
+                    .collect(),
+                reference: vec![None; methods.len()],
+                color: colors[i % colors.len()],
+            })
+            .collect();
+        key_plots.push(Figure {
+            html: plots::bars(
+                &format!("{net}: client response time per set of 100 files"),
+                "ms (mean over sets)",
+                &cats,
+                &series,
+                "",
+            )?,
+            caption: format!("{net}: mean client response time, per method and file group"),
+        });
+    }
+    let page = Page {
+        title: "pagewire bench --suite objpack: Fujinoki, Sanjay, Shah, \"Web File Transmission by Object Packaging\" (paper 002)".into(),
+        provenance: &out.provenance,
+        lateness: crate::report::lateness_line(out.rows.iter().map(|r| &r.link_lateness), "runs"),
+        claims: serde_json::to_value(claims)?,
+        key_plots,
+        sections: vec![Section {
+            title: "Tables (layout of paper 002 Tables 3-7)".into(),
+            html: crate::html::text_tables(text),
+            open: true,
+        }],
+        notes: vec![out.provenance.note.clone()],
+    };
+    Ok(page.render())
 }

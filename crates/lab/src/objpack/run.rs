@@ -43,9 +43,14 @@ pub struct RunRow {
     pub bytes: u64,
     pub connections: u64,
     pub retransmissions: u64,
+    /// How late packets left the emulated link (see
+    /// `pagewire_link::lateness`); `flagged` runs are left out of claims.
+    pub link_lateness: pagewire_link::LinkLateness,
 }
 
 pub struct ObjpackOutcome {
+    /// What made the results (begun when the run started).
+    pub provenance: crate::report::Provenance,
     pub rows: Vec<RunRow>,
     pub wall_s: f64,
     /// Per group: (mean KB, min, median, max file size) over its sets.
@@ -58,6 +63,7 @@ enum Cmd {
 }
 
 pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
+    let mut provenance = crate::report::Provenance::begin("objpack", pagewire_emu::command_line());
     let started = Instant::now();
     let max_sets = cfg.nets.iter().map(|n| n.1).max().unwrap_or(0);
     let sets = files::generate(&cfg.out_dir.join("files"), cfg.seed, max_sets)?;
@@ -76,6 +82,9 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
     let mut rows = Vec::new();
     for (net, nsets) in &cfg.nets {
         let lc = (cfg.link_config)(net)?;
+        provenance
+            .link_configs
+            .insert(net.clone(), serde_json::to_value(&lc)?);
         let link = Link::start(lc).with_context(|| format!("start the {net} link"))?;
         let addr = SocketAddr::from((link.server_addr(), PORT));
         let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>();
@@ -158,6 +167,7 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
                 bytes: counters.bytes_total,
                 connections: counters.connections_opened,
                 retransmissions: counters.retransmissions,
+                link_lateness: counters.link_lateness,
             });
         }
         if cfg.progress {
@@ -168,7 +178,24 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
         let _ = server.join();
         drop(link);
     }
+    provenance.finish();
+    provenance.seeds = [
+        ("files".to_string(), cfg.seed),
+        ("link".to_string(), cfg.seed),
+    ]
+    .into();
+    provenance.repetitions = cfg
+        .nets
+        .iter()
+        .map(|(n, sets)| (format!("{n} sets per group"), *sets as u32))
+        .collect();
+    provenance.server = "objpack bench server (in-process)".into();
+    provenance.page_variant = Some("paper 002 file sets: 100 files per set, 3 size groups".into());
+    provenance.link_lateness_rule = Some(crate::report::lateness_rule());
+    provenance.note =
+        "Files are synthetic (generated from the seed to the paper's group means).".into();
     Ok(ObjpackOutcome {
+        provenance,
         rows,
         wall_s: started.elapsed().as_secs_f64(),
         group_sizes,

@@ -41,7 +41,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
     for (n, _) in &nets {
         overrides.config(n, seed)?;
     }
-    let (date, stamp) = utc_now();
+    let (_, stamp) = utc_now();
     let out = a
         .out
         .clone()
@@ -62,8 +62,7 @@ pub fn run(a: &Args) -> Result<ExitCode> {
         progress: !a.no_progress,
     };
     let outcome = suite::run(&cfg)?;
-    let command: Vec<String> = std::env::args().collect();
-    let text = suite::report::write(&out, &outcome, &cfg.methods, &command, &date, seed)?;
+    let text = suite::report::write(&out, &outcome, &cfg.methods)?;
     print!("{text}");
     println!(
         "Wrote {0}/results.json, results.csv, report.txt and report.html.",
