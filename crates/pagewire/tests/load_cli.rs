@@ -26,11 +26,13 @@ fn check_model_prints_every_statistic_and_passes() {
         .output()
         .unwrap();
     let text = ok(&out);
+    // 11 sampler lines, 9 lines of the realised stream.
     assert_eq!(
         text.lines().filter(|l| l.ends_with("  pass")).count(),
-        11,
+        20,
         "{text}"
     );
+    assert!(text.contains("stream: files per web object"), "{text}");
     assert!(
         text.contains("inverse Gaussian(mu 3.86, lambda 6.08)"),
         "{text}"

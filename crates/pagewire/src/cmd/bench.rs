@@ -206,7 +206,14 @@ fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig> + Send
 
 pub fn run(a: Args) -> Result<ExitCode> {
     if a.suite == "surge" {
-        return super::bench_surge::run(&a.surge, &a.server, a.quick, a.out, !a.no_progress);
+        return super::bench_surge::run(
+            &a.surge,
+            &a.server,
+            a.quick,
+            a.out,
+            !a.no_progress,
+            a.seed,
+        );
     }
     if a.suite == "conn-length" {
         return conn_length(&a);
