@@ -158,7 +158,7 @@ fn http10_opens_several_times_more_connections_than_http11() {
             s.connections, stats.connections, s.gets
         );
         assert_eq!(s.errors, 0);
-        assert_eq!(stats.connections, s.connections);
+        assert_eq!(stats.connections, s.connections + s.conns_outside_window);
         per_mode.push((s.connections, s.gets));
     }
     let (c10, _) = per_mode[0];
@@ -309,4 +309,64 @@ fn invalid_configurations_are_refused_before_running() {
         let e = run::run(cfg, &m, Arc::new(Live::default())).unwrap_err();
         assert!(e.to_string().contains(says), "{e}");
     }
+}
+
+#[test]
+fn open_and_partly_open_sessions_run_the_same_users() {
+    let (dir, m) = site(300);
+    let server = Server::start(dir.path());
+    let mut gets = Vec::new();
+    for model in [
+        run::LoadModel::Open {
+            sessions_per_s: 40.0,
+        },
+        run::LoadModel::PartlyOpen {
+            sessions_per_s: 40.0,
+        },
+    ] {
+        let mut cfg = config(server.addr, 1, 3, Mode::Http11);
+        cfg.model = model;
+        let (s, _) = go(cfg, &m);
+        println!("{}", s.text());
+        assert_eq!(s.errors, 0, "{model:?}: {:?}", s.errors_by_kind);
+        assert!(s.gets > 100, "{model:?}: {} GETs", s.gets);
+        gets.push(s.gets as f64);
+    }
+    server.stop();
+    // The same arrivals and users; only waiting for responses differs.
+    assert!((gets[0] / gets[1] - 1.0).abs() < 0.2, "{gets:?}");
+}
+
+#[test]
+fn urls_closed_and_at_a_fixed_rate_count_status_codes() {
+    use pagewire_load::urls::{run_urls, UrlConfig};
+    let (dir, m) = site(50);
+    let server = Server::start(dir.path());
+    let file = &m.objects[0].files[0].path;
+    let cfg = |urls: Vec<String>, rate: Option<f64>| UrlConfig {
+        urls,
+        connections: 4,
+        duration: Duration::from_secs(2),
+        warmup: Duration::from_millis(200),
+        rate,
+        timeout: Duration::from_secs(5),
+        command_line: "test".into(),
+    };
+    let ok = format!("http://{}{file}", server.addr);
+    let missing = format!("http://{}/no-such-file", server.addr);
+    let (closed, _) = run_urls(cfg(vec![ok.clone()], None), Arc::new(Live::default())).unwrap();
+    assert_eq!(closed.errors, 0);
+    assert!(closed.gets > 100, "{}", closed.gets);
+    let (open, _) = run_urls(cfg(vec![ok], Some(200.0)), Arc::new(Live::default())).unwrap();
+    // 200/s over a 1.8 s window: about 360, never the closed mode's maximum rate.
+    assert!(
+        (open.gets as f64 - 360.0).abs() < 40.0,
+        "{} GETs at 200/s",
+        open.gets
+    );
+    let (bad, _) = run_urls(cfg(vec![missing], Some(50.0)), Arc::new(Live::default())).unwrap();
+    server.stop();
+    assert_eq!(bad.gets, 0);
+    assert!(bad.errors_by_kind["bad_status"] > 0);
+    assert_eq!(bad.status_codes["404"], bad.errors);
 }

@@ -121,7 +121,7 @@ pub enum Sub {
 }
 
 fn positive_duration(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s)?;
+    let d = parse_duration(s).map_err(|e| e.to_string())?;
     if d.is_zero() {
         return Err(format!("{s:?}: must be positive"));
     }
