@@ -112,3 +112,28 @@ fn a_missing_manifest_is_explained() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("pagewire site surge"), "{err}");
 }
+
+#[test]
+fn errors_above_the_allowed_share_exit_1_and_bad_values_exit_2() {
+    // Nothing listens on port 9: every GET is refused.
+    let out = pagewire()
+        .args(["load", "http://127.0.0.1:9/", "-d", "1s", "-c", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("refused"), "{text}");
+    for bad in [
+        ["--duration", "0s"],
+        ["--timeout", "0s"],
+        ["--threads", "0"],
+        ["--ues", "0"],
+    ] {
+        let out = pagewire()
+            .args(["load", "--target", "http://127.0.0.1:9", "--site", "."])
+            .args(bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+    }
+}

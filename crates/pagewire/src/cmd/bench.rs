@@ -68,7 +68,7 @@ pub struct Args {
     /// Results directory (default: a fresh ./bench-YYYYMMDD-HHMMSS).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Seed of the Microscape page (and of link loss/jitter).
+    /// Seed of the Microscape page (and of link loss/jitter); with --suite surge, of the SURGE request stream.
     #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
     seed: u64,
     /// Link options, laid over every network's profile.
