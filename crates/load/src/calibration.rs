@@ -173,7 +173,11 @@ impl Calibration {
         );
         for r in &self.rows {
             let scale = if r.unit == "B" { 1000.0 } else { 1.0 };
-            let unit = if r.unit == "B" { " KB" } else { "" };
+            let unit = match r.unit.as_str() {
+                "B" => " KB",
+                "s" => " s",
+                _ => "",
+            };
             let ours = match r.ours {
                 Some(v) => format!("{:.3}{unit}", v / scale),
                 None => "-".into(),

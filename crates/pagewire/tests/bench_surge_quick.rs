@@ -37,7 +37,7 @@ fn surge_quick_runs_apache_limited_and_unlimited_with_monitor() {
                 "--memory",
                 "none,12M",
                 "--ues",
-                "20",
+                "10",
                 "--modes",
                 "http10,early-close",
                 "--duration",
