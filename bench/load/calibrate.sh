@@ -9,7 +9,8 @@
 #
 # nginx: one worker, keepalive_timeout 15s, keepalive_requests 100.
 # Bounded: per mode DURATION + the 10 s timeout + a few seconds.
-# Needs nginx (scripts/setup-deps.sh) and a release build.
+# Needs nginx (scripts/setup-deps.sh) and a build; PAGEWIRE=path (default the
+# release binary). Copy the binary first if you build while this runs.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PAGEWIRE=${PAGEWIRE:-$ROOT/target/release/pagewire}
@@ -52,9 +53,16 @@ NGX
     NGINX_PID=$!
     for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
     echo "## $MODE"
+    # Exit 1 means the run finished but is off calibration or had errors: go on.
+    rc=0
     "$PAGEWIRE" load --target http://127.0.0.1:$PORT --site "$SITE" --ues "$UES" --mode "$MODE" \
         --duration "$DURATION" --warmup "$WARMUP" --seed "$SEED" --out "$WORK/out-$MODE" --no-progress \
-        | sed 's/^/    /' || true
+        >"$WORK/load-$MODE.txt" 2>&1 || rc=$?
+    sed 's/^/    /' "$WORK/load-$MODE.txt"
+    if [ ! -f "$WORK/out-$MODE/summary.json" ]; then
+        echo "pagewire load ($MODE) wrote no results (exit $rc)" >&2
+        exit 1
+    fi
     kill -TERM "$NGINX_PID"; wait "$NGINX_PID" 2>/dev/null || true; NGINX_PID=
 done
 python3 "$ROOT/bench/load/nginx_calibration.py" "$WORK" $MODES

@@ -385,11 +385,7 @@ impl Summary {
             conn_lifetime_us: m.conn_lifetime_us,
             gets_outside_window: m.gets_outside_window,
             conns_outside_window: m.conns_outside_window,
-            status_codes: m
-                .status
-                .iter()
-                .map(|(k, v)| (k.to_string(), *v))
-                .collect(),
+            status_codes: m.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             run,
             gets: m.gets,
             errors: m.error_total(),

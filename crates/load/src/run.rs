@@ -290,7 +290,9 @@ impl Ctx {
     fn lifetime(&self, c: &Conn) {
         // Connections opened in the window; closed at the latest when the UE stops.
         if self.in_window(c.opened) {
-            let us = Instant::now().saturating_duration_since(c.opened).as_micros() as u64;
+            let us = Instant::now()
+                .saturating_duration_since(c.opened)
+                .as_micros() as u64;
             self.metrics.borrow_mut().record_close(us);
         }
     }
@@ -494,27 +496,12 @@ async fn fetch_object(
     let (first, rest) = slots.split_at_mut(1);
     if let Some(second) = rest.first_mut() {
         let (a, b) = tokio::join!(
-            sequential(
-                ctx,
-                &queue,
-                &failed,
-                &mut first[0],
-                done,
-                close_at_end
-            ),
+            sequential(ctx, &queue, &failed, &mut first[0], done, close_at_end),
             sequential(ctx, &queue, &failed, second, done, close_at_end)
         );
         done = a.max(b);
     } else {
-        done = sequential(
-            ctx,
-            &queue,
-            &failed,
-            &mut first[0],
-            done,
-            close_at_end,
-        )
-        .await;
+        done = sequential(ctx, &queue, &failed, &mut first[0], done, close_at_end).await;
     }
     match failed.get() {
         Some(stop) => Err(stop),
@@ -634,8 +621,7 @@ async fn session_task(ctx: Rc<Ctx>, id: u64, t0: Instant, names: NameSequence, o
             let think: Duration = actives.iter().sum();
             let c = ctx.clone();
             objects.push(tokio::task::spawn_local(async move {
-                let mut own: Vec<Option<Conn>> =
-                    (0..c.cfg.conns_per_ue).map(|_| None).collect();
+                let mut own: Vec<Option<Conn>> = (0..c.cfg.conns_per_ue).map(|_| None).collect();
                 let r = fetch_object(&c, actives, &mut own, &object, t, true).await;
                 finish_object(&c, r, t, object.len());
                 for s in own.iter_mut() {
@@ -761,7 +747,10 @@ pub fn run(
             bail!("--session-rate must be a positive number of sessions per second");
         }
         if cfg.shard.1 > 1 {
-            bail!("--model {} cannot be sharded (one arrival process)", cfg.model.name());
+            bail!(
+                "--model {} cannot be sharded (one arrival process)",
+                cfg.model.name()
+            );
         }
     }
     if cfg.duration.is_zero() {
@@ -809,7 +798,11 @@ pub fn run(
             );
         }
     }
-    let files = manifest.objects.iter().map(|o| o.files.len()).sum::<usize>();
+    let files = manifest
+        .objects
+        .iter()
+        .map(|o| o.files.len())
+        .sum::<usize>();
     let names = NameSequence::generate(files, (files * 100).max(100_000), &cfg.params, cfg.seed);
     let threads = cfg.threads;
     let started_utc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
@@ -821,9 +814,7 @@ pub fn run(
             std::time::SystemTime::now() + Duration::from_millis(50),
         ),
         Some(at) => match at.duration_since(std::time::SystemTime::now()) {
-            Ok(wait) if wait <= Duration::from_secs(3600) => {
-                (std::time::Instant::now() + wait, at)
-            }
+            Ok(wait) if wait <= Duration::from_secs(3600) => (std::time::Instant::now() + wait, at),
             Ok(_) => bail!("--start-at is more than an hour away"),
             Err(_) => bail!("--start-at is in the past"),
         },
@@ -866,8 +857,15 @@ pub fn run(
                             LoadModel::Open { sessions_per_s: r }
                             | LoadModel::PartlyOpen { sessions_per_s: r } => {
                                 let open = matches!(ctx.cfg.model, LoadModel::Open { .. });
-                                arrivals(ctx.clone(), r, open, names.clone(), t as u64, threads as u64)
-                                    .await;
+                                arrivals(
+                                    ctx.clone(),
+                                    r,
+                                    open,
+                                    names.clone(),
+                                    t as u64,
+                                    threads as u64,
+                                )
+                                .await;
                             }
                         }
                         let closed = ctx.cfg.model == LoadModel::Closed;

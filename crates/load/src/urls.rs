@@ -46,9 +46,9 @@ struct Url {
 }
 
 fn parse_url(u: &str) -> anyhow::Result<Url> {
-    let rest = u
-        .strip_prefix("http://")
-        .with_context(|| format!("{u:?}: expected http://HOST[:PORT]/PATH (https is not supported)"))?;
+    let rest = u.strip_prefix("http://").with_context(|| {
+        format!("{u:?}: expected http://HOST[:PORT]/PATH (https is not supported)")
+    })?;
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),

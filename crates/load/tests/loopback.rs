@@ -278,7 +278,11 @@ fn gets_outside_the_window_are_not_counted_in_the_rate() {
 
 #[test]
 fn the_realised_stream_is_calibrated_to_the_paper() {
-    let m = fileset::generate(fileset::DEFAULT_FILES, fileset::DEFAULT_SEED, &Params::default());
+    let m = fileset::generate(
+        fileset::DEFAULT_FILES,
+        fileset::DEFAULT_SEED,
+        &Params::default(),
+    );
     let lines = pagewire_load::streamcheck::check(&m, &Params::default(), 1, 200, 600.0);
     for l in &lines {
         println!("{l:?}");

@@ -227,10 +227,7 @@ pub fn suite_calibration(runs: &[Run]) -> Calibration {
                 .then(|| a.load_connections as f64 / b.load_connections as f64);
             let (lo, hi) = pagewire_load::calibration::CONN_RATIO;
             rows.push(pagewire_load::calibration::Row {
-                quantity: format!(
-                    "{} UE {}: HTTP/1.0 : HTTP/1.1 connections",
-                    a.ues, a.memory
-                ),
+                quantity: format!("{} UE {}: HTTP/1.0 : HTTP/1.1 connections", a.ues, a.memory),
                 ours,
                 unit: String::new(),
                 paper: "4.79-5.79".into(),
