@@ -456,9 +456,12 @@ async fn fetch_object(
         file: object[0],
         intended: t0,
     }];
-    // The object's (early close) or the session's last request asks the
-    // server to close, so the server, not the generator, holds TIME_WAIT.
-    let close_at_end = mode == Mode::EarlyClose || (session_ends && mode != Mode::Http10);
+    // The session's last request asks the server to close, so the server,
+    // not the generator, holds TIME_WAIT. In early close the client closes
+    // after every web object, as the paper's clients did ("having clients
+    // close their HTTP connections after the transfer of each Web object",
+    // section 4.4): no `Connection: close`; the caller drops the connection.
+    let close_at_end = session_ends && !matches!(mode, Mode::Http10 | Mode::EarlyClose);
     let mut done = exchange(ctx, &mut slots[0], &base, false, close_at_end && single)
         .await
         .map_err(|()| Stop::Failed)?;
