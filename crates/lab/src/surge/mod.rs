@@ -99,7 +99,7 @@ pub struct Packets {
 }
 
 /// One run: a server, memory, mode and load level.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Run {
     pub server: String,
     pub memory: String,
@@ -537,4 +537,58 @@ fn one_run(
         Err(e) => run.error = Some(format!("{e:#}")),
     }
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pagewire_load::calibration::Row;
+
+    fn run(mode: &str, memory: &str, conns: u64, duration_ok: bool) -> Run {
+        let band = if duration_ok { Some(true) } else { Some(false) };
+        Run {
+            mode: mode.into(),
+            memory: memory.into(),
+            limit_bytes: (memory != "none").then_some(32 << 20),
+            ues: 40,
+            load_connections: conns,
+            calibration: Some(Calibration::from_rows(vec![Row {
+                quantity: "connection duration".into(),
+                ours: Some(1.0),
+                unit: "s".into(),
+                paper: String::new(),
+                source: String::new(),
+                band: Some((0.0, 2.0)),
+                within: band,
+            }])),
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn the_suite_judges_the_unlimited_runs_and_the_connection_ratio() {
+        // An off-calibration run in a memory-limited configuration does not count.
+        let runs = vec![
+            run("http10", "none", 500, true),
+            run("http11", "none", 100, true),
+            run("http11", "32M", 100, false),
+        ];
+        let c = suite_calibration(&runs);
+        assert!(c.within_bands, "{c:?}");
+        let ratio = c
+            .rows
+            .iter()
+            .find(|r| r.quantity.contains("HTTP/1.0 : HTTP/1.1"))
+            .unwrap();
+        assert_eq!(ratio.ours, Some(5.0));
+        // A ratio outside 3.5-8 puts the suite off calibration.
+        let runs = vec![
+            run("http10", "none", 2000, true),
+            run("http11", "none", 100, true),
+        ];
+        assert!(!suite_calibration(&runs).within_bands);
+        // So does an unlimited run outside a band, and no run at all.
+        assert!(!suite_calibration(&[run("http11", "none", 100, false)]).within_bands);
+        assert!(!suite_calibration(&[]).within_bands);
+    }
 }
