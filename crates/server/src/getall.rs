@@ -8,17 +8,21 @@
 //!
 //! The paper: "the server parses the HTML file to find the URLs of the
 //! images ... Or, the server could keep a cache of the URLs associated with
-//! specific HTML files": each page is parsed once, on its first GETALL, and
-//! its references are kept (resolved, not yet filtered by origin, since
-//! that depends on the request's Host).
+//! specific HTML files": each page is parsed once per origin, on its first
+//! GETALL, with the robot's browser-grade discovery (`pagewire_discover`):
+//! the page's references, those of the stylesheets it applies (`url()`,
+//! `@import`) and the fonts its text uses, so that a first visit is one
+//! request even when a stylesheet names images. The result is kept.
 
+use std::collections::{HashMap, HashSet};
 use std::io::Write as _;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use pagewire_h1::{
     write_header, write_header_u64, write_status_line, BodyFraming, Method, RequestHead, Version,
 };
+use pagewire_discover::{CssDiscoverer, Reference, Rule, Viewport};
 use pagewire_site::store::Resource;
 
 use crate::handler::{
@@ -87,26 +91,185 @@ pub fn wait_for_body(head: &RequestHead, buf: &mut bytes::BytesMut) -> bool {
     }
 }
 
-/// Per-page cache of discovered references (resolved against the page's
-/// path; absolute URLs stay absolute until a request's Host filters them).
+/// Most (page, Host) expansions kept at once; beyond that the cache starts
+/// over (the Host field is the client's choice, so it must not grow the
+/// cache without bound).
+const MAX_EXPANSIONS: usize = 4096;
+/// Deepest `@import` chain followed (a cycle ends sooner: each stylesheet is
+/// taken once).
+const MAX_IMPORT_DEPTH: usize = 16;
+/// Stylesheet text beyond this total is not styled for fonts: every
+/// `@font-face` source is then included (the robot's bound, the same).
+const MAX_FONT_CSS_BYTES: usize = 64 << 20;
+
+/// Per-page cache of what a GETALL of the page returns besides the page:
+/// the same-server request targets a browser fetches for it, in the order
+/// it finds them. Keyed by page and by the request's origin, since which
+/// absolute references are on "this server" depends on the Host field.
 pub struct Index {
-    refs: Vec<OnceLock<Box<[String]>>>,
+    expansions: Mutex<HashMap<(usize, Box<str>), Arc<[String]>>>,
+}
+
+impl Default for Index {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Index {
-    pub fn new(n: usize) -> Index {
+    pub fn new() -> Index {
         Index {
-            refs: (0..n).map(|_| OnceLock::new()).collect(),
+            expansions: Mutex::new(HashMap::new()),
         }
     }
 
-    fn refs<'a>(&'a self, i: usize, r: &Resource) -> &'a [String] {
-        self.refs[i].get_or_init(|| {
-            if !r.media_type.starts_with("text/html") {
-                return Box::default();
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, Box<str>), Arc<[String]>>> {
+        // A panic while holding the lock leaves a consistent map.
+        self.expansions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The targets of page `i` for a request whose origin is `base`
+    /// (`http://host/`, or `/` without a Host).
+    pub(crate) fn targets(&self, site: &StaticSite, i: usize, base: &str) -> Arc<[String]> {
+        let key = (i, Box::<str>::from(base));
+        if let Some(t) = self.lock().get(&key) {
+            return t.clone();
+        }
+        // Computed outside the lock: two first requests may both compute
+        // it, which costs time, never a wrong answer.
+        let t: Arc<[String]> = expand(site, i, base).into();
+        let mut map = self.lock();
+        if map.len() >= MAX_EXPANSIONS {
+            map.clear();
+        }
+        map.insert(key, t.clone());
+        t
+    }
+}
+
+/// What a browser fetches for page `i` from the server at `base`, found as
+/// the robot finds it (`pagewire_discover`, the default 1280-pixel 1x
+/// viewport): the page's references (`img src` and the `srcset` candidate,
+/// stylesheets, scripts, `<style>` and `style` attribute `url()`s ...), the
+/// references of every stylesheet it applies (`url()`, `image-set()`,
+/// `@import`, recursively), and last the `@font-face` sources that the
+/// page's text uses (`pagewire_discover::fonts`). Same-server targets only,
+/// each once, at most [`MAX_PARTS`].
+fn expand(site: &StaticSite, i: usize, base: &str) -> Vec<String> {
+    let r = &site.site().resources()[i];
+    if !r.media_type.starts_with("text/html") {
+        return Vec::new();
+    }
+    let mut d = pagewire_discover::Discoverer::new(&r.path);
+    let mut refs = d.feed_refs(&r.body);
+    refs.extend(d.finish_refs());
+    let mut w = Walk {
+        site,
+        base,
+        out: Vec::new(),
+        seen: HashSet::new(),
+        fonts: Vec::new(),
+        sheets: HashMap::new(),
+        css_bytes: 0,
+    };
+    w.seen.insert(r.path.clone());
+    w.walk(refs, 0);
+    let Walk {
+        mut out,
+        mut seen,
+        fonts,
+        sheets,
+        css_bytes,
+        ..
+    } = w;
+    if !fonts.is_empty() {
+        let used = (css_bytes <= MAX_FONT_CSS_BYTES)
+            .then(|| {
+                pagewire_discover::fonts::used_faces(
+                    &String::from_utf8_lossy(&r.body),
+                    &r.path,
+                    &sheets,
+                    &Viewport::default(),
+                )
+            })
+            .flatten();
+        for f in fonts {
+            if out.len() >= MAX_PARTS {
+                break;
             }
-            pagewire_discover::Discoverer::all(&r.path, &r.body).into_boxed_slice()
-        })
+            if used.as_ref().is_some_and(|u| !u.iter().any(|x| x.url == f)) {
+                continue;
+            }
+            if let Some(t) = pagewire_discover::same_server_path(base, &f) {
+                if seen.insert(t.clone()) {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    out
+}
+
+struct Walk<'a> {
+    site: &'a StaticSite,
+    base: &'a str,
+    out: Vec<String>,
+    seen: HashSet<String>,
+    /// `@font-face` sources, decided once every stylesheet is read.
+    fonts: Vec<String>,
+    /// Stylesheet text by URL, for the font cascade.
+    sheets: HashMap<String, String>,
+    css_bytes: usize,
+}
+
+impl Walk<'_> {
+    fn walk(&mut self, refs: Vec<Reference>, depth: usize) {
+        for Reference { url, rule } in refs {
+            if self.out.len() >= MAX_PARTS {
+                return;
+            }
+            if rule == Rule::FontFace {
+                // As the robot: fonts wait for style (CSS Fonts 4 §4.5).
+                if !self.fonts.contains(&url) {
+                    self.fonts.push(url);
+                }
+                continue;
+            }
+            let Some(t) = pagewire_discover::same_server_path(self.base, &url) else {
+                continue;
+            };
+            if !self.seen.insert(t.clone()) {
+                continue;
+            }
+            self.out.push(t.clone());
+            if !rule.is_stylesheet() || depth >= MAX_IMPORT_DEPTH {
+                continue;
+            }
+            // A stylesheet the browser applies: its references too, if it is
+            // one of ours and served as CSS (what the robot parses).
+            let mut scratch = String::new();
+            let Ok(Target::Path { path, .. }) = target::parse(&t, &mut scratch) else {
+                continue;
+            };
+            let Some(j) = self.site.index_of(path) else {
+                continue;
+            };
+            let s = &self.site.site().resources()[j];
+            if !s.media_type.starts_with("text/css") {
+                continue;
+            }
+            let mut css = CssDiscoverer::new(&url, Viewport::default());
+            let mut more = css.feed(&s.body);
+            more.extend(css.finish());
+            let n = s.body.len().min(pagewire_discover::css::MAX_STYLESHEET_BYTES);
+            self.css_bytes += n;
+            if self.css_bytes <= MAX_FONT_CSS_BYTES {
+                let text = String::from_utf8_lossy(&s.body[..n]);
+                let text = text.strip_prefix('\u{feff}').unwrap_or(&text).to_string();
+                self.sheets.insert(url.clone(), text);
+            }
+            self.walk(more, depth + 1);
+        }
     }
 }
 
@@ -148,17 +311,14 @@ pub fn answer(
                 Some(h) if !h.is_empty() => format!("http://{}/", h.trim()),
                 _ => "/".to_string(),
             };
-            let mut seen = std::collections::HashSet::new();
+            let mut seen = HashSet::new();
             seen.insert(i);
-            for u in site.getall_index().refs(i, r) {
+            for t in site.getall_index().targets(site, i, &base).iter() {
                 if parts.len() >= MAX_PARTS {
                     break;
                 }
-                let Some(t) = pagewire_discover::same_server_path(&base, u) else {
-                    continue;
-                };
                 let mut scratch = String::new();
-                let Ok(Target::Path { path, .. }) = target::parse(&t, &mut scratch) else {
+                let Ok(Target::Path { path, .. }) = target::parse(t, &mut scratch) else {
                     continue;
                 };
                 match site.index_of(path) {
@@ -168,14 +328,10 @@ pub fn answer(
                     Some(_) => {}
                     // A reference to nothing: say so, so the client does not
                     // wait for it or ask again.
-                    None => {
-                        if seen.len() + parts.len() < MAX_PARTS {
-                            parts.push(Part::Missing {
-                                location: t.clone(),
-                                status: 404,
-                            });
-                        }
-                    }
+                    None => parts.push(Part::Missing {
+                        location: t.clone(),
+                        status: 404,
+                    }),
                 }
             }
         }
