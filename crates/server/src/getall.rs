@@ -287,20 +287,54 @@ pub fn answer(
     ctx: Ctx<'_>,
     out: &mut WriteBuf,
 ) -> Answered {
-    let conn = ctx.conn;
+    match collect(site, kind, req, ctx.body, ctx.scratch) {
+        Ok((parts, first)) => write_multipart(out, kind, &parts, ctx.conn, ctx.extra, first),
+        Err((status, why)) => simple(out, status, ctx.conn, &[], &why, false),
+    }
+}
+
+/// The decoded paths of the objects an answer to this request carries (as
+/// 200 or 304 parts), in answer order: what the prefetch predictor is told
+/// was accessed, and what its hints must not repeat (paper 003 §7.3).
+/// Empty for a request that is refused.
+pub fn sent_paths(site: &StaticSite, kind: Kind, req: &RequestHead, body: &[u8]) -> Vec<String> {
+    let mut scratch = String::new();
+    match collect(site, kind, req, body, &mut scratch) {
+        Ok((parts, _)) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Object { r, .. } => Some(r.path.clone()),
+                Part::Missing { .. } => None,
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A refusal: status and a one-line reason.
+type Refusal = (u16, String);
+
+/// The parts of the answer, and the resource it is logged as.
+fn collect<'a>(
+    site: &'a StaticSite,
+    kind: Kind,
+    req: &RequestHead,
+    body: &[u8],
+    scratch: &mut String,
+) -> Result<(Vec<Part<'a>>, Option<usize>), Refusal> {
     let mut parts: Vec<Part> = Vec::new();
     let mut first = None;
     match kind {
         Kind::GetAll | Kind::GetWithField => {
-            let page = match target::parse(req.target(), ctx.scratch) {
+            let page = match target::parse(req.target(), scratch) {
                 Ok(Target::Path { path, .. }) => path.to_string(),
                 Ok(Target::Asterisk) => {
-                    return simple(out, 400, conn, &[], "'*' is only for OPTIONS\n", false)
+                    return Err((400, "'*' is only for OPTIONS\n".into()))
                 }
-                Err(e) => return simple(out, 400, conn, &[], &format!("{}\n", e.reason()), false),
+                Err(e) => return Err((400, format!("{}\n", e.reason()))),
             };
             let Some(i) = site.index_of(&page) else {
-                return simple(out, 404, conn, &[], "not found\n", false);
+                return Err((404, "not found\n".into()));
             };
             let r = &site.site().resources()[i];
             first = Some(i);
@@ -337,38 +371,24 @@ pub fn answer(
         }
         Kind::GetList => {
             if matches!(req.body_framing(), Ok(BodyFraming::Chunked)) {
-                return simple(
-                    out,
-                    411,
-                    conn,
-                    &[],
-                    "GETLIST needs a Content-Length body\n",
-                    false,
-                );
+                return Err((411, "GETLIST needs a Content-Length body\n".into()));
             }
             // The connection loop hands over a body only when it arrived
             // with the head and is at most MAX_SKIPPED_BODY_BYTES; otherwise
             // it closes after this answer, and the client falls back to
             // pipelined GETs (docs/getall.md, "Limits").
             if let Ok(BodyFraming::Length(n)) = req.body_framing() {
-                if ctx.body.len() as u64 != n {
+                if body.len() as u64 != n {
                     let status = if n > crate::policy::MAX_SKIPPED_BODY_BYTES {
                         413
                     } else {
                         400
                     };
-                    return simple(
-                        out,
-                        status,
-                        conn,
-                        &[],
-                        "GETLIST body did not arrive with its head\n",
-                        false,
-                    );
+                    return Err((status, "GETLIST body did not arrive with its head\n".into()));
                 }
             }
-            let Ok(text) = std::str::from_utf8(ctx.body) else {
-                return simple(out, 400, conn, &[], "uri-list is not UTF-8\n", false);
+            let Ok(text) = std::str::from_utf8(body) else {
+                return Err((400, "uri-list is not UTF-8\n".into()));
             };
             // RFC 2483 §5: one URI per line, CRLF (we accept LF), lines
             // starting with '#' are comments.
@@ -377,14 +397,7 @@ pub fn answer(
                     continue;
                 }
                 if parts.len() == MAX_LIST {
-                    return simple(
-                        out,
-                        413,
-                        conn,
-                        &[],
-                        &format!("more than {MAX_LIST} URIs\n"),
-                        false,
-                    );
+                    return Err((413, format!("more than {MAX_LIST} URIs\n")));
                 }
                 let base = match req.header("host").and_then(|h| std::str::from_utf8(h).ok()) {
                     Some(h) if !h.is_empty() => format!("http://{}/", h.trim()),
@@ -417,7 +430,7 @@ pub fn answer(
             }
         }
     }
-    write_multipart(out, kind, &parts, ctx.conn, ctx.extra, first)
+    Ok((parts, first))
 }
 
 fn object<'a>(req: &RequestHead, r: &'a Resource) -> Part<'a> {

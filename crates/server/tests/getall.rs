@@ -297,3 +297,53 @@ fn getall_includes_stylesheet_references_srcset_and_used_fonts() {
         .collect();
     assert_eq!(again, locs);
 }
+
+/// Issue 25 #15, paper 003 §7.3: a GETALL's parts are accesses the online
+/// predictor learns from, and its hints never name an object the GETALL
+/// answer already carries.
+#[test]
+fn getall_parts_teach_the_predictor_and_are_never_hinted() {
+    let files = vec![
+        file("/page.html", "<html><img src=\"img.gif\"></html>"),
+        file("/img.gif", "GIF89a img"),
+        file("/next.html", "<html>next</html>"),
+    ];
+    let srv = TestServer::start(
+        Site::from_files(files),
+        pagewire_server::ServerConfig {
+            prefetch: Some("w=2,p=0.5,i=4".parse().unwrap()),
+            ..config()
+        },
+    );
+    // Teach: a GETALL of the page, then the next page, several times.
+    for _ in 0..3 {
+        let mut r = Reader::new(srv.connect());
+        let all = send(&mut r, "GETALL /page.html HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(parts(&all).len(), 2);
+        send(&mut r, "GET /next.html HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+    let mut r = Reader::new(srv.connect());
+    // The image was seen as accessed (only ever sent as a part): it now
+    // predicts the next page.
+    let img = send(&mut r, "GET /img.gif HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(img.header("link"), Some("</next.html>; rel=prefetch"));
+    // A plain GET of the page is hinted its image (learned from the parts)...
+    let page = send(&mut r, "GET /page.html HTTP/1.1\r\nHost: x\r\n\r\n");
+    let link = page.header("link").expect("hints for the page");
+    assert!(link.contains("</img.gif>; rel=prefetch"), "{link}");
+    // ... a GETALL of it is not: the image is in the answer.
+    let all = send(&mut r, "GETALL /page.html HTTP/1.1\r\nHost: x\r\n\r\n");
+    let link = all.header("link").expect("hints for the GETALL");
+    assert!(!link.contains("img.gif"), "{link}");
+    assert!(link.contains("</next.html>; rel=prefetch"), "{link}");
+    // The same for a GETLIST naming both.
+    let list = "/page.html\r\n/img.gif\r\n";
+    let req = format!(
+        "GETLIST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/uri-list\r\nContent-Length: {}\r\n\r\n{list}",
+        list.len()
+    );
+    let gl = send(&mut r, &req);
+    assert_eq!(parts(&gl).len(), 2);
+    let link = gl.header("link").unwrap_or("");
+    assert!(!link.contains("img.gif") && !link.contains("page.html"), "{link}");
+}
