@@ -581,9 +581,8 @@ impl Session {
         o.attempts += 1;
         // A GET after a HEAD that showed a change, or the rest of a range,
         // is not a retry.
-        let second = o.changed
-            || matches!(o.range, RangePart::Rest { .. })
-            || (id == PAGE && st_refused);
+        let second =
+            o.changed || matches!(o.range, RangePart::Rest { .. }) || (id == PAGE && st_refused);
         let retry = o.attempts > 1 && !(second && o.attempts == 2);
         o.requested = now;
         o.request_len = out.len() as u64;
@@ -985,10 +984,7 @@ impl Session {
             let Some(path) = same_server_path(&self.page_url, url) else {
                 continue;
             };
-            let cached = self
-                .cache
-                .as_ref()
-                .and_then(|c| c.get(url).ok().flatten());
+            let cached = self.cache.as_ref().and_then(|c| c.get(url).ok().flatten());
             match cached {
                 Some(c) if self.cfg.revalidate => {
                     if let Some(e) = c.meta.etag {

@@ -19,10 +19,10 @@ use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use pagewire_discover::{CssDiscoverer, Reference, Rule, Viewport};
 use pagewire_h1::{
     write_header, write_header_u64, write_status_line, BodyFraming, Method, RequestHead, Version,
 };
-use pagewire_discover::{CssDiscoverer, Reference, Rule, Viewport};
 use pagewire_site::store::Resource;
 
 use crate::handler::{
@@ -261,7 +261,10 @@ impl Walk<'_> {
             let mut css = CssDiscoverer::new(&url, Viewport::default());
             let mut more = css.feed(&s.body);
             more.extend(css.finish());
-            let n = s.body.len().min(pagewire_discover::css::MAX_STYLESHEET_BYTES);
+            let n = s
+                .body
+                .len()
+                .min(pagewire_discover::css::MAX_STYLESHEET_BYTES);
             self.css_bytes += n;
             if self.css_bytes <= MAX_FONT_CSS_BYTES {
                 let text = String::from_utf8_lossy(&s.body[..n]);
@@ -328,9 +331,7 @@ fn collect<'a>(
         Kind::GetAll | Kind::GetWithField => {
             let page = match target::parse(req.target(), scratch) {
                 Ok(Target::Path { path, .. }) => path.to_string(),
-                Ok(Target::Asterisk) => {
-                    return Err((400, "'*' is only for OPTIONS\n".into()))
-                }
+                Ok(Target::Asterisk) => return Err((400, "'*' is only for OPTIONS\n".into())),
                 Err(e) => return Err((400, format!("{}\n", e.reason()))),
             };
             let Some(i) = site.index_of(&page) else {

@@ -105,7 +105,10 @@ fn truncation_by_log_rotation_leaves_no_nul_hole() {
     assert!(!after.contains(&0), "NUL bytes after truncation: {after:?}");
     let text = String::from_utf8(after).unwrap();
     assert!(text.starts_with("127.0.0.1 - - ["), "{text}");
-    assert!(text.contains("\"GET /missing-after-rotation HTTP/1.1\" 404"), "{text}");
+    assert!(
+        text.contains("\"GET /missing-after-rotation HTTP/1.1\" 404"),
+        "{text}"
+    );
     assert_eq!(text.lines().count(), 1);
 }
 

@@ -345,5 +345,8 @@ fn getall_parts_teach_the_predictor_and_are_never_hinted() {
     let gl = send(&mut r, &req);
     assert_eq!(parts(&gl).len(), 2);
     let link = gl.header("link").unwrap_or("");
-    assert!(!link.contains("img.gif") && !link.contains("page.html"), "{link}");
+    assert!(
+        !link.contains("img.gif") && !link.contains("page.html"),
+        "{link}"
+    );
 }
