@@ -574,7 +574,8 @@ mod tests {
     fn a_non_matching_media_block_last_in_the_sheet_stays_skipped() {
         // The whole sheet in one read, then finish: the skipped block used
         // to be re-read from its inside by finish.
-        let css = "h1 { background: url(a.gif) }\n@media print { body { background: url(p.gif) } }\n";
+        let css =
+            "h1 { background: url(a.gif) }\n@media print { body { background: url(p.gif) } }\n";
         let mut d = CssDiscoverer::new("/c/s.css", Viewport::default());
         let mut v = d.feed(css.as_bytes());
         v.extend(d.finish());

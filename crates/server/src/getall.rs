@@ -107,8 +107,11 @@ const MAX_FONT_CSS_BYTES: usize = 64 << 20;
 /// it finds them. Keyed by page and by the request's origin, since which
 /// absolute references are on "this server" depends on the Host field.
 pub struct Index {
-    expansions: Mutex<HashMap<(usize, Box<str>), Arc<[String]>>>,
+    expansions: Mutex<Expansions>,
 }
+
+/// (page index, request origin) -> the targets of its GETALL answer.
+type Expansions = HashMap<(usize, Box<str>), Arc<[String]>>;
 
 impl Default for Index {
     fn default() -> Self {
@@ -123,7 +126,7 @@ impl Index {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(usize, Box<str>), Arc<[String]>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Expansions> {
         // A panic while holding the lock leaves a consistent map.
         self.expansions.lock().unwrap_or_else(|e| e.into_inner())
     }

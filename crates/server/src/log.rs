@@ -15,7 +15,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
@@ -98,7 +98,7 @@ impl Reopener {
 fn write_loop(
     rx: Receiver<Vec<u8>>,
     mut out: BufWriter<File>,
-    path: &PathBuf,
+    path: &Path,
     reopen: &AtomicBool,
 ) -> std::io::Result<()> {
     while let Ok(batch) = rx.recv() {
