@@ -12,6 +12,7 @@
 //! | [`servers`] | pagewire / nginx / Apache prefork, generated configs     |
 //! | [`report`]  | Tables 2-7, per-connection memory, claims, HTML, plots   |
 
+pub mod claims;
 pub mod cgroup;
 pub mod monitor;
 pub mod report;
