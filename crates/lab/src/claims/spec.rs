@@ -548,6 +548,12 @@ impl Estimate {
     }
 }
 
+/// `#[serde(deserialize_with)]` for a number JSON may carry as null (serde
+/// writes NaN as null): null reads as NaN, which no band contains.
+pub fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 /// `#[serde(serialize_with)]` for an [`Estimate`]: `{mean, sd, n}`.
 pub fn ser_estimate<S: serde::Serializer>(e: &Estimate, s: S) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeStruct;

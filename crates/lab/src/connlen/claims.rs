@@ -27,7 +27,9 @@ pub struct P {
 /// `{mean, sd, n}`.
 #[derive(Clone, Copy, Debug, Deserialize)]
 pub struct E {
+    #[serde(deserialize_with = "crate::claims::spec::nan_if_null")]
     pub mean: f64,
+    #[serde(deserialize_with = "crate::claims::spec::nan_if_null")]
     pub sd: f64,
     pub n: u32,
 }

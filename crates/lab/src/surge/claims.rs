@@ -14,6 +14,8 @@ use crate::claims::bands::{self, source as src};
 use crate::claims::spec::{decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured, Quantity};
 use crate::claims::{Judged, Suite};
 
+use crate::claims::spec::nan_if_null as nn;
+
 /// One run as results.json records it (the fields the rules read).
 #[derive(Clone, Debug, Deserialize)]
 pub struct R {
@@ -22,18 +24,22 @@ pub struct R {
     pub mode: String,
     pub ues: u64,
     pub gets: u64,
+    #[serde(deserialize_with = "nn")]
     pub gets_per_second: f64,
     pub packets: Pk,
+    #[serde(deserialize_with = "nn")]
     pub usr: f64,
+    #[serde(deserialize_with = "nn")]
     pub kern: f64,
+    #[serde(deserialize_with = "nn")]
     pub idle: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nn")]
     pub iowait: f64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nn")]
     pub pages_read: f64,
     #[serde(default)]
     pub oom_kills: u64,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nn")]
     pub cwnd_mean: f64,
     #[serde(default)]
     pub cwnd_n: u64,
@@ -52,7 +58,9 @@ pub struct F {
     pub memory: String,
     pub mode: String,
     pub n: u64,
+    #[serde(deserialize_with = "nn")]
     pub slope_kb_per_conn: f64,
+    #[serde(deserialize_with = "nn")]
     pub slope_se_kb: f64,
 }
 
