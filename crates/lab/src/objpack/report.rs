@@ -261,6 +261,7 @@ pub fn write(
     let judged = crate::claims::judge_serialized(&json, Suite::Objpack);
     text.push('\n');
     text.push_str(&judged.render());
+    text.push_str(&super::claims::render_self_test());
     json.claims = &judged.claims;
     fs::write(
         dir.join("results.json"),
