@@ -375,11 +375,13 @@ pub fn decide<C>(spec: &ClaimSpec<C>, m: Measured) -> Claim {
         })
         .collect();
     let which = |p: Position| {
-        cells
-            .iter()
-            .filter(|c| c.position == p)
-            .map(|c| c.cell.clone())
-            .collect::<Vec<_>>()
+        let mut v: Vec<String> = Vec::new();
+        for c in cells.iter().filter(|c| c.position == p) {
+            if !v.contains(&c.cell) {
+                v.push(c.cell.clone());
+            }
+        }
+        v
     };
     let (verdict, reason) = if let Some(why) = &m.not_testable {
         (Verdict::NotTestable, why.clone())
