@@ -168,7 +168,13 @@ fn modem(c: &S9Ctx) -> Measured {
             "the original page's runs (the --baseline results.json; `pagewire claims` looks beside the CSS run's directory, in ../results.json)",
         );
     };
-    let all = est(&c.css, Net::Ppp, Strategy::PipelineDeflate, Test::First, elapsed);
+    let all = est(
+        &c.css,
+        Net::Ppp,
+        Strategy::PipelineDeflate,
+        Test::First,
+        elapsed,
+    );
     let h10 = est(original, Net::Ppp, Strategy::Http10, Test::First, elapsed);
     let (Some(all), Some(h10)) = (all, h10) else {
         return Measured::missing(
@@ -176,8 +182,18 @@ fn modem(c: &S9Ctx) -> Measured {
         );
     };
     let mut m = Measured::new();
-    m.push(0, "ppp/first: CSS+PNG page pipeline-deflate / original page http10", ratio(all, h10));
-    if let Some(p) = est(original, Net::Ppp, Strategy::PipelineDeflate, Test::First, elapsed) {
+    m.push(
+        0,
+        "ppp/first: CSS+PNG page pipeline-deflate / original page http10",
+        ratio(all, h10),
+    );
+    if let Some(p) = est(
+        original,
+        Net::Ppp,
+        Strategy::PipelineDeflate,
+        Test::First,
+        elapsed,
+    ) {
         m = m.with_note(format!(
             "the protocol changes alone (original page, pipelined + deflate, {:.1} s) give {:.2}",
             p.mean,
@@ -219,8 +235,16 @@ pub fn savings(c: &S9Ctx) -> (f64, f64, f64, f64) {
 fn order(c: &S9Ctx) -> Measured {
     let (deflate, css, png, req) = savings(c);
     let mut m = Measured::new();
-    m.push(0, format!("deflate {deflate:.0} - style sheets {css:.0} bytes"), Interval::exact(deflate - css));
-    m.push(1, format!("style sheets {css:.0} - PNG {png:.0} bytes"), Interval::exact(css - png));
+    m.push(
+        0,
+        format!("deflate {deflate:.0} - style sheets {css:.0} bytes"),
+        Interval::exact(deflate - css),
+    );
+    m.push(
+        1,
+        format!("style sheets {css:.0} - PNG {png:.0} bytes"),
+        Interval::exact(css - png),
+    );
     let k = &c.composition;
     m.with_note(format!(
         "by construction of the page, not a measurement; {} requests of {req:.0} bytes counted as saved; our synthetic GIFs lose {:.0}% of their bytes as PNG against the paper's 11% (103299 -> 92096)",
@@ -280,7 +304,12 @@ pub fn judge(original: Option<&[RunRecord]>, css: &[RunRecord]) -> Vec<Claim> {
         Err(e) => {
             return CLAIMS
                 .iter()
-                .map(|s| decide(s, Measured::missing(format!("the CSS page could not be generated: {e}"))))
+                .map(|s| {
+                    decide(
+                        s,
+                        Measured::missing(format!("the CSS page could not be generated: {e}")),
+                    )
+                })
                 .collect()
         }
     };

@@ -81,7 +81,11 @@ fn scale(v: &mut Value, net: &str, st: &str, test: &str, key: &str, by: f64) {
     for r in runs_mut(v) {
         if r["net"] == net && r["strategy"] == st && r["test"] == test {
             let x = r[key].as_f64().unwrap() * by;
-            r[key] = if key == "elapsed_s" { json!(x) } else { json!(x.round() as u64) };
+            r[key] = if key == "elapsed_s" {
+                json!(x)
+            } else {
+                json!(x.round() as u64)
+            };
         }
     }
 }
@@ -121,7 +125,9 @@ fn one_clear_failure_of_an_every_network_sentence_contradicts() {
 #[test]
 fn one_repetition_is_n_below_3() {
     let mut v = results();
-    runs_mut(&mut v).retain(|r| !(r["net"] == "lan" && r["strategy"] == "pipeline" && r["test"] == "first" && r["rep"] != 0));
+    runs_mut(&mut v).retain(|r| {
+        !(r["net"] == "lan" && r["strategy"] == "pipeline" && r["test"] == "first" && r["rep"] != 0)
+    });
     let c = claim(&v, "pipeline-faster-than-http10");
     assert_eq!(c.verdict, Verdict::Inconclusive);
     assert_eq!(c.reason, "n < 3: lan/first");
@@ -151,7 +157,14 @@ fn saving_far_outside_about_16_is_contradicted() {
     let mut v = results();
     for net in NETS {
         // 200 -> 120 packets: 40% saved.
-        scale(&mut v, net, "pipeline-deflate", "first", "packets_total", 120.0 / 168.0);
+        scale(
+            &mut v,
+            net,
+            "pipeline-deflate",
+            "first",
+            "packets_total",
+            120.0 / 168.0,
+        );
     }
     let c = claim(&v, "deflate-16-12");
     assert_eq!(c.verdict, Verdict::Contradicted, "{}", c.reason);
@@ -166,8 +179,22 @@ fn saving_far_outside_about_16_is_contradicted() {
 fn no_deflate_is_not_testable() {
     let mut v = results();
     for net in NETS {
-        scale(&mut v, net, "pipeline-deflate", "first", "payload_bytes_total", 190.0 / 150.0);
-        scale(&mut v, net, "pipeline-deflate", "first", "packets_total", 200.0 / 168.0);
+        scale(
+            &mut v,
+            net,
+            "pipeline-deflate",
+            "first",
+            "payload_bytes_total",
+            190.0 / 150.0,
+        );
+        scale(
+            &mut v,
+            net,
+            "pipeline-deflate",
+            "first",
+            "packets_total",
+            200.0 / 168.0,
+        );
     }
     let j = judge_value(&v, None).unwrap();
     let c = j.claims.iter().find(|c| c.id == "deflate-16-12").unwrap();
@@ -207,11 +234,17 @@ fn flagged_runs_are_left_out() {
     }
     let j = judge_value(&v, None).unwrap();
     assert_eq!(j.excluded_runs, flagged);
-    let c = j.claims.iter().find(|c| c.id == "pipeline-faster-than-http10").unwrap();
+    let c = j
+        .claims
+        .iter()
+        .find(|c| c.id == "pipeline-faster-than-http10")
+        .unwrap();
     // The covered wan/first cell is now missing: inconclusive, not contradicted.
     assert_eq!(c.verdict, Verdict::Inconclusive, "{}", c.reason);
     assert!(c.reason.contains("wan/first"), "{}", c.reason);
-    assert!(j.render().contains("left out for link fidelity (link_lateness.flagged): 5 of 120"));
+    assert!(j
+        .render()
+        .contains("left out for link fidelity (link_lateness.flagged): 5 of 120"));
 }
 
 /// The tally prints four numbers; page checks never count.
@@ -220,5 +253,8 @@ fn tally_has_four_numbers() {
     let j = judge_value(&results(), None).unwrap();
     assert_eq!(j.tally.iter().sum::<usize>(), 16);
     let text = j.render();
-    assert!(text.contains("confirmed,") && text.contains("not testable here"), "{text}");
+    assert!(
+        text.contains("confirmed,") && text.contains("not testable here"),
+        "{text}"
+    );
 }

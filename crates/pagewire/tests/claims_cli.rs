@@ -44,16 +44,28 @@ fn every_suite_is_rejudged_from_its_records() {
         assert!(ok, "{dir}: {err}");
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["suite"], *suite, "{dir}");
-        let tally: Vec<u64> = v["tally"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        let tally: Vec<u64> = v["tally"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect();
         let counted = v["claims"]
             .as_array()
             .unwrap()
             .iter()
             .filter(|c| c["kind"] == "claim")
             .count() as u64;
-        assert_eq!((tally.len(), tally.iter().sum::<u64>()), (4, counted), "{dir}");
+        assert_eq!(
+            (tally.len(), tally.iter().sum::<u64>()),
+            (4, counted),
+            "{dir}"
+        );
         let (ok, text, _) = claims(&docs().join(dir), false);
-        assert!(ok && text.contains("tally:") && text.contains("left out for link fidelity"), "{dir}: {text}");
+        assert!(
+            ok && text.contains("tally:") && text.contains("left out for link fidelity"),
+            "{dir}: {text}"
+        );
     }
 }
 
@@ -61,7 +73,10 @@ fn every_suite_is_rejudged_from_its_records() {
 /// serialized; `pagewire claims` on that file prints the same claims.
 #[test]
 fn results_json_claims_equal_what_pagewire_claims_prints() {
-    for (dir, _) in DIRS.iter().filter(|d| !matches!(d.1, "microscape-css" | "prefetch")) {
+    for (dir, _) in DIRS
+        .iter()
+        .filter(|d| !matches!(d.1, "microscape-css" | "prefetch"))
+    {
         let src = docs().join(dir).join("results.json");
         let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&src).unwrap()).unwrap();
         v["claims"] = Value::Array(Vec::new());
@@ -72,11 +87,15 @@ fn results_json_claims_equal_what_pagewire_claims_prints() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("results.json");
         std::fs::write(&file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
-        let written: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
         let (ok, out, err) = claims(tmp.path(), true);
         assert!(ok, "{dir}: {err}");
         let printed: Value = serde_json::from_str(&out).unwrap();
-        assert!(printed["claims"] == written["claims"], "{dir}: the printed claims differ from the file's");
+        assert!(
+            printed["claims"] == written["claims"],
+            "{dir}: the printed claims differ from the file's"
+        );
     }
 }
 
@@ -85,7 +104,11 @@ fn bad_input_is_a_clear_error() {
     let tmp = tempfile::tempdir().unwrap();
     let (ok, _, err) = claims(tmp.path(), false);
     assert!(!ok && err.contains("no results.json"), "{err}");
-    std::fs::write(tmp.path().join("results.json"), "{\"runs\": [{\"net\": 1}]}").unwrap();
+    std::fs::write(
+        tmp.path().join("results.json"),
+        "{\"runs\": [{\"net\": 1}]}",
+    )
+    .unwrap();
     let (ok, _, err) = claims(tmp.path(), false);
     assert!(!ok && err.contains("run record 0"), "{err}");
     std::fs::write(tmp.path().join("results.json"), "not json").unwrap();

@@ -13,7 +13,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::bands::{self, source as src};
-use super::spec::{decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured, Quantity};
+use super::spec::{
+    decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured, Quantity,
+};
 use crate::model::{Net, RunRecord, Strategy, Test, Tuning};
 use Strategy::*;
 use Test::*;
@@ -68,7 +70,9 @@ impl MicroscapeCtx {
             ..MicroscapeCtx::default()
         };
         for ((modem, key), rs) in groups {
-            let e = |f: fn(&RunRecord) -> f64| Estimate::of(&rs.iter().map(|r| f(r)).collect::<Vec<_>>());
+            let e = |f: fn(&RunRecord) -> f64| {
+                Estimate::of(&rs.iter().map(|r| f(r)).collect::<Vec<_>>())
+            };
             let v = Vals {
                 packets: e(|r| r.packets_total as f64),
                 payload: rs
@@ -97,7 +101,8 @@ impl MicroscapeCtx {
         self.v(net, st, t).map(|v| v.seconds.interval())
     }
     fn bytes(&self, net: Net, st: Strategy, t: Test) -> Option<Result<Interval, ()>> {
-        self.v(net, st, t).map(|v| v.payload.map(|p| p.interval()).ok_or(()))
+        self.v(net, st, t)
+            .map(|v| v.payload.map(|p| p.interval()).ok_or(()))
     }
     fn socks(&self, net: Net, st: Strategy, t: Test) -> Option<Interval> {
         self.v(net, st, t).map(|v| v.sockets.interval())
@@ -108,10 +113,16 @@ impl MicroscapeCtx {
     fn deflate_served(&self) -> Option<bool> {
         let mut any = None;
         for net in Net::ALL {
-            if let (Some(p), Some(pd)) = (self.pa(net, Pipeline, First), self.v(net, PipelineDeflate, First)) {
+            if let (Some(p), Some(pd)) = (
+                self.pa(net, Pipeline, First),
+                self.v(net, PipelineDeflate, First),
+            ) {
                 let _ = p;
                 let pb = self.v(net, Pipeline, First).unwrap();
-                let (a, b) = (pb.payload.unwrap_or(pb.packets), pd.payload.unwrap_or(pd.packets));
+                let (a, b) = (
+                    pb.payload.unwrap_or(pb.packets),
+                    pd.payload.unwrap_or(pd.packets),
+                );
                 any = Some(any.unwrap_or(false) || b.mean < 0.95 * a.mean);
             }
         }
@@ -413,21 +424,39 @@ fn pipeline_2x_packets(c: &MicroscapeCtx) -> Measured {
 fn wan_revalidate_tenth(c: &MicroscapeCtx) -> Measured {
     let mut m = Measured::new();
     let f = |net, t| Some(c.pa(net, Pipeline, t)? / c.pa(net, Http10, t)?);
-    each(&mut m, 0, &[Http10, Pipeline], [(Net::Wan, Revalidate)].into_iter(), f);
+    each(
+        &mut m,
+        0,
+        &[Http10, Pipeline],
+        [(Net::Wan, Revalidate)].into_iter(),
+        f,
+    );
     m
 }
 
 fn wan_revalidate_faster(c: &MicroscapeCtx) -> Measured {
     let mut m = Measured::new();
     let f = |net, t| Some(c.sec(net, Pipeline, t)? / c.sec(net, Http10, t)?);
-    each(&mut m, 0, &[Http10, Pipeline], [(Net::Wan, Revalidate)].into_iter(), f);
+    each(
+        &mut m,
+        0,
+        &[Http10, Pipeline],
+        [(Net::Wan, Revalidate)].into_iter(),
+        f,
+    );
     m
 }
 
 fn pipeline_3x_over_http11(c: &MicroscapeCtx) -> Measured {
     let mut m = Measured::new();
     let f = |net, t| Some(c.pa(net, Http11, t)? / c.pa(net, Pipeline, t)?);
-    each(&mut m, 0, &[Http11, Pipeline], [(Net::Wan, Revalidate)].into_iter(), f);
+    each(
+        &mut m,
+        0,
+        &[Http11, Pipeline],
+        [(Net::Wan, Revalidate)].into_iter(),
+        f,
+    );
     m
 }
 
@@ -458,12 +487,20 @@ fn deflate_16_12(c: &MicroscapeCtx) -> Measured {
         );
     }
     let mut m = Measured::new();
-    each(&mut m, 0, &[Pipeline, PipelineDeflate], firsts(), |net, t| {
-        Some((c.pa(net, PipelineDeflate, t)? / c.pa(net, Pipeline, t)?).one_minus())
-    });
-    each(&mut m, 1, &[Pipeline, PipelineDeflate], firsts(), |net, t| {
-        Some((c.sec(net, PipelineDeflate, t)? / c.sec(net, Pipeline, t)?).one_minus())
-    });
+    each(
+        &mut m,
+        0,
+        &[Pipeline, PipelineDeflate],
+        firsts(),
+        |net, t| Some((c.pa(net, PipelineDeflate, t)? / c.pa(net, Pipeline, t)?).one_minus()),
+    );
+    each(
+        &mut m,
+        1,
+        &[Pipeline, PipelineDeflate],
+        firsts(),
+        |net, t| Some((c.sec(net, PipelineDeflate, t)? / c.sec(net, Pipeline, t)?).one_minus()),
+    );
     m
 }
 
@@ -474,12 +511,20 @@ fn deflate_helps_everywhere(c: &MicroscapeCtx) -> Measured {
         );
     }
     let mut m = Measured::new();
-    each(&mut m, 0, &[Pipeline, PipelineDeflate], firsts(), |net, t| {
-        Some(c.pa(net, PipelineDeflate, t)? / c.pa(net, Pipeline, t)?)
-    });
-    each(&mut m, 1, &[Pipeline, PipelineDeflate], firsts(), |net, t| {
-        Some(c.sec(net, PipelineDeflate, t)? / c.sec(net, Pipeline, t)?)
-    });
+    each(
+        &mut m,
+        0,
+        &[Pipeline, PipelineDeflate],
+        firsts(),
+        |net, t| Some(c.pa(net, PipelineDeflate, t)? / c.pa(net, Pipeline, t)?),
+    );
+    each(
+        &mut m,
+        1,
+        &[Pipeline, PipelineDeflate],
+        firsts(),
+        |net, t| Some(c.sec(net, PipelineDeflate, t)? / c.sec(net, Pipeline, t)?),
+    );
     m
 }
 
@@ -583,15 +628,25 @@ fn persistent_saves_packets(c: &MicroscapeCtx) -> Measured {
     let mut m = Measured::new();
     let get = |st| c.cells.get(&(true, Net::Lan, st, Revalidate));
     let Some(h10) = get(Http10) else {
-        return Measured::missing("the initial (Table 3) robot's lan revalidation runs (bench without --no-initial)");
+        return Measured::missing(
+            "the initial (Table 3) robot's lan revalidation runs (bench without --no-initial)",
+        );
     };
     for st in [Http11, Pipeline] {
         let Some(v) = get(st) else {
             m.absent(format!("lan/revalidate/{st} (initial robot)"));
             continue;
         };
-        m.push(0, format!("lan/revalidate/{st}"), v.packets.interval() / h10.packets.interval());
-        m.push(1, format!("lan/revalidate/{st}"), v.seconds.interval() / h10.seconds.interval());
+        m.push(
+            0,
+            format!("lan/revalidate/{st}"),
+            v.packets.interval() / h10.packets.interval(),
+        );
+        m.push(
+            1,
+            format!("lan/revalidate/{st}"),
+            v.seconds.interval() / h10.seconds.interval(),
+        );
     }
     m
 }
@@ -640,7 +695,10 @@ fn lowercase_tags_compress_better(c: &MicroscapeCtx) -> Measured {
     let mut m = Measured::new();
     m.push(
         0,
-        format!("lower {:.3} / mixed {:.3}", p.ratio_lower_case, p.ratio_mixed_case),
+        format!(
+            "lower {:.3} / mixed {:.3}",
+            p.ratio_lower_case, p.ratio_mixed_case
+        ),
         Interval::exact(p.ratio_lower_case / p.ratio_mixed_case),
     );
     m
@@ -653,7 +711,10 @@ fn lowercase_tags_compress_better(c: &MicroscapeCtx) -> Measured {
 /// cells.
 pub fn paper_ctx(server: crate::reference::Server) -> MicroscapeCtx {
     let mut ctx = MicroscapeCtx::default();
-    for r in crate::reference::TABLES_4_TO_9.iter().filter(|r| r.server == server) {
+    for r in crate::reference::TABLES_4_TO_9
+        .iter()
+        .filter(|r| r.server == server)
+    {
         let socks = match (r.strategy, r.test) {
             (Http10, First) => 43.0,
             (Http10, Revalidate) => 40.0,
@@ -720,7 +781,11 @@ mod tests {
     use crate::reference::Server;
 
     fn verdict(claims: &[Claim], id: &str) -> Verdict {
-        claims.iter().find(|c| c.id == id).unwrap_or_else(|| panic!("{id}")).verdict
+        claims
+            .iter()
+            .find(|c| c.id == id)
+            .unwrap_or_else(|| panic!("{id}"))
+            .verdict
     }
 
     /// What the paper's own tables say of each sentence, by the rule's text:
@@ -765,10 +830,20 @@ mod tests {
     fn table_bands_contain_the_papers_values() {
         for s in [Server::Jigsaw, Server::Apache] {
             let claims = judge(&paper_ctx(s));
-            for id in ["deflate-16-12", "first-time-halved", "pipeline-3x-over-http11", "packet-size-doubled", "pipeline-2x-packets"] {
+            for id in [
+                "deflate-16-12",
+                "first-time-halved",
+                "pipeline-3x-over-http11",
+                "packet-size-doubled",
+                "pipeline-2x-packets",
+            ] {
                 let c = claims.iter().find(|c| c.id == id).unwrap();
                 for cell in &c.cells {
-                    assert_eq!(cell.position, crate::claims::spec::Position::Inside, "{s:?} {id} {cell:?}");
+                    assert_eq!(
+                        cell.position,
+                        crate::claims::spec::Position::Inside,
+                        "{s:?} {id} {cell:?}"
+                    );
                 }
             }
         }

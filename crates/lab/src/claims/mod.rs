@@ -153,21 +153,23 @@ pub fn detect(v: &Value) -> Result<Suite> {
         .get("page_composition")
         .and_then(Value::as_str)
         .is_some_and(|p| p.contains("CSS+PNG variant"));
-    Ok(if made_by.contains("--suite objpack") || (has("rows") && has("group_sizes")) {
-        Suite::Objpack
-    } else if made_by.contains("--suite surge") || has("per_connection_memory") {
-        Suite::Surge
-    } else if made_by.contains("--suite conn-length") || has("points") {
-        Suite::ConnLength
-    } else if made_by.contains("--suite getall") || has("cells") {
-        Suite::Getall
-    } else if has("runs") && css {
-        Suite::MicroscapeCss
-    } else if has("runs") {
-        Suite::Microscape
-    } else {
-        bail!("results.json of no known suite (expected runs, rows, points or cells)")
-    })
+    Ok(
+        if made_by.contains("--suite objpack") || (has("rows") && has("group_sizes")) {
+            Suite::Objpack
+        } else if made_by.contains("--suite surge") || has("per_connection_memory") {
+            Suite::Surge
+        } else if made_by.contains("--suite conn-length") || has("points") {
+            Suite::ConnLength
+        } else if made_by.contains("--suite getall") || has("cells") {
+            Suite::Getall
+        } else if has("runs") && css {
+            Suite::MicroscapeCss
+        } else if has("runs") {
+            Suite::Microscape
+        } else {
+            bail!("results.json of no known suite (expected runs, rows, points or cells)")
+        },
+    )
 }
 
 /// The records of `key` (an array), or an error naming it.
@@ -238,7 +240,8 @@ pub fn microscape_runs(v: &Value) -> Result<(Vec<crate::model::RunRecord>, usize
         .into_iter()
         .enumerate()
         .map(|(i, r)| {
-            serde_json::from_value(r.clone()).with_context(|| format!("run record {i} of results.json"))
+            serde_json::from_value(r.clone())
+                .with_context(|| format!("run record {i} of results.json"))
         })
         .collect::<Result<Vec<_>>>()?;
     Ok((runs, out, all.len()))
@@ -259,7 +262,8 @@ pub fn judge_dir(path: &Path) -> Result<Judged> {
             path.to_path_buf(),
         )
     };
-    if !file.is_file() && dir.join("summary.json").is_file() && dir.join("results.jsonl").is_file() {
+    if !file.is_file() && dir.join("summary.json").is_file() && dir.join("results.jsonl").is_file()
+    {
         return prefetch::judge_dir(&dir);
     }
     if !file.is_file() {
@@ -313,7 +317,13 @@ pub fn render(title: &str, claims: &[Claim]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{title}");
     let block = |s: &mut String, c: &Claim| {
-        let _ = writeln!(s, "  [{:<17}] {} ({})", c.verdict.to_string(), c.id, c.section);
+        let _ = writeln!(
+            s,
+            "  [{:<17}] {} ({})",
+            c.verdict.to_string(),
+            c.id,
+            c.section
+        );
         let _ = writeln!(s, "      \"{}\"", c.claim);
         let _ = writeln!(s, "      covers: {}", c.covers);
         for b in &c.bands {

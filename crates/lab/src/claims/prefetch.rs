@@ -63,8 +63,16 @@ fn point(c: &Ctx, w: u32, p: f64) -> Measured {
     let mut m = Measured::new();
     match c.at("simple", w, p, "all") {
         Some(r) => {
-            m.push(0, format!("simple, w = {w}, p = {p}"), x(1.0 - r.miss_rate / r.baseline_miss_rate));
-            m.push(1, format!("simple, w = {w}, p = {p}"), x(r.traffic_increase));
+            m.push(
+                0,
+                format!("simple, w = {w}, p = {p}"),
+                x(1.0 - r.miss_rate / r.baseline_miss_rate),
+            );
+            m.push(
+                1,
+                format!("simple, w = {w}, p = {p}"),
+                x(r.traffic_increase),
+            );
         }
         None => m.absent(format!("simple model, w = {w}, p = {p}, i = all")),
     }
@@ -77,7 +85,11 @@ fn tradeoff(c: &Ctx) -> Measured {
         match c.at("simple", w, p, "all") {
             Some(r) => {
                 m.push(0, format!("w = {w}, p = {p}"), x(r.traffic_increase));
-                m.push(1, format!("w = {w}, p = {p}"), x(1.0 - r.miss_rate / r.baseline_miss_rate));
+                m.push(
+                    1,
+                    format!("w = {w}, p = {p}"),
+                    x(1.0 - r.miss_rate / r.baseline_miss_rate),
+                );
             }
             None => m.absent(format!("simple model, w = {w}, p = {p}, i = all")),
         }
@@ -110,7 +122,10 @@ fn access(c: &Ctx, model: &str) -> Measured {
         match c.at(model, w, p, "all") {
             Some(r) => m.push(
                 0,
-                format!("{model}, w = {w}, p = {p} (+{:.0}% traffic)", r.traffic_increase * 100.0),
+                format!(
+                    "{model}, w = {w}, p = {p} (+{:.0}% traffic)",
+                    r.traffic_increase * 100.0
+                ),
                 x(1.0 - r.avg_access_time_s / r.baseline_avg_access_time_s),
             ),
             None => m.absent(format!("{model} model, w = {w}, p = {p}, i = all")),
@@ -253,11 +268,12 @@ pub fn judge(ctx: &Ctx) -> Vec<Claim> {
 /// Re-judge a prefetch simulator's output directory.
 pub fn judge_dir(dir: &Path) -> Result<Judged> {
     let path = dir.join("results.jsonl");
-    let text = std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
     let mut rows = Vec::new();
     for (n, line) in text.lines().enumerate() {
-        let v: serde_json::Value =
-            serde_json::from_str(line).with_context(|| format!("{}:{}: not JSON", path.display(), n + 1))?;
+        let v: serde_json::Value = serde_json::from_str(line)
+            .with_context(|| format!("{}:{}: not JSON", path.display(), n + 1))?;
         if v.get("model").is_none() {
             continue; // the provenance line
         }
@@ -313,8 +329,19 @@ mod tests {
     /// A point far outside: contradicted (exact values decide).
     #[test]
     fn far_outside_is_contradicted() {
-        let rows = vec![row("simple", 2, 0.5, "all", 0.634 * 0.88 / 0.829, 0.064, 0.95)];
-        let c = judge(&Ctx { rows }).into_iter().find(|c| c.id == "prefetch-w2-p05").unwrap();
+        let rows = vec![row(
+            "simple",
+            2,
+            0.5,
+            "all",
+            0.634 * 0.88 / 0.829,
+            0.064,
+            0.95,
+        )];
+        let c = judge(&Ctx { rows })
+            .into_iter()
+            .find(|c| c.id == "prefetch-w2-p05")
+            .unwrap();
         assert_eq!(c.verdict, Verdict::Contradicted);
     }
 }

@@ -343,7 +343,14 @@ impl Claim {
             .iter()
             .map(|b| {
                 let f = |x: Option<f64>, d: &str| x.map(fmt_num).unwrap_or_else(|| d.into());
-                format!("{} in [{}, {}] (\"{}\"; {})", b.quantity, f(b.lo, "-inf"), f(b.hi, "+inf"), b.hedge, b.source)
+                format!(
+                    "{} in [{}, {}] (\"{}\"; {})",
+                    b.quantity,
+                    f(b.lo, "-inf"),
+                    f(b.hi, "+inf"),
+                    b.hedge,
+                    b.source
+                )
             })
             .collect();
         let cells: Vec<String> = self
@@ -351,10 +358,22 @@ impl Claim {
             .iter()
             .map(|c| {
                 let n = c.n.map_or("exact".to_string(), |n| format!("n={n}"));
-                format!("{}: {} [{}, {}] ({n}) {}", c.cell, fmt_num(c.value), fmt_num(c.lo), fmt_num(c.hi), c.position.mark())
+                format!(
+                    "{}: {} [{}, {}] ({n}) {}",
+                    c.cell,
+                    fmt_num(c.value),
+                    fmt_num(c.lo),
+                    fmt_num(c.hi),
+                    c.position.mark()
+                )
             })
             .collect();
-        format!("{}. Bands: {}. Cells: {}", self.reason, bands.join("; "), cells.join("; "))
+        format!(
+            "{}. Bands: {}. Cells: {}",
+            self.reason,
+            bands.join("; "),
+            cells.join("; ")
+        )
     }
 }
 
@@ -421,7 +440,10 @@ pub fn decide<C>(spec: &ClaimSpec<C>, m: Measured) -> Claim {
             format!("not measured: {}", m.missing.join("; ")),
         )
     } else {
-        (Verdict::Confirmed, "every covered cell inside its band".into())
+        (
+            Verdict::Confirmed,
+            "every covered cell inside its band".into(),
+        )
     };
     let opt = |x: f64| x.is_finite().then_some(x);
     Claim {

@@ -8,7 +8,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::claims::bands::{self, source as src};
-use crate::claims::spec::{decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Measured, Quantity};
+use crate::claims::spec::{
+    decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Measured, Quantity,
+};
 use crate::claims::{Judged, Suite};
 
 use super::{LEN_20K, LEN_2K};
@@ -67,14 +69,19 @@ impl Ctx {
 
     /// The best-case point of a configuration: the highest mean throughput.
     fn best(&self, c: &str) -> Option<&P> {
-        self.points
-            .iter()
-            .filter(|p| p.config == c)
-            .max_by(|a, b| a.throughput_trials.mean.total_cmp(&b.throughput_trials.mean))
+        self.points.iter().filter(|p| p.config == c).max_by(|a, b| {
+            a.throughput_trials
+                .mean
+                .total_cmp(&b.throughput_trials.mean)
+        })
     }
 
     fn longest(&self, c: &str) -> Option<u64> {
-        self.points.iter().filter(|p| p.config == c).map(|p| p.length).max()
+        self.points
+            .iter()
+            .filter(|p| p.config == c)
+            .map(|p| p.length)
+            .max()
     }
 
     fn buffers(&self, c: &str) -> Vec<String> {
@@ -138,7 +145,11 @@ fn small_window(ctx: &Ctx) -> Measured {
     let small = ctx
         .buffers(c)
         .into_iter()
-        .filter_map(|b| b.strip_suffix('K').and_then(|k| k.parse::<u32>().ok()).map(|k| (k, b.clone())))
+        .filter_map(|b| {
+            b.strip_suffix('K')
+                .and_then(|k| k.parse::<u32>().ok())
+                .map(|k| (k, b.clone()))
+        })
         .min();
     let Some((_, small)) = small else {
         return Measured::missing("remote with a fixed buffer size");
@@ -167,7 +178,10 @@ fn decline_500k(ctx: &Ctx) -> Measured {
         return Measured::missing("remote transfers of 1 MB or more");
     }
     let mut m = Measured::new();
-    match (ctx.at(c, &best.buffer, 512 * 1024), ctx.at(c, &best.buffer, long)) {
+    match (
+        ctx.at(c, &best.buffer, 512 * 1024),
+        ctx.at(c, &best.buffer, long),
+    ) {
         (Some(mid), Some(end)) => m.push(
             0,
             format!("remote, buffer {}: {long} B / 512 KB", best.buffer),
@@ -319,7 +333,10 @@ pub fn judge_value(v: &Value) -> Result<Judged> {
         .collect::<Result<Vec<_>>>()?;
     let plan = v.get("plan");
     let recorded = plan
-        .and_then(|p| p.get("remote_queue_packets").or_else(|| p.get("queue_packets")))
+        .and_then(|p| {
+            p.get("remote_queue_packets")
+                .or_else(|| p.get("queue_packets"))
+        })
         .and_then(Value::as_u64);
     let (remote_queue_packets, queue_source) = match recorded {
         Some(q) => (q, "as results.json records it".to_string()),
@@ -349,7 +366,11 @@ mod tests {
             config: config.into(),
             buffer: buffer.into(),
             length,
-            throughput_trials: E { mean, sd: mean * 0.02, n },
+            throughput_trials: E {
+                mean,
+                sd: mean * 0.02,
+                n,
+            },
         }
     }
 
@@ -394,7 +415,10 @@ mod tests {
 
     #[test]
     fn two_trials_are_n_below_3() {
-        let pts = vec![p("remote", "64K", 2048, 5_000.0, 2), p("remote", "64K", 524288, 100_000.0, 10)];
+        let pts = vec![
+            p("remote", "64K", 2048, 5_000.0, 2),
+            p("remote", "64K", 524288, 100_000.0, 10),
+        ];
         let (v, r) = verdict(&ctx(pts, 16), "conn-remote-2k");
         assert_eq!(v, Verdict::Inconclusive);
         assert!(r.starts_with("n < 3"), "{r}");

@@ -10,7 +10,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::claims::bands::{self, source as src};
-use crate::claims::spec::{decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured, Quantity};
+use crate::claims::spec::{
+    decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured, Quantity,
+};
 use crate::claims::{Judged, Suite};
 
 const SRC: &str = "section 6";
@@ -72,7 +74,14 @@ impl Ctx {
         v
     }
     /// 1 - T(new)/T(base) at `n` images.
-    fn improvement(&self, net: &str, size: usize, n: usize, new: &str, base: &str) -> Option<Interval> {
+    fn improvement(
+        &self,
+        net: &str,
+        size: usize,
+        n: usize,
+        new: &str,
+        base: &str,
+    ) -> Option<Interval> {
         Some((self.at(net, size, n, new)? / self.at(net, size, n, base)?).one_minus())
     }
 }
@@ -150,7 +159,12 @@ fn small_images(c: &Ctx) -> Measured {
 }
 
 fn local_persistent(c: &Ctx) -> Measured {
-    let mut sizes: Vec<usize> = c.cells.iter().filter(|x| x.net == "local").map(|x| x.size).collect();
+    let mut sizes: Vec<usize> = c
+        .cells
+        .iter()
+        .filter(|x| x.net == "local")
+        .map(|x| x.size)
+        .collect();
     sizes.sort_unstable();
     sizes.dedup();
     let mut m = Measured::new();
@@ -283,7 +297,12 @@ pub fn judge_value(v: &Value) -> Result<Judged> {
         .and_then(Value::as_str)
         .filter(|h| *h != "none")
         .map(str::to_string);
-    Ok(Judged::new(Suite::Getall, all.len(), out, judge(&Ctx { cells, hosts })))
+    Ok(Judged::new(
+        Suite::Getall,
+        all.len(),
+        out,
+        judge(&Ctx { cells, hosts }),
+    ))
 }
 
 #[cfg(test)]
@@ -297,7 +316,11 @@ mod tests {
             size,
             images,
             method: method.into(),
-            load_s: E { mean, sd: mean * 0.02, n },
+            load_s: E {
+                mean,
+                sd: mean * 0.02,
+                n,
+            },
         }
     }
 
@@ -316,13 +339,19 @@ mod tests {
             c("remote", SMALL, 10, "http10", 2.0, 5),
             c("remote", SMALL, 10, "getall", 0.8, 5),
         ];
-        let ctx = Ctx { cells: cells.clone(), hosts: None };
+        let ctx = Ctx {
+            cells: cells.clone(),
+            hosts: None,
+        };
         assert_eq!(v(&ctx, "getall-fig5-half").verdict, Verdict::Confirmed);
         cells.push(c("remote", SMALL, 20, "http10", 4.0, 5));
         cells.push(c("remote", SMALL, 20, "getall", 2.8, 5));
         let ctx = Ctx { cells, hosts: None };
         assert_eq!(v(&ctx, "getall-fig5-half").verdict, Verdict::Contradicted);
-        assert_eq!(v(&ctx, "getall-fig5-pipelining-share").verdict, Verdict::NotTestable);
+        assert_eq!(
+            v(&ctx, "getall-fig5-pipelining-share").verdict,
+            Verdict::NotTestable
+        );
     }
 
     /// "only about 5% to 15%" reads through the hedge table (3.75-18.75%).

@@ -12,7 +12,9 @@ use anyhow::{anyhow, Result};
 use serde_json::Value;
 
 use crate::claims::bands::source as src;
-use crate::claims::spec::{decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured, Quantity};
+use crate::claims::spec::{
+    decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured, Quantity,
+};
 use crate::claims::{Judged, Suite};
 
 use super::files::GROUP_MEANS;
@@ -108,7 +110,12 @@ fn up_to(ctx: &Ctx, metric: Metric, base: Method) -> Measured {
         let g = g >> 10;
         match savings.iter().find(|s| s.0 == g) {
             Some((_, s)) => m.push(0, format!("{} {g} KB", ctx.net), *s),
-            None => m.absent(format!("{} {g} KB {} and {}", ctx.net, metric.label(), base.label())),
+            None => m.absent(format!(
+                "{} {g} KB {} and {}",
+                ctx.net,
+                metric.label(),
+                base.label()
+            )),
         }
     }
     let all: Vec<Interval> = savings.iter().map(|s| s.1).collect();
@@ -142,12 +149,23 @@ macro_rules! up_to_q {
     ($metric:expr, $base:expr, $x:expr, $hedge:expr) => {
         &[
             Quantity {
-                name: concat!("saving of Object Packaging over ", $base, " (", $metric, "), per group"),
+                name: concat!(
+                    "saving of Object Packaging over ",
+                    $base,
+                    " (",
+                    $metric,
+                    "), per group"
+                ),
                 band: Band::new(0.0, INF, "reduces", src::DIRECTION),
             },
             Quantity {
                 name: concat!("largest saving over the groups (", $metric, ")"),
-                band: Band::new($x * 0.75, if $x * 1.25 > 1.0 { 1.0 } else { $x * 1.25 }, $hedge, UP_TO),
+                band: Band::new(
+                    $x * 0.75,
+                    if $x * 1.25 > 1.0 { 1.0 } else { $x * 1.25 },
+                    $hedge,
+                    UP_TO,
+                ),
             },
         ]
     };
@@ -271,7 +289,11 @@ pub fn contexts_from_rows(rows: &[&Value]) -> Result<Vec<Ctx>> {
     let mut groups: BTreeMap<(String, Metric, usize, Method), Vec<f64>> = BTreeMap::new();
     for (i, r) in rows.iter().enumerate() {
         let bad = || anyhow!("row {i} of results.json lacks net, group_kb, set or method");
-        let net = r.get("net").and_then(Value::as_str).ok_or_else(bad)?.to_string();
+        let net = r
+            .get("net")
+            .and_then(Value::as_str)
+            .ok_or_else(bad)?
+            .to_string();
         let g = r.get("group_kb").and_then(Value::as_u64).ok_or_else(bad)? as usize;
         let set = r.get("set").and_then(Value::as_u64).ok_or_else(bad)? as usize;
         let name = r.get("method").and_then(Value::as_str).ok_or_else(bad)?;
@@ -293,8 +315,14 @@ pub fn contexts_from_rows(rows: &[&Value]) -> Result<Vec<Ctx>> {
             Metric::Bytes,
         ] {
             if let Some(x) = metric_value(r, m) {
-                groups.entry((net.clone(), m, g, method)).or_default().push(x);
-                ctx.per_set.entry((m, g, method)).or_default().insert(set, x);
+                groups
+                    .entry((net.clone(), m, g, method))
+                    .or_default()
+                    .push(x);
+                ctx.per_set
+                    .entry((m, g, method))
+                    .or_default()
+                    .insert(set, x);
             }
         }
     }
@@ -318,7 +346,10 @@ pub fn judge_value(v: &Value) -> Result<Judged> {
 pub fn paper_ctx() -> Ctx {
     let mut cells = BTreeMap::new();
     for (metric, _, rows) in super::report::PAPER {
-        for (mi, method) in [Method::Http10, Method::Http11, Method::Objpack].into_iter().enumerate() {
+        for (mi, method) in [Method::Http10, Method::Http11, Method::Objpack]
+            .into_iter()
+            .enumerate()
+        {
             for (gi, g) in [4, 16, 32].into_iter().enumerate() {
                 cells.insert((metric, g, method), Estimate::exact(rows[mi][gi]));
             }
@@ -355,7 +386,11 @@ mod tests {
     fn ctx(op: [f64; 3], p11: [f64; 3], sd: f64, n: u32) -> Ctx {
         let mut cells = BTreeMap::new();
         for (i, g) in [4, 16, 32].into_iter().enumerate() {
-            let e = |mean: f64| Estimate { mean, sd: mean * sd, n };
+            let e = |mean: f64| Estimate {
+                mean,
+                sd: mean * sd,
+                n,
+            };
             cells.insert((Metric::ServerTime, g, Method::Objpack), e(op[i]));
             cells.insert((Metric::ServerTime, g, Method::Http11), e(p11[i]));
         }
@@ -375,14 +410,23 @@ mod tests {
     #[test]
     fn up_to_by_the_rule_text() {
         // 60% / 30% / 10% savings, 1% spread over 10 sets: confirmed.
-        assert_eq!(v(&ctx([40.0, 70.0, 90.0], [100.0; 3], 0.01, 10)).verdict, Verdict::Confirmed);
+        assert_eq!(
+            v(&ctx([40.0, 70.0, 90.0], [100.0; 3], 0.01, 10)).verdict,
+            Verdict::Confirmed
+        );
         // Largest saving 10%: far below the band: contradicted.
-        assert_eq!(v(&ctx([90.0, 95.0, 97.0], [100.0; 3], 0.01, 10)).verdict, Verdict::Contradicted);
+        assert_eq!(
+            v(&ctx([90.0, 95.0, 97.0], [100.0; 3], 0.01, 10)).verdict,
+            Verdict::Contradicted
+        );
         // A straddling interval (largest 50% with a wide spread): inconclusive.
         let c = v(&ctx([50.0, 95.0, 97.0], [100.0; 3], 0.2, 10));
         assert_eq!(c.verdict, Verdict::Inconclusive, "{c:?}");
         // Two sets: n < 3.
         let c = v(&ctx([40.0, 70.0, 90.0], [100.0; 3], 0.01, 2));
-        assert_eq!((c.verdict, c.reason.starts_with("n < 3")), (Verdict::Inconclusive, true));
+        assert_eq!(
+            (c.verdict, c.reason.starts_with("n < 3")),
+            (Verdict::Inconclusive, true)
+        );
     }
 }

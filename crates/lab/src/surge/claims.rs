@@ -11,7 +11,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::claims::bands::{self, source as src};
-use crate::claims::spec::{decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured, Quantity};
+use crate::claims::spec::{
+    decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured, Quantity,
+};
 use crate::claims::{Judged, Suite};
 
 use crate::claims::spec::nan_if_null as nn;
@@ -97,13 +99,22 @@ impl Ctx {
         self.memories().last().map(|m| m.0.clone())
     }
     fn limited(&self) -> Vec<String> {
-        self.memories().into_iter().filter(|m| m.1 != u64::MAX).map(|m| m.0).collect()
+        self.memories()
+            .into_iter()
+            .filter(|m| m.1 != u64::MAX)
+            .map(|m| m.0)
+            .collect()
     }
     fn max_ues(&self) -> Option<u64> {
         self.runs.iter().map(|r| r.ues).max()
     }
     fn ues_of(&self, mem: &str) -> Vec<u64> {
-        let mut v: Vec<u64> = self.runs.iter().filter(|r| r.memory == mem).map(|r| r.ues).collect();
+        let mut v: Vec<u64> = self
+            .runs
+            .iter()
+            .filter(|r| r.memory == mem)
+            .map(|r| r.ues)
+            .collect();
         v.sort();
         v.dedup();
         v
@@ -118,24 +129,32 @@ impl Ctx {
     /// A quantity over the runs of a point (None: no run).
     fn q(&self, mem: &str, mode: &str, ues: u64, f: impl Fn(&R) -> f64) -> Option<Interval> {
         let rs = self.point(mem, mode, ues);
-        (!rs.is_empty()).then(|| Estimate::of(&rs.iter().map(|r| f(r)).collect::<Vec<_>>()).interval())
+        (!rs.is_empty())
+            .then(|| Estimate::of(&rs.iter().map(|r| f(r)).collect::<Vec<_>>()).interval())
     }
     /// Disk-bound: a memory-limited point whose server read at least 500
     /// pages a second from disk, 5 times the unlimited point's rate, with no
     /// process killed for memory (an OOM kill is not a disk-bound server).
     fn disk_bound(&self, mem: &str, mode: &str, ues: u64) -> bool {
-        let base = self.largest().and_then(|b| self.q(&b, mode, ues, |r| r.pages_read));
+        let base = self
+            .largest()
+            .and_then(|b| self.q(&b, mode, ues, |r| r.pages_read));
         let rs = self.point(mem, mode, ues);
         !rs.is_empty()
-            && rs.iter().all(|r| r.limit_bytes.is_some() && r.oom_kills == 0)
-            && self.q(mem, mode, ues, |r| r.pages_read).is_some_and(|p| {
-                p.value >= 500.0 && base.is_none_or(|b| p.value >= 5.0 * b.value)
-            })
+            && rs
+                .iter()
+                .all(|r| r.limit_bytes.is_some() && r.oom_kills == 0)
+            && self
+                .q(mem, mode, ues, |r| r.pages_read)
+                .is_some_and(|p| p.value >= 500.0 && base.is_none_or(|b| p.value >= 5.0 * b.value))
     }
     /// GETs/s in `mem` over GETs/s without a limit, same mode and load.
     fn retention(&self, mem: &str, mode: &str, u: u64) -> Option<Interval> {
         let base = self.largest()?;
-        Some(self.q(mem, mode, u, |r| r.gets_per_second)? / self.q(&base, mode, u, |r| r.gets_per_second)?)
+        Some(
+            self.q(mem, mode, u, |r| r.gets_per_second)?
+                / self.q(&base, mode, u, |r| r.gets_per_second)?,
+        )
     }
 }
 
@@ -161,8 +180,13 @@ fn rule_cwnd(c: &Ctx) -> Measured {
     };
     for u in c.ues_of(&mem) {
         let has = |mode| c.point(&mem, mode, u).iter().all(|r| r.cwnd_n > 0);
-        match (c.q(&mem, "http11", u, |r| r.cwnd_mean), c.q(&mem, "http10", u, |r| r.cwnd_mean)) {
-            (Some(b), Some(a)) if has("http10") && has("http11") => m.push(0, format!("{mem} {u} UEs"), b / a),
+        match (
+            c.q(&mem, "http11", u, |r| r.cwnd_mean),
+            c.q(&mem, "http10", u, |r| r.cwnd_mean),
+        ) {
+            (Some(b), Some(a)) if has("http10") && has("http11") => {
+                m.push(0, format!("{mem} {u} UEs"), b / a)
+            }
             _ => m.absent(format!("{mem} {u} UEs: CWND samples of http10 and http11")),
         }
     }
@@ -189,7 +213,11 @@ fn rule_cpu(c: &Ctx) -> Measured {
     }
     let mut m = Measured::new();
     let g = |r: &R| r.gets_per_second;
-    m.push(0, format!("{mem} {u} UEs"), c.q(&mem, "http11", u, g).unwrap() / c.q(&mem, "http10", u, g).unwrap());
+    m.push(
+        0,
+        format!("{mem} {u} UEs"),
+        c.q(&mem, "http11", u, g).unwrap() / c.q(&mem, "http10", u, g).unwrap(),
+    );
     m
 }
 
@@ -204,8 +232,16 @@ fn rule_disk(c: &Ctx) -> Measured {
         return Measured::missing(format!("{mem} {u} UEs http10 and http11"));
     }
     if !(c.disk_bound(&mem, "http10", u) && c.disk_bound(&mem, "http11", u)) {
-        let p = |mode| c.q(&mem, mode, u, |r| r.pages_read).map_or(0.0, |x| x.value);
-        let k: u64 = c.point(&mem, "http10", u).iter().chain(&c.point(&mem, "http11", u)).map(|r| r.oom_kills).sum();
+        let p = |mode| {
+            c.q(&mem, mode, u, |r| r.pages_read)
+                .map_or(0.0, |x| x.value)
+        };
+        let k: u64 = c
+            .point(&mem, "http10", u)
+            .iter()
+            .chain(&c.point(&mem, "http11", u))
+            .map(|r| r.oom_kills)
+            .sum();
         return Measured::not_testable(format!(
             "the disk was not shown to be the bottleneck: at {mem}, {u} UEs the server read {:.0} / {:.0} pages/s (HTTP/1.0 / 1.1; needs 500 and 5x the unlimited point) with {k} OOM kills (a killed server is not a disk-bound one)",
             p("http10"),
@@ -214,7 +250,11 @@ fn rule_disk(c: &Ctx) -> Measured {
     }
     let mut m = Measured::new();
     let g = |r: &R| r.gets_per_second;
-    m.push(0, format!("{mem} {u} UEs"), c.q(&mem, "http11", u, g).unwrap() / c.q(&mem, "http10", u, g).unwrap());
+    m.push(
+        0,
+        format!("{mem} {u} UEs"),
+        c.q(&mem, "http11", u, g).unwrap() / c.q(&mem, "http10", u, g).unwrap(),
+    );
     m
 }
 
@@ -231,7 +271,11 @@ fn rule_mem_per_conn(c: &Ctx) -> Measured {
     };
     let mut m = Measured::new();
     match (f("http10"), f("http11")) {
-        (Some(a), Some(b)) => m.push(0, format!("{mem}: KB per HTTP/1.0 connection / per HTTP/1.1 connection"), iv(a) / iv(b)),
+        (Some(a), Some(b)) => m.push(
+            0,
+            format!("{mem}: KB per HTTP/1.0 connection / per HTTP/1.1 connection"),
+            iv(a) / iv(b),
+        ),
         _ => m.absent(format!("{mem}: memory fits of http10 and http11")),
     }
     m.with_note("a least-squares slope's interval is ±1.96 standard errors over its n samples")
@@ -247,12 +291,18 @@ fn rule_ec_throughput(c: &Ctx) -> Measured {
         m.absent("a memory-limited configuration (--memory)");
     }
     for mem in limited {
-        match (c.retention(&mem, "early-close", u), c.retention(&mem, "http10", u)) {
+        match (
+            c.retention(&mem, "early-close", u),
+            c.retention(&mem, "http10", u),
+        ) {
             (Some(e), Some(a)) => m.push(0, format!("{mem} {u} UEs"), e / a),
             _ => m.absent(format!("{mem} {u} UEs early-close and http10")),
         }
         if c.disk_bound(&mem, "http11", u) || c.disk_bound(&mem, "early-close", u) {
-            if let (Some(e), Some(b)) = (c.retention(&mem, "early-close", u), c.retention(&mem, "http11", u)) {
+            if let (Some(e), Some(b)) = (
+                c.retention(&mem, "early-close", u),
+                c.retention(&mem, "http11", u),
+            ) {
                 m.push(1, format!("{mem} (disk-bound) {u} UEs"), e / b);
             }
         }
@@ -429,7 +479,12 @@ pub fn judge_value(v: &Value) -> Result<Judged> {
             .collect::<Result<Vec<_>>>()?,
         None => Vec::new(),
     };
-    Ok(Judged::new(Suite::Surge, all.len(), out, judge(&Ctx { runs, fits })))
+    Ok(Judged::new(
+        Suite::Surge,
+        all.len(),
+        out,
+        judge(&Ctx { runs, fits }),
+    ))
 }
 
 #[cfg(test)]
@@ -445,7 +500,10 @@ mod tests {
             ues,
             gets: 1000,
             gets_per_second: gps,
-            packets: Pk { total: packets, connections: 100 },
+            packets: Pk {
+                total: packets,
+                connections: 100,
+            },
             usr: 5.0,
             kern: 5.0,
             idle: 80.0,
@@ -465,16 +523,35 @@ mod tests {
     /// One run per point: n < 3; three runs each: the band decides.
     #[test]
     fn repetitions_decide() {
-        let one = Ctx { runs: vec![r("http10", 40, 30_000, 50.0), r("http11", 40, 27_000, 50.0)], fits: vec![] };
+        let one = Ctx {
+            runs: vec![r("http10", 40, 30_000, 50.0), r("http11", 40, 27_000, 50.0)],
+            fits: vec![],
+        };
         let c = v(&one, "p004-network");
-        assert_eq!((c.verdict, c.reason.starts_with("n < 3")), (Verdict::Inconclusive, true));
+        assert_eq!(
+            (c.verdict, c.reason.starts_with("n < 3")),
+            (Verdict::Inconclusive, true)
+        );
         let mut runs = Vec::new();
         for (a, b) in [(30_000, 27_000), (30_300, 27_300), (29_700, 26_700)] {
             runs.push(r("http10", 40, a, 50.0));
             runs.push(r("http11", 40, b, 50.0));
         }
-        assert_eq!(v(&Ctx { runs: runs.clone(), fits: vec![] }, "p004-network").verdict, Verdict::Confirmed);
+        assert_eq!(
+            v(
+                &Ctx {
+                    runs: runs.clone(),
+                    fits: vec![]
+                },
+                "p004-network"
+            )
+            .verdict,
+            Verdict::Confirmed
+        );
         // An idle machine is not a CPU-bound server.
-        assert_eq!(v(&Ctx { runs, fits: vec![] }, "p004-cpu").verdict, Verdict::NotTestable);
+        assert_eq!(
+            v(&Ctx { runs, fits: vec![] }, "p004-cpu").verdict,
+            Verdict::NotTestable
+        );
     }
 }

@@ -12,8 +12,8 @@
 //! | [`servers`] | pagewire / nginx / Apache prefork, generated configs     |
 //! | [`report`]  | Tables 2-7, per-connection memory, claims, HTML, plots   |
 
-pub mod claims;
 pub mod cgroup;
+pub mod claims;
 pub mod monitor;
 pub mod report;
 pub mod servers;
