@@ -69,6 +69,9 @@ pub struct F {
 pub struct Ctx {
     pub runs: Vec<R>,
     pub fits: Vec<F>,
+    /// Why the workload is off the paper's calibration (results.json
+    /// `calibration.within_bands` false): then no claim is testable.
+    pub off_calibration: Option<String>,
 }
 
 impl R {
@@ -459,7 +462,13 @@ pub static CLAIMS: &[ClaimSpec<Ctx>] = &[
 ];
 
 pub fn judge(ctx: &Ctx) -> Vec<Claim> {
-    decide_all(CLAIMS, ctx)
+    match &ctx.off_calibration {
+        Some(why) => CLAIMS
+            .iter()
+            .map(|s| crate::claims::spec::decide(s, Measured::not_testable(why.clone())))
+            .collect(),
+        None => decide_all(CLAIMS, ctx),
+    }
 }
 
 /// Re-judge a surge results.json from its runs and memory fits.
@@ -479,12 +488,20 @@ pub fn judge_value(v: &Value) -> Result<Judged> {
             .collect::<Result<Vec<_>>>()?,
         None => Vec::new(),
     };
-    Ok(Judged::new(
-        Suite::Surge,
-        all.len(),
-        out,
-        judge(&Ctx { runs, fits }),
-    ))
+    let off_calibration = (v
+        .get("calibration")
+        .and_then(|c| c.get("within_bands"))
+        .and_then(Value::as_bool)
+        == Some(false))
+    .then(|| {
+        "workload off calibration: the load these runs placed is outside the bands of paper 004's own load (results.json calibration: GETs/s per UE, bytes per GET, files per object, connection ratio), so a verdict would be about another workload".to_string()
+    });
+    let ctx = Ctx {
+        runs,
+        fits,
+        off_calibration,
+    };
+    Ok(Judged::new(Suite::Surge, all.len(), out, judge(&ctx)))
 }
 
 #[cfg(test)]
@@ -526,6 +543,7 @@ mod tests {
         let one = Ctx {
             runs: vec![r("http10", 40, 30_000, 50.0), r("http11", 40, 27_000, 50.0)],
             fits: vec![],
+            off_calibration: None,
         };
         let c = v(&one, "p004-network");
         assert_eq!(
@@ -541,7 +559,8 @@ mod tests {
             v(
                 &Ctx {
                     runs: runs.clone(),
-                    fits: vec![]
+                    fits: vec![],
+                    off_calibration: None,
                 },
                 "p004-network"
             )
@@ -549,9 +568,20 @@ mod tests {
             Verdict::Confirmed
         );
         // An idle machine is not a CPU-bound server.
-        assert_eq!(
-            v(&Ctx { runs, fits: vec![] }, "p004-cpu").verdict,
-            Verdict::NotTestable
-        );
+        let on = Ctx {
+            runs: runs.clone(),
+            fits: vec![],
+            off_calibration: None,
+        };
+        assert_eq!(v(&on, "p004-cpu").verdict, Verdict::NotTestable);
+        // Off the paper's calibration: no claim is testable.
+        let off = Ctx {
+            runs,
+            fits: vec![],
+            off_calibration: Some("off".into()),
+        };
+        assert!(judge(&off)
+            .iter()
+            .all(|c| c.verdict == Verdict::NotTestable));
     }
 }

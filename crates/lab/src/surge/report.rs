@@ -190,7 +190,11 @@ fn per_get(r: &Run, x: u64) -> f64 {
 /// JSON form, exactly as `pagewire claims` reads a results.json).
 pub fn judge(runs: &[Run], fits: &[Fit]) -> crate::claims::Judged {
     crate::claims::judge_serialized(
-        &serde_json::json!({ "runs": runs, "per_connection_memory": fits }),
+        &serde_json::json!({
+            "runs": runs,
+            "per_connection_memory": fits,
+            "calibration": super::suite_calibration(runs),
+        }),
         crate::claims::Suite::Surge,
     )
 }
