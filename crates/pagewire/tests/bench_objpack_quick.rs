@@ -50,7 +50,7 @@ fn quick_objpack_suite_runs_end_to_end() {
         "Table 5",
         "Table 6",
         "Table 7",
-        "Claims of the paper",
+        "Claims of paper 002",
     ] {
         assert!(stdout.contains(t), "{t} missing:\n{stdout}");
     }

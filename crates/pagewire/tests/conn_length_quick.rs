@@ -75,7 +75,13 @@ fn conn_length_quick_writes_points_figures_and_claims() {
     assert_eq!(claims.len(), 6);
     for c in claims {
         assert!(
-            ["confirmed", "contradicted", "inconclusive"].contains(&c["verdict"].as_str().unwrap()),
+            [
+                "confirmed",
+                "contradicted",
+                "inconclusive",
+                "not testable here"
+            ]
+            .contains(&c["verdict"].as_str().unwrap()),
             "{c}"
         );
         assert!(
