@@ -7,15 +7,14 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
-use common::is_root;
+
 
 /// `--quick` takes ~20 s here; allow three minutes on a loaded machine.
 const TIMEOUT: Duration = Duration::from_secs(180);
 
 #[test]
 fn quick_objpack_suite_runs_end_to_end() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if !pagewire_testreq::require_root() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

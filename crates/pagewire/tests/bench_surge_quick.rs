@@ -9,18 +9,16 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
-use common::is_root;
+
 
 const TIMEOUT: Duration = Duration::from_secs(150);
 
 #[test]
 fn surge_quick_runs_apache_limited_and_unlimited_with_monitor() {
-    if !is_root() {
-        eprintln!("SKIPPED: needs root (network namespaces, cgroups)");
+    if !pagewire_testreq::require_root() {
         return;
     }
-    if !std::path::Path::new("/usr/sbin/apache2").exists() {
-        eprintln!("SKIPPED: apache2 not installed (scripts/setup-deps.sh)");
+    if pagewire_testreq::require_peer("apache2").is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -7,7 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
-use common::is_root;
+
 
 /// `--quick` takes about 25 s; allow three minutes on a loaded machine
 /// before calling it hung.
@@ -15,8 +15,7 @@ const TIMEOUT: Duration = Duration::from_secs(180);
 
 #[test]
 fn conn_length_quick_writes_points_figures_and_claims() {
-    if !is_root() {
-        eprintln!("SKIPPED: needs root (network namespaces)");
+    if !pagewire_testreq::require_root() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -50,7 +50,10 @@ struct Holder(Child);
 impl Holder {
     fn start() -> Holder {
         Holder(
-            Command::new("python3")
+            Command::new(
+                pagewire_testreq::require_peer("python3")
+                    .expect("python3 (scripts/setup-deps.sh installs it)"),
+            )
                 .args(["-c", HOLDER, &IDLE_CONNS.to_string()])
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
