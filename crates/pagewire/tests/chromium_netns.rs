@@ -7,7 +7,6 @@
 //! page's crosses the link. Needs root; in CI (`CI=true`) Chromium must be
 //! installed (scripts/setup-deps.sh), elsewhere the test skips without it.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 

@@ -130,7 +130,43 @@ fn markdown_rows(text: &str) -> Value {
 
 /// Applies a selector to `v`; every value it names.
 fn select(v: &Value, sel: &str) -> Result<Vec<Value>, String> {
-    let mut cur = vec![v.clone()];
+    // The first step borrows: results files are megabytes.
+    let (first, sel) = match sel.as_bytes().first() {
+        Some(b'.') => {
+            let end = sel[1..].find(['.', '[']).map_or(sel.len(), |k| k + 1);
+            let key = &sel[1..end];
+            let x = v
+                .get(key)
+                .ok_or_else(|| format!("no key {key:?} at {sel:?}"))?;
+            (x, &sel[end..])
+        }
+        _ => (v, sel),
+    };
+    let mut cur = match (first.as_array(), sel.as_bytes().first()) {
+        // A filter right away: copy only the matching elements.
+        (Some(arr), Some(b'[')) if !sel[1..].trim_start().starts_with(|c: char| c == '"' || c.is_ascii_digit()) => {
+            let end = find_close(sel, 0).ok_or_else(|| format!("unclosed [ in {sel:?}"))?;
+            let conds = parse_filter(sel[1..end].trim())?;
+            let rest = &sel[end + 1..];
+            let hits: Vec<Value> = arr
+                .iter()
+                .filter(|e| conds.iter().all(|(k, v)| field_is(e, k, v)))
+                .cloned()
+                .collect();
+            return select_from(hits, rest);
+        }
+        _ => vec![first.clone()],
+    };
+    select_steps(&mut cur, sel)?;
+    Ok(cur)
+}
+
+fn select_from(mut cur: Vec<Value>, sel: &str) -> Result<Vec<Value>, String> {
+    select_steps(&mut cur, sel)?;
+    Ok(cur)
+}
+
+fn select_steps(cur: &mut Vec<Value>, sel: &str) -> Result<(), String> {
     let b = sel.as_bytes();
     let mut i = 0;
     while i < b.len() {
@@ -142,16 +178,16 @@ fn select(v: &Value, sel: &str) -> Result<Vec<Value>, String> {
                     i += 1;
                 }
                 let key = &sel[start..i];
-                cur = get_key(&cur, key, sel)?;
+                *cur = get_key(cur, key, sel)?;
             }
             b'[' => {
                 let end = find_close(sel, i).ok_or_else(|| format!("unclosed [ in {sel:?}"))?;
                 let inner = sel[i + 1..end].trim();
                 i = end + 1;
                 if let Some(key) = inner.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
-                    cur = get_key(&cur, key, sel)?;
+                    *cur = get_key(cur, key, sel)?;
                 } else if let Ok(n) = inner.parse::<usize>() {
-                    cur = cur
+                    *cur = cur
                         .iter()
                         .map(|x| {
                             x.get(n)
@@ -162,7 +198,7 @@ fn select(v: &Value, sel: &str) -> Result<Vec<Value>, String> {
                 } else {
                     let conds = parse_filter(inner)?;
                     let mut next = Vec::new();
-                    for x in &cur {
+                    for x in cur.iter() {
                         let arr = x
                             .as_array()
                             .ok_or_else(|| format!("filter [{inner}] on a non-array"))?;
@@ -172,13 +208,13 @@ fn select(v: &Value, sel: &str) -> Result<Vec<Value>, String> {
                                 .cloned(),
                         );
                     }
-                    cur = next;
+                    *cur = next;
                 }
             }
             _ => return Err(format!("selector {sel:?}: unexpected {:?}", b[i] as char)),
         }
     }
-    Ok(cur)
+    Ok(())
 }
 
 /// `key` of every value that has it (rows of different tables share a
@@ -261,8 +297,8 @@ fn term(data: &mut Data, t: &str) -> Result<Vec<Value>, String> {
         .trim()
         .split_once('#')
         .ok_or_else(|| format!("{t:?}: FILE#SELECTOR expected"))?;
-    let v = data.file(file.trim())?.clone();
-    select(&v, sel.trim())
+    let v = data.file(file.trim())?;
+    select(v, sel.trim())
 }
 
 fn one(vs: Vec<Value>, what: &str) -> Result<Value, String> {
