@@ -71,6 +71,18 @@ fn quick_objpack_suite_runs_end_to_end() {
             .sum()
     };
     assert!(packets("objpack") < packets("http10"));
+    // By construction of the methods: the package is one request on one
+    // connection for the 100 files; HTTP/1.0 opens one per file.
+    for r in rows {
+        let want = match r["method"].as_str().unwrap() {
+            "objpack" => Some(1),
+            "http10" => Some(100),
+            _ => None,
+        };
+        if let Some(n) = want {
+            assert_eq!(r["connections"], n, "{r}");
+        }
+    }
     assert_eq!(v["claims"].as_array().unwrap().len(), 7);
     assert!(out.join("results.csv").exists() && out.join("report.html").exists());
     assert!(!out.join("files").exists(), "generated inputs are removed");

@@ -61,6 +61,7 @@ pub fn test_name() -> String {
 ///
 /// `what` says what is missing ("needs root (network namespaces)"), `how`
 /// how to get it ("run the tests as root, as CI does").
+#[track_caller]
 pub fn require(met: bool, what: &str, how: &str) -> bool {
     if met {
         return true;
@@ -112,6 +113,7 @@ pub fn is_root() -> bool {
 }
 
 /// Root, for network namespaces (and, with them, veth pairs and cgroups).
+#[track_caller]
 pub fn require_root() -> bool {
     require(
         is_root() && has_net_admin(),
@@ -122,6 +124,7 @@ pub fn require_root() -> bool {
 
 /// A TUN device (`/dev/net/tun`, opened read-write) and the rights to
 /// create one: the link emulator's forwarder.
+#[track_caller]
 pub fn require_tun() -> bool {
     if !require_root() {
         return false;
@@ -173,12 +176,14 @@ fn is_executable(p: &Path) -> bool {
 
 /// A peer program (nginx, apache2, curl, tshark, chromium, git, ...); its
 /// path when installed.
+#[track_caller]
 pub fn require_peer(name: &str) -> Option<PathBuf> {
     require_any_peer(&[name])
 }
 
 /// The first installed of several names of one peer (e.g. `chromium`,
 /// `chromium-browser`).
+#[track_caller]
 pub fn require_any_peer(names: &[&str]) -> Option<PathBuf> {
     let found = names.iter().find_map(|n| find_program(n));
     if require(
@@ -194,6 +199,7 @@ pub fn require_any_peer(names: &[&str]) -> Option<PathBuf> {
 
 /// A file a test reads from a system package (a fixture such as Debian's
 /// documentation of a Python module).
+#[track_caller]
 pub fn require_file(path: &Path, what: &str) -> bool {
     require(
         path.exists(),
