@@ -1,5 +1,5 @@
 //! Fidelity of the emulated link against its configuration (issue 3):
-//! connect time over `wan` within 2% of 90 ms; bulk transfers over `wan`,
+//! connect time over `wan` within 2% of 90 ms (the fastest of 5); bulk transfers over `wan`,
 //! `t1` and `ppp` within 3% of the configured rate once past slow start.
 //!
 //! Timing on a shared machine: the link may never be faster than configured
@@ -38,19 +38,23 @@ fn connect_time_over_wan_is_90ms_within_2pct() {
             .collect();
         server.join().unwrap();
         times.sort_by(f64::total_cmp);
-        let median = times[2];
+        // The fastest connect: the link's delay is a floor that load only
+        // adds to (a busy machine delays the client, the forwarder or the
+        // server, never the other way), so the minimum of 5 is the link's
+        // own round trip plus the least scheduling noise.
+        let fastest = times[0];
         eprintln!("wan connect times (ms): {times:?}");
         // Faster than the configured round trip is a bug, never load.
         assert!(
-            median >= 90.0 * 0.98,
-            "median connect time {median:.3} ms < 90 ms - 2%"
+            fastest >= 90.0 * 0.98,
+            "fastest connect time {fastest:.3} ms < 90 ms - 2%"
         );
-        medians.push(median);
-        if median <= 90.0 * 1.02 {
+        medians.push(fastest);
+        if fastest <= 90.0 * 1.02 {
             return;
         }
     }
-    panic!("median connect time above 90 ms + 2% in all {ATTEMPTS} attempts: {medians:?} ms");
+    panic!("fastest connect time above 90 ms + 2% in all {ATTEMPTS} attempts: {medians:?} ms");
 }
 
 /// Downloads `bytes` over `profile` and compares the receiver's payload
