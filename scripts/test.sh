@@ -35,14 +35,20 @@ if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
 fi
 
 version() {
-    # First line of a program's version, or "not found".
+    # The first line of a program's version output that carries a version
+    # number (wrappers and warnings print other lines first), or "not found".
     local name="$1"; shift
-    if command -v "$name" >/dev/null 2>&1 || [ -x "/usr/sbin/$name" ]; then
-        local bin; bin="$(command -v "$name" 2>/dev/null || echo "/usr/sbin/$name")"
-        "$bin" "$@" 2>&1 | head -n1 | tr -s ' ' | cut -c1-80
-    else
+    local bin
+    bin="$(command -v "$name" 2>/dev/null || true)"
+    [ -z "$bin" ] && [ -x "/usr/sbin/$name" ] && bin="/usr/sbin/$name"
+    if [ -z "$bin" ]; then
         echo "not found"
+        return
     fi
+    "$bin" "$@" 2>&1 | grep -m1 -E '[0-9]+\.[0-9]+' | tr -s ' ' | cut -c1-60 || echo "found, version unknown"
+}
+pip_version() {
+    python3 -m pip show "$1" 2>/dev/null | sed -n 's/^Version: /'"$1"' /p' | grep . || echo "not found"
 }
 echo
 echo "== summary"
@@ -52,7 +58,7 @@ if [ "$skipped" -gt 0 ]; then
 fi
 echo "peers: nginx: $(version nginx -v); apache2: $(version apache2 -v); curl: $(version curl --version);" \
     "wget: $(version wget --version); tshark: $(version tshark --version); chromium: $(version chromium --version);" \
-    "h2load: $(version h2load --version); httpolice: $(version httpolice --version); redbot: $(version redbot --version 2>/dev/null);" \
+    "h2load: $(version h2load --version); HTTPolice: $(pip_version HTTPolice); redbot: $(pip_version redbot);" \
     "python3: $(version python3 --version); git: $(version git --version)"
 echo "root: $([ "$(id -u)" -eq 0 ] && echo yes || echo no); /dev/net/tun: $([ -c /dev/net/tun ] && echo yes || echo no); PAGEWIRE_REQUIRE_ALL=$PAGEWIRE_REQUIRE_ALL"
 echo "$passed passed, $failed failed, $skipped skipped"
