@@ -613,7 +613,10 @@ fn save_and_har_outputs() {
             "time {t} is not send {send} + wait {wait} + receive {receive}"
         );
         assert!(wait >= 0.0 && receive >= 0.0, "{timings}");
-        assert!(t <= whole_ms, "entry time {t} ms > the whole fetch {whole_ms} ms");
+        assert!(
+            t <= whole_ms,
+            "entry time {t} ms > the whole fetch {whole_ms} ms"
+        );
     }
 }
 

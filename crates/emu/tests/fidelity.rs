@@ -72,35 +72,35 @@ fn bulk_rate_within_3pct(profile_name: &str, tcp1997: bool, bytes: usize, mark: 
     let link = start(cfg);
     let mut errors = Vec::new();
     for _ in 0..ATTEMPTS {
-    let listener = listen(&link);
-    let port = listener.local_addr().unwrap().port();
-    let data = payload(bytes);
-    let server = serve(listener, data.clone(), 1);
-    link.begin_run(None).unwrap();
-    let d = download(&link, port, mark);
-    server.join().unwrap();
-    let c = link.end_run().unwrap();
-    assert!(d.data == data, "payload corrupted");
-    let down = &c.server_to_client;
-    assert_eq!(c.dropped_total, 0, "no drops expected");
-    // Retransmitted bytes would use link time the receiver cannot see.
-    assert_eq!(c.retransmissions, 0, "no retransmissions expected");
-    let payload_share = down.payload_bytes as f64 / down.kinds.data.bytes as f64;
-    let expected = rate_bps as f64 * payload_share;
-    let (t_mark, got_at_mark) = d.at_mark;
-    let measured = (bytes - got_at_mark) as f64 * 8.0 / (d.total - t_mark).as_secs_f64();
-    let err = measured / expected - 1.0;
-    eprintln!(
+        let listener = listen(&link);
+        let port = listener.local_addr().unwrap().port();
+        let data = payload(bytes);
+        let server = serve(listener, data.clone(), 1);
+        link.begin_run(None).unwrap();
+        let d = download(&link, port, mark);
+        server.join().unwrap();
+        let c = link.end_run().unwrap();
+        assert!(d.data == data, "payload corrupted");
+        let down = &c.server_to_client;
+        assert_eq!(c.dropped_total, 0, "no drops expected");
+        // Retransmitted bytes would use link time the receiver cannot see.
+        assert_eq!(c.retransmissions, 0, "no retransmissions expected");
+        let payload_share = down.payload_bytes as f64 / down.kinds.data.bytes as f64;
+        let expected = rate_bps as f64 * payload_share;
+        let (t_mark, got_at_mark) = d.at_mark;
+        let measured = (bytes - got_at_mark) as f64 * 8.0 / (d.total - t_mark).as_secs_f64();
+        let err = measured / expected - 1.0;
+        eprintln!(
         "{profile_name}: {bytes} B, measured {measured:.0} bit/s payload after {got_at_mark} B, \
          expected {expected:.0} ({rate_bps} bit/s IP x {payload_share:.4}), error {:+.3}%",
         err * 100.0
     );
-    // Faster than the configured rate is a bug, never load.
-    assert!(err <= 0.03, "rate error {:+.3}% > 3%", err * 100.0);
-    if err >= -0.03 {
-        return;
-    }
-    errors.push(err * 100.0);
+        // Faster than the configured rate is a bug, never load.
+        assert!(err <= 0.03, "rate error {:+.3}% > 3%", err * 100.0);
+        if err >= -0.03 {
+            return;
+        }
+        errors.push(err * 100.0);
     }
     panic!("{profile_name}: rate more than 3% below the configured one in all {ATTEMPTS} attempts: {errors:?} %");
 }

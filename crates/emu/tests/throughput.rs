@@ -85,7 +85,10 @@ fn check(name: &str, mut cfg: pagewire_emu::LinkConfig) {
     // Every IP byte the link carried includes a payload byte at most once:
     // fewer IP bytes than payload would mean the counters (or the data)
     // are wrong.
-    assert!(ip >= goodput, "{name}: link counted {ip} bit/s < payload {goodput} bit/s");
+    assert!(
+        ip >= goodput,
+        "{name}: link counted {ip} bit/s < payload {goodput} bit/s"
+    );
     // Only the benchmark asserts a rate (bench/link-throughput.sh).
     if let Some(floor) = std::env::var("PAGEWIRE_THROUGHPUT_FLOOR_BPS")
         .ok()

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 mod common;
 
-
 const TIMEOUT: Duration = Duration::from_secs(180);
 
 /// (records, sum of captured lengths) of a classic pcap, parsed here.

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 mod common;
 
-
 /// `--quick` takes ~20 s here; allow three minutes on a loaded machine.
 const TIMEOUT: Duration = Duration::from_secs(180);
 

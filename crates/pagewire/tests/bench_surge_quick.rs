@@ -10,7 +10,6 @@ use std::time::Duration;
 
 mod common;
 
-
 const TIMEOUT: Duration = Duration::from_secs(150);
 
 #[test]

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 mod common;
 
-
 /// `--quick` takes about 25 s; allow three minutes on a loaded machine
 /// before calling it hung.
 const TIMEOUT: Duration = Duration::from_secs(180);
@@ -91,8 +90,13 @@ fn conn_length_quick_writes_points_figures_and_claims() {
     );
     for c in claims {
         assert!(
-            ["confirmed", "contradicted", "inconclusive", "not testable here"]
-                .contains(&c["verdict"].as_str().unwrap()),
+            [
+                "confirmed",
+                "contradicted",
+                "inconclusive",
+                "not testable here"
+            ]
+            .contains(&c["verdict"].as_str().unwrap()),
             "{c}"
         );
         assert!(

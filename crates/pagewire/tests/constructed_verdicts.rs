@@ -97,14 +97,16 @@ fn microscape_pipelining_packet_claim_follows_the_server() {
     let (v, c) = verdict(&kept, "pipeline-2x-packets");
     assert_eq!(v, "confirmed", "{c}");
 
-    let closing = format!(
-        "exec {PW} serve --root {{root}} --addr {{addr}}:{{port}} --max-requests 1"
-    );
+    let closing =
+        format!("exec {PW} serve --root {{root}} --addr {{addr}}:{{port}} --max-requests 1");
     let mut args = base.to_vec();
     args.extend(["--server-cmd", &closing]);
     let closed = bench(&args, &dir.path().join("closed"));
     let ratio = mean_packets(&closed, "http10") / mean_packets(&closed, "pipeline");
-    assert!(ratio < 1.5, "construction: one response per connection, ratio {ratio:.2}");
+    assert!(
+        ratio < 1.5,
+        "construction: one response per connection, ratio {ratio:.2}"
+    );
     let (v, c) = verdict(&closed, "pipeline-2x-packets");
     assert_eq!(v, "contradicted", "{c}");
 }
@@ -134,17 +136,15 @@ fn simulate(log: &Path, lines: usize) -> (f64, f64, u64) {
         Command::new(PW)
             .args(["prefetch", "simulate", "--log"])
             .arg(log)
-            .args(["--p", "0.5,1.1", "--w", "2", "--i", "all", "--model", "simple"])
+            .args([
+                "--p", "0.5,1.1", "--w", "2", "--i", "all", "--model", "simple",
+            ])
             .args(["--train", &(lines / 2).to_string()])
             .args(["--simulate", &(lines / 2).to_string(), "--json"]),
         Duration::from_secs(60),
         "pagewire prefetch simulate",
     );
-    assert!(
-        o.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let records: Vec<Value> = String::from_utf8(o.stdout)
         .unwrap()
         .lines()
@@ -175,18 +175,28 @@ fn prefetching_helps_exactly_when_the_log_is_predictable() {
     let hosts = 400;
 
     let predictable = dir.path().join("predictable.log");
-    clf_log(&predictable, hosts, |_| ("/a.html".into(), "/b.html".into()));
+    clf_log(&predictable, hosts, |_| {
+        ("/a.html".into(), "/b.html".into())
+    });
     let (with, without, prefetches) = simulate(&predictable, 2 * hosts);
     assert!(prefetches > 0, "nothing prefetched on a -> b");
     // Without prefetching every request is a first request of its client.
     assert!(without > 0.99, "baseline miss rate {without}");
     // Half the requests are /b.html, all predicted: at most the /a.html half
     // (a little slack for the first client's pair if it trains online).
-    assert!(with < 0.55, "miss rate {with} with prefetching (without: {without})");
+    assert!(
+        with < 0.55,
+        "miss rate {with} with prefetching (without: {without})"
+    );
 
     let unique = dir.path().join("unique.log");
-    clf_log(&unique, hosts, |h| (format!("/u{h}.html"), format!("/v{h}.html")));
+    clf_log(&unique, hosts, |h| {
+        (format!("/u{h}.html"), format!("/v{h}.html"))
+    });
     let (with, without, prefetches) = simulate(&unique, 2 * hosts);
     assert_eq!(prefetches, 0, "predicted a path no client shared");
-    assert_eq!(with, without, "prefetching changed the miss rate of an unpredictable log");
+    assert_eq!(
+        with, without,
+        "prefetching changed the miss rate of an unpredictable log"
+    );
 }

@@ -76,8 +76,7 @@ impl Data {
     fn file(&mut self, name: &str) -> Result<&Value, String> {
         if !self.files.contains_key(name) {
             let path = self.root.join(name);
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("{name}: {e}"))?;
+            let text = std::fs::read_to_string(&path).map_err(|e| format!("{name}: {e}"))?;
             let v = if name.ends_with(".json") {
                 serde_json::from_str(&text).map_err(|e| format!("{name}: {e}"))?
             } else if name.ends_with(".md") {
@@ -144,7 +143,11 @@ fn select(v: &Value, sel: &str) -> Result<Vec<Value>, String> {
     };
     let mut cur = match (first.as_array(), sel.as_bytes().first()) {
         // A filter right away: copy only the matching elements.
-        (Some(arr), Some(b'[')) if !sel[1..].trim_start().starts_with(|c: char| c == '"' || c.is_ascii_digit()) => {
+        (Some(arr), Some(b'['))
+            if !sel[1..]
+                .trim_start()
+                .starts_with(|c: char| c == '"' || c.is_ascii_digit()) =>
+        {
             let end = find_close(sel, 0).ok_or_else(|| format!("unclosed [ in {sel:?}"))?;
             let conds = parse_filter(sel[1..end].trim())?;
             let rest = &sel[end + 1..];
@@ -401,7 +404,10 @@ impl Calc<'_> {
 /// `x` printed as FMT says (`[+][,].N[*K]`).
 fn format_number(x: f64, fmt: &str) -> Result<String, String> {
     let (spec, scale) = match fmt.split_once('*') {
-        Some((s, k)) => (s, k.parse::<f64>().map_err(|_| format!("scale in {fmt:?}"))?),
+        Some((s, k)) => (
+            s,
+            k.parse::<f64>().map_err(|_| format!("scale in {fmt:?}"))?,
+        ),
         None => (fmt, 1.0),
     };
     let x = x * scale;
@@ -606,7 +612,10 @@ fn every_marked_figure_matches_the_committed_results() {
     eprintln!("{figures} figures checked");
     // The README's tables and claims figures are marked (a marker removed
     // by accident would otherwise pass silently).
-    assert!(readme_figures >= 20, "only {readme_figures} figures marked in README.md");
+    assert!(
+        readme_figures >= 20,
+        "only {readme_figures} figures marked in README.md"
+    );
     assert!(
         all.is_empty() || write,
         "{} figure(s) differ from the committed results (scripts/doc-figures --write \
@@ -668,23 +677,38 @@ fn selectors_formats_and_arithmetic() {
         ],
         "odd key": "71,077"
     });
-    assert_eq!(select(&v, ".rows[net=wan].s.mean").unwrap(), [serde_json::json!(1.39949)]);
+    assert_eq!(
+        select(&v, ".rows[net=wan].s.mean").unwrap(),
+        [serde_json::json!(1.39949)]
+    );
     assert_eq!(select(&v, ".rows[n=3]").unwrap().len(), 2);
-    assert_eq!(select(&v, ".rows[1].net").unwrap(), [serde_json::json!("wan")]);
-    assert_eq!(number(&select(&v, "[\"odd key\"]").unwrap()[0]).unwrap(), 71077.0);
+    assert_eq!(
+        select(&v, ".rows[1].net").unwrap(),
+        [serde_json::json!("wan")]
+    );
+    assert_eq!(
+        number(&select(&v, "[\"odd key\"]").unwrap()[0]).unwrap(),
+        71077.0
+    );
     assert!(select(&v, ".nope").is_err());
     assert_eq!(format_number(1234567.891, ",.1").unwrap(), "1,234,567.9");
     assert_eq!(format_number(0.3173, "+.1*100").unwrap(), "+31.7");
     assert_eq!(format_number(-0.0004, ".2").unwrap(), "0.00");
     assert_eq!(format_number(-1.5, ".0").unwrap(), "-2");
     let rows = markdown_rows("| a | b |\n|---|--:|\n| x | **1,024** |\n| y | 2 |\n");
-    assert_eq!(select(&rows, "[a=x].b").unwrap(), [serde_json::json!("1,024")]);
+    assert_eq!(
+        select(&rows, "[a=x].b").unwrap(),
+        [serde_json::json!("1,024")]
+    );
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("r.json"), v.to_string()).unwrap();
     let mut data = Data::new(dir.path());
     let e = "({r.json#.rows[net=wan].s.mean} / {r.json#.rows[net=lan].s.mean} - 1) * 100";
     assert_eq!(expected(&mut data, e, ".0").unwrap(), "595");
-    assert_eq!(expected(&mut data, "r.json#.rows[n=3]", "count").unwrap(), "2");
+    assert_eq!(
+        expected(&mut data, "r.json#.rows[n=3]", "count").unwrap(),
+        "2"
+    );
     let doc = "a <!--fig r.json#.rows[net=lan].s.mean as .2-->0.20<!--/fig--> b";
     assert!(check(doc, &mut data).0.is_empty());
     let (p, fresh, _) = check(&doc.replace("0.20<", "0.21<"), &mut data);

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 mod common;
 
-
 /// `--quick` takes about 30 s; three minutes before calling it hung.
 const TIMEOUT: Duration = Duration::from_secs(180);
 

@@ -6,7 +6,6 @@ use std::process::Command;
 
 mod common;
 
-
 const SERVER: &str = r#"python3 -c '
 import os, socket
 s = socket.socket()

@@ -21,7 +21,6 @@ use pagewire_emu::ns::{self, Netns, Spawner};
 
 mod common;
 
-
 const PW: &str = env!("CARGO_BIN_EXE_pagewire");
 const SERVER: &str = "198.18.100.1";
 const PORT: u16 = 8080;

@@ -54,11 +54,11 @@ impl Holder {
                 pagewire_testreq::require_peer("python3")
                     .expect("python3 (scripts/setup-deps.sh installs it)"),
             )
-                .args(["-c", HOLDER, &IDLE_CONNS.to_string()])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("python3 (scripts/setup-deps.sh installs it)"),
+            .args(["-c", HOLDER, &IDLE_CONNS.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 (scripts/setup-deps.sh installs it)"),
         )
     }
 

@@ -130,10 +130,7 @@ pub fn require_tun() -> bool {
         return false;
     }
     let tun = Path::new("/dev/net/tun");
-    let opened = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(tun);
+    let opened = std::fs::OpenOptions::new().read(true).write(true).open(tun);
     require(
         opened.is_ok(),
         &format!(
@@ -161,7 +158,14 @@ pub fn find_program(name: &str) -> Option<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect())
         .unwrap_or_default();
-    for d in ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin", "/bin"] {
+    for d in [
+        "/usr/local/sbin",
+        "/usr/sbin",
+        "/sbin",
+        "/usr/local/bin",
+        "/usr/bin",
+        "/bin",
+    ] {
         dirs.push(PathBuf::from(d));
     }
     dirs.into_iter()

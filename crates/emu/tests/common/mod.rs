@@ -28,7 +28,10 @@ pub fn can_run() -> bool {
             pagewire_emu::privilege::check().is_ok(),
             &format!(
                 "needs what the link emulator needs: {:#}",
-                pagewire_emu::privilege::check().err().map(|e| format!("{e:#}")).unwrap_or_default()
+                pagewire_emu::privilege::check()
+                    .err()
+                    .map(|e| format!("{e:#}"))
+                    .unwrap_or_default()
             ),
             "run as root with /dev/net/tun (CI does)",
         )
