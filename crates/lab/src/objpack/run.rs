@@ -136,7 +136,7 @@ struct Todo<'a> {
 /// The runs of one network: per set and cache state the methods in a
 /// seeded random order; then the windows.
 fn plan<'a>(all: &'a [FileSet], net: &NetPlan, methods: &[Method], seed: u64) -> Vec<Todo<'a>> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x0b1e_c7_0000);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x000b_1ec7_0000);
     let mut out = Vec::new();
     let mut add = |sets: Vec<&'a FileSet>, rng: &mut ChaCha8Rng| {
         for &cache in &net.caches {
@@ -221,7 +221,9 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
         let net = &np.name;
         let lc = (cfg.link_config)(net)?;
         let link = Link::start(lc).with_context(|| format!("start the {net} link"))?;
-        let forwarder = sys::find_thread("pw-forwarder");
+        // The forwarder names itself once it runs: looked up again per run
+        // until found.
+        let mut forwarder = sys::find_thread("pw-forwarder");
         let addr = SocketAddr::from((link.server_addr(), PORT));
         let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>();
         let (res_tx, res_rx) = mpsc::channel::<Result<ServerMeasure>>();
@@ -270,6 +272,9 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
             let refs: Vec<&std::path::Path> = paths.iter().map(PathBuf::as_path).collect();
             let resident_pct = sys::prepare(&refs, t.cache)?;
             let owned: Vec<FileSet> = t.sets.iter().map(|s| (*s).clone()).collect();
+            if forwarder.is_none() {
+                forwarder = sys::find_thread("pw-forwarder");
+            }
             let snap = Snapshot::take(forwarder);
             let sampler = (t.sets.len() > 1)
                 .then_some(server_clock)
