@@ -236,15 +236,35 @@ impl Registry {
 
     /// Closes the least recently active idle (or fresh) connection.
     pub fn evict_oldest_idle(&self) -> bool {
+        self.evict(&[&[Phase::Idle, Phase::Fresh]])
+    }
+
+    /// At `max_conns`: closes the connection whose request head has been
+    /// incomplete longest (accepted and silent, or a head still arriving:
+    /// slowloris holds its places this way), or else the least recently
+    /// active idle one (issue 32 #4). A connection being answered is never
+    /// closed.
+    pub fn evict_for_new(&self) -> bool {
+        self.evict(&[&[Phase::Fresh, Phase::ReadingHead], &[Phase::Idle]])
+    }
+
+    /// Closes the oldest connection (by `since`) of the first class of
+    /// phases that has one.
+    fn evict(&self, classes: &[&[Phase]]) -> bool {
         let slots = self.slots.lock().expect("registry lock");
         let mut best: Option<(u64, &Arc<Slot>)> = None;
-        for (_, slot) in slots.iter() {
-            let (phase, since) = slot.load();
-            if (phase == Phase::Idle as u8 || phase == Phase::Fresh as u8)
-                && slot.reason() == Reason::None
-                && best.is_none_or(|(b, _)| since < b)
-            {
-                best = Some((since, slot));
+        for class in classes {
+            for (_, slot) in slots.iter() {
+                let (phase, since) = slot.load();
+                if class.iter().any(|&p| p as u8 == phase)
+                    && slot.reason() == Reason::None
+                    && best.is_none_or(|(b, _)| since < b)
+                {
+                    best = Some((since, slot));
+                }
+            }
+            if best.is_some() {
+                break;
             }
         }
         match best {
