@@ -158,3 +158,41 @@ fn a_cut_redirect_chain_is_named() {
         "{err}"
     );
 }
+
+/// Issue 32 #5: one name the file system refuses (a 300-byte segment)
+/// skips that object with a warning; the rest of `--save` is written.
+#[test]
+fn save_skips_an_over_long_name_with_a_warning() {
+    let long = "n".repeat(300);
+    let page = format!("<html><img src=/ok.gif><img src=/{long}.gif></html>");
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        // Bounded: a few connections.
+        for conn in l.incoming().take(8) {
+            let Ok(mut s) = conn else { return };
+            let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+            // Bounded by the client's requests.
+            while let Some(head) = read_head(&mut s) {
+                let body = if head.starts_with("GET / ") {
+                    page.clone().into_bytes()
+                } else {
+                    b"GIF89a".to_vec()
+                };
+                let mut r = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+                r.extend_from_slice(&body);
+                if s.write_all(&r).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let (o, _) = fetch(&url, &["--save", dir.path().to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("not saved") && err.contains("304 bytes"), "{err}");
+    let host = url.trim_start_matches("http://").trim_end_matches('/');
+    assert!(dir.path().join(host).join("ok.gif").is_file());
+    assert!(dir.path().join(host).join("index.html").is_file());
+}
