@@ -81,9 +81,11 @@ pub fn save(report: &FetchReport, dir: &Path) -> Result<Saved, FetchError> {
     for o in &report.objects {
         let Some(body) = &o.body else { continue };
         let Some(path) = file_for(dir, &o.url) else {
-            saved
-                .skipped
-                .push(format!("{}: not saved: it cannot be mapped under {}", o.url, dir.display()));
+            saved.skipped.push(format!(
+                "{}: not saved: it cannot be mapped under {}",
+                o.url,
+                dir.display()
+            ));
             continue;
         };
         let long = path
@@ -112,11 +114,9 @@ pub fn save(report: &FetchReport, dir: &Path) -> Result<Saved, FetchError> {
             Ok(()) => saved.files.push(path),
             // A name this file system refuses (a shorter NAME_MAX, a
             // reserved character): this object only.
-            Err(e) if matches!(e.raw_os_error(), Some(36 | 22 | 84)) => saved.skipped.push(format!(
-                "{}: not saved to {}: {e}",
-                o.url,
-                path.display()
-            )),
+            Err(e) if matches!(e.raw_os_error(), Some(36 | 22 | 84)) => saved
+                .skipped
+                .push(format!("{}: not saved to {}: {e}", o.url, path.display())),
             Err(e) => return Err(io(e)),
         }
     }

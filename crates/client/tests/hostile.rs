@@ -134,7 +134,8 @@ async fn run(script: Script, s: &mut TcpStream) {
             let _ = s.write_all(b).await;
         }
         Script::FastInterim => {
-            let heads = b"HTTP/1.1 103 Early Hints\r\nLink: </ok.gif>; rel=preload\r\n\r\n".repeat(256);
+            let heads =
+                b"HTTP/1.1 103 Early Hints\r\nLink: </ok.gif>; rel=preload\r\n\r\n".repeat(256);
             let t0 = Instant::now();
             // Bounded: 30 s at most; the robot leaves first.
             while t0.elapsed() < Duration::from_secs(30) {
@@ -144,8 +145,7 @@ async fn run(script: Script, s: &mut TcpStream) {
             }
         }
         Script::EndlessChunked => {
-            if s
-                .write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            if s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
                 .await
                 .is_err()
             {

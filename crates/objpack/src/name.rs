@@ -55,7 +55,10 @@ impl fmt::Display for NameError {
                 write!(f, "contains a character Windows refuses (< > \" | ? *)")
             }
             NameError::WindowsReserved => {
-                write!(f, "has a segment Windows reserves for a device (CON, NUL, COM1, ...)")
+                write!(
+                    f,
+                    "has a segment Windows reserves for a device (CON, NUL, COM1, ...)"
+                )
             }
             NameError::TrailingDotOrSpace => write!(f, "has a segment ending in '.' or a space"),
             NameError::TempName => write!(f, "uses the unpacker's temporary name {TEMP_PREFIX}"),
@@ -139,7 +142,18 @@ fn is_windows_device(seg: &str) -> bool {
             matches!(head, "COM" | "LPT")
                 && matches!(
                     tail,
-                    "0" | "1" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" | "\u{b9}" | "\u{b2}" | "\u{b3}"
+                    "0" | "1"
+                        | "2"
+                        | "3"
+                        | "4"
+                        | "5"
+                        | "6"
+                        | "7"
+                        | "8"
+                        | "9"
+                        | "\u{b9}"
+                        | "\u{b2}"
+                        | "\u{b3}"
                 )
         }
     }

@@ -142,11 +142,7 @@ impl DirSink {
             match rustix::fs::openat(
                 &dir,
                 tmp.as_str(),
-                OFlags::WRONLY
-                    | OFlags::CREATE
-                    | OFlags::EXCL
-                    | OFlags::NOFOLLOW
-                    | OFlags::CLOEXEC,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 // The umask applies, as for any file a program creates.
                 Mode::from_raw_mode(0o666),
             ) {
@@ -212,8 +208,9 @@ impl DirSink {
 fn refused(dir: &OwnedFd, part: &str, path: &Path, e: Errno) -> io::Error {
     match e {
         Errno::LOOP | Errno::NOTDIR => {
-            let link = rustix::fs::statat(dir, part, AtFlags::SYMLINK_NOFOLLOW)
-                .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink);
+            let link = rustix::fs::statat(dir, part, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+                rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+            });
             let what = if link {
                 "is a symbolic link"
             } else {

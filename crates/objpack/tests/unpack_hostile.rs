@@ -7,7 +7,9 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 
 use pagewire_objpack::unpack::unpack_to_dir;
-use pagewire_objpack::{crc32, Attributes, Entry, Error, Limits, Manifest, NameError, Reader, Step};
+use pagewire_objpack::{
+    crc32, Attributes, Entry, Error, Limits, Manifest, NameError, Reader, Step,
+};
 
 fn package(files: &[(&str, &[u8])]) -> Vec<u8> {
     let entries = files
@@ -64,13 +66,20 @@ fn planted_links_are_never_followed() {
     symlink(&victim, out.join(".index.html.objp-part")).unwrap();
     symlink(&victim, out.join("index.html")).unwrap();
     for n in 1..=3 {
-        symlink(&victim, out.join(format!(".objp-part.{}.{n}", std::process::id()))).unwrap();
+        symlink(
+            &victim,
+            out.join(format!(".objp-part.{}.{n}", std::process::id())),
+        )
+        .unwrap();
     }
     let n = unpack(&package(&[("index.html", b"<html>")]), &out).unwrap();
     assert_eq!(n, 1);
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
     let meta = std::fs::symlink_metadata(out.join("index.html")).unwrap();
-    assert!(meta.file_type().is_file(), "the link was replaced, not followed");
+    assert!(
+        meta.file_type().is_file(),
+        "the link was replaced, not followed"
+    );
     assert_eq!(std::fs::read(out.join("index.html")).unwrap(), b"<html>");
 }
 
@@ -102,7 +111,8 @@ fn names_up_to_255_bytes_unpack() {
 
 #[test]
 fn temp_scheme_windows_and_case_collisions_are_refused_before_writing() {
-    let cases: &[(&[(&str, &[u8])], &str)] = &[
+    type Files<'a> = &'a [(&'a str, &'a [u8])];
+    let cases: &[(Files, &str)] = &[
         (&[(".objp-part.1.1", b"a"), ("a", b"b")], "temporary name"),
         (&[("a", b"1"), ("A", b"2")], "differ only in case"),
         (&[("img/x", b"1"), ("IMG", b"2")], "directory of another"),
@@ -114,14 +124,29 @@ fn temp_scheme_windows_and_case_collisions_are_refused_before_writing() {
         let tmp = tempfile::tempdir().unwrap();
         let err = unpack(&raw_package(files), tmp.path()).unwrap_err();
         assert!(err.to_string().contains(what), "{files:?}: {err}");
-        assert!(err.incomplete_file().is_none(), "{files:?}: not an incomplete file");
-        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "{files:?}");
+        assert!(
+            err.incomplete_file().is_none(),
+            "{files:?}: not an incomplete file"
+        );
+        assert_eq!(
+            std::fs::read_dir(tmp.path()).unwrap().count(),
+            0,
+            "{files:?}"
+        );
     }
     // The writer refuses them too.
     let e = Manifest::new(
         vec![
-            Entry { name: "a".into(), size: 0, attrs: Attributes::default() },
-            Entry { name: "A".into(), size: 0, attrs: Attributes::default() },
+            Entry {
+                name: "a".into(),
+                size: 0,
+                attrs: Attributes::default(),
+            },
+            Entry {
+                name: "A".into(),
+                size: 0,
+                attrs: Attributes::default(),
+            },
         ],
         &Limits::default(),
     )

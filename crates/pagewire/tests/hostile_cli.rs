@@ -62,19 +62,29 @@ fn hostile(how: Hostile) -> String {
                     }
                     match how {
                         Hostile::Interim => {
-                            let heads = b"HTTP/1.1 103 Early Hints\r\nLink: </x.gif>\r\n\r\n".repeat(512);
-                            while t0.elapsed() < Duration::from_secs(20) && s.write_all(&heads).is_ok() {}
+                            let heads =
+                                b"HTTP/1.1 103 Early Hints\r\nLink: </x.gif>\r\n\r\n".repeat(512);
+                            while t0.elapsed() < Duration::from_secs(20)
+                                && s.write_all(&heads).is_ok()
+                            {}
                         }
                         Hostile::Chunked => {
-                            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+                            let _ = s.write_all(
+                                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+                            );
                             let mut c = b"2000\r\n".to_vec();
                             c.extend(std::iter::repeat_n(b'g', 0x2000));
                             c.extend_from_slice(b"\r\n");
-                            while t0.elapsed() < Duration::from_secs(20) && s.write_all(&c).is_ok() {}
+                            while t0.elapsed() < Duration::from_secs(20) && s.write_all(&c).is_ok()
+                            {
+                            }
                         }
                         Hostile::Trickle => {
-                            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
-                            while t0.elapsed() < Duration::from_secs(20) && s.write_all(b"g").is_ok() {
+                            let _ =
+                                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+                            while t0.elapsed() < Duration::from_secs(20)
+                                && s.write_all(b"g").is_ok()
+                            {
                                 std::thread::sleep(Duration::from_millis(200));
                             }
                         }
@@ -114,12 +124,22 @@ fn hostile_streams_end_by_the_deadline_with_exit_2_and_one_line() {
         // min-rate 0: the object deadline alone must end the trickle.
         let (o, took) = fetch(
             &url,
-            &["--object-timeout", "2s", "--read-timeout", "1s", "--min-rate", "0"],
+            &[
+                "--object-timeout",
+                "2s",
+                "--read-timeout",
+                "1s",
+                "--min-rate",
+                "0",
+            ],
         );
         let lines = stderr_lines(&o);
         assert_eq!(o.status.code(), Some(2), "{what}: {lines:?}");
         assert_eq!(lines.len(), 1, "{what}: {lines:?}");
-        assert!(lines[0].contains("/x.gif") && lines[0].contains(what), "{lines:?}");
+        assert!(
+            lines[0].contains("/x.gif") && lines[0].contains(what),
+            "{lines:?}"
+        );
         // Issue 32: within 1 s of the deadline; loose for a loaded machine
         // (it used to run until killed).
         assert!(took < Duration::from_secs(2 + 4), "{what}: {took:?}");
@@ -143,7 +163,8 @@ fn a_cut_redirect_chain_is_named() {
                     "/b" => "/c",
                     _ => "/d",
                 };
-                let r = format!("HTTP/1.1 302 Found\r\nLocation: {next}\r\nContent-Length: 0\r\n\r\n");
+                let r =
+                    format!("HTTP/1.1 302 Found\r\nLocation: {next}\r\nContent-Length: 0\r\n\r\n");
                 if s.write_all(r.as_bytes()).is_err() {
                     break;
                 }
@@ -179,7 +200,8 @@ fn save_skips_an_over_long_name_with_a_warning() {
                 } else {
                     b"GIF89a".to_vec()
                 };
-                let mut r = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+                let mut r = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len())
+                    .into_bytes();
                 r.extend_from_slice(&body);
                 if s.write_all(&r).is_err() {
                     break;
@@ -191,7 +213,10 @@ fn save_skips_an_over_long_name_with_a_warning() {
     let (o, _) = fetch(&url, &["--save", dir.path().to_str().unwrap()]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
-    assert!(err.contains("not saved") && err.contains("304 bytes"), "{err}");
+    assert!(
+        err.contains("not saved") && err.contains("304 bytes"),
+        "{err}"
+    );
     let host = url.trim_start_matches("http://").trim_end_matches('/');
     assert!(dir.path().join(host).join("ok.gif").is_file());
     assert!(dir.path().join(host).join("index.html").is_file());

@@ -536,7 +536,9 @@ impl ReadStats {
     /// A few steps back of a second or two are normal (requests are logged
     /// when they end) and are not warned about.
     pub fn order_warning(&self) -> Option<String> {
-        if self.out_of_order == 0 || (self.max_backstep_s <= 60 && self.out_of_order * 100 < self.parsed) {
+        if self.out_of_order == 0
+            || (self.max_backstep_s <= 60 && self.out_of_order * 100 < self.parsed)
+        {
             return None;
         }
         Some(format!(
@@ -673,7 +675,8 @@ impl AccessLog {
                 }
                 if l.time_s < *last_time {
                     self.stats.out_of_order += 1;
-                    self.stats.max_backstep_s = self.stats.max_backstep_s.max(*last_time - l.time_s);
+                    self.stats.max_backstep_s =
+                        self.stats.max_backstep_s.max(*last_time - l.time_s);
                 }
                 *last_time = l.time_s;
                 let host = self.hosts.intern(l.host);
@@ -840,12 +843,20 @@ mod tests {
         assert_eq!(log.stats.order_warning(), None);
         let reversed: String = (0..200).rev().map(line).collect();
         let log = AccessLog::from_bytes(reversed.as_bytes());
-        let w = log.stats.order_warning().expect("a reversed log is warned about");
+        let w = log
+            .stats
+            .order_warning()
+            .expect("a reversed log is warned about");
         assert!(w.contains("199 of 200"), "{w}");
         // One late line a few seconds back (logged at its end): no warning.
         let mut nearly = forward.clone();
         nearly.push_str("h - - [29/Aug/1995:03:18:55 -0400] \"GET /\" 200 1\n");
-        assert_eq!(AccessLog::from_bytes(nearly.as_bytes()).stats.order_warning(), None);
+        assert_eq!(
+            AccessLog::from_bytes(nearly.as_bytes())
+                .stats
+                .order_warning(),
+            None
+        );
     }
 
     #[test]

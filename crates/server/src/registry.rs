@@ -252,7 +252,10 @@ impl Registry {
     /// one accepted a moment ago whose request is still on its way.
     pub fn evict_for_new(&self) -> bool {
         self.evict(&[
-            (&[Phase::Fresh, Phase::ReadingHead], INCOMPLETE_HEAD_EVICT_MS),
+            (
+                &[Phase::Fresh, Phase::ReadingHead],
+                INCOMPLETE_HEAD_EVICT_MS,
+            ),
             (&[Phase::Idle], 0),
         ])
     }

@@ -257,7 +257,9 @@ fn at_max_conns_an_incomplete_head_is_evicted_first() {
     let mut slow: Vec<Reader> = (0..2)
         .map(|_| {
             let mut r = Reader::new(server.connect());
-            r.stream.write_all(b"GET /a.gif HTTP/1.1\r\nHost: t\r\nX-Slow: ").unwrap();
+            r.stream
+                .write_all(b"GET /a.gif HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+                .unwrap();
             r
         })
         .collect();

@@ -85,7 +85,10 @@ pub fn map(file: &File, len: u64) -> io::Result<Bytes> {
 
 /// True if `bytes` lie inside a live mapping made by [`map`].
 pub fn is_mapped(bytes: &[u8]) -> bool {
-    let (s, e) = (bytes.as_ptr() as usize, bytes.as_ptr() as usize + bytes.len());
+    let (s, e) = (
+        bytes.as_ptr() as usize,
+        bytes.as_ptr() as usize + bytes.len(),
+    );
     !bytes.is_empty()
         && LIVE
             .lock()

@@ -233,12 +233,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 eprintln!("pagewire: fetch: warning: {line}");
             }
             if !args.json {
-                writeln!(out, "  saved {} files under {}", saved.files.len(), dir.display())?;
+                writeln!(
+                    out,
+                    "  saved {} files under {}",
+                    saved.files.len(),
+                    dir.display()
+                )?;
             }
         }
         // A redirect chain cut by --max-redirects: the page is the 3xx, so
         // the exit status is 1; say why on stderr (also with --json).
-        for w in report.warnings.iter().filter(|w| w.contains("--max-redirects")) {
+        for w in report
+            .warnings
+            .iter()
+            .filter(|w| w.contains("--max-redirects"))
+        {
             eprintln!("pagewire: fetch: {w}");
         }
         if let Some(path) = &args.har {

@@ -49,7 +49,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         // Mode 0666 before the umask, as for any file a command creates
         // (tempfile's default, 0600, is for secrets; a package is not one).
         let mut tmp = tempfile::Builder::new()
-            .permissions(<std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o666))
+            .permissions(
+                <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o666),
+            )
             .tempfile_in(dir)
             .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
         tmp.write_all(&bytes)?;
