@@ -28,6 +28,9 @@ const FIN_WAIT: Duration = Duration::from_millis(500);
 /// (a protocol error), not a response.
 const MAX_INTERIM: u32 = 100;
 
+/// `read_response`'s expected size when any length is right (URL mode).
+pub const ANY_SIZE: u64 = u64::MAX;
+
 /// A failed exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Failure {
@@ -95,6 +98,10 @@ pub struct Conn {
     pub responses: u64,
     /// The server said it will close after the last response.
     pub closing: bool,
+    /// When the connection was established (for connection durations).
+    pub opened: tokio::time::Instant,
+    /// Status code of the last response head read (0: none yet).
+    pub last_status: u16,
 }
 
 /// A completed response.
@@ -110,6 +117,8 @@ impl Conn {
             buf: BytesMut::new(),
             responses: 0,
             closing: false,
+            opened: tokio::time::Instant::now(),
+            last_status: 0,
         }
     }
 
@@ -145,6 +154,7 @@ impl Conn {
         deadline: Instant,
     ) -> Result<Response, Failure> {
         let limits = Limits::default();
+        self.last_status = 0;
         let mut got_any = !self.buf.is_empty();
         let mut interim = 0u32;
         let head = loop {
@@ -174,6 +184,7 @@ impl Conn {
         let framing = head.body_framing();
         let keep = head.wants_keep_alive() && framing != BodyFraming::CloseDelimited;
         let status = head.status();
+        self.last_status = status;
         drop(head);
         let mut body = 0u64;
         let mut dec = Decoder::new(framing, &limits);
@@ -206,7 +217,7 @@ impl Conn {
         if status != 200 {
             return Err(Failure::new(ErrorKind::BadStatus, false));
         }
-        if body != expected_size {
+        if expected_size != ANY_SIZE && body != expected_size {
             return Err(Failure::new(ErrorKind::WrongSize, false));
         }
         Ok(Response { body_bytes: body })

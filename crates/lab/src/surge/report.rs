@@ -12,10 +12,7 @@ use plotters::prelude::*;
 use serde::Serialize;
 
 use super::{Outcome, Run};
-use crate::claims::spec::{
-    check_all, Cells, Claim, ClaimKind, ClaimSpec, Estimate, Evaluation, Interval, Outcome as O,
-    Verdict,
-};
+use crate::claims::spec::Claim;
 
 /// Paper 004's Apache 1.3.0 / 128 MB values (Tables 2, 3, 4, 6, 7), per
 /// mode and its 40 / 280 / 520 UE columns.
@@ -185,424 +182,26 @@ pub fn fits(runs: &[Run]) -> Vec<Fit> {
         .collect()
 }
 
-/// The claims' context: the runs and fits.
-pub struct Ctx {
-    pub runs: Vec<Run>,
-    pub fits: Vec<Fit>,
-}
-
-impl Ctx {
-    fn disk_bound(&self, r: &Run) -> bool {
-        let base = self.largest().and_then(|m| {
-            self.runs.iter().find(|b| {
-                b.memory == m && b.mode == r.mode && b.ues == r.ues && b.limit_bytes.is_none()
-            })
-        });
-        disk_bound_vs(r, base)
-    }
-    fn memories(&self) -> Vec<(String, u64)> {
-        let mut v: Vec<(String, u64)> = self
-            .runs
-            .iter()
-            .map(|r| (r.memory.clone(), r.limit_bytes.unwrap_or(u64::MAX)))
-            .collect();
-        v.sort_by_key(|x| x.1);
-        v.dedup();
-        v
-    }
-    /// The largest configuration (CPU-bound case) and the smallest limited one.
-    fn largest(&self) -> Option<String> {
-        self.memories().last().map(|m| m.0.clone())
-    }
-    fn smallest_limited(&self) -> Option<String> {
-        self.memories()
-            .into_iter()
-            .find(|m| m.1 != u64::MAX)
-            .map(|m| m.0)
-    }
-    fn max_ues(&self) -> Option<u64> {
-        self.runs.iter().map(|r| r.ues).max()
-    }
-    fn get(&self, mem: &str, mode: &str, ues: u64) -> Option<&Run> {
-        self.runs
-            .iter()
-            .find(|r| r.memory == mem && r.mode == mode && r.ues == ues && r.ok())
-    }
-    fn ues_of(&self, mem: &str) -> Vec<u64> {
-        let mut v: Vec<u64> = self
-            .runs
-            .iter()
-            .filter(|r| r.memory == mem)
-            .map(|r| r.ues)
-            .collect();
-        v.sort();
-        v.dedup();
-        v
-    }
-}
-
-/// GETs per second over the run's seconds (after the ramp).
-pub fn gps(r: &Run) -> Interval {
-    Estimate {
-        mean: r.gets_per_second,
-        sd: r.gps_sd,
-        n: r.gps_n,
-    }
-    .interval()
-}
-
 fn per_get(r: &Run, x: u64) -> f64 {
     x as f64 / r.gets.max(1) as f64
 }
 
-fn cwnd_est(r: &Run) -> Interval {
-    Estimate {
-        mean: r.cwnd_mean,
-        sd: r.cwnd_sd,
-        n: r.cwnd_n.min(u32::MAX as u64) as u32,
-    }
-    .interval()
-}
-
-/// Pages the server read from disk per second (its cgroup's or its
-/// processes' I/O accounting; never the machine-wide pgpgin, which counts
-/// every other program's reads too).
-pub fn server_pages_read(r: &Run) -> f64 {
-    r.pages_read
-}
-
-/// Disk-bound: a memory-limited run whose server read at least 500 pages
-/// (2 MB) a second from disk and at least 5 times the unlimited
-/// configuration's rate at the same mode and load.
-fn disk_bound_vs(r: &Run, base: Option<&Run>) -> bool {
-    let p = server_pages_read(r);
-    r.limit_bytes.is_some() && p >= 500.0 && base.is_none_or(|b| p >= 5.0 * server_pages_read(b))
-}
-
-/// CPU-bound: the machine had under 10% idle and the server itself used at
-/// least a quarter of it (on a shared machine other programs' load alone
-/// must not count as the server's CPU bottleneck).
-fn cpu_bound(r: &Run) -> bool {
-    r.idle < 10.0 && r.usr + r.kern >= 25.0
-}
-
-fn rule_network(c: &Ctx) -> Evaluation {
-    let mut cells = Cells::new();
-    if let Some(mem) = c.largest() {
-        for u in c.ues_of(&mem) {
-            let (Some(a), Some(b)) = (c.get(&mem, "http10", u), c.get(&mem, "http11", u)) else {
-                continue;
-            };
-            let (pa, pb) = (per_get(a, a.packets.total), per_get(b, b.packets.total));
-            cells.push(
-                format!("{mem} {u} UEs: packets/GET HTTP/1.1 {pb:.2} vs HTTP/1.0 {pa:.2}"),
-                O::from_bool(pb < pa),
-            );
-        }
-    }
-    cells.evaluate(
-        Verdict::Contradicted,
-        "read as: fewer link packets per GET with persistent HTTP/1.1 than HTTP/1.0 at every load of the largest memory configuration (single runs: the counts decide)",
+/// The claims of paper 004 judged on these runs and fits (through their
+/// JSON form, exactly as `pagewire claims` reads a results.json).
+pub fn judge(runs: &[Run], fits: &[Fit]) -> crate::claims::Judged {
+    crate::claims::judge_serialized(
+        &serde_json::json!({
+            "runs": runs,
+            "per_connection_memory": fits,
+            "calibration": super::suite_calibration(runs),
+        }),
+        crate::claims::Suite::Surge,
     )
 }
 
-fn rule_cpu(c: &Ctx) -> Evaluation {
-    let mut cells = Cells::new();
-    let (Some(mem), Some(u)) = (c.largest(), c.max_ues()) else {
-        return cells.evaluate(Verdict::Inconclusive, "not measured");
-    };
-    let (Some(a), Some(b)) = (c.get(&mem, "http10", u), c.get(&mem, "http11", u)) else {
-        return cells.evaluate(Verdict::Inconclusive, "needs http10 and http11");
-    };
-    if !cpu_bound(a) || !cpu_bound(b) {
-        return Evaluation::new(
-            Verdict::Inconclusive,
-            format!(
-                "precondition not met: at {mem}, {u} UEs the machine was {:.0}% / {:.0}% idle and the server used {:.0}% / {:.0}% of it (HTTP/1.0 / 1.1) — the server's CPU was not its bottleneck; throughput {:.1} vs {:.1} GETs/s",
-                a.idle, b.idle, a.usr + a.kern, b.usr + b.kern, a.gets_per_second, b.gets_per_second
-            ),
-        );
-    }
-    let ratio = gps(b) / gps(a);
-    cells.push(
-        format!(
-            "{mem}, {u} UEs (idle {:.0}%/{:.0}%): HTTP/1.1/HTTP/1.0 throughput {}",
-            a.idle,
-            b.idle,
-            ratio.show(3)
-        ),
-        ratio.within(0.9..=1.1),
-    );
-    cells.evaluate(
-        Verdict::Contradicted,
-        "read as: with the CPU saturated, HTTP/1.1's GETs/s within ±10% of HTTP/1.0's (95% interval over the run's seconds)",
-    )
-}
-
-fn rule_disk(c: &Ctx) -> Evaluation {
-    let mut cells = Cells::new();
-    let (Some(mem), Some(u)) = (c.smallest_limited(), c.max_ues()) else {
-        return cells.evaluate(
-            Verdict::Inconclusive,
-            "needs a memory-limited configuration",
-        );
-    };
-    let (Some(a), Some(b)) = (c.get(&mem, "http10", u), c.get(&mem, "http11", u)) else {
-        return cells.evaluate(Verdict::Inconclusive, "needs http10 and http11");
-    };
-    if !c.disk_bound(a) && !c.disk_bound(b) {
-        return Evaluation::new(
-            Verdict::Inconclusive,
-            format!(
-                "precondition not met: at {mem}, {u} UEs {:.0} / {:.0} pages/s were read from disk (HTTP/1.0 / 1.1): the disk was not the bottleneck",
-                server_pages_read(a), server_pages_read(b)
-            ),
-        );
-    }
-    cells.push(
-        format!(
-            "{mem}, {u} UEs ({:.0}/{:.0} pages read/s): GETs/s HTTP/1.1 {} vs HTTP/1.0 {}",
-            server_pages_read(a),
-            server_pages_read(b),
-            gps(b).show(1),
-            gps(a).show(1)
-        ),
-        gps(b).less(&gps(a)),
-    );
-    cells.push(
-        format!(
-            "mean latency HTTP/1.1 {:.1} ms vs HTTP/1.0 {:.1} ms",
-            b.latency_mean_ms, a.latency_mean_ms
-        ),
-        O::from_bool(b.latency_mean_ms > a.latency_mean_ms),
-    );
-    cells.evaluate(
-        Verdict::Inconclusive,
-        "read as: in the smallest memory configuration at the highest load, HTTP/1.1 has fewer GETs/s (intervals apart) and higher latency than HTTP/1.0",
-    )
-}
-
-fn rule_mem_per_conn(c: &Ctx) -> Evaluation {
-    let mut cells = Cells::new();
-    if let Some(mem) = c.largest() {
-        let f = |m: &str| {
-            c.fits
-                .iter()
-                .find(|f| f.memory == mem && f.mode == m)
-                .cloned()
-        };
-        if let (Some(a), Some(b)) = (f("http10"), f("http11")) {
-            let ia = Interval {
-                value: a.slope_kb_per_conn,
-                lo: a.slope_kb_per_conn - 1.96 * a.slope_se_kb,
-                hi: a.slope_kb_per_conn + 1.96 * a.slope_se_kb,
-                single: false,
-            };
-            let ib = Interval {
-                value: b.slope_kb_per_conn,
-                lo: b.slope_kb_per_conn - 1.96 * b.slope_se_kb,
-                hi: b.slope_kb_per_conn + 1.96 * b.slope_se_kb,
-                single: false,
-            };
-            cells.push(
-                format!(
-                    "{mem}: {} KB per HTTP/1.0 connection (r² {:.2}) vs {} KB per HTTP/1.1 connection (r² {:.2})",
-                    ia.show(1),
-                    a.r2,
-                    ib.show(1),
-                    b.r2
-                ),
-                ia.greater(&ib),
-            );
-        }
-    }
-    cells.evaluate(
-        Verdict::Contradicted,
-        "read as: the least-squares slope of server memory against ESTABLISHED is larger for HTTP/1.0 than for HTTP/1.1 (95% intervals of the slopes)",
-    )
-}
-
-fn rule_cwnd(c: &Ctx) -> Evaluation {
-    let mut cells = Cells::new();
-    if let Some(mem) = c.largest() {
-        for u in c.ues_of(&mem) {
-            let (Some(a), Some(b)) = (c.get(&mem, "http10", u), c.get(&mem, "http11", u)) else {
-                continue;
-            };
-            if a.cwnd_n == 0 || b.cwnd_n == 0 {
-                continue;
-            }
-            cells.push(
-                format!(
-                    "{u} UEs: mean CWND HTTP/1.1 {} vs HTTP/1.0 {}",
-                    cwnd_est(b).show(2),
-                    cwnd_est(a).show(2)
-                ),
-                cwnd_est(b).greater(&cwnd_est(a)),
-            );
-        }
-    }
-    cells.evaluate(
-        Verdict::Contradicted,
-        "read as: the mean congestion window of the server's established connections (sampled each second) is larger under HTTP/1.1 at every load",
-    )
-}
-
-/// A mode's GETs/s in configuration `mem` over its GETs/s without a limit
-/// at the same load: how much of its throughput it keeps. The pipelined
-/// modes of `pagewire load` offer more GETs per UE than the sequential ones
-/// (one active OFF time per object instead of one per file), so modes are
-/// compared by what they keep, never by raw GETs/s.
-fn retention(c: &Ctx, mem: &str, mode: &str, u: u64) -> Option<Interval> {
-    let base = c.largest()?;
-    if base == mem {
-        return None;
-    }
-    Some(gps(c.get(mem, mode, u)?) / gps(c.get(&base, mode, u)?))
-}
-
-fn rule_ec_throughput(c: &Ctx) -> Evaluation {
-    let mut cells = Cells::new();
-    let (Some(u), Some(base)) = (c.max_ues(), c.largest()) else {
-        return cells.evaluate(Verdict::Inconclusive, "not measured");
-    };
-    for (mem, _) in c.memories() {
-        if mem == base {
-            continue;
-        }
-        let (Some(e), Some(a)) = (
-            retention(c, &mem, "early-close", u),
-            retention(c, &mem, "http10", u),
-        ) else {
-            continue;
-        };
-        let r = e / a;
-        cells.push(
-            format!(
-                "{mem}, {u} UEs: early close keeps {} of its unlimited GETs/s, HTTP/1.0 {}: ratio {}",
-                e.show(2),
-                a.show(2),
-                r.show(2)
-            ),
-            r.within(0.9..=1.1),
-        );
-        if let (Some(b), Some(rb)) = (c.get(&mem, "http11", u), retention(c, &mem, "http11", u)) {
-            let disk = c.disk_bound(b)
-                || c.get(&mem, "early-close", u)
-                    .is_some_and(|r| c.disk_bound(r));
-            if disk {
-                cells.push(
-                    format!(
-                        "{mem} (disk-bound), {u} UEs: early close keeps {} vs persistent HTTP/1.1 {}",
-                        e.show(2),
-                        rb.show(2)
-                    ),
-                    e.greater(&rb),
-                );
-            }
-        }
-    }
-    cells.evaluate(
-        Verdict::Contradicted,
-        "read as: in every memory-limited configuration at the highest load, early close keeps as large a share of its unlimited GETs/s as HTTP/1.0 does (ratio within ±10%), and a larger share than persistent HTTP/1.1 (intervals apart) where the disk is the bottleneck; the unlimited configuration is the reference (the pipelined modes offer more GETs per UE, so raw GETs/s do not compare)",
-    )
-}
-
-fn rule_ec_packets(c: &Ctx) -> Evaluation {
-    let mut cells = Cells::new();
-    if let Some(mem) = c.largest() {
-        for u in c.ues_of(&mem) {
-            let (Some(a), Some(p), Some(e)) = (
-                c.get(&mem, "http10", u),
-                c.get(&mem, "pipeline", u),
-                c.get(&mem, "early-close", u),
-            ) else {
-                continue;
-            };
-            let (ca, cp, ce) = (
-                per_get(a, a.packets.connections),
-                per_get(p, p.packets.connections),
-                per_get(e, e.packets.connections),
-            );
-            cells.push(
-                format!("{u} UEs: connections/GET pipelined {cp:.3} < early-close {ce:.3} < HTTP/1.0 {ca:.3}"),
-                O::from_bool(cp < ce && ce < ca),
-            );
-            let more = per_get(e, e.packets.total) / per_get(p, p.packets.total) - 1.0;
-            cells.push(
-                format!(
-                    "{u} UEs: early close {:+.0}% packets/GET vs pipelined HTTP/1.1",
-                    100.0 * more
-                ),
-                O::from_bool((0.0..=0.35).contains(&more)),
-            );
-        }
-    }
-    cells.evaluate(
-        Verdict::Contradicted,
-        "read as: per GET, early close opens more connections than pipelined HTTP/1.1 and fewer than HTTP/1.0, and sends more packets than pipelined HTTP/1.1 but not over 35% more (the paper's Table 7 spans +17% to +32%); single runs: the counts decide",
-    )
-}
-
-/// Paper 004's results and its early-close claims.
-pub static CLAIMS: &[ClaimSpec<Ctx>] = &[
-    ClaimSpec {
-        id: "p004-network",
-        quote: "When the server is not the bottleneck, the network demands of HTTP/1.1 are somewhat lower than those of HTTP/1.0 in our LAN test configuration.",
-        source: "paper 004, section 1 (result 1); Tables 2 and 7",
-        kind: ClaimKind::Claim,
-        rule: rule_network,
-    },
-    ClaimSpec {
-        id: "p004-cwnd",
-        quote: "The table shows that the CWND size is much larger on average in HTTP/1.1 which should have a beneficial effect on latency reduction in the wide area.",
-        source: "paper 004, section 4.1, Table 3",
-        kind: ClaimKind::Claim,
-        rule: rule_cwnd,
-    },
-    ClaimSpec {
-        id: "p004-cpu",
-        quote: "When the server CPU is the bottleneck resource, there is no significant difference in performance between HTTP/1.0 and HTTP/1.1.",
-        source: "paper 004, section 1 (result 2); section 4.2, Figure 3",
-        kind: ClaimKind::Claim,
-        rule: rule_cpu,
-    },
-    ClaimSpec {
-        id: "p004-disk",
-        quote: "When memory on the server is limited and the disk system becomes the bottleneck resource, HTTP/1.1 performs significantly worse than HTTP/1.0.",
-        source: "paper 004, section 1 (result 3); section 4.3, Figures 5 and 6",
-        kind: ClaimKind::Claim,
-        rule: rule_disk,
-    },
-    ClaimSpec {
-        id: "p004-mem-per-conn",
-        quote: "These figures indicate that the memory needed by a connection in Apache is large; for an active connection (i.e. an HTTP/1.0 connection) the memory demand is four times higher than for a mostly-idle connection (i.e. an HTTP/1.1 connection).",
-        source: "paper 004, section 4.3.1, Figure 9",
-        kind: ClaimKind::Claim,
-        rule: rule_mem_per_conn,
-    },
-    ClaimSpec {
-        id: "p004-early-close-throughput",
-        quote: "The figures show that HTTP/1.1 with early close actually performs as well as HTTP/1.0 in terms of throughput in either configuration and much better than standard HTTP/1.1 in the disk constrained test.",
-        source: "paper 004, section 4.4, Figures 11 and 12",
-        kind: ClaimKind::Claim,
-        rule: rule_ec_throughput,
-    },
-    ClaimSpec {
-        id: "p004-early-close-packets",
-        quote: "From this we can see that HTTP/1.1 with early close roughly falls in between HTTP/1.0 and standard HTTP/1.1 in terms of total connections opened during tests and that only 17% more packets are transferred versus standard HTTP/1.1.",
-        source: "paper 004, section 4.4, Table 7",
-        kind: ClaimKind::Claim,
-        rule: rule_ec_packets,
-    },
-];
-
+/// The judged claims' list (results.json `claims`).
 pub fn check(runs: &[Run], fits: &[Fit]) -> Vec<Claim> {
-    let ctx = Ctx {
-        runs: runs.to_vec(),
-        fits: fits.to_vec(),
-    };
-    check_all(CLAIMS, &ctx)
+    judge(runs, fits).claims
 }
 
 const MODE_NAMES: [(&str, &str); 4] = [
@@ -955,10 +554,8 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
         );
     }
     let _ = writeln!(s);
-    s.push_str(&crate::claims::render_titled(
-        "Claims of paper 004 (Barford & Crovella) checked against these runs:",
-        claims,
-    ));
+    let _ = claims;
+    s.push_str(&judge(&o.runs, fits).render());
     s
 }
 
@@ -1027,6 +624,8 @@ pub struct Results<'a> {
     pub wall_s: f64,
     pub runs: &'a [Run],
     pub per_connection_memory: &'a [Fit],
+    /// The load beside paper 004's (see `surge::suite_calibration`).
+    pub calibration: &'a pagewire_load::calibration::Calibration,
     pub claims: &'a [Claim],
 }
 

@@ -68,7 +68,7 @@ pub struct Args {
     /// Results directory (default: a fresh ./bench-YYYYMMDD-HHMMSS).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Seed of the Microscape page (and of link loss/jitter).
+    /// Seed of the Microscape page (and of link loss/jitter); with --suite surge, of the SURGE request stream.
     #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
     seed: u64,
     /// Link options, laid over every network's profile.
@@ -206,7 +206,14 @@ fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig> + Send
 
 pub fn run(a: Args) -> Result<ExitCode> {
     if a.suite == "surge" {
-        return super::bench_surge::run(&a.surge, &a.server, a.quick, a.out, !a.no_progress);
+        return super::bench_surge::run(
+            &a.surge,
+            &a.server,
+            a.quick,
+            a.out,
+            !a.no_progress,
+            a.seed,
+        );
     }
     if a.suite == "conn-length" {
         return conn_length(&a);

@@ -30,6 +30,9 @@ pub struct SurgeArgs {
     /// [surge] Length of each run (the ramp included). Default 30s (--quick: 10s).
     #[arg(long, value_parser = pagewire_link::config::parse_duration)]
     pub duration: Option<Duration>,
+    /// [surge] Not measured at the start of each run. Default a tenth of --duration (at most 30 s).
+    #[arg(long, value_parser = pagewire_link::config::parse_duration)]
+    pub warmup: Option<Duration>,
     /// [surge] UEs start spread over this much time. Default 5s (--quick: 2s).
     #[arg(long, value_parser = pagewire_link::config::parse_duration)]
     pub ramp: Option<Duration>,
@@ -48,6 +51,7 @@ pub fn run(
     quick: bool,
     out: Option<PathBuf>,
     progress: bool,
+    seed: u64,
 ) -> Result<ExitCode> {
     let server = match server {
         "pagewire" => Server::Pagewire {
@@ -102,6 +106,12 @@ pub fn run(
     if duration < Duration::from_secs(2) || ramp >= duration {
         bail!("--duration must be at least 2 s and longer than --ramp");
     }
+    let warmup = s
+        .warmup
+        .unwrap_or_else(|| super::load::default_warmup(duration));
+    if warmup >= duration {
+        bail!("--warmup must be shorter than --duration");
+    }
     let (date, stamp) = utc_now();
     let out = out.unwrap_or_else(|| PathBuf::from(format!("bench-surge-{stamp}")));
     std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
@@ -113,9 +123,11 @@ pub fn run(
         ues,
         modes,
         duration,
+        warmup,
         ramp,
         files: s.files,
-        seed: pagewire_load::fileset::DEFAULT_SEED,
+        fileset_seed: pagewire_load::fileset::DEFAULT_SEED,
+        seed,
         out_dir: out.clone(),
         link: link.clone(),
         cold_cache: !s.warm,
@@ -133,6 +145,7 @@ pub fn run(
     let o = surge::run(&cfg)?;
     let fits = report::fits(&o.runs);
     let claims = report::check(&o.runs, &fits);
+    let calibration = surge::suite_calibration(&o.runs);
     let host = format!(
         "Linux {}, {} CPUs",
         std::fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -155,7 +168,12 @@ pub fn run(
         o.runs.len(),
         o.wall_s
     );
-    let text = report::render_text(&o, &fits, &claims, &header);
+    let mut text = report::render_text(&o, &fits, &claims, &header);
+    text += "\n";
+    text += &calibration.text();
+    if !calibration.within_bands {
+        text += "The load is off calibration: paper 004's claims are not testable on these runs.\n";
+    }
     let res = report::Results {
         made_by: format!("pagewire {} bench --suite surge", env!("CARGO_PKG_VERSION")),
         command: &command,
@@ -163,10 +181,11 @@ pub fn run(
         host: &host,
         cgroup: &o.cgroup,
         link: serde_json::to_value(&link)?,
-        file_set: serde_json::json!({"files": o.manifest_files, "bytes": o.manifest_bytes, "seed": cfg.seed}),
+        file_set: serde_json::json!({"files": o.manifest_files, "bytes": o.manifest_bytes, "seed": cfg.fileset_seed, "stream_seed": cfg.seed, "warmup_s": cfg.warmup.as_secs_f64()}),
         wall_s: o.wall_s,
         runs: &o.runs,
         per_connection_memory: &fits,
+        calibration: &calibration,
         claims: &claims,
     };
     report::write(&out, &res, &text)?;
