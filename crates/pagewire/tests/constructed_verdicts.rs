@@ -69,7 +69,8 @@ fn mean_packets(json: &Value, strategy: &str) -> f64 {
 /// packets" (`pipeline-2x-packets`). Pipelining saves packets by sending
 /// 43 requests on one connection instead of 43 connections (a SYN, SYN-ACK,
 /// FIN and their ACKs each): against `pagewire serve` the LAN first-time
-/// ratio is ~3x, far above 2. Against the same server told to close every
+/// ratio is ~3x, far above 2 (inside the band, the claim left inconclusive
+/// only because the other networks are not run). Against the same server told to close every
 /// connection after one response (`--max-requests 1`), the pipelined robot
 /// must open a connection per object too, and the ratio falls to ~1: the
 /// claim must be contradicted.
@@ -94,8 +95,20 @@ fn microscape_pipelining_packet_claim_follows_the_server() {
     let kept = bench(&base, &dir.path().join("kept"));
     let ratio = mean_packets(&kept, "http10") / mean_packets(&kept, "pipeline");
     assert!(ratio > 2.5, "construction: persistent ratio {ratio:.2}");
+    // Only the LAN's first retrieval is run, so the sentence cannot be
+    // confirmed (every network and test it covers must be measured) and the
+    // largest cell is only a lower bound of "as much as a factor of ten":
+    // the rule must leave it inconclusive, with the measured cell inside the
+    // "at least a factor of two" band.
     let (v, c) = verdict(&kept, "pipeline-2x-packets");
-    assert_eq!(v, "confirmed", "{c}");
+    assert_eq!(v, "inconclusive", "{c}");
+    let lan = c["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["cell"] == "lan/first")
+        .unwrap_or_else(|| panic!("no lan/first cell in {c}"));
+    assert_eq!(lan["position"], "inside", "{c}");
 
     let closing =
         format!("exec {PW} serve --root {{root}} --addr {{addr}}:{{port}} --max-requests 1");

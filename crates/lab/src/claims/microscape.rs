@@ -415,9 +415,7 @@ fn pipeline_2x_packets(c: &MicroscapeCtx) -> Measured {
     let f = |net, t| Some(c.pa(net, Http10, t)? / c.pa(net, Pipeline, t)?);
     each(&mut m, 0, &[Http10, Pipeline], cells(), f);
     let all: Vec<Interval> = cells().filter_map(|(n, t)| f(n, t)).collect();
-    if let Some(max) = Interval::max_of(&all) {
-        m.push(1, "largest cell", max);
-    }
+    m.push_largest(1, "largest cell", &all);
     m
 }
 

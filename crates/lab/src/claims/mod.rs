@@ -290,12 +290,7 @@ fn cell_line(c: &spec::CellOut) -> String {
             spec::fmt_num(c.hi)
         )
     };
-    let mark = match c.position {
-        spec::Position::Inside => "inside",
-        spec::Position::Outside => "OUTSIDE",
-        spec::Position::Straddles => "straddles",
-        spec::Position::FewReps => "n < 3",
-    };
+    let mark = c.position.mark();
     format!("{}: {iv} ({n}) {mark}", c.cell)
 }
 

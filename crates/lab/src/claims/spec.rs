@@ -220,7 +220,22 @@ impl Measured {
             q,
             label: label.into(),
             value,
+            lower_bound: false,
         });
+    }
+    /// Quantity `q` is the largest of `xs` ("sometimes as much as X"). While
+    /// a covered cell is missing ([`Measured::absent`] was called before),
+    /// the largest measured cell is only a lower bound of the sentence's
+    /// largest: it can contradict from above, never from below.
+    pub fn push_largest(&mut self, q: usize, label: impl Into<String>, xs: &[Interval]) {
+        if let Some(value) = Interval::max_of(xs) {
+            self.cells.push(Cell {
+                q,
+                label: label.into(),
+                value,
+                lower_bound: !self.missing.is_empty(),
+            });
+        }
     }
     /// A covered cell that was not measured.
     pub fn absent(&mut self, label: impl Into<String>) {
@@ -238,6 +253,9 @@ pub struct Cell {
     pub q: usize,
     pub label: String,
     pub value: Interval,
+    /// The value is a lower bound of the quantity (see
+    /// [`Measured::push_largest`]).
+    pub lower_bound: bool,
 }
 
 /// How one cell's interval lies against its band.
@@ -249,6 +267,9 @@ pub enum Position {
     Straddles,
     /// Fewer than [`MIN_REPS`] repetitions: decides nothing.
     FewReps,
+    /// Below the band, but only a lower bound (the largest of an incomplete
+    /// set of cells): decides nothing.
+    LowerBoundBelow,
 }
 
 impl Position {
@@ -263,12 +284,13 @@ impl Position {
             Position::Straddles
         }
     }
-    fn mark(self) -> &'static str {
+    pub fn mark(self) -> &'static str {
         match self {
             Position::Inside => "inside",
             Position::Outside => "OUTSIDE",
             Position::Straddles => "straddles",
             Position::FewReps => "n < 3",
+            Position::LowerBoundBelow => "below, cells missing",
         }
     }
 }
@@ -390,7 +412,12 @@ pub fn decide<C>(spec: &ClaimSpec<C>, m: Measured) -> Claim {
             lo: c.value.lo,
             hi: c.value.hi,
             n: (c.value.n != u32::MAX).then_some(c.value.n),
-            position: Position::of(&c.value, &band(c.q)),
+            position: match Position::of(&c.value, &band(c.q)) {
+                Position::Outside if c.lower_bound && c.value.hi < band(c.q).lo => {
+                    Position::LowerBoundBelow
+                }
+                p => p,
+            },
         })
         .collect();
     let which = |p: Position| {
@@ -425,6 +452,14 @@ pub fn decide<C>(spec: &ClaimSpec<C>, m: Measured) -> Claim {
         (
             Verdict::Inconclusive,
             format!("n < 3: {}", which(Position::FewReps).join(", ")),
+        )
+    } else if !which(Position::LowerBoundBelow).is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "largest of the measured cells below the band while covered cells are missing: {}",
+                which(Position::LowerBoundBelow).join(", ")
+            ),
         )
     } else if !which(Position::Straddles).is_empty() {
         (

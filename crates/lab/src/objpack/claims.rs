@@ -119,9 +119,7 @@ fn up_to(ctx: &Ctx, metric: Metric, base: Method) -> Measured {
         }
     }
     let all: Vec<Interval> = savings.iter().map(|s| s.1).collect();
-    if let Some(max) = Interval::max_of(&all) {
-        m.push(1, format!("{} largest group", ctx.net), max);
-    }
+    m.push_largest(1, format!("{} largest group", ctx.net), &all);
     m
 }
 
