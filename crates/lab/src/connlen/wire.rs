@@ -2,6 +2,7 @@
 //! (big-endian); the answer is that many bytes, then the server's FIN.
 
 use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -23,15 +24,78 @@ const CHUNK: usize = 64 * 1024;
 /// Bound on one trial: 4 MB through a 4 KB window over 70 ms takes ~70 s.
 const TRIAL_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// A socket whose window is the buffer's label. Linux doubles SO_SNDBUF
+/// and SO_RCVBUF and keeps part of them for its own bookkeeping, so a 4096
+/// buffer alone advertises only about 2.4 KB. Instead the buffers are set to
+/// twice the label (memory never binds) and `TCP_WINDOW_CLAMP` caps the
+/// advertised window at the label. Both before listen/connect: the clamp
+/// decides the window scale offered in the SYN and the first window.
 fn socket(buffer: Buffer) -> std::io::Result<TcpSocket> {
     let s = TcpSocket::new_v4()?;
     if let Some(b) = buffer.bytes() {
-        // Before listen/connect: the receive buffer decides the window scale
-        // offered in the SYN and the largest window ever advertised.
-        s.set_send_buffer_size(b)?;
-        s.set_recv_buffer_size(b)?;
+        s.set_send_buffer_size(b.saturating_mul(2))?;
+        s.set_recv_buffer_size(b.saturating_mul(2))?;
+        set_window_clamp(&s, b)?;
     }
     Ok(s)
+}
+
+// No safe wrapper for TCP_WINDOW_CLAMP in our dependencies (socket2,
+// rustix): one setsockopt.
+#[allow(unsafe_code)]
+fn set_window_clamp(s: &TcpSocket, bytes: u32) -> std::io::Result<()> {
+    let v: libc::c_int = bytes.min(i32::MAX as u32) as libc::c_int;
+    // SAFETY: a valid socket descriptor and a c_int option value of the
+    // size passed.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_WINDOW_CLAMP,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Byte offset of `tcpi_rcv_wnd` in Linux's `struct tcp_info` (since Linux
+/// 6.2; not in the libc crate's struct): the receive window the socket last
+/// advertised, in bytes.
+const TCPI_RCV_WND_OFFSET: usize = 232;
+
+/// The receive window `fd` last advertised (TCP_INFO), or None on kernels
+/// older than 6.2.
+// TCP_INFO past the fields of the libc crate's struct: one getsockopt into
+// a byte buffer.
+#[allow(unsafe_code)]
+pub fn advertised_window(fd: &impl AsRawFd) -> std::io::Result<Option<u32>> {
+    let mut buf = [0u8; 512];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: the buffer is writable for `len` bytes and the kernel writes
+    // at most `len` bytes, returning how many in `len`.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let end = TCPI_RCV_WND_OFFSET + 4;
+    if (len as usize) < end {
+        return Ok(None);
+    }
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&buf[TCPI_RCV_WND_OFFSET..end]);
+    Ok(Some(u32::from_ne_bytes(w)))
 }
 
 async fn serve_one(mut s: TcpStream) -> Result<()> {
@@ -176,6 +240,10 @@ pub struct Measurement {
     pub elapsed: Duration,
     /// SO_RCVBUF as the kernel reported it after setting.
     pub client_rcvbuf: u32,
+    /// The receive window the client advertised when the transfer ended
+    /// (TCP_INFO `tcpi_rcv_wnd`: the window the sender was held to), None
+    /// on kernels before 6.2.
+    pub window: Option<u32>,
 }
 
 /// One trial: connect, ask for `length` bytes, read and discard them until
@@ -201,14 +269,15 @@ pub async fn fetch(addr: SocketAddr, buffer: Buffer, length: u64) -> Result<Meas
         if got != length {
             bail!("asked for {length} bytes, got {got}");
         }
-        Ok(elapsed)
+        Ok((elapsed, advertised_window(&c)?))
     };
-    let elapsed = tokio::time::timeout(TRIAL_TIMEOUT, go)
+    let (elapsed, window) = tokio::time::timeout(TRIAL_TIMEOUT, go)
         .await
         .map_err(|_| anyhow!("trial took longer than {TRIAL_TIMEOUT:?}"))??;
     Ok(Measurement {
         elapsed,
         client_rcvbuf,
+        window,
     })
 }
 
@@ -237,6 +306,33 @@ mod tests {
             let e = fetch(addr, Buffer::Default, MAX_LENGTH + 1).await;
             assert!(e.is_err(), "oversized request must fail");
             fetch(addr, Buffer::Default, 5000).await.unwrap();
+        });
+    }
+
+    /// The window the client advertises is the buffer's label, not what
+    /// Linux makes of SO_RCVBUF. On loopback the MSS (~65 KB) is larger
+    /// than these windows, so no rounding to whole segments applies.
+    #[test]
+    fn advertised_window_is_the_label_on_loopback() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            for b in [4096u32, 8192, 16384] {
+                let s = socket(Buffer::Bytes(b)).unwrap();
+                s.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+                let l = s.listen(16).unwrap();
+                let addr = l.local_addr().unwrap();
+                let server = tokio::spawn(accept_loop(l));
+                let m = fetch(addr, Buffer::Bytes(b), 200_000).await.unwrap();
+                server.abort();
+                let Some(w) = m.window else {
+                    eprintln!("SKIPPED: TCP_INFO has no tcpi_rcv_wnd (kernel < 6.2)");
+                    return;
+                };
+                assert_eq!(w, b, "buffer {b}: advertised window {w}");
+            }
         });
     }
 }
