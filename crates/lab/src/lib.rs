@@ -7,7 +7,7 @@
 
 // `unsafe` only where a system call has no safe wrapper in our dependencies:
 // `objpack::methods` (getrusage(RUSAGE_THREAD) and poll(2)) and `connlen::wire`
-// (TCP_WINDOW_CLAMP, TCP_INFO's tcpi_rcv_wnd), allowed there alone.
+// (TCP_INFO's tcpi_rcv_wnd), allowed there alone.
 #![deny(unsafe_code)]
 
 pub mod chromium;

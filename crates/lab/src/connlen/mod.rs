@@ -93,9 +93,9 @@ impl std::str::FromStr for Config {
 }
 
 /// A window size, the paper's "TCP buffer (maximum window) sizes": the
-/// advertised window clamped to this many bytes on both ends before
-/// `listen`/`connect` (`TCP_WINDOW_CLAMP`, with SO_SNDBUF/SO_RCVBUF at
-/// twice it so memory never binds; see `wire`), or the kernel's default
+/// client's SO_RCVBUF calibrated so that the window it advertises is this
+/// many bytes (whole segments without window scaling), the server's
+/// SO_SNDBUF four times it (see `wire::calibrate`); or the kernel's default
 /// (autotuned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Buffer {
@@ -261,14 +261,14 @@ pub struct Point {
     pub buffer: Buffer,
     /// The window asked for, bytes (None: kernel default).
     pub buffer_bytes: Option<u32>,
-    /// What the kernel reported back for the client's SO_RCVBUF (Linux
-    /// doubles the value asked for, for its bookkeeping).
+    /// What the kernel reported back for the client's SO_RCVBUF after the
+    /// calibrated value was set (Linux doubles it, for its bookkeeping).
     pub client_rcvbuf: u32,
     /// The receive window the client advertised at the end of the last
-    /// trial (TCP_INFO), bytes: the window the server was held to. Without
-    /// window scaling (`--tcp 1997`) Linux advertises whole segments, so a
-    /// 4096 label gives 2920 with MSS 1460 and 3752 with MSS 536. None on
-    /// kernels before 6.2.
+    /// trial (TCP_INFO `tcpi_rcv_wnd`), bytes: the window the server was
+    /// held to. Without window scaling (`--tcp 1997`) Linux advertises
+    /// whole segments, so a 4096 label can give at most 2920 with MSS 1460
+    /// and 3752 with MSS 536. None on kernels before 6.2.
     pub window_bytes: Option<u32>,
     /// The link's drop-tail queue (each direction).
     pub queue: QueueLimit,
@@ -366,6 +366,7 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<Vec<Point>> {
 fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
     let lc = config.link_config(plan.tcp1997, plan.router_queue)?;
     let queue = lc.queue;
+    let mss = lc.mss.unwrap_or(1460);
     let link = Link::start(lc).with_context(|| format!("start the {config} link"))?;
     let server = wire::ServerHandle::start_in(&link, &[buffer])
         .with_context(|| format!("start the {config} server"))?;
@@ -377,7 +378,17 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
             .enable_all()
             .build()?;
         let mut rcvbuf = 0;
-        let mut window = None;
+        // The client SO_RCVBUF whose window is the label (see
+        // `wire::calibrate`).
+        let (cal_rcvbuf, mut window) = match buffer.bytes() {
+            Some(b) => {
+                let (r, w) = rt
+                    .block_on(wire::calibrate(addr, b, mss))
+                    .with_context(|| format!("{config}, buffer {}: calibrate", buffer.label()))?;
+                (Some(r), w)
+            }
+            None => (None, None),
+        };
         let mut out: Vec<Vec<f64>> = vec![Vec::new(); lengths.len()];
         let max_trials = trials.iter().copied().max().unwrap_or(0);
         for t in 0..max_trials {
@@ -386,7 +397,7 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
                     continue;
                 }
                 let m = rt
-                    .block_on(wire::fetch(addr, buffer, len))
+                    .block_on(wire::fetch(addr, buffer, cal_rcvbuf, len))
                     .with_context(|| format!("{config}, buffer {}, {len} bytes", buffer.label()))?;
                 rcvbuf = m.client_rcvbuf;
                 window = m.window;

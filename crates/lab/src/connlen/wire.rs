@@ -24,42 +24,27 @@ const CHUNK: usize = 64 * 1024;
 /// Bound on one trial: 4 MB through a 4 KB window over 70 ms takes ~70 s.
 const TRIAL_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// A socket whose window is the buffer's label. Linux doubles SO_SNDBUF
-/// and SO_RCVBUF and keeps part of them for its own bookkeeping, so a 4096
-/// buffer alone advertises only about 2.4 KB. Instead the buffers are set to
-/// twice the label (memory never binds) and `TCP_WINDOW_CLAMP` caps the
-/// advertised window at the label. Both before listen/connect: the clamp
-/// decides the window scale offered in the SYN and the first window.
-fn socket(buffer: Buffer) -> std::io::Result<TcpSocket> {
+/// The server's socket: SO_RCVBUF the label, SO_SNDBUF four times it, so
+/// the sender's memory never holds it below the client's window.
+fn server_socket(buffer: Buffer) -> std::io::Result<TcpSocket> {
     let s = TcpSocket::new_v4()?;
     if let Some(b) = buffer.bytes() {
-        s.set_send_buffer_size(b.saturating_mul(2))?;
-        s.set_recv_buffer_size(b.saturating_mul(2))?;
-        set_window_clamp(&s, b)?;
+        s.set_send_buffer_size(b.saturating_mul(4))?;
+        s.set_recv_buffer_size(b)?;
     }
     Ok(s)
 }
 
-// No safe wrapper for TCP_WINDOW_CLAMP in our dependencies (socket2,
-// rustix): one setsockopt.
-#[allow(unsafe_code)]
-fn set_window_clamp(s: &TcpSocket, bytes: u32) -> std::io::Result<()> {
-    let v: libc::c_int = bytes.min(i32::MAX as u32) as libc::c_int;
-    // SAFETY: a valid socket descriptor and a c_int option value of the
-    // size passed.
-    let r = unsafe {
-        libc::setsockopt(
-            s.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_WINDOW_CLAMP,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error());
+/// The client's socket: SO_RCVBUF `rcvbuf` (see [`calibrate`]) set before
+/// `connect` (it decides the window scale offered in the SYN), SO_SNDBUF
+/// the label.
+fn client_socket(buffer: Buffer, rcvbuf: Option<u32>) -> std::io::Result<TcpSocket> {
+    let s = TcpSocket::new_v4()?;
+    if let Some(b) = buffer.bytes() {
+        s.set_send_buffer_size(b)?;
+        s.set_recv_buffer_size(rcvbuf.unwrap_or(b))?;
     }
-    Ok(())
+    Ok(s)
 }
 
 /// Byte offset of `tcpi_rcv_wnd` in Linux's `struct tcp_info` (since Linux
@@ -159,7 +144,7 @@ fn serve(
     rt.block_on(async move {
         let mut listeners = Vec::new();
         for &b in &buffers {
-            let l = socket(b).and_then(|s| {
+            let l = server_socket(b).and_then(|s| {
                 s.set_reuseaddr(true)?;
                 s.bind(SocketAddr::from((ip, 0)))?;
                 s.listen(128)
@@ -233,6 +218,56 @@ impl Drop for ServerHandle {
     }
 }
 
+/// Rounds of [`calibrate`] at most.
+const CALIBRATION_ROUNDS: u32 = 5;
+
+/// Finds the client SO_RCVBUF whose advertised window is the label. Linux
+/// doubles SO_RCVBUF and advertises a share of it that depends on the
+/// path's buffer overhead (its `scaling_ratio`, learnt from the segments
+/// received), and `TCP_WINDOW_CLAMP` does not hold (Linux 6.18 resets it
+/// when that ratio changes), so: transfer 16 windows (at least 64 KB), read
+/// the window advertised at the end (TCP_INFO), scale SO_RCVBUF by
+/// label / window, and repeat until the window is the label or, without
+/// window scaling (whole segments of `mss`), the largest number of whole
+/// segments that fits in it. Returns (SO_RCVBUF, window); the label and
+/// None when the kernel does not report the window.
+pub async fn calibrate(addr: SocketAddr, label: u32, mss: u32) -> Result<(u32, Option<u32>)> {
+    let buffer = Buffer::Bytes(label);
+    let length = (u64::from(label) * 16).max(64 * 1024);
+    let mut r = label;
+    let mut best: Option<(u32, u32)> = None;
+    for _ in 0..CALIBRATION_ROUNDS {
+        let m = fetch(addr, buffer, Some(r), length).await?;
+        let Some(w) = m.window.filter(|&w| w > 0) else {
+            return Ok((label, None));
+        };
+        // Closest to the label from below wins; above it, the smallest.
+        let better = match best {
+            None => true,
+            Some((_, bw)) => {
+                (w <= label && (bw > label || w > bw)) || (w > label && bw > label && w < bw)
+            }
+        };
+        if better {
+            best = Some((r, w));
+        }
+        if w <= label && w + mss.min(label) > label {
+            return Ok((r, Some(w)));
+        }
+        let next = (u64::from(r) * u64::from(label) / u64::from(w)).clamp(1024, 64 << 20) as u32;
+        // Whole segments: nudge past a rounding step that scaling alone
+        // does not cross.
+        r = if next != r {
+            next
+        } else if w > label {
+            r - r / 16
+        } else {
+            r + r / 16
+        };
+    }
+    Ok(best.map_or((label, None), |(r, w)| (r, Some(w))))
+}
+
 /// One trial's result.
 #[derive(Clone, Copy, Debug)]
 pub struct Measurement {
@@ -247,9 +282,15 @@ pub struct Measurement {
 }
 
 /// One trial: connect, ask for `length` bytes, read and discard them until
-/// the server closes. Checks the count.
-pub async fn fetch(addr: SocketAddr, buffer: Buffer, length: u64) -> Result<Measurement> {
-    let s = socket(buffer)?;
+/// the server closes. Checks the count. `rcvbuf`: the client's SO_RCVBUF
+/// (None: the label).
+pub async fn fetch(
+    addr: SocketAddr,
+    buffer: Buffer,
+    rcvbuf: Option<u32>,
+    length: u64,
+) -> Result<Measurement> {
+    let s = client_socket(buffer, rcvbuf)?;
     let client_rcvbuf = s.recv_buffer_size()?;
     let go = async {
         let t0 = Instant::now();
@@ -294,44 +335,48 @@ mod tests {
             .build()
             .unwrap();
         rt.block_on(async {
-            let s = socket(Buffer::Bytes(8192)).unwrap();
+            let s = server_socket(Buffer::Bytes(8192)).unwrap();
             s.bind("127.0.0.1:0".parse().unwrap()).unwrap();
             let l = s.listen(16).unwrap();
             let addr = l.local_addr().unwrap();
             tokio::spawn(accept_loop(l));
             for len in [0u64, 1, 2048, 100_000] {
-                let m = fetch(addr, Buffer::Bytes(8192), len).await.unwrap();
+                let m = fetch(addr, Buffer::Bytes(8192), None, len).await.unwrap();
                 assert!(m.client_rcvbuf >= 8192);
             }
-            let e = fetch(addr, Buffer::Default, MAX_LENGTH + 1).await;
+            let e = fetch(addr, Buffer::Default, None, MAX_LENGTH + 1).await;
             assert!(e.is_err(), "oversized request must fail");
-            fetch(addr, Buffer::Default, 5000).await.unwrap();
+            fetch(addr, Buffer::Default, None, 5000).await.unwrap();
         });
     }
 
-    /// The window the client advertises is the buffer's label, not what
-    /// Linux makes of SO_RCVBUF. On loopback the MSS (~65 KB) is larger
-    /// than these windows, so no rounding to whole segments applies.
+    /// After calibration the window the client advertises is the label, not
+    /// what Linux makes of SO_RCVBUF = label. On loopback the MSS (~65 KB)
+    /// exceeds these windows, so whole-segment rounding does not apply.
     #[test]
-    fn advertised_window_is_the_label_on_loopback() {
+    fn calibrated_window_is_the_label_on_loopback() {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         rt.block_on(async {
-            for b in [4096u32, 8192, 16384] {
-                let s = socket(Buffer::Bytes(b)).unwrap();
+            for b in [4096u32, 16384] {
+                let s = server_socket(Buffer::Bytes(b)).unwrap();
                 s.bind("127.0.0.1:0".parse().unwrap()).unwrap();
                 let l = s.listen(16).unwrap();
                 let addr = l.local_addr().unwrap();
                 let server = tokio::spawn(accept_loop(l));
-                let m = fetch(addr, Buffer::Bytes(b), 200_000).await.unwrap();
-                server.abort();
-                let Some(w) = m.window else {
+                let (r, w) = calibrate(addr, b, 65483).await.unwrap();
+                let Some(w) = w else {
                     eprintln!("SKIPPED: TCP_INFO has no tcpi_rcv_wnd (kernel < 6.2)");
                     return;
                 };
-                assert_eq!(w, b, "buffer {b}: advertised window {w}");
+                // A trial with the calibrated buffer advertises it too.
+                let m = fetch(addr, Buffer::Bytes(b), Some(r), 100_000).await.unwrap();
+                server.abort();
+                assert!(w <= b && w >= b - b / 8, "buffer {b}: window {w} (SO_RCVBUF {r})");
+                let again = m.window.unwrap();
+                assert!(again <= b && again >= b - b / 8, "buffer {b}: trial window {again}");
             }
         });
     }
