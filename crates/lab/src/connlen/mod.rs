@@ -23,7 +23,7 @@ use pagewire_emu::{Link, LinkConfig};
 use pagewire_link::config::QueueLimit;
 use serde::Serialize;
 
-use crate::claimspec::{estimate_of, ser_estimate, Estimate};
+use crate::claims::spec::{ser_estimate, Estimate};
 
 /// The paper's three configurations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -55,7 +55,11 @@ impl Config {
     /// The emulated link of this configuration. `router_queue` replaces the
     /// drop-tail queue of the remote path (the router between the paper's
     /// client and its server across the U.S.); the local link keeps its own.
-    pub fn link_config(self, tcp1997: bool, router_queue: Option<QueueLimit>) -> Result<LinkConfig> {
+    pub fn link_config(
+        self,
+        tcp1997: bool,
+        router_queue: Option<QueueLimit>,
+    ) -> Result<LinkConfig> {
         let mut c = match self {
             Config::Local => LinkConfig::profile("lan")?,
             Config::Remote | Config::Remote536 => {
@@ -373,39 +377,44 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
     let addr: std::net::SocketAddr = (link.server_addr(), server.ports()[0]).into();
     let lengths = plan.lengths.clone();
     let trials: Vec<u32> = lengths.iter().map(|&l| plan.trials_for(l)).collect();
-    let measured = link.run_in_client(move || -> Result<(u32, Option<u32>, Vec<Vec<f64>>)> {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let mut rcvbuf = 0;
-        // The client SO_RCVBUF whose window is the label (see
-        // `wire::calibrate`).
-        let (cal_rcvbuf, mut window) = match buffer.bytes() {
-            Some(b) => {
-                let (r, w) = rt
-                    .block_on(wire::calibrate(addr, b, mss))
-                    .with_context(|| format!("{config}, buffer {}: calibrate", buffer.label()))?;
-                (Some(r), w)
-            }
-            None => (None, None),
-        };
-        let mut out: Vec<Vec<f64>> = vec![Vec::new(); lengths.len()];
-        let max_trials = trials.iter().copied().max().unwrap_or(0);
-        for t in 0..max_trials {
-            for (li, &len) in lengths.iter().enumerate() {
-                if t >= trials[li] {
-                    continue;
+    let measured =
+        link.run_in_client(move || -> Result<(u32, Option<u32>, Vec<Vec<f64>>)> {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let mut rcvbuf = 0;
+            // The client SO_RCVBUF whose window is the label (see
+            // `wire::calibrate`).
+            let (cal_rcvbuf, mut window) = match buffer.bytes() {
+                Some(b) => {
+                    let (r, w) = rt
+                        .block_on(wire::calibrate(addr, b, mss))
+                        .with_context(|| {
+                            format!("{config}, buffer {}: calibrate", buffer.label())
+                        })?;
+                    (Some(r), w)
                 }
-                let m = rt
-                    .block_on(wire::fetch(addr, buffer, cal_rcvbuf, len))
-                    .with_context(|| format!("{config}, buffer {}, {len} bytes", buffer.label()))?;
-                rcvbuf = m.client_rcvbuf;
-                window = m.window;
-                out[li].push(m.elapsed.as_secs_f64());
+                None => (None, None),
+            };
+            let mut out: Vec<Vec<f64>> = vec![Vec::new(); lengths.len()];
+            let max_trials = trials.iter().copied().max().unwrap_or(0);
+            for t in 0..max_trials {
+                for (li, &len) in lengths.iter().enumerate() {
+                    if t >= trials[li] {
+                        continue;
+                    }
+                    let m = rt
+                        .block_on(wire::fetch(addr, buffer, cal_rcvbuf, len))
+                        .with_context(|| {
+                            format!("{config}, buffer {}, {len} bytes", buffer.label())
+                        })?;
+                    rcvbuf = m.client_rcvbuf;
+                    window = m.window;
+                    out[li].push(m.elapsed.as_secs_f64());
+                }
             }
-        }
-        Ok((rcvbuf, window, out))
-    })??;
+            Ok((rcvbuf, window, out))
+        })??;
     server.stop();
     drop(link);
     let (rcvbuf, window, secs) = measured;
@@ -424,7 +433,7 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
                 queue,
                 length,
                 throughput: tputs.iter().copied().fold(0.0, f64::max),
-                throughput_trials: estimate_of(&tputs),
+                throughput_trials: Estimate::of(&tputs),
                 trial_s: secs,
                 tcp: if plan.tcp1997 { "1997" } else { "today" },
             }

@@ -372,11 +372,19 @@ mod tests {
                     return;
                 };
                 // A trial with the calibrated buffer advertises it too.
-                let m = fetch(addr, Buffer::Bytes(b), Some(r), 100_000).await.unwrap();
+                let m = fetch(addr, Buffer::Bytes(b), Some(r), 100_000)
+                    .await
+                    .unwrap();
                 server.abort();
-                assert!(w <= b && w >= b - b / 8, "buffer {b}: window {w} (SO_RCVBUF {r})");
+                assert!(
+                    w <= b && w >= b - b / 8,
+                    "buffer {b}: window {w} (SO_RCVBUF {r})"
+                );
                 let again = m.window.unwrap();
-                assert!(again <= b && again >= b - b / 8, "buffer {b}: trial window {again}");
+                assert!(
+                    again <= b && again >= b - b / 8,
+                    "buffer {b}: trial window {again}"
+                );
             }
         });
     }

@@ -1,6 +1,7 @@
 //! One module per command; each owns its `Args` and `run`.
 pub mod bench;
 pub mod bench_surge;
+pub mod claims;
 pub mod fetch;
 pub mod link;
 pub mod linkopts;
