@@ -244,9 +244,8 @@ pub async fn calibrate(addr: SocketAddr, label: u32, mss: u32) -> Result<(u32, O
         // Closest to the label from below wins; above it, the smallest.
         let better = match best {
             None => true,
-            Some((_, bw)) => {
-                (w <= label && (bw > label || w > bw)) || (w > label && bw > label && w < bw)
-            }
+            Some((_, bw)) if w <= label => bw > label || w > bw,
+            Some((_, bw)) => bw > label && w < bw,
         };
         if better {
             best = Some((r, w));
