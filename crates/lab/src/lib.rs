@@ -6,7 +6,8 @@
 //! [`tables`] and [`claims`] compare, [`report`] writes the files.
 
 // `unsafe` only where a system call has no safe wrapper in our dependencies:
-// `objpack::methods` (getrusage(RUSAGE_THREAD) and poll(2)), allowed there alone.
+// `objpack::methods` (getrusage(RUSAGE_THREAD) and poll(2)) and `connlen::wire`
+// (TCP_INFO's tcpi_rcv_wnd), allowed there alone.
 #![deny(unsafe_code)]
 
 pub mod chromium;

@@ -27,6 +27,8 @@ fn conn_length_quick_writes_points_figures_and_claims() {
                 "conn-length",
                 "--quick",
                 "--no-progress",
+                "--queue",
+                "16p",
                 "--out",
             ])
             .arg(&out),
@@ -55,6 +57,18 @@ fn conn_length_quick_writes_points_figures_and_claims() {
     for p in points {
         assert_eq!(p["trial_s"].as_array().unwrap().len(), 3, "{p}");
         assert!(p["throughput"].as_f64().unwrap() > 0.0, "{p}");
+        // The suite's default TCP is the paper's.
+        assert_eq!(p["tcp"], "1997", "{p}");
+        // `--queue` is the remote links' router queue, recorded per point.
+        let q = if p["config"] == "remote" { 16 } else { 1000 };
+        assert_eq!(p["queue"]["packets"], q, "{p}");
+        // The 4K window is 4096 bytes as advertised (TCP_INFO), in whole
+        // 1460-byte segments without window scaling: 2920.
+        if p["buffer"] == "4K" {
+            if let Some(w) = p["window_bytes"].as_u64() {
+                assert!(w <= 4096 && w + 1460 > 4096, "4K window {w}: {p}");
+            }
+        }
     }
     // Physics the link imposes, whatever TCP does: nothing beats the link
     // rate (10 Mbit/s local, 1.544 Mbit/s remote), and over 70 ms a 256-byte

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::claims::{Claim, Judged, Suite};
 use crate::report::Provenance;
 
-use super::{Config, Plan, Point};
+use super::{Config, Plan, Point, QueueLimit};
 
 #[derive(Serialize)]
 pub struct Results {
@@ -56,6 +56,8 @@ impl Results {
             "buffer",
             "buffer_bytes",
             "client_rcvbuf",
+            "window_bytes",
+            "queue",
             "length",
             "throughput",
             "mean_throughput",
@@ -69,6 +71,8 @@ impl Results {
                 p.buffer.label(),
                 p.buffer_bytes.map(|b| b.to_string()).unwrap_or_default(),
                 p.client_rcvbuf.to_string(),
+                p.window_bytes.map(|w| w.to_string()).unwrap_or_default(),
+                queue_label(p.queue),
                 p.length.to_string(),
                 format!("{:.1}", p.throughput),
                 format!("{:.1}", p.throughput_trials.mean),
@@ -90,10 +94,16 @@ impl Results {
             let tcp = if self.plan.tcp1997 {
                 ", --tcp 1997"
             } else {
-                ""
+                ", today's TCP"
+            };
+            let queue = match (c, self.plan.router_queue) {
+                (Config::Remote | Config::Remote536, Some(q)) => {
+                    format!(", queue {}", queue_label(q))
+                }
+                _ => String::new(),
             };
             let svg = figure(
-                &format!("Throughput vs. connection length, {rtt}{tcp}"),
+                &format!("Throughput vs. connection length, {rtt}{tcp}{queue}"),
                 &self.points,
                 c,
             )?;
@@ -115,6 +125,18 @@ impl Results {
             s,
             "{}; {} trials per point ({} from {} B), best trial shown, bytes/s",
             self.provenance.date_utc, self.plan.trials, self.plan.long_trials, self.plan.long_from
+        );
+        let _ = writeln!(
+            s,
+            "TCP: {}; remote links' drop-tail queue: {}",
+            if self.plan.tcp1997 {
+                "--tcp 1997"
+            } else {
+                "today's Linux"
+            },
+            self.plan
+                .router_queue
+                .map_or_else(|| "the t1 profile's (1000p)".to_string(), queue_label)
         );
         for c in Config::ALL {
             let pts: Vec<&Point> = self.points.iter().filter(|p| p.config == c).collect();
@@ -145,6 +167,36 @@ impl Results {
         s.push('\n');
         s.push_str(&self.judged.render());
         s
+    }
+}
+
+/// A decimal label for a tick of the log length axis, whose ticks fall on
+/// decimal values (1000, 2000, ..., 100000): "100k" at 100,000 bytes, not
+/// the binary "98K".
+pub fn tick_label(x: f64) -> String {
+    let (v, unit) = if x.abs() >= 1e6 {
+        (x / 1e6, "M")
+    } else if x.abs() >= 1e3 {
+        (x / 1e3, "k")
+    } else {
+        (x, "")
+    };
+    let r = v.round();
+    if (v - r).abs() < 1e-6 * v.abs().max(1.0) {
+        format!("{r:.0}{unit}")
+    } else {
+        // Not a whole multiple: keep what the tick really is.
+        let t = format!("{v:.2}");
+        let t = t.trim_end_matches('0').trim_end_matches('.');
+        format!("{t}{unit}")
+    }
+}
+
+/// `16p` or `64000b`, as `--queue` takes it.
+pub fn queue_label(q: QueueLimit) -> String {
+    match q {
+        QueueLimit::Packets(n) => format!("{n}p"),
+        QueueLimit::Bytes(n) => format!("{n}b"),
     }
 }
 
@@ -180,17 +232,9 @@ pub fn figure(title: &str, points: &[Point], c: Config) -> Result<String> {
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_desc("connection length (bytes)")
+            .x_desc("connection length (bytes; k = 1000, M = 1000000)")
             .y_desc("throughput (KB/s), best of the trials")
-            .x_label_formatter(&|x| {
-                if *x >= 1048576.0 {
-                    format!("{:.0}M", x / 1048576.0)
-                } else if *x >= 1024.0 {
-                    format!("{:.0}K", x / 1024.0)
-                } else {
-                    format!("{x:.0}")
-                }
-            })
+            .x_label_formatter(&|x| tick_label(*x))
             .draw()
             .map_err(err)?;
         for (i, b) in buffers.iter().enumerate() {
@@ -220,4 +264,20 @@ pub fn figure(title: &str, points: &[Point], c: Config) -> Result<String> {
         root.present().map_err(err)?;
     }
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decimal ticks get decimal labels.
+    #[test]
+    fn tick_labels_are_decimal() {
+        assert_eq!(tick_label(100_000.0), "100k");
+        assert_eq!(tick_label(1_000.0), "1k");
+        assert_eq!(tick_label(2_000_000.0), "2M");
+        assert_eq!(tick_label(500.0), "500");
+        assert_eq!(tick_label(2_500.0), "2.5k");
+        assert_eq!(tick_label(1_048_576.0), "1.05M");
+    }
 }

@@ -25,7 +25,9 @@ pub struct Args {
     /// Experiment suite: `microscape` (paper 001), `objpack` (paper 002:
     /// lan100 and wan; `--reps` sets per group, `--quick` 2 sets on lan100),
     /// `conn-length` or `getall` (Padmanabhan & Mogul, Figures 2-3 and 5-8;
-    /// these two take --quick, --reps, --tcp, --out), `surge` (paper 004:
+    /// these two take --quick, --reps, --tcp, --out; conn-length runs
+    /// `--tcp 1997` unless told `--tcp linux`, and takes `--queue Np` for the
+    /// remote links' router queue, e.g. 16p), `surge` (paper 004:
     /// the [surge] options below), `section9` (paper 001 section 9 from two
     /// finished runs: --baseline and --css-results).
     #[arg(long, default_value = "microscape")]
@@ -473,9 +475,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
 }
 
 /// `--suite conn-length`: its own configurations (local, remote,
-/// remote-536); of the link options only `--tcp` applies.
+/// remote-536); of the link options `--tcp` (default 1997 here, the paper's
+/// TCP) and `--queue` (the remote links' drop-tail router queue) apply.
 fn conn_length(a: &Args) -> Result<ExitCode> {
-    let tcp1997 = a.link.parse()?.config("lan", a.seed)?.tcp1997;
+    let over = a.link.parse()?;
+    let tcp1997 = !a.link.tcp_given() || over.config("lan", a.seed)?.tcp1997;
+    let t1 = over.config("t1", a.seed)?;
+    let router_queue = a.link.queue_given().then_some(t1.queue);
     let (_, stamp) = utc_now();
     let out = a
         .out
@@ -484,6 +490,7 @@ fn conn_length(a: &Args) -> Result<ExitCode> {
     let r = pagewire_lab::connlen::suite(&pagewire_lab::connlen::SuiteOptions {
         quick: a.quick,
         tcp1997,
+        router_queue,
         trials: a.reps,
         out: out.clone(),
         command: pagewire_emu::command_line(),

@@ -54,8 +54,10 @@ pub struct LinkOptions {
     link_compress: Option<String>,
     /// TCP flavour: `1997` approximates the papers' TCP (initcwnd 2, Reno,
     /// no SACK/timestamps/window scaling); `linux` leaves the kernel's.
-    #[arg(long, default_value = "linux")]
-    tcp: String,
+    /// Default: linux; `1997` for `bench --suite conn-length` (the paper's
+    /// TCP).
+    #[arg(long, value_name = "1997|linux")]
+    tcp: Option<String>,
 }
 
 /// The flags parsed and checked, ready to lay over any profile.
@@ -75,6 +77,16 @@ pub struct LinkOverrides {
 }
 
 impl LinkOptions {
+    /// Whether `--tcp` was given at all (suites with another default).
+    pub fn tcp_given(&self) -> bool {
+        self.tcp.is_some()
+    }
+
+    /// Whether `--queue` was given.
+    pub fn queue_given(&self) -> bool {
+        self.queue.is_some()
+    }
+
     /// Parses every flag once (trace files are read here), so a bad value
     /// fails before anything starts; each error names its flag.
     pub fn parse(&self) -> Result<LinkOverrides> {
@@ -93,7 +105,7 @@ impl LinkOptions {
         if let Some(p) = &self.trace_down {
             down_rate = Some(trace_rate(p)?);
         }
-        let tcp1997 = match self.tcp.as_str() {
+        let tcp1997 = match self.tcp.as_deref().unwrap_or("linux") {
             "1997" => true,
             "linux" | "default" => false,
             other => bail!("--tcp {other:?}: expected 1997 or linux"),
