@@ -60,6 +60,7 @@ pub enum Method {
     /// per file (text, executable, read-only) instead of format version 1's
     /// 128 bytes (flags, Last-Modified, media type, ETag). A variant of the
     /// bench only; `pagewire pack` writes version 1.
+    #[serde(rename = "objpack-1b")]
     ObjpackPaper,
 }
 
