@@ -2,8 +2,9 @@
 //! pipelined connections, REDbot's validation, range and content-negotiation
 //! checks against the running server on loopback.
 //!
-//! Both tools are installed by scripts/setup-deps.sh (pip: HTTPolice with
-//! `bitstring<4`, redbot). A missing tool FAILS these tests; set
+//! Both tools are installed by scripts/setup-deps.sh into the project's
+//! virtual environment `.peers/venv` (pinned HTTPolice with bitstring 3.1.9,
+//! redbot), found there before PATH. A missing tool FAILS these tests; set
 //! PAGEWIRE_SKIP_PEER_CHECKERS=1 to skip them explicitly.
 mod common;
 
@@ -20,7 +21,17 @@ fn skip_requested() -> bool {
     std::env::var_os("PAGEWIRE_SKIP_PEER_CHECKERS").is_some_and(|v| v == "1")
 }
 
+/// The peer's path: first the project's virtual environment that
+/// scripts/setup-deps.sh fills (`.peers/venv/bin`, or `$PAGEWIRE_PEERS_DIR/venv/bin`),
+/// then PATH.
 fn tool(name: &str) -> Option<PathBuf> {
+    let peers = std::env::var_os("PAGEWIRE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers"));
+    let venv = peers.join("venv").join("bin").join(name);
+    if venv.is_file() {
+        return Some(venv);
+    }
     let out = Command::new("sh")
         .arg("-c")
         .arg(format!("command -v {name}"))
