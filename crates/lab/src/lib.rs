@@ -14,6 +14,7 @@ pub mod claims;
 pub mod claimspec;
 pub mod connlen;
 pub mod extras;
+pub mod interrupt;
 pub mod loadtime;
 pub mod model;
 pub mod objpack;

@@ -74,7 +74,11 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
         }
     }
     let mut rows = Vec::new();
+    crate::interrupt::install();
     for (net, nsets) in &cfg.nets {
+        if crate::interrupt::signalled() {
+            break;
+        }
         let lc = (cfg.link_config)(net)?;
         let link = Link::start(lc).with_context(|| format!("start the {net} link"))?;
         let addr = SocketAddr::from((link.server_addr(), PORT));
@@ -117,9 +121,12 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
                     m.name()
                 );
             }
-            if let Some(sig) = pagewire_emu::cli::terminated_by() {
-                anyhow::bail!("interrupted by signal {sig}");
+            // Ctrl-C: the run in flight finishes (its transfer is short),
+            // the rows so far are reported.
+            if crate::interrupt::signalled() {
+                break;
             }
+            let _in_flight = crate::interrupt::InFlight::finishing();
             cmd_tx
                 .send(Cmd::Run(*m, (*set).clone()))
                 .map_err(|_| anyhow!("bench server thread ended"))?;

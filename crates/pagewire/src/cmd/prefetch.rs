@@ -39,7 +39,7 @@ enum Command {
 }
 
 #[derive(clap::Args)]
-struct SimulateArgs {
+pub struct SimulateArgs {
     /// Access log in Common Log Format, plain or gzip (detected by content).
     #[arg(long)]
     log: PathBuf,
@@ -93,7 +93,7 @@ struct SimulateArgs {
     entries: Entries,
     /// Empty a host's lookahead window after this much silence (`30m`);
     /// default: never.
-    #[arg(long, value_parser = pagewire_link::config::parse_duration)]
+    #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
     window_reset: Option<std::time::Duration>,
     /// Print one JSON record per parameter point on stdout.
     #[arg(long)]
@@ -116,8 +116,8 @@ struct StatsArgs {
 
 #[derive(clap::Args)]
 struct MarkovArgs {
-    /// Output file (Common Log Format).
-    #[arg(long)]
+    /// Output file (Common Log Format). (`--out` is an alias.)
+    #[arg(long = "out-file", alias = "out", value_name = "FILE")]
     out: PathBuf,
     /// Walks (one host each, unless proxied).
     #[arg(long, default_value_t = 20_000)]
@@ -141,8 +141,8 @@ struct SynthArgs {
     /// Lines to write.
     #[arg(long, default_value_t = 1_000_000)]
     lines: u64,
-    /// Output file; `.gz` writes gzip.
-    #[arg(long)]
+    /// Output file; `.gz` writes gzip. (`--out` is an alias.)
+    #[arg(long = "out-file", alias = "out", value_name = "FILE")]
     out: PathBuf,
     /// Give each copy its own host names (`host.cK`) instead of the same
     /// clients returning every "day".
@@ -231,7 +231,7 @@ fn tool() -> String {
     format!("pagewire {}", env!("CARGO_PKG_VERSION"))
 }
 
-fn simulate(a: SimulateArgs) -> anyhow::Result<ExitCode> {
+pub fn simulate(a: SimulateArgs) -> anyhow::Result<ExitCode> {
     // Validate every flag before the (possibly long) read.
     let grid = Grid {
         thresholds: parse_thresholds(&a.thresholds).context("--p")?,

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use pagewire_link::config::parse_duration;
 use pagewire_prefetch::PrefetchParams;
 use pagewire_server::{ClosePolicy, FlushPolicy, ServerConfig};
 use pagewire_site::microscape;
@@ -61,15 +60,15 @@ pub struct Args {
     #[arg(long, default_value = "linger")]
     pub close: ClosePolicy,
     /// Idle keep-alive timeout, e.g. 60s, 500ms.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub idle_timeout: Duration,
     /// Time allowed to receive a request head (slowloris defence).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub header_timeout: Duration,
     /// Time allowed for a request body the server waits for (GETLIST's
     /// uri-list), extended by one second per --body-min-rate bytes received;
     /// answered with 408 and a close.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub body_timeout: Duration,
     /// Least rate of such a body, e.g. 500B/s, 1KiB/s; 0: the whole body
     /// within --body-timeout.
