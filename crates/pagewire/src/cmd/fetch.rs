@@ -16,7 +16,7 @@ can include 50 ms timer waits that curl would not have. For plain persistent \
 HTTP/1.1 (one request after another, like curl), use --strategy http11.\n\n\
 Exit status: 0 every object answered with a success status \
 (2xx, or 304 when revalidating); 1 some object answered otherwise (an error \
-status 4xx/5xx, or a redirect 3xx not followed: the page's are followed \
+status (4xx/5xx), or a redirect (3xx) not followed: the page's are followed \
 with --max-redirects N; an embedded object's never are), or the fetch failed \
 (connection refused or reset, malformed or truncated response, a deadline or \
 the minimum rate missed); 2 a usage error (bad arguments, nothing fetched); \
@@ -227,7 +227,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for _ in 0..args.repeat {
         let report = rt
             .block_on(pagewire_client::fetch(cfg.clone()))
-            .map_err(anyhow::Error::new)?;
+            .map_err(|e| match e {
+                // Flags that cannot work together: a usage error (exit 2).
+                pagewire_client::FetchError::Config(m) => super::usage(m),
+                e => anyhow::Error::new(e),
+            })?;
         let mut out = stdout.lock();
         if args.json {
             writeln!(out, "{}", report.to_json())?;

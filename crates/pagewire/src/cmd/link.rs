@@ -45,7 +45,10 @@ pub struct Args {
 }
 
 fn config(a: &Args) -> Result<LinkConfig> {
-    a.link.parse()?.config(&a.net, a.seed)
+    a.link
+        .parse()
+        .and_then(|o| o.config(&a.net, a.seed))
+        .map_err(super::usage_from)
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {

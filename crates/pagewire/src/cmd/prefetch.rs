@@ -162,7 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn markov_log(a: MarkovArgs) -> anyhow::Result<ExitCode> {
     use pagewire_prefetch::markov::{expected, MarkovSpec};
     if !(0.0..=1.0).contains(&a.proxied) || a.proxies == 0 || a.hosts == 0 {
-        bail!("--proxied must be in 0..1, --proxies and --hosts > 0");
+        crate::usage_bail!("--proxied must be in 0..1, --proxies and --hosts > 0");
     }
     let spec = MarkovSpec {
         hosts: a.hosts,
@@ -234,21 +234,30 @@ fn tool() -> String {
 pub fn simulate(a: SimulateArgs) -> anyhow::Result<ExitCode> {
     // Validate every flag before the (possibly long) read.
     let grid = Grid {
-        thresholds: parse_thresholds(&a.thresholds).context("--p")?,
-        windows: parse_windows(&a.windows).context("--w")?,
-        max_hints: parse_hints(&a.hints).context("--i")?,
-        models: parse_models(&a.model).context("--model")?,
+        thresholds: parse_thresholds(&a.thresholds)
+            .context("--p")
+            .map_err(super::usage_from)?,
+        windows: parse_windows(&a.windows)
+            .context("--w")
+            .map_err(super::usage_from)?,
+        max_hints: parse_hints(&a.hints)
+            .context("--i")
+            .map_err(super::usage_from)?,
+        models: parse_models(&a.model)
+            .context("--model")
+            .map_err(super::usage_from)?,
     };
     let simulate = match a.simulate.as_str() {
         "rest" => None,
         n => Some(
             n.parse::<usize>()
-                .with_context(|| format!("--simulate: `{n}` is not a number or `rest`"))?,
+                .with_context(|| format!("--simulate: `{n}` is not a number or `rest`"))
+                .map_err(super::usage_from)?,
         ),
     };
     let defaults = a.train == PAPER_TRAIN && simulate == Some(PAPER_SIMULATE);
     if a.block_bytes == 0 || a.cache_bytes < a.block_bytes {
-        bail!("--cache-bytes must be at least one block and --block-bytes > 0");
+        crate::usage_bail!("--cache-bytes must be at least one block and --block-bytes > 0");
     }
     let job = SimulateJob {
         log: a.log,
@@ -265,7 +274,8 @@ pub fn simulate(a: SimulateArgs) -> anyhow::Result<ExitCode> {
         time_model: a
             .time_model
             .parse::<TimeModelChoice>()
-            .context("--time-model")?,
+            .context("--time-model")
+            .map_err(super::usage_from)?,
         variant: Variant {
             weights: a.weights,
             threshold: a.threshold_rule,

@@ -237,7 +237,7 @@ fn load_site(args: &Args) -> anyhow::Result<Site> {
             );
             Site::from_files_with(m.site_files(), &options)
         }
-        _ => anyhow::bail!("give --root DIR or --site microscape"),
+        _ => crate::usage_bail!("give --root DIR or --site microscape"),
     };
     if site.is_empty() {
         anyhow::bail!("the site has no files");
