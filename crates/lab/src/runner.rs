@@ -107,8 +107,14 @@ struct ServerGuard(Child);
 
 impl Drop for ServerGuard {
     fn drop(&mut self) {
-        // SIGTERM to its process group, SIGKILL after the grace period.
-        pagewire_emu::cli::stop_process_group(&mut self.0, Duration::from_secs(2));
+        // SIGTERM to its process group, SIGKILL after the grace period
+        // (short after a Ctrl-C: the user is waiting).
+        let grace = if crate::interrupt::signalled() {
+            Duration::from_millis(200)
+        } else {
+            Duration::from_secs(2)
+        };
+        pagewire_emu::cli::stop_process_group(&mut self.0, grace);
     }
 }
 
@@ -397,17 +403,17 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
         let (l1, l2) = (live.clone(), live.clone());
         pb.set_style(
             ProgressStyle::with_template(
-                "[{elapsed_precise}] {bar:30.cyan/blue} {percent:>3}% ETA {plan_eta} {msg} {run_clock}",
+                "[{elapsed_precise}] {bar:20.cyan/blue} {percent:>3}% ETA {plan_eta} {run_clock}{wide_msg}",
             )
             .expect("static template")
             .with_key("plan_eta", move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
                 let left_ms = st.len().unwrap_or(0).saturating_sub(st.pos()) as f64;
-                let s = (left_ms / 1000.0 - l1.credit_s()).max(0.0);
-                let _ = write!(w, "{:.0}:{:02.0}", (s / 60.0).floor(), s % 60.0);
+                let s = (left_ms / 1000.0 - l1.credit_s()).max(0.0).round() as u64;
+                let _ = write!(w, "{}:{:02}", s / 60, s % 60);
             })
             .with_key("run_clock", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
                 if let Some((el, est)) = l2.longest() {
-                    let _ = write!(w, "({el:.0} s of ~{est:.0} s)");
+                    let _ = write!(w, "run {el:.0}/~{est:.0} s: ");
                 }
             })
             .progress_chars("=> "),
@@ -541,14 +547,15 @@ struct LaneCtx<'a> {
 }
 
 /// The runs in flight, for the progress bar: per lane, when its run
-/// started and the run's estimate (wall-clock share), in seconds.
+/// started, the run's estimate in seconds and how many lanes share the
+/// network's time.
 #[derive(Clone, Default)]
-struct LiveRuns(std::sync::Arc<std::sync::Mutex<BTreeMap<String, (Instant, f64)>>>);
+struct LiveRuns(std::sync::Arc<std::sync::Mutex<BTreeMap<String, (Instant, f64, f64)>>>);
 
 impl LiveRuns {
-    fn start(&self, lane: String, est_s: f64) {
+    fn start(&self, lane: String, est_s: f64, lanes: f64) {
         if let Ok(mut m) = self.0.lock() {
-            m.insert(lane, (Instant::now(), est_s));
+            m.insert(lane, (Instant::now(), est_s, lanes));
         }
     }
     fn end(&self, lane: &str) {
@@ -560,7 +567,7 @@ impl LiveRuns {
     fn credit_s(&self) -> f64 {
         self.0.lock().map_or(0.0, |m| {
             m.values()
-                .map(|(t, est)| t.elapsed().as_secs_f64().min(*est))
+                .map(|(t, est, lanes)| t.elapsed().as_secs_f64().min(*est) / lanes)
                 .sum()
         })
     }
@@ -568,7 +575,7 @@ impl LiveRuns {
     fn longest(&self) -> Option<(f64, f64)> {
         let m = self.0.lock().ok()?;
         m.values()
-            .map(|(t, est)| (t.elapsed().as_secs_f64(), *est))
+            .map(|(t, est, _)| (t.elapsed().as_secs_f64(), *est))
             .max_by(|a, b| a.0.total_cmp(&b.0))
     }
 }
@@ -649,7 +656,7 @@ fn run_lane(
             );
         }
         let lane_key = format!("{net}{lane}");
-        ctx.live.start(lane_key.clone(), spec.estimate_s() / lanes);
+        ctx.live.start(lane_key.clone(), spec.estimate_s(), lanes);
         let rec = one_run(
             cfg,
             &link,
@@ -798,15 +805,17 @@ fn one_run(
     // Cancelled (None) within crate::interrupt::POLL of a Ctrl-C.
     let fetched =
         link.run_in_client(move || crate::interrupt::block_on(pagewire_client::fetch(fc)))?;
-    let c = link.end_run()?;
     let Some(fetched) = fetched.context("build the robot's runtime")? else {
-        // Half a run's packets are no record of anything.
+        // Not waiting for the link to drain (a full PPP queue takes tens
+        // of seconds); half a run's packets are no record of anything.
+        let _ = link.end_run_now();
         let _ = fs::remove_file(&pcap);
         let mut sidecar = pcap.clone().into_os_string();
         sidecar.push(".json");
         let _ = fs::remove_file(sidecar);
         bail!("interrupted");
     };
+    let c = link.end_run()?;
     let (requests, mean_request_bytes) = match &fetched {
         Ok(r) if r.requests > 0 => (
             r.requests,

@@ -304,7 +304,14 @@ pub struct ListArgs {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    pagewire_lab::interrupt::install();
+    // The suites over links take Ctrl-C their way (see
+    // pagewire_lab::interrupt); list, section9 and prefetch keep the default.
+    if !matches!(
+        a.suite,
+        Some(Suite::List(_) | Suite::Section9(_) | Suite::Prefetch(_))
+    ) {
+        pagewire_lab::interrupt::install();
+    }
     match a.suite {
         None => microscape(a.microscape),
         Some(Suite::Microscape(m)) => microscape(m),

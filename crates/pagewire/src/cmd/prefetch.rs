@@ -6,7 +6,7 @@ use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pagewire_prefetch::run::{SimulateJob, TimeModelChoice};
 use pagewire_prefetch::sim::{CacheConfig, Grid, Split, PAPER_SIMULATE, PAPER_TRAIN};
