@@ -7,7 +7,7 @@
 //! signal) and the namespaces with their last holder.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// How often a cancellable run looks at the signal flag.
@@ -15,6 +15,11 @@ pub const POLL: Duration = Duration::from_millis(50);
 
 static CANCELLABLE: AtomicUsize = AtomicUsize::new(0);
 static FINISHING: AtomicUsize = AtomicUsize::new(0);
+/// Set by the watcher once it has acknowledged the signal (so the count
+/// it prints is the runs in flight when the signal came, not after they
+/// stopped); `WATCHING` says a watcher runs at all.
+static CANCEL: AtomicBool = AtomicBool::new(false);
+static WATCHING: AtomicBool = AtomicBool::new(false);
 
 /// Installs the signal handlers (once) and the thread that acknowledges a
 /// first signal and aborts on a second.
@@ -22,15 +27,21 @@ pub fn install() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         pagewire_emu::cli::install_termination_handlers();
-        let _ = std::thread::Builder::new()
+        let watcher = std::thread::Builder::new()
             .name("pw-interrupt".into())
             .spawn(watch);
+        WATCHING.store(watcher.is_ok(), Ordering::SeqCst);
     });
 }
 
-/// Whether a termination signal arrived.
+/// Whether a termination signal arrived (and was acknowledged, when the
+/// watcher runs): runs stop at this.
 pub fn signalled() -> bool {
-    pagewire_emu::cli::terminated_by().is_some()
+    if WATCHING.load(Ordering::SeqCst) {
+        CANCEL.load(Ordering::SeqCst)
+    } else {
+        pagewire_emu::cli::terminated_by().is_some()
+    }
 }
 
 /// The first termination signal, if any.
@@ -77,6 +88,7 @@ fn watch() {
                     FINISHING.load(Ordering::SeqCst)
                 )
             );
+            CANCEL.store(true, Ordering::SeqCst);
         }
         if n >= 2 {
             eprintln!("pagewire: second signal: aborting now (exit 130); the results directory is incomplete");
