@@ -550,7 +550,10 @@ struct LaneCtx<'a> {
 /// started, the run's estimate in seconds and how many lanes share the
 /// network's time.
 #[derive(Clone, Default)]
-struct LiveRuns(std::sync::Arc<std::sync::Mutex<BTreeMap<String, (Instant, f64, f64)>>>);
+struct LiveRuns(std::sync::Arc<std::sync::Mutex<BTreeMap<String, LiveRun>>>);
+
+/// A run in flight: when it started, its estimate (s), the network's lanes.
+type LiveRun = (Instant, f64, f64);
 
 impl LiveRuns {
     fn start(&self, lane: String, est_s: f64, lanes: f64) {

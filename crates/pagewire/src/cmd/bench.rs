@@ -39,13 +39,13 @@ enum Suite {
     /// Paper 001 (Nielsen, Gettys et al., SIGCOMM '97): HTTP/1.0, persistent,
     /// pipelined and pipelined+deflate transfers of the Microscape page over
     /// LAN, WAN and PPP (Tables 3-9). The default suite.
-    Microscape(MicroscapeArgs),
+    Microscape(Box<MicroscapeArgs>),
     /// Paper 001 section 9 (CSS and PNG) from two finished microscape runs:
     /// the original page's and a `--page css` run's results.json.
     Section9(Section9Args),
     /// Paper 002 (Fujinoki, Sanjay, Shah, object packaging): Tables 3-7 on
     /// lan100 and wan.
-    Objpack(objpack::ObjpackArgs),
+    Objpack(Box<objpack::ObjpackArgs>),
     /// Paper 003 (Padmanabhan & Mogul, "Improving HTTP Latency"): connection
     /// length vs throughput, Figures 2-3.
     #[command(name = "conn-length")]
@@ -314,7 +314,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     match a.suite {
         None => microscape(a.microscape),
-        Some(Suite::Microscape(m)) => microscape(m),
+        Some(Suite::Microscape(m)) => microscape(*m),
         Some(Suite::Section9(s)) => section9(&s),
         Some(Suite::Objpack(o)) => objpack::run(&o),
         Some(Suite::ConnLength(c)) => conn_length(&c),
