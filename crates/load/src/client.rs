@@ -24,6 +24,9 @@ const READ_CHUNK: usize = 16 * 1024;
 /// real HTTP/1.0 exchange.
 const FIN_WAIT: Duration = Duration::from_millis(500);
 
+/// `read_response`'s expected size when any length is right (URL mode).
+pub const ANY_SIZE: u64 = u64::MAX;
+
 /// A failed exchange.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Failure {
@@ -91,6 +94,10 @@ pub struct Conn {
     pub responses: u64,
     /// The server said it will close after the last response.
     pub closing: bool,
+    /// When the connection was established (for connection durations).
+    pub opened: tokio::time::Instant,
+    /// Status code of the last response head read (0: none yet).
+    pub last_status: u16,
 }
 
 /// A completed response.
@@ -106,6 +113,8 @@ impl Conn {
             buf: BytesMut::new(),
             responses: 0,
             closing: false,
+            opened: tokio::time::Instant::now(),
+            last_status: 0,
         }
     }
 
@@ -135,6 +144,7 @@ impl Conn {
         deadline: Instant,
     ) -> Result<Response, Failure> {
         let limits = Limits::default();
+        self.last_status = 0;
         let mut got_any = !self.buf.is_empty();
         let head = loop {
             match parse_response(&mut self.buf, &limits, &Method::Get) {
@@ -157,6 +167,7 @@ impl Conn {
         let framing = head.body_framing();
         let keep = head.wants_keep_alive() && framing != BodyFraming::CloseDelimited;
         let status = head.status();
+        self.last_status = status;
         drop(head);
         let mut body = 0u64;
         let mut dec = Decoder::new(framing, &limits);
@@ -189,7 +200,7 @@ impl Conn {
         if status != 200 {
             return Err(Failure::new(ErrorKind::BadStatus, false));
         }
-        if body != expected_size {
+        if expected_size != ANY_SIZE && body != expected_size {
             return Err(Failure::new(ErrorKind::WrongSize, false));
         }
         Ok(Response { body_bytes: body })

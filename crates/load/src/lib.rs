@@ -11,10 +11,14 @@
 //! | [`client`] | HTTP/1.x exchanges on one connection, errors by kind          |
 //! | [`metrics`]| HDR histograms, counters, the per-second series, merge        |
 //! | [`run`]    | the user-equivalent tasks, runtime, limits, progress          |
+//! | [`calibration`] | the run beside the paper's load: per UE, per connection |
 
+pub mod calibration;
 pub mod client;
 pub mod fileset;
 pub mod metrics;
 pub mod model;
 pub mod run;
 pub mod stream;
+pub mod streamcheck;
+pub mod urls;

@@ -105,6 +105,20 @@ pub struct Metrics {
     /// persistent one before answering them (not errors: RFC 9112 §9.3.1).
     pub retries: u64,
     pub body_bytes: u64,
+    /// GETs of the web objects counted in `objects` (files per object =
+    /// object_gets / objects, weighted by requests).
+    pub object_gets: u64,
+    /// Connections closed, and the sum of their lifetimes (µs), for the
+    /// connections opened inside the measurement window.
+    pub conns_closed: u64,
+    pub conn_lifetime_us: u64,
+    /// GETs completed outside the measurement window (warm-up, or after
+    /// `--duration` ended): not in `gets` nor in any rate.
+    pub gets_outside_window: u64,
+    /// Connections opened outside the measurement window (not in `connections`).
+    pub conns_outside_window: u64,
+    /// Responses by status code (every response, also outside the window).
+    pub status: BTreeMap<u16, u64>,
     /// Per GET, from the intended send time to the last body byte.
     pub get_latency: Histogram<u64>,
     /// Per web object, from the base page's intended send time to the last
@@ -125,6 +139,12 @@ impl Default for Metrics {
             connections: 0,
             retries: 0,
             body_bytes: 0,
+            object_gets: 0,
+            conns_closed: 0,
+            conn_lifetime_us: 0,
+            gets_outside_window: 0,
+            conns_outside_window: 0,
+            status: BTreeMap::new(),
             get_latency: new_histogram(),
             object_latency: new_histogram(),
             send_lag: new_histogram(),
@@ -154,8 +174,9 @@ impl Metrics {
         s.latency_max_us = s.latency_max_us.max(us);
     }
 
-    pub fn record_object(&mut self, sec: usize, latency_us: u64) {
+    pub fn record_object(&mut self, sec: usize, latency_us: u64, files: u64) {
         self.objects += 1;
+        self.object_gets += files;
         self.object_latency
             .record(latency_us.clamp(1, HIST_MAX_US))
             .expect("clamped");
@@ -170,6 +191,15 @@ impl Metrics {
     pub fn record_connection(&mut self, sec: usize) {
         self.connections += 1;
         self.second(sec).connections += 1;
+    }
+
+    pub fn record_close(&mut self, lifetime_us: u64) {
+        self.conns_closed += 1;
+        self.conn_lifetime_us += lifetime_us;
+    }
+
+    pub fn record_status(&mut self, code: u16) {
+        *self.status.entry(code).or_insert(0) += 1;
     }
 
     pub fn record_send_lag(&mut self, lag_us: u64) {
@@ -193,6 +223,14 @@ impl Metrics {
         self.connections += o.connections;
         self.retries += o.retries;
         self.body_bytes += o.body_bytes;
+        self.object_gets += o.object_gets;
+        self.conns_closed += o.conns_closed;
+        self.conn_lifetime_us += o.conn_lifetime_us;
+        self.gets_outside_window += o.gets_outside_window;
+        self.conns_outside_window += o.conns_outside_window;
+        for (k, v) in &o.status {
+            *self.status.entry(*k).or_insert(0) += v;
+        }
         self.get_latency.add(&o.get_latency).expect("same bounds");
         self.object_latency
             .add(&o.object_latency)
@@ -253,6 +291,9 @@ pub struct RunInfo {
     pub started_utc: String,
     pub target: String,
     pub mode: String,
+    /// closed (the paper's UEs), or open / partly-open with the session rate.
+    #[serde(default = "closed")]
+    pub model: String,
     pub conns_per_ue: usize,
     /// UEs of the whole run (all shards).
     pub ues_total: u64,
@@ -262,10 +303,21 @@ pub struct RunInfo {
     pub shards: String,
     pub seed: u64,
     pub duration_s: f64,
+    /// Wall-clock start of the run (Unix seconds): the measurement window
+    /// is `[start_unix + warmup_s, start_unix + duration_s)`.
+    #[serde(default)]
+    pub start_unix: f64,
+    /// The first `warmup_s` seconds are not measured.
+    #[serde(default)]
+    pub warmup_s: f64,
     pub ramp_s: f64,
     pub threads: usize,
     pub site_files: usize,
     pub site_bytes: u64,
+}
+
+fn closed() -> String {
+    "closed".into()
 }
 
 /// The summary's JSON shape (`summary.json`, `--json`).
@@ -283,7 +335,25 @@ pub struct Summary {
     pub objects_failed: u64,
     pub retries: u64,
     pub body_bytes: u64,
-    /// GETs completed per second of the measurement window (`gets / duration_s`).
+    /// GETs of the counted web objects (see `Metrics::object_gets`).
+    #[serde(default)]
+    pub object_gets: u64,
+    #[serde(default)]
+    pub conns_closed: u64,
+    #[serde(default)]
+    pub conn_lifetime_us: u64,
+    #[serde(default)]
+    pub gets_outside_window: u64,
+    #[serde(default)]
+    pub conns_outside_window: u64,
+    /// Responses by status code, all of them (also outside the window).
+    #[serde(default)]
+    pub status_codes: BTreeMap<String, u64>,
+    /// Length of the measurement window: `duration_s - warmup_s`.
+    #[serde(default)]
+    pub window_s: f64,
+    /// GETs completed inside the measurement window per second of it
+    /// (`gets / window_s`).
     pub gets_per_second: f64,
     pub get_latency_ms: Percentiles,
     pub object_latency_ms: Percentiles,
@@ -302,12 +372,20 @@ impl Summary {
         cpu_system_s: f64,
         wall_s: f64,
     ) -> Summary {
+        let window_s = (run.duration_s - run.warmup_s).max(0.0);
         Summary {
-            gets_per_second: if run.duration_s > 0.0 {
-                m.gets as f64 / run.duration_s
+            gets_per_second: if window_s > 0.0 {
+                m.gets as f64 / window_s
             } else {
                 0.0
             },
+            window_s,
+            object_gets: m.object_gets,
+            conns_closed: m.conns_closed,
+            conn_lifetime_us: m.conn_lifetime_us,
+            gets_outside_window: m.gets_outside_window,
+            conns_outside_window: m.conns_outside_window,
+            status_codes: m.status.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             run,
             gets: m.gets,
             errors: m.error_total(),
@@ -332,14 +410,22 @@ impl Summary {
     /// A short human-readable report.
     pub fn text(&self) -> String {
         let r = &self.run;
-        let mut s = format!(
-            "pagewire load: {} UEs ({} of {} total, shards {}), mode {}, {} s against {}\n",
-            r.ues, r.ues, r.ues_total, r.shards, r.mode, r.duration_s, r.target
-        );
+        let mut s = if r.site_files == 0 {
+            format!(
+                "pagewire load: {} connections, {}, {} s against {}, measured {} s after a {} s warm-up\n",
+                r.ues, r.model, r.duration_s, r.target, self.window_s, r.warmup_s
+            )
+        } else {
+            format!(
+                "pagewire load: {} UEs ({} of {} total, shards {}), mode {}, model {}, {} s against {}, measured {} s after a {} s warm-up\n",
+                r.ues, r.ues, r.ues_total, r.shards, r.mode, r.model, r.duration_s, r.target, self.window_s, r.warmup_s
+            )
+        };
         s += &format!(
-            "GETs          {} ({:.1}/s), objects {} ({} failed), connections {}, retries {}, body {:.1} MB\n",
+            "GETs          {} ({:.1}/s; {} more outside the window), objects {} ({} failed), connections {}, retries {}, body {:.1} MB\n",
             self.gets,
             self.gets_per_second,
+            self.gets_outside_window,
             self.objects,
             self.objects_failed,
             self.connections,
@@ -352,6 +438,19 @@ impl Summary {
             .filter(|(_, &n)| n > 0)
             .map(|(k, n)| format!("{k} {n}"))
             .collect();
+        let codes: Vec<String> = self
+            .status_codes
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        s += &format!(
+            "status codes  {}\n",
+            if codes.is_empty() {
+                "none (no response)".to_string()
+            } else {
+                codes.join(", ")
+            }
+        );
         s += &format!(
             "errors        {}{}\n",
             self.errors,
@@ -370,6 +469,9 @@ impl Summary {
                 "{name:<13} p50 {:.2}  p90 {:.2}  p99 {:.2}  p99.9 {:.2}  max {:.2}  mean {:.2}\n",
                 p.p50, p.p90, p.p99, p.p999, p.max, p.mean
             );
+        }
+        if self.objects > 0 {
+            s += "              (object: from the base page's intended send time to the last byte of its last file,\n               the active OFF think times between its files included, as a SURGE user experiences it)\n";
         }
         s += &format!(
             "generator CPU {:.2} s user + {:.2} s system in {:.1} s wall ({} runtime thread{})\n",
@@ -477,6 +579,16 @@ pub fn read_dir(dir: &Path) -> anyhow::Result<(Summary, Metrics)> {
         connections: summary.connections,
         retries: summary.retries,
         body_bytes: summary.body_bytes,
+        object_gets: summary.object_gets,
+        conns_closed: summary.conns_closed,
+        conn_lifetime_us: summary.conn_lifetime_us,
+        gets_outside_window: summary.gets_outside_window,
+        conns_outside_window: summary.conns_outside_window,
+        status: summary
+            .status_codes
+            .iter()
+            .filter_map(|(k, v)| Some((k.parse().ok()?, *v)))
+            .collect(),
         get_latency,
         object_latency,
         send_lag,
@@ -518,6 +630,7 @@ pub fn merge_dirs(dirs: &[impl AsRef<Path>]) -> anyhow::Result<(Summary, Metrics
             b.ues_total,
             b.conns_per_ue,
         ) || a.duration_s != b.duration_s
+            || a.warmup_s != b.warmup_s
         {
             bail!(
                 "{} is a different run (target, mode, seed, UEs or duration differ)",

@@ -76,13 +76,41 @@ impl std::str::FromStr for Mode {
     }
 }
 
+/// Who the users are (paper 004's UEs are closed: a fixed population).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LoadModel {
+    /// `ues` users, each an endless ON/OFF process (the paper's SURGE).
+    Closed,
+    /// Sessions arrive as a Poisson process (`sessions_per_s`); a session's
+    /// web objects are due when its think process says, whether or not the
+    /// previous one has finished (each object on its own connection(s):
+    /// overlapping objects cannot share one).
+    Open { sessions_per_s: f64 },
+    /// Sessions arrive as a Poisson process; each is a closed UE for its
+    /// session length (waits for every object before thinking), then leaves.
+    PartlyOpen { sessions_per_s: f64 },
+}
+
+impl LoadModel {
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadModel::Closed => "closed",
+            LoadModel::Open { .. } => "open",
+            LoadModel::PartlyOpen { .. } => "partly-open",
+        }
+    }
+}
+
 /// A run's configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// `http://host[:port]` (paths come from the manifest).
     pub target: String,
     pub ues: u64,
+    pub model: LoadModel,
     pub duration: Duration,
+    /// The first part of `duration` not measured (UEs already run in it).
+    pub warmup: Duration,
     pub ramp: Duration,
     pub mode: Mode,
     /// Connections a UE may use at once for embedded files (1 or 2; paper 004 Figure 10 used 2).
@@ -182,12 +210,14 @@ fn local_port_range() -> Option<u64> {
     Some(hi.saturating_sub(lo) + 1)
 }
 
-/// The flattened site: file sizes, request bytes, objects as file indices.
+/// The flattened site: file sizes, request bytes, and for every
+/// popularity rank (0-based) the files a reference to it fetches: a base
+/// page with its embedded files, or one file.
 struct Site {
     sizes: Vec<u64>,
     req: Vec<Vec<u8>>,
     req_close: Vec<Vec<u8>>,
-    objects: Vec<Vec<u32>>,
+    refs: Vec<Vec<u32>>,
 }
 
 impl Site {
@@ -201,19 +231,17 @@ impl Site {
             sizes: Vec::new(),
             req: Vec::new(),
             req_close: Vec::new(),
-            objects: Vec::new(),
+            refs: Vec::new(),
         };
+        s.refs = m.references();
         for o in &m.objects {
-            let mut ids = Vec::with_capacity(o.files.len());
             for f in &o.files {
-                ids.push(s.sizes.len() as u32);
                 s.sizes.push(f.size);
                 s.req
                     .push(client::request_bytes(&f.path, host, version, false));
                 s.req_close
                     .push(client::request_bytes(&f.path, host, version, true));
             }
-            s.objects.push(ids);
         }
         s
     }
@@ -224,6 +252,8 @@ struct Ctx {
     target: Target,
     site: Site,
     start: Instant,
+    /// Start of the measurement window (after the warm-up).
+    measure_from: Instant,
     end: Instant,
     metrics: RefCell<Metrics>,
     live: Arc<Live>,
@@ -232,6 +262,9 @@ struct Ctx {
 impl Ctx {
     fn sec(&self, t: Instant) -> usize {
         t.saturating_duration_since(self.start).as_secs() as usize
+    }
+    fn in_window(&self, t: Instant) -> bool {
+        t >= self.measure_from && t < self.end
     }
     fn deadline(&self) -> Instant {
         Instant::now() + self.cfg.timeout
@@ -244,19 +277,33 @@ impl Ctx {
     }
     async fn connect(&self) -> Result<Conn, Failure> {
         let s = client::connect(self.target.addr, self.deadline()).await?;
-        self.metrics
-            .borrow_mut()
-            .record_connection(self.sec(Instant::now()));
+        let now = Instant::now();
+        if self.in_window(now) {
+            self.metrics.borrow_mut().record_connection(self.sec(now));
+        } else {
+            self.metrics.borrow_mut().conns_outside_window += 1;
+        }
         self.live.connections.fetch_add(1, Ordering::Relaxed);
         self.live.open.fetch_add(1, Ordering::Relaxed);
         Ok(Conn::new(s))
     }
+    fn lifetime(&self, c: &Conn) {
+        // Connections opened in the window; closed at the latest when the UE stops.
+        if self.in_window(c.opened) {
+            let us = Instant::now()
+                .saturating_duration_since(c.opened)
+                .as_micros() as u64;
+            self.metrics.borrow_mut().record_close(us);
+        }
+    }
     fn closed(&self, c: Conn) -> impl std::future::Future<Output = ()> {
         self.live.open.fetch_sub(1, Ordering::Relaxed);
+        self.lifetime(&c);
         c.finish()
     }
     fn drop_conn(&self, c: Conn) {
         self.live.open.fetch_sub(1, Ordering::Relaxed);
+        self.lifetime(&c);
         drop(c);
     }
 }
@@ -318,16 +365,24 @@ async fn exchange(
         let mut answered = 0;
         if result.is_ok() {
             for g in &gets[i..i + batch] {
-                match conn
+                let r = conn
                     .read_response(ctx.site.sizes[g.file as usize], ctx.deadline())
-                    .await
-                {
+                    .await;
+                if conn.last_status != 0 {
+                    ctx.metrics.borrow_mut().record_status(conn.last_status);
+                }
+                match r {
                     Ok(r) => {
                         done = Instant::now();
                         let lat = done.saturating_duration_since(g.intended).as_micros() as u64;
-                        ctx.metrics
-                            .borrow_mut()
-                            .record_get(ctx.sec(done), lat, r.body_bytes);
+                        {
+                            let mut m = ctx.metrics.borrow_mut();
+                            if ctx.in_window(done) {
+                                m.record_get(ctx.sec(done), lat, r.body_bytes);
+                            } else {
+                                m.gets_outside_window += 1;
+                            }
+                        }
                         ctx.live.gets.fetch_add(1, Ordering::Relaxed);
                         answered += 1;
                         if conn.closing {
@@ -382,34 +437,42 @@ enum Stop {
     Ended,
 }
 
-/// Fetches one web object starting at `t0`; returns its completion time.
+/// Fetches one web object starting at `t0`; returns its completion time
+/// and when the user's think process lets the next OFF time start (the
+/// completion plus the object's active OFF times not yet spent: in the
+/// pipelined modes all but the first, so that every mode has the same
+/// think process).
 async fn fetch_object(
     ctx: &Ctx,
-    user: &mut User,
+    actives: VecDeque<Duration>,
     slots: &mut [Option<Conn>],
     object: &[u32],
     t0: Instant,
     session_ends: bool,
-) -> Result<Instant, Stop> {
+) -> Result<(Instant, Instant), Stop> {
     let mode = ctx.cfg.mode;
     let single = object.len() == 1;
     let base = [Get {
         file: object[0],
         intended: t0,
     }];
-    // The object's (early close) or the session's last request asks the
-    // server to close, so the server, not the generator, holds TIME_WAIT.
-    let close_at_end = mode == Mode::EarlyClose || (session_ends && mode != Mode::Http10);
+    // The session's last request asks the server to close, so the server,
+    // not the generator, holds TIME_WAIT. In early close the client closes
+    // after every web object, as the paper's clients did ("having clients
+    // close their HTTP connections after the transfer of each Web object",
+    // section 4.4): no `Connection: close`; the caller drops the connection.
+    let close_at_end = session_ends && !matches!(mode, Mode::Http10 | Mode::EarlyClose);
     let mut done = exchange(ctx, &mut slots[0], &base, false, close_at_end && single)
         .await
         .map_err(|()| Stop::Failed)?;
     if single {
-        return Ok(done);
+        return Ok((done, done));
     }
     let embedded = &object[1..];
+    let mut actives = actives;
     if mode.pipelined() {
         // Parse the page, then ask for every embedded file at once.
-        let t1 = done + user.active_off_time();
+        let t1 = done + actives.pop_front().unwrap_or_default();
         if t1 >= ctx.end {
             return Err(Stop::Ended);
         }
@@ -418,44 +481,34 @@ async fn fetch_object(
             .iter()
             .map(|&file| Get { file, intended: t1 })
             .collect();
-        return exchange(ctx, &mut slots[0], &gets, true, close_at_end)
+        let done = exchange(ctx, &mut slots[0], &gets, true, close_at_end)
             .await
-            .map_err(|()| Stop::Failed);
+            .map_err(|()| Stop::Failed)?;
+        let rest: Duration = actives.iter().sum();
+        return Ok((done, done + rest));
     }
     // One at a time, on `slots.len()` connections in parallel.
-    let queue = RefCell::new(embedded.iter().copied().collect::<VecDeque<u32>>());
+    let queue = RefCell::new(
+        embedded
+            .iter()
+            .copied()
+            .zip(actives)
+            .collect::<VecDeque<(u32, Duration)>>(),
+    );
     let failed: Cell<Option<Stop>> = Cell::new(None);
-    let user = RefCell::new(user);
     let (first, rest) = slots.split_at_mut(1);
     if let Some(second) = rest.first_mut() {
         let (a, b) = tokio::join!(
-            sequential(
-                ctx,
-                &user,
-                &queue,
-                &failed,
-                &mut first[0],
-                done,
-                close_at_end
-            ),
-            sequential(ctx, &user, &queue, &failed, second, done, close_at_end)
+            sequential(ctx, &queue, &failed, &mut first[0], done, close_at_end),
+            sequential(ctx, &queue, &failed, second, done, close_at_end)
         );
         done = a.max(b);
     } else {
-        done = sequential(
-            ctx,
-            &user,
-            &queue,
-            &failed,
-            &mut first[0],
-            done,
-            close_at_end,
-        )
-        .await;
+        done = sequential(ctx, &queue, &failed, &mut first[0], done, close_at_end).await;
     }
     match failed.get() {
         Some(stop) => Err(stop),
-        None => Ok(done),
+        None => Ok((done, done)),
     }
 }
 
@@ -463,19 +516,18 @@ async fn fetch_object(
 /// time, each due an active OFF time after the previous one ended.
 async fn sequential(
     ctx: &Ctx,
-    user: &RefCell<&mut User>,
-    queue: &RefCell<VecDeque<u32>>,
+    queue: &RefCell<VecDeque<(u32, Duration)>>,
     failed: &Cell<Option<Stop>>,
     slot: &mut Option<Conn>,
     mut prev: Instant,
     close_at_end: bool,
 ) -> Instant {
     loop {
-        let file = match queue.borrow_mut().pop_front() {
+        let (file, active) = match queue.borrow_mut().pop_front() {
             Some(f) if failed.get().is_none() => f,
             _ => return prev,
         };
-        let t = prev + user.borrow_mut().active_off_time();
+        let t = prev + active;
         if t >= ctx.end {
             failed.set(Some(Stop::Ended));
             return prev;
@@ -496,9 +548,10 @@ async fn sequential(
 async fn ue_task(ctx: Rc<Ctx>, ue: u64, names: NameSequence) {
     let mut user = User::new(ue, ctx.cfg.seed, names, &ctx.cfg.params);
     let mut slots: Vec<Option<Conn>> = (0..ctx.cfg.conns_per_ue).map(|_| None).collect();
-    // Start times spread over the ramp by global UE number.
+    // Start times spread over the ramp by global UE number, each UE then at
+    // a random phase of its ON/OFF cycle (the stationary state).
     let ramp = ctx.cfg.ramp.mul_f64(ue as f64 / ctx.cfg.ues.max(1) as f64);
-    let mut t = ctx.start + ramp;
+    let mut t = ctx.start + ramp + user.stationary_start();
     ctx.live.active_ues.fetch_add(1, Ordering::Relaxed);
     while t < ctx.end {
         sleep_until(t).await;
@@ -510,13 +563,18 @@ async fn ue_task(ctx: Rc<Ctx>, ue: u64, names: NameSequence) {
                 }
             }
         }
-        let object = ctx.site.objects[next.object as usize % ctx.site.objects.len()].clone();
+        let object = ctx.site.refs[next.object as usize % ctx.site.refs.len()].clone();
         let session_ends = user.session_ends();
-        match fetch_object(&ctx, &mut user, &mut slots, &object, t, session_ends).await {
-            Ok(done) => {
-                let lat = done.saturating_duration_since(t).as_micros() as u64;
-                ctx.metrics.borrow_mut().record_object(ctx.sec(done), lat);
-                t = done;
+        let actives = user.active_offs(object.len());
+        match fetch_object(&ctx, actives, &mut slots, &object, t, session_ends).await {
+            Ok((done, resume)) => {
+                if ctx.in_window(done) {
+                    let lat = done.saturating_duration_since(t).as_micros() as u64;
+                    ctx.metrics
+                        .borrow_mut()
+                        .record_object(ctx.sec(done), lat, object.len() as u64);
+                }
+                t = resume;
             }
             Err(stop) => {
                 if stop == Stop::Failed {
@@ -547,6 +605,126 @@ async fn ue_task(ctx: Rc<Ctx>, ue: u64, names: NameSequence) {
     ctx.live.active_ues.fetch_sub(1, Ordering::Relaxed);
 }
 
+/// One arriving session (open and partly-open models): user number `id`
+/// (its choices depend only on the seed and `id`), starting at `t0`.
+async fn session_task(ctx: Rc<Ctx>, id: u64, t0: Instant, names: NameSequence, open: bool) {
+    let mut user = User::new(id, ctx.cfg.seed, names, &ctx.cfg.params);
+    let mut slots: Vec<Option<Conn>> = (0..ctx.cfg.conns_per_ue).map(|_| None).collect();
+    let mut t = t0;
+    let mut objects = Vec::new();
+    ctx.live.active_ues.fetch_add(1, Ordering::Relaxed);
+    while t < ctx.end {
+        sleep_until(t).await;
+        let next = user.next_object();
+        let object = ctx.site.refs[next.object as usize % ctx.site.refs.len()].clone();
+        let last = user.session_ends();
+        let actives = user.active_offs(object.len());
+        if open {
+            // Due when the think process says; nobody waits for it.
+            let think: Duration = actives.iter().sum();
+            let c = ctx.clone();
+            objects.push(tokio::task::spawn_local(async move {
+                let mut own: Vec<Option<Conn>> = (0..c.cfg.conns_per_ue).map(|_| None).collect();
+                let r = fetch_object(&c, actives, &mut own, &object, t, true).await;
+                finish_object(&c, r, t, object.len());
+                for s in own.iter_mut() {
+                    if let Some(x) = s.take() {
+                        c.drop_conn(x);
+                    }
+                }
+            }));
+            t += think;
+        } else {
+            let r = fetch_object(&ctx, actives, &mut slots, &object, t, last).await;
+            t = match finish_object(&ctx, r, t, object.len()) {
+                Some(resume) => resume,
+                None => {
+                    for s in slots.iter_mut() {
+                        if let Some(c) = s.take() {
+                            ctx.drop_conn(c);
+                        }
+                    }
+                    Instant::now()
+                }
+            };
+            if ctx.cfg.mode == Mode::EarlyClose {
+                for s in slots.iter_mut() {
+                    if let Some(c) = s.take() {
+                        ctx.drop_conn(c);
+                    }
+                }
+            }
+        }
+        if last {
+            break;
+        }
+        t += user.off_time();
+    }
+    for s in slots.iter_mut() {
+        if let Some(c) = s.take() {
+            ctx.drop_conn(c);
+        }
+    }
+    for o in objects {
+        let _ = o.await;
+    }
+    ctx.live.active_ues.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Records an object's outcome; returns when the user may go on (None: it failed or the run ended).
+fn finish_object(
+    ctx: &Ctx,
+    r: Result<(Instant, Instant), Stop>,
+    t: Instant,
+    files: usize,
+) -> Option<Instant> {
+    match r {
+        Ok((done, resume)) => {
+            if ctx.in_window(done) {
+                let lat = done.saturating_duration_since(t).as_micros() as u64;
+                ctx.metrics
+                    .borrow_mut()
+                    .record_object(ctx.sec(done), lat, files as u64);
+            }
+            Some(resume)
+        }
+        Err(stop) => {
+            if stop == Stop::Failed {
+                ctx.metrics.borrow_mut().objects_failed += 1;
+            }
+            None
+        }
+    }
+}
+
+/// Poisson session arrivals for runtime thread `t` of `threads` (every
+/// thread draws the same arrivals and takes every `threads`-th).
+async fn arrivals(ctx: Rc<Ctx>, rate: f64, open: bool, names: NameSequence, t: u64, threads: u64) {
+    use rand::{RngExt, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(ctx.cfg.seed ^ 0x0A22_1BA1_5E55_1025);
+    let mut at = ctx.start;
+    let mut tasks = Vec::new();
+    for id in 0u64.. {
+        let u: f64 = rng.random();
+        at += Duration::from_secs_f64(-(1.0 - u).ln() / rate);
+        if at >= ctx.end {
+            break;
+        }
+        if id % threads == t {
+            tasks.push(tokio::task::spawn_local(session_task(
+                ctx.clone(),
+                id,
+                at,
+                names.clone(),
+                open,
+            )));
+        }
+    }
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
 /// The UEs of this process (global numbers).
 pub fn local_ues(cfg: &Config) -> std::ops::Range<u64> {
     let (k, n) = cfg.shard;
@@ -561,6 +739,38 @@ pub fn run(
 ) -> anyhow::Result<(Summary, Metrics)> {
     if cfg.shard.1 == 0 || cfg.shard.0 >= cfg.shard.1 {
         bail!("--shard K/N needs 0 <= K < N");
+    }
+    if cfg.ues == 0 {
+        bail!("--ues must be at least 1");
+    }
+    if let LoadModel::Open { sessions_per_s: r } | LoadModel::PartlyOpen { sessions_per_s: r } =
+        cfg.model
+    {
+        if !(r.is_finite() && r > 0.0) {
+            bail!("--session-rate must be a positive number of sessions per second");
+        }
+        if cfg.shard.1 > 1 {
+            bail!(
+                "--model {} cannot be sharded (one arrival process)",
+                cfg.model.name()
+            );
+        }
+    }
+    if cfg.duration.is_zero() {
+        bail!("--duration must be positive");
+    }
+    if cfg.warmup >= cfg.duration {
+        bail!(
+            "--warmup ({:?}) must be shorter than --duration ({:?})",
+            cfg.warmup,
+            cfg.duration
+        );
+    }
+    if cfg.threads == 0 {
+        bail!("--threads must be at least 1");
+    }
+    if cfg.timeout.is_zero() {
+        bail!("--timeout must be positive");
     }
     if !(1..=2).contains(&cfg.conns_per_ue) {
         bail!("--conns-per-ue must be 1 or 2");
@@ -591,24 +801,31 @@ pub fn run(
             );
         }
     }
-    let names = NameSequence::generate(
-        manifest.objects.len(),
-        (manifest.objects.len() * 100).max(100_000),
-        &cfg.params,
-        cfg.seed,
-    );
-    let threads = cfg.threads.max(1);
+    let files = manifest
+        .objects
+        .iter()
+        .map(|o| o.files.len())
+        .sum::<usize>();
+    let names = NameSequence::generate(files, (files * 100).max(100_000), &cfg.params, cfg.seed);
+    let threads = cfg.threads;
     let started_utc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let cpu0 = cpu_times();
     let wall0 = std::time::Instant::now();
-    let start_std = match cfg.start_at {
-        None => std::time::Instant::now() + Duration::from_millis(50),
+    let (start_std, start_unix) = match cfg.start_at {
+        None => (
+            std::time::Instant::now() + Duration::from_millis(50),
+            std::time::SystemTime::now() + Duration::from_millis(50),
+        ),
         Some(at) => match at.duration_since(std::time::SystemTime::now()) {
-            Ok(wait) if wait <= Duration::from_secs(3600) => std::time::Instant::now() + wait,
+            Ok(wait) if wait <= Duration::from_secs(3600) => (std::time::Instant::now() + wait, at),
             Ok(_) => bail!("--start-at is more than an hour away"),
             Err(_) => bail!("--start-at is in the past"),
         },
     };
+    let start_unix = start_unix
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
     let mut handles = Vec::new();
     for t in 0..threads {
         let cfg = cfg.clone();
@@ -629,6 +846,7 @@ pub fn run(
                         let start = Instant::from_std(start_std);
                         let ctx = Rc::new(Ctx {
                             end: start + cfg.duration,
+                            measure_from: start + cfg.warmup,
                             cfg,
                             target,
                             site,
@@ -637,7 +855,24 @@ pub fn run(
                             live,
                         });
                         let mut tasks = Vec::new();
-                        for ue in ues.filter(|u| u % threads as u64 == t as u64) {
+                        match ctx.cfg.model {
+                            LoadModel::Closed => {}
+                            LoadModel::Open { sessions_per_s: r }
+                            | LoadModel::PartlyOpen { sessions_per_s: r } => {
+                                let open = matches!(ctx.cfg.model, LoadModel::Open { .. });
+                                arrivals(
+                                    ctx.clone(),
+                                    r,
+                                    open,
+                                    names.clone(),
+                                    t as u64,
+                                    threads as u64,
+                                )
+                                .await;
+                            }
+                        }
+                        let closed = ctx.cfg.model == LoadModel::Closed;
+                        for ue in ues.filter(|u| closed && u % threads as u64 == t as u64) {
                             tasks.push(tokio::task::spawn_local(ue_task(
                                 ctx.clone(),
                                 ue,
@@ -670,12 +905,21 @@ pub fn run(
         started_utc,
         target: cfg.target.clone(),
         mode: cfg.mode.name().into(),
+        model: match cfg.model {
+            LoadModel::Closed => "closed".into(),
+            LoadModel::Open { sessions_per_s } => format!("open {sessions_per_s} sessions/s"),
+            LoadModel::PartlyOpen { sessions_per_s } => {
+                format!("partly-open {sessions_per_s} sessions/s")
+            }
+        },
         conns_per_ue: cfg.conns_per_ue,
         ues_total: cfg.ues,
         ues: n_local,
         shards: format!("{}/{}", cfg.shard.0, cfg.shard.1),
         seed: cfg.seed,
         duration_s: cfg.duration.as_secs_f64(),
+        start_unix,
+        warmup_s: cfg.warmup.as_secs_f64(),
         ramp_s: cfg.ramp.as_secs_f64(),
         threads,
         site_files: manifest.files,

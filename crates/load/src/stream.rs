@@ -1,19 +1,25 @@
 //! The request stream: which web object each user equivalent asks for and
 //! when.
 //!
-//! Like SURGE, the object references are one "name sequence" built ahead of
-//! time, in which each object appears as often as its Zipf popularity says,
-//! ordered by the stack-distance model of temporal locality: keep the
-//! not-yet-exhausted objects in an LRU stack (most popular on top at the
-//! start), draw a stack distance from the lognormal, emit the object at that
-//! depth and move it to the top. Every UE walks the same sequence from its
-//! own seeded starting point, so a UE's stream depends only on the run seed
-//! and its index (the same in any shard).
+//! Like SURGE, the references are one "name sequence" built ahead of time
+//! over the files' popularity ranks (popularity is per file, paper 004
+//! Appendix A), in which each rank appears as often as its Zipf weight
+//! says, ordered by the stack-distance model of temporal locality: keep the
+//! not-yet-exhausted ranks in an LRU stack (most popular on top at the
+//! start), draw a stack distance from the lognormal, emit the rank at that
+//! depth and move it to the top. A reference to a base page fetches the
+//! page and its embedded files (one web object); a reference to any other
+//! file fetches that file alone. Every UE walks the same sequence from its
+//! own seeded starting point, so a UE's stream depends only on the stream
+//! seed and its index (the same in any shard), never on the file set's seed.
 //!
-//! Each UE is an ON/OFF user: a session of `ceil(IG(3.86, 6.08))` objects,
-//! a Pareto OFF time between objects (and between sessions), and short
-//! Weibull "active OFF" times between the files of one object.
+//! Each UE is an ON/OFF user: a session of `round(IG(3.86, 6.08))` objects
+//! (at least one), a Pareto OFF time between objects (and between
+//! sessions), and Weibull "active OFF" times between the files of one
+//! object. The think process is drawn the same way in every mode (see
+//! [`User::active_offs`]); only the transfer differs.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,6 +82,7 @@ pub struct User {
     pos: usize,
     session_left: u32,
     off: Model,
+    off_params: (f64, f64),
     active_off: Model,
     session: Model,
 }
@@ -98,6 +105,7 @@ impl User {
             pos,
             session_left: 0,
             off: Model::pareto(params.off),
+            off_params: params.off,
             active_off: Model::Weibull {
                 scale: params.active_off.0,
                 shape: params.active_off.1,
@@ -112,7 +120,7 @@ impl User {
     pub fn next_object(&mut self) -> Next {
         let new_session = self.session_left == 0;
         if new_session {
-            self.session_left = self.session.sample(&mut self.rng).ceil().max(1.0) as u32;
+            self.session_left = session_objects(self.session.sample(&mut self.rng));
         }
         self.session_left -= 1;
         let object = self.names.seq[self.pos];
@@ -138,10 +146,45 @@ impl User {
         secs(self.active_off.sample(&mut self.rng))
     }
 
+    /// The active OFF times of an object of `files` files: one before each
+    /// file after the first, drawn when the object starts, in every mode
+    /// (sequential modes wait each before its file; pipelined modes wait the
+    /// first before the batch and the rest after it), so that the think
+    /// process, and with it the offered load, is the same in every mode.
+    pub fn active_offs(&mut self, files: usize) -> VecDeque<Duration> {
+        (1..files).map(|_| self.active_off_time()).collect()
+    }
+
+    /// Where this UE starts in its ON/OFF cycle: the residual of an OFF
+    /// period in the stationary state (the equilibrium distribution of the
+    /// Pareto OFF time: with probability (a-1)/a uniform on [0, k], else
+    /// Pareto(k, a-1)). The ON periods are short beside the OFF periods
+    /// (seconds of active OFF against a mean OFF of 3.5 s), so every UE
+    /// starts in an OFF period, at a random phase.
+    pub fn stationary_start(&mut self) -> Duration {
+        let (k, a) = self.off_params;
+        let u: f64 = self.rng.random();
+        let v: f64 = self.rng.random();
+        if u < (a - 1.0) / a {
+            secs(v * k)
+        } else {
+            // Inverse CDF of Pareto(k, a-1).
+            secs(k * (1.0 - v).powf(-1.0 / (a - 1.0)))
+        }
+    }
+
     /// A uniform draw for start-time jitter.
     pub fn unit(&mut self) -> f64 {
         self.rng.random::<f64>()
     }
+}
+
+/// Web objects in a session of inverse-Gaussian length `x`: `x` rounded to
+/// the nearest integer, at least 1. (`ceil` would add about 0.5 to the
+/// mean: 4.37 instead of the model's 3.86, 13 % more objects per session
+/// and per persistent connection; rounding keeps the mean within 1 %.)
+pub fn session_objects(x: f64) -> u32 {
+    x.round().max(1.0) as u32
 }
 
 /// Seconds to a Duration, saturating at one day (the Pareto's tail is
@@ -165,6 +208,45 @@ mod tests {
             seen[o as usize] = true;
         }
         assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn session_rounding_keeps_the_models_mean_and_ceil_would_not() {
+        use rand::SeedableRng;
+        let m = Model::InverseGaussian {
+            mu: 3.86,
+            lambda: 6.08,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let n = 200_000;
+        let (mut rounded, mut ceiled) = (0u64, 0u64);
+        for _ in 0..n {
+            let x = m.sample(&mut rng);
+            rounded += session_objects(x) as u64;
+            ceiled += x.ceil().max(1.0) as u64;
+        }
+        let (r, c) = (rounded as f64 / n as f64, ceiled as f64 / n as f64);
+        assert!((r / 3.86 - 1.0).abs() < 0.02, "round: {r}");
+        assert!(c / 3.86 > 1.10, "ceil: {c}");
+    }
+
+    #[test]
+    fn stationary_start_has_the_residual_offs_median() {
+        // Equilibrium residual of Pareto(1, 1.4): P(R <= x) = x / 3.5 below
+        // k = 1, so P(R <= 0.5) = 0.143 and P(R <= 1) = 0.286.
+        let p = Params::default();
+        let names = NameSequence::generate(50, 5000, &p, 7);
+        let n = 50_000;
+        let (mut half, mut one) = (0, 0);
+        for ue in 0..n {
+            let mut u = User::new(ue, 3, names.clone(), &p);
+            let d = u.stationary_start().as_secs_f64();
+            half += (d <= 0.5) as u32;
+            one += (d <= 1.0) as u32;
+        }
+        let (h, o) = (half as f64 / n as f64, one as f64 / n as f64);
+        assert!((h - 0.5 / 3.5).abs() < 0.01, "{h}");
+        assert!((o - 1.0 / 3.5).abs() < 0.01, "{o}");
     }
 
     #[test]

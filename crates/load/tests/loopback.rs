@@ -1,6 +1,8 @@
 //! The load generator against a real `pagewire-server` on loopback, with
 //! the server's own connection counts beside the generator's. Bounded:
-//! every run lasts 2-3 s.
+//! every run lasts 2-3 s. The UEs think ten times faster than the paper's
+//! (OFF and active OFF times scaled by 0.1) so that a few seconds hold
+//! many ON/OFF cycles.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -80,11 +82,23 @@ fn site(files: usize) -> (tempfile::TempDir, Manifest) {
     (dir, m)
 }
 
+/// Table 8's parameters with OFF and active OFF times ten times shorter.
+fn fast_params() -> Params {
+    let p = Params::default();
+    Params {
+        off: (p.off.0 * 0.1, p.off.1),
+        active_off: (p.active_off.0 * 0.1, p.active_off.1),
+        ..p
+    }
+}
+
 fn config(addr: std::net::SocketAddr, ues: u64, secs: u64, mode: Mode) -> Config {
     Config {
         target: format!("http://{addr}"),
         ues,
+        model: run::LoadModel::Closed,
         duration: Duration::from_secs(secs),
+        warmup: Duration::ZERO,
         ramp: Duration::from_millis(500),
         mode,
         conns_per_ue: 1,
@@ -92,7 +106,7 @@ fn config(addr: std::net::SocketAddr, ues: u64, secs: u64, mode: Mode) -> Config
         shard: (0, 1),
         threads: 1,
         timeout: Duration::from_secs(5),
-        params: Params::default(),
+        params: fast_params(),
         command_line: "test".into(),
         start_at: None,
     }
@@ -123,8 +137,8 @@ fn every_mode_runs_without_errors_and_the_server_agrees() {
         assert_eq!(s.objects_failed, 0);
         assert!(s.gets > 50, "{mode:?}: only {} GETs", s.gets);
         assert_eq!(s.get_latency_ms.count, s.gets);
-        client_conns += s.connections;
-        client_gets += s.gets + s.retries;
+        client_conns += s.connections + s.conns_outside_window;
+        client_gets += s.gets + s.gets_outside_window + s.retries;
     }
     let stats = server.stop();
     assert_eq!(stats.connections, client_conns);
@@ -144,7 +158,7 @@ fn http10_opens_several_times_more_connections_than_http11() {
             s.connections, stats.connections, s.gets
         );
         assert_eq!(s.errors, 0);
-        assert_eq!(stats.connections, s.connections);
+        assert_eq!(stats.connections, s.connections + s.conns_outside_window);
         per_mode.push((s.connections, s.gets));
     }
     let (c10, _) = per_mode[0];
@@ -215,8 +229,148 @@ fn refused_connections_are_counted_as_errors() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     drop(l);
-    let (s, _) = go(config(addr, 5, 1, Mode::Http11), &m);
+    let (s, _) = go(config(addr, 20, 1, Mode::Http11), &m);
     assert!(s.errors > 0);
     assert_eq!(s.errors_by_kind["refused"], s.errors);
     assert_eq!(s.gets, 0);
+}
+
+#[test]
+fn every_mode_has_the_same_think_process_and_so_the_same_get_rate() {
+    let (dir, m) = site(300);
+    let server = Server::start(dir.path());
+    let mut rates = Vec::new();
+    for mode in [Mode::Http10, Mode::Http11, Mode::Pipeline, Mode::EarlyClose] {
+        let (s, _) = go(config(server.addr, 200, 3, mode), &m);
+        assert_eq!(s.errors, 0, "{mode:?}: {:?}", s.errors_by_kind);
+        println!(
+            "{mode:?}: {} GETs, {} objects, {} connections",
+            s.gets, s.objects, s.connections
+        );
+        rates.push((mode, s.gets as f64));
+    }
+    server.stop();
+    let base = rates[0].1;
+    for (mode, g) in &rates[1..] {
+        assert!(
+            (g / base - 1.0).abs() < 0.15,
+            "{mode:?}: {g} GETs against http10's {base}"
+        );
+    }
+}
+
+#[test]
+fn gets_outside_the_window_are_not_counted_in_the_rate() {
+    let (dir, m) = site(300);
+    let server = Server::start(dir.path());
+    let mut cfg = config(server.addr, 100, 2, Mode::Http11);
+    cfg.warmup = Duration::from_secs(1);
+    let (s, met) = go(cfg, &m);
+    server.stop();
+    assert_eq!(s.errors, 0);
+    assert!(s.gets_outside_window > 0, "the warm-up made no GET");
+    assert_eq!(s.window_s, 1.0);
+    assert_eq!(s.gets_per_second, s.gets as f64);
+    // Only the window's seconds hold GETs in the series.
+    assert_eq!(met.series.first().map(|x| x.gets).unwrap_or(0), 0);
+    assert_eq!(met.series.iter().map(|x| x.gets).sum::<u64>(), s.gets);
+}
+
+#[test]
+fn the_realised_stream_is_calibrated_to_the_paper() {
+    let m = fileset::generate(
+        fileset::DEFAULT_FILES,
+        fileset::DEFAULT_SEED,
+        &Params::default(),
+    );
+    let lines = pagewire_load::streamcheck::check(&m, &Params::default(), 1, 200, 600.0);
+    for l in &lines {
+        println!("{l:?}");
+    }
+    for l in &lines {
+        assert!(l.pass, "{l:?}");
+    }
+}
+
+#[test]
+fn invalid_configurations_are_refused_before_running() {
+    let (_dir, m) = site(50);
+    let addr: std::net::SocketAddr = "127.0.0.1:9".parse().unwrap();
+    let mut zero_threads = config(addr, 5, 1, Mode::Http11);
+    zero_threads.threads = 0;
+    let mut zero_timeout = config(addr, 5, 1, Mode::Http11);
+    zero_timeout.timeout = Duration::ZERO;
+    let mut zero_duration = config(addr, 5, 1, Mode::Http11);
+    zero_duration.duration = Duration::ZERO;
+    let mut long_warmup = config(addr, 5, 1, Mode::Http11);
+    long_warmup.warmup = Duration::from_secs(1);
+    for (cfg, says) in [
+        (zero_threads, "--threads"),
+        (zero_timeout, "--timeout"),
+        (zero_duration, "--duration"),
+        (long_warmup, "--warmup"),
+    ] {
+        let e = run::run(cfg, &m, Arc::new(Live::default())).unwrap_err();
+        assert!(e.to_string().contains(says), "{e}");
+    }
+}
+
+#[test]
+fn open_and_partly_open_sessions_run_the_same_users() {
+    let (dir, m) = site(300);
+    let server = Server::start(dir.path());
+    let mut gets = Vec::new();
+    for model in [
+        run::LoadModel::Open {
+            sessions_per_s: 40.0,
+        },
+        run::LoadModel::PartlyOpen {
+            sessions_per_s: 40.0,
+        },
+    ] {
+        let mut cfg = config(server.addr, 1, 3, Mode::Http11);
+        cfg.model = model;
+        let (s, _) = go(cfg, &m);
+        println!("{}", s.text());
+        assert_eq!(s.errors, 0, "{model:?}: {:?}", s.errors_by_kind);
+        assert!(s.gets > 100, "{model:?}: {} GETs", s.gets);
+        gets.push(s.gets as f64);
+    }
+    server.stop();
+    // The same arrivals and users; only waiting for responses differs.
+    assert!((gets[0] / gets[1] - 1.0).abs() < 0.2, "{gets:?}");
+}
+
+#[test]
+fn urls_closed_and_at_a_fixed_rate_count_status_codes() {
+    use pagewire_load::urls::{run_urls, UrlConfig};
+    let (dir, m) = site(50);
+    let server = Server::start(dir.path());
+    let file = &m.objects[0].files[0].path;
+    let cfg = |urls: Vec<String>, rate: Option<f64>| UrlConfig {
+        urls,
+        connections: 4,
+        duration: Duration::from_secs(2),
+        warmup: Duration::from_millis(200),
+        rate,
+        timeout: Duration::from_secs(5),
+        command_line: "test".into(),
+    };
+    let ok = format!("http://{}{file}", server.addr);
+    let missing = format!("http://{}/no-such-file", server.addr);
+    let (closed, _) = run_urls(cfg(vec![ok.clone()], None), Arc::new(Live::default())).unwrap();
+    assert_eq!(closed.errors, 0);
+    assert!(closed.gets > 100, "{}", closed.gets);
+    let (open, _) = run_urls(cfg(vec![ok], Some(200.0)), Arc::new(Live::default())).unwrap();
+    // 200/s over a 1.8 s window: about 360, never the closed mode's maximum rate.
+    assert!(
+        (open.gets as f64 - 360.0).abs() < 40.0,
+        "{} GETs at 200/s",
+        open.gets
+    );
+    let (bad, _) = run_urls(cfg(vec![missing], Some(50.0)), Arc::new(Live::default())).unwrap();
+    server.stop();
+    assert_eq!(bad.gets, 0);
+    assert!(bad.errors_by_kind["bad_status"] > 0);
+    assert_eq!(bad.status_codes["404"], bad.errors);
 }

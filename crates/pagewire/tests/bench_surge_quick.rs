@@ -37,7 +37,7 @@ fn surge_quick_runs_apache_limited_and_unlimited_with_monitor() {
                 "--memory",
                 "none,12M",
                 "--ues",
-                "6",
+                "10",
                 "--modes",
                 "http10,early-close",
                 "--duration",
@@ -113,6 +113,12 @@ fn surge_quick_runs_apache_limited_and_unlimited_with_monitor() {
     // The limited cgroup really was limited: less page cache than the set.
     let lim = find("12M", "http10");
     assert!(lim["page_cache_mean"].as_f64().unwrap() <= 12.0 * 1048576.0);
+    // The calibration the claims engine reads: a verdict and its rows.
+    assert!(res["calibration"]["within_bands"].is_boolean(), "{res}");
+    let rows = res["calibration"]["rows"].as_array().unwrap();
+    assert!(rows
+        .iter()
+        .any(|r| r["quantity"].as_str().unwrap().contains("GETs/s per UE")));
     let claims = res["claims"].as_array().unwrap();
     assert_eq!(claims.len(), 7);
     assert!(claims

@@ -26,11 +26,13 @@ fn check_model_prints_every_statistic_and_passes() {
         .output()
         .unwrap();
     let text = ok(&out);
+    // 11 sampler lines, 9 lines of the realised stream.
     assert_eq!(
         text.lines().filter(|l| l.ends_with("  pass")).count(),
-        11,
+        20,
         "{text}"
     );
+    assert!(text.contains("stream: files per web object"), "{text}");
     assert!(
         text.contains("inverse Gaussian(mu 3.86, lambda 6.08)"),
         "{text}"
@@ -109,4 +111,29 @@ fn a_missing_manifest_is_explained() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("pagewire site surge"), "{err}");
+}
+
+#[test]
+fn errors_above_the_allowed_share_exit_1_and_bad_values_exit_2() {
+    // Nothing listens on port 9: every GET is refused.
+    let out = pagewire()
+        .args(["load", "http://127.0.0.1:9/", "-d", "1s", "-c", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("refused"), "{text}");
+    for bad in [
+        ["--duration", "0s"],
+        ["--timeout", "0s"],
+        ["--threads", "0"],
+        ["--ues", "0"],
+    ] {
+        let out = pagewire()
+            .args(["load", "--target", "http://127.0.0.1:9", "--site", "."])
+            .args(bad)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {out:?}");
+    }
 }

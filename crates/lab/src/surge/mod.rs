@@ -24,6 +24,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use pagewire_emu::{Link, LinkConfig};
+use pagewire_load::calibration::Calibration;
 use pagewire_load::fileset::{self, Manifest};
 use pagewire_load::model::Params;
 use pagewire_load::run::{Config as LoadConfig, Live, Mode};
@@ -63,9 +64,15 @@ pub struct SurgeConfig {
     pub ues: Vec<u64>,
     pub modes: Vec<Mode>,
     pub duration: Duration,
+    /// Not measured at the start of each run (UEs start at a random phase
+    /// of their ON/OFF cycle; the warm-up covers the server's start).
+    pub warmup: Duration,
     pub ramp: Duration,
     /// Files in the SURGE set (the paper: 2000, about 50 MB).
     pub files: usize,
+    /// Seed of the file set (sizes, popularity ranks).
+    pub fileset_seed: u64,
+    /// Seed of the request stream (the UEs' choices).
     pub seed: u64,
     pub out_dir: PathBuf,
     /// Network profile (`lan100`: the paper's switched 100 Mbit/s LAN).
@@ -92,7 +99,7 @@ pub struct Packets {
 }
 
 /// One run: a server, memory, mode and load level.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct Run {
     pub server: String,
     pub memory: String,
@@ -141,6 +148,8 @@ pub struct Run {
     pub monitor_csv: String,
     pub cwnd_csv: String,
     pub error: Option<String>,
+    /// The run's load beside paper 004's (per UE, per connection).
+    pub calibration: Option<Calibration>,
     /// (established, rss) pairs of the monitor's seconds, for Figure 9.
     #[serde(skip)]
     pub mem_points: Vec<(f64, f64)>,
@@ -185,6 +194,63 @@ fn mean_sd(xs: &[f64]) -> (f64, f64) {
     (m, sd)
 }
 
+/// The suite's calibration: every run's table where the server was not
+/// short of memory (the unlimited configuration; all runs when there is
+/// none), since there the load is the workload's, not the server's limit;
+/// plus the HTTP/1.0 : HTTP/1.1 connection ratio of every memory and load
+/// level that ran both. Written into results.json as `calibration`; the
+/// claims are not testable when `within_bands` is false.
+pub fn suite_calibration(runs: &[Run]) -> Calibration {
+    let ok: Vec<&Run> = runs.iter().filter(|r| r.ok()).collect();
+    let unlimited: Vec<&Run> = ok
+        .iter()
+        .copied()
+        .filter(|r| r.limit_bytes.is_none())
+        .collect();
+    let judged = if unlimited.is_empty() { ok } else { unlimited };
+    let mut rows = Vec::new();
+    for r in &judged {
+        if let Some(c) = &r.calibration {
+            for row in &c.rows {
+                let mut row = row.clone();
+                row.quantity = format!("{} {} UE {}: {}", r.mode, r.ues, r.memory, row.quantity);
+                rows.push(row);
+            }
+        }
+    }
+    for a in judged.iter().filter(|r| r.mode == "http10") {
+        if let Some(b) = judged
+            .iter()
+            .find(|b| b.mode == "http11" && b.ues == a.ues && b.memory == a.memory)
+        {
+            let ours = (b.load_connections > 0)
+                .then(|| a.load_connections as f64 / b.load_connections as f64);
+            let (lo, hi) = pagewire_load::calibration::CONN_RATIO;
+            rows.push(pagewire_load::calibration::Row {
+                quantity: format!("{} UE {}: HTTP/1.0 : HTTP/1.1 connections", a.ues, a.memory),
+                ours,
+                unit: String::new(),
+                paper: "4.79-5.79".into(),
+                source: "Table 6 HTTP/1.0 / HTTP/1.1 connects".into(),
+                band: Some((lo, hi)),
+                within: Some(ours.is_some_and(|v| v >= lo && v <= hi)),
+            });
+        }
+    }
+    if rows.is_empty() {
+        rows.push(pagewire_load::calibration::Row {
+            quantity: "no run completed".into(),
+            ours: None,
+            unit: String::new(),
+            paper: String::new(),
+            source: String::new(),
+            band: Some((0.0, 0.0)),
+            within: Some(false),
+        });
+    }
+    Calibration::from_rows(rows)
+}
+
 /// Generates (or reuses) the file set in `dir`.
 pub fn file_set(dir: &Path, files: usize, seed: u64) -> Result<Manifest> {
     if let Ok(m) = Manifest::load(dir) {
@@ -202,7 +268,7 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
     let started = Instant::now();
     fs::create_dir_all(cfg.out_dir.join("monitor"))?;
     let root = cfg.out_dir.join("site");
-    let manifest = file_set(&root, cfg.files, cfg.seed)
+    let manifest = file_set(&root, cfg.files, cfg.fileset_seed)
         .with_context(|| format!("make the SURGE file set in {}", root.display()))?;
     let root = root.canonicalize()?;
     if cfg.server == Server::Apache {
@@ -360,7 +426,9 @@ fn one_run(
     let lc = LoadConfig {
         target: target.to_string(),
         ues,
+        model: pagewire_load::run::LoadModel::Closed,
         duration: cfg.duration,
+        warmup: cfg.warmup,
         ramp: cfg.ramp,
         mode,
         conns_per_ue: 1,
@@ -453,6 +521,7 @@ fn one_run(
         monitor_csv: mon_rel,
         cwnd_csv: cwnd_rel,
         error: None,
+        calibration: None,
         mem_points: rec
             .samples
             .iter()
@@ -471,8 +540,9 @@ fn one_run(
             run.latency_p50_ms = summary.get_latency_ms.p50;
             run.latency_p99_ms = summary.get_latency_ms.p99;
             run.object_latency_mean_ms = summary.object_latency_ms.mean;
-            // Per-second GETs over the measurement window, the ramp's seconds excluded.
-            let skip = cfg.ramp.as_secs() as usize;
+            run.calibration = Some(Calibration::of(&summary));
+            // Per-second GETs over the measurement window (after the warm-up and the ramp).
+            let skip = cfg.ramp.max(cfg.warmup).as_secs() as usize;
             let secs = cfg.duration.as_secs() as usize;
             let per: Vec<f64> = metrics
                 .series
@@ -494,4 +564,58 @@ fn one_run(
         Err(e) => run.error = Some(format!("{e:#}")),
     }
     Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pagewire_load::calibration::Row;
+
+    fn run(mode: &str, memory: &str, conns: u64, duration_ok: bool) -> Run {
+        let band = if duration_ok { Some(true) } else { Some(false) };
+        Run {
+            mode: mode.into(),
+            memory: memory.into(),
+            limit_bytes: (memory != "none").then_some(32 << 20),
+            ues: 40,
+            load_connections: conns,
+            calibration: Some(Calibration::from_rows(vec![Row {
+                quantity: "connection duration".into(),
+                ours: Some(1.0),
+                unit: "s".into(),
+                paper: String::new(),
+                source: String::new(),
+                band: Some((0.0, 2.0)),
+                within: band,
+            }])),
+            ..Run::default()
+        }
+    }
+
+    #[test]
+    fn the_suite_judges_the_unlimited_runs_and_the_connection_ratio() {
+        // An off-calibration run in a memory-limited configuration does not count.
+        let runs = vec![
+            run("http10", "none", 500, true),
+            run("http11", "none", 100, true),
+            run("http11", "32M", 100, false),
+        ];
+        let c = suite_calibration(&runs);
+        assert!(c.within_bands, "{c:?}");
+        let ratio = c
+            .rows
+            .iter()
+            .find(|r| r.quantity.contains("HTTP/1.0 : HTTP/1.1"))
+            .unwrap();
+        assert_eq!(ratio.ours, Some(5.0));
+        // A ratio outside 3.5-8 puts the suite off calibration.
+        let runs = vec![
+            run("http10", "none", 2000, true),
+            run("http11", "none", 100, true),
+        ];
+        assert!(!suite_calibration(&runs).within_bands);
+        // So does an unlimited run outside a band, and no run at all.
+        assert!(!suite_calibration(&[run("http11", "none", 100, false)]).within_bands);
+        assert!(!suite_calibration(&[]).within_bands);
+    }
 }

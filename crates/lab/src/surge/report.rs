@@ -1027,6 +1027,8 @@ pub struct Results<'a> {
     pub wall_s: f64,
     pub runs: &'a [Run],
     pub per_connection_memory: &'a [Fit],
+    /// The load beside paper 004's (see `surge::suite_calibration`).
+    pub calibration: &'a pagewire_load::calibration::Calibration,
     pub claims: &'a [Claim],
 }
 

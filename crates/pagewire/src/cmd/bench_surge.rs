@@ -18,6 +18,9 @@ pub struct SurgeSuiteArgs {
     /// Quick check: two load levels, 10 s runs.
     #[arg(long)]
     pub quick: bool,
+    /// Seed of the SURGE request stream.
+    #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
+    pub seed: u64,
     #[command(flatten)]
     pub surge: SurgeArgs,
     #[command(flatten)]
@@ -44,6 +47,9 @@ pub struct SurgeArgs {
     /// Length of each run (the ramp included). Default 30s (--quick: 10s).
     #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
+    /// Not measured at the start of each run. Default a tenth of --duration (at most 30 s).
+    #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
+    pub warmup: Option<Duration>,
     /// UEs start spread over this much time. Default 5s (--quick: 2s).
     #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub ramp: Option<Duration>,
@@ -60,6 +66,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
     let s = &a.surge;
     let quick = a.quick;
     let progress = !a.common.no_progress;
+    let seed = a.seed;
     let server = match a.server.as_str() {
         "pagewire" => Server::Pagewire {
             exe: std::env::current_exe().context("find this pagewire binary")?,
@@ -117,6 +124,12 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
     if duration < Duration::from_secs(2) || ramp >= duration {
         crate::usage_bail!("--duration must be at least 2 s and longer than --ramp");
     }
+    let warmup = s
+        .warmup
+        .unwrap_or_else(|| super::load::default_warmup(duration));
+    if warmup >= duration {
+        crate::usage_bail!("--warmup must be shorter than --duration");
+    }
     let (date, _) = utc_now();
     let out = a.common.out_dir("bench-surge")?;
     let command = pagewire_emu::command_line();
@@ -127,9 +140,11 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         ues,
         modes,
         duration,
+        warmup,
         ramp,
         files: s.files,
-        seed: pagewire_load::fileset::DEFAULT_SEED,
+        fileset_seed: pagewire_load::fileset::DEFAULT_SEED,
+        seed,
         out_dir: out.clone(),
         link: link.clone(),
         cold_cache: !s.warm,
@@ -147,6 +162,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
     let o = surge::run(&cfg)?;
     let fits = report::fits(&o.runs);
     let claims = report::check(&o.runs, &fits);
+    let calibration = surge::suite_calibration(&o.runs);
     let host = format!(
         "Linux {}, {} CPUs",
         std::fs::read_to_string("/proc/sys/kernel/osrelease")
@@ -169,7 +185,12 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         o.runs.len(),
         o.wall_s
     );
-    let text = report::render_text(&o, &fits, &claims, &header);
+    let mut text = report::render_text(&o, &fits, &claims, &header);
+    text += "\n";
+    text += &calibration.text();
+    if !calibration.within_bands {
+        text += "The load is off calibration: paper 004's claims are not testable on these runs.\n";
+    }
     let res = report::Results {
         made_by: format!("pagewire {} bench --suite surge", env!("CARGO_PKG_VERSION")),
         command: &command,
@@ -177,10 +198,11 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         host: &host,
         cgroup: &o.cgroup,
         link: serde_json::to_value(&link)?,
-        file_set: serde_json::json!({"files": o.manifest_files, "bytes": o.manifest_bytes, "seed": cfg.seed}),
+        file_set: serde_json::json!({"files": o.manifest_files, "bytes": o.manifest_bytes, "seed": cfg.fileset_seed, "stream_seed": cfg.seed, "warmup_s": cfg.warmup.as_secs_f64()}),
         wall_s: o.wall_s,
         runs: &o.runs,
         per_connection_memory: &fits,
+        calibration: &calibration,
         claims: &claims,
     };
     report::write(&out, &res, &text)?;

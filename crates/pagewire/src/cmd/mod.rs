@@ -4,7 +4,8 @@
 //! error, or the failed runs, are reported); 2 a usage error (a flag's value
 //! or a combination of flags: nothing was run); 130 interrupted (SIGINT,
 //! SIGTERM or SIGHUP; what was done is reported). An error is a usage error
-//! when it is a [`Usage`]; any other error is a failure.
+//! when it is a [`Usage`] or names a flag first; any other error is a
+//! failure.
 pub mod bench;
 pub mod bench_surge;
 pub mod fetch;
@@ -51,9 +52,11 @@ macro_rules! usage_bail {
     };
 }
 
-/// Whether an error (anywhere in its chain) is a usage error.
+/// Whether an error is a usage error: a [`Usage`] anywhere in its chain,
+/// or an error that names a flag first (`--ues must be at least 1`), the
+/// convention of every flag check in the library crates.
 pub fn is_usage(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<Usage>().is_some())
+    e.chain().any(|c| c.downcast_ref::<Usage>().is_some()) || e.to_string().starts_with("--")
 }
 
 /// A duration flag's value parser: the shared syntax (a number with a
