@@ -11,7 +11,6 @@
 
 pub mod chromium;
 pub mod claims;
-pub mod claimspec;
 pub mod connlen;
 pub mod extras;
 pub mod interrupt;

@@ -3,8 +3,9 @@
 //! Nielsen et al., "Network Performance Effects of HTTP/1.1, CSS1, and PNG",
 //! W3C NOTE-pipelining-970624 / SIGCOMM '97. Tables 4-9: means of 5 runs of
 //! the libwww robot against Jigsaw 1.06 and Apache 1.2b10; Pa = packets,
-//! Bytes = IP bytes (headers included), Sec = seconds, %ov = share of bytes
-//! that are TCP/IP headers. Table 3: the initial (pre-tuning) Jigsaw LAN
+//! Bytes = TCP payload bytes (headers excluded: the paper's %ov equals
+//! 40·Pa / (Bytes + 40·Pa) in every cell, see docs/bench.md), Sec = seconds,
+//! %ov = share of the bytes on the wire that are TCP/IP headers. Table 3: the initial (pre-tuning) Jigsaw LAN
 //! revalidation test with socket counts. The paper did not run HTTP/1.0 on
 //! PPP (Tables 8 and 9 have no HTTP/1.0 row).
 

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use plotters::style::RGBColor;
 use serde::Serialize;
 
-use crate::claims::{self, Claim, ClaimKind, PageFacts};
+use crate::claims::{self, Claim, ClaimKind, Judged, PageFacts, Suite};
 use crate::model::{Net, RunRecord, Test};
 use crate::plan::Plan;
 use crate::plots::{self, Series};
@@ -38,7 +38,9 @@ pub struct Provenance {
 pub struct Results {
     pub provenance: Provenance,
     pub page_composition: String,
-    #[serde(skip)]
+    /// The generated page's facts for the page checks (absent for a
+    /// replayed page).
+    #[serde(rename = "page_facts", skip_serializing_if = "Option::is_none")]
     pub page: Option<PageFacts>,
     pub plan: Plan,
     pub link_configs: BTreeMap<String, serde_json::Value>,
@@ -50,6 +52,9 @@ pub struct Results {
     #[serde(skip)]
     pub initial: BTreeMap<Key, Summary>,
     pub claims: Vec<Claim>,
+    /// The claims with the count of runs left out (`claims` is its list).
+    #[serde(skip)]
+    pub judged: Judged,
 }
 
 /// The current UTC date and time twice: `YYYY-MM-DD HH:MM:SS UTC` for
@@ -76,8 +81,7 @@ impl Results {
     ) -> Results {
         let summaries = stats::summarize(&runs);
         let initial = stats::summarize_tuning(&runs, crate::model::Tuning::Initial);
-        let claims = claims::check(&summaries, page);
-        Results {
+        let mut r = Results {
             provenance,
             page_composition,
             page,
@@ -87,8 +91,12 @@ impl Results {
             runs,
             summaries,
             initial,
-            claims,
-        }
+            claims: Vec::new(),
+            judged: Judged::new(Suite::Microscape, 0, 0, Vec::new()),
+        };
+        r.judged = claims::judge_serialized(&r, Suite::Microscape);
+        r.claims = r.judged.claims.clone();
+        r
     }
 
     fn server_label(&self) -> String {
@@ -163,7 +171,7 @@ impl Results {
             }
             let _ = writeln!(s);
         }
-        s.push_str(&claims::render(&self.claims));
+        s.push_str(&self.judged.render());
         let _ = writeln!(s);
         s.push_str(&claims::microscape::render_self_test());
         let _ = writeln!(s, "\n{} runs in {:.0} s.", self.runs.len(), self.wall_s);
@@ -299,7 +307,7 @@ impl Results {
             esc(&p.note)
         );
         for (kind, title) in [
-            (ClaimKind::Claim, "<h2>Claims</h2><p>Differences within run-to-run noise (overlapping 95% intervals) are inconclusive.</p>"),
+            (ClaimKind::Claim, "<h2>Claims</h2><p>Judged by the rule of docs/claims.md: confirmed when every covered cell's 95% interval (n &ge; 3) lies inside its band, contradicted when any lies wholly outside, else inconclusive; not testable here when the set-up cannot meet a precondition.</p>"),
             (ClaimKind::PageCheck, "<h2>Page checks</h2><p>True by construction of the generated page; not counted as claims.</p>"),
         ] {
             let _ = writeln!(h, "{title}<table><tr><th>verdict</th><th>the paper's sentence (section)</th><th>our reading and numbers</th></tr>");
@@ -309,9 +317,9 @@ impl Results {
                     h,
                     "<tr><td class={cls}><b>{}</b></td><td>{} <i>({})</i></td><td>{}</td></tr>",
                     c.verdict,
-                    esc(c.claim),
-                    esc(c.source),
-                    esc(&c.evidence)
+                    esc(&c.claim),
+                    esc(&c.section),
+                    esc(&c.evidence())
                 );
             }
             let _ = writeln!(h, "</table>");

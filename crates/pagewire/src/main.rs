@@ -40,6 +40,8 @@ struct Cli {
 enum Command {
     /// Run an experiment suite over emulated links and report (the main job).
     Bench(Box<cmd::bench::Args>),
+    /// Re-judge a results directory of any suite from its run records (the claims table).
+    Claims(cmd::claims::Args),
     /// Run the origin server.
     Serve(cmd::serve::Args),
     /// Fetch a page and its embedded objects with a transfer strategy (the robot).
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(suite_alias(std::env::args_os().collect()));
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(*a),
+        Command::Claims(a) => cmd::claims::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Fetch(a) => cmd::fetch::run(a),
         Command::Record(a) => cmd::record::run(a),

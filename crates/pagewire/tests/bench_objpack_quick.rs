@@ -7,15 +7,13 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
-use common::is_root;
 
 /// `--quick` takes ~20 s here; allow three minutes on a loaded machine.
 const TIMEOUT: Duration = Duration::from_secs(180);
 
 #[test]
 fn quick_objpack_suite_runs_end_to_end() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if !pagewire_testreq::require_root() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -50,7 +48,7 @@ fn quick_objpack_suite_runs_end_to_end() {
         "Table 5",
         "Table 6",
         "Table 7",
-        "Claims of the paper",
+        "Claims of paper 002",
     ] {
         assert!(stdout.contains(t), "{t} missing:\n{stdout}");
     }
@@ -72,6 +70,18 @@ fn quick_objpack_suite_runs_end_to_end() {
             .sum()
     };
     assert!(packets("objpack") < packets("http10"));
+    // By construction of the methods: the package is one request on one
+    // connection for the 100 files; HTTP/1.0 opens one per file.
+    for r in rows {
+        let want = match r["method"].as_str().unwrap() {
+            "objpack" => Some(1),
+            "http10" => Some(100),
+            _ => None,
+        };
+        if let Some(n) = want {
+            assert_eq!(r["connections"], n, "{r}");
+        }
+    }
     assert_eq!(v["claims"].as_array().unwrap().len(), 7);
     assert!(out.join("results.csv").exists() && out.join("report.html").exists());
     assert!(!out.join("files").exists(), "generated inputs are removed");

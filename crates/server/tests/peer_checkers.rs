@@ -3,9 +3,10 @@
 //! checks against the running server on loopback.
 //!
 //! Both tools are installed by scripts/setup-deps.sh into the project's
-//! virtual environment `.peers/venv` (pinned HTTPolice with bitstring 3.1.9,
-//! redbot), found there before PATH. A missing tool FAILS these tests; set
-//! PAGEWIRE_SKIP_PEER_CHECKERS=1 to skip them explicitly.
+//! virtual environment `.peers/venv` (pinned: HTTPolice with bitstring
+//! 3.1.9, redbot), found there before PATH. A missing tool fails these tests under
+//! PAGEWIRE_REQUIRE_ALL=1 (scripts/test.sh, CI) and skips them by name
+//! otherwise (pagewire-testreq).
 mod common;
 
 use std::io::{Read, Write};
@@ -17,14 +18,10 @@ use common::*;
 use pagewire_site::microscape;
 use pagewire_site::store::Site;
 
-fn skip_requested() -> bool {
-    std::env::var_os("PAGEWIRE_SKIP_PEER_CHECKERS").is_some_and(|v| v == "1")
-}
-
-/// The peer's path: first the project's virtual environment that
-/// scripts/setup-deps.sh fills (`.peers/venv/bin`, or `$PAGEWIRE_PEERS_DIR/venv/bin`),
-/// then PATH.
-fn tool(name: &str) -> Option<PathBuf> {
+/// The peer: first in the project's virtual environment that
+/// scripts/setup-deps.sh fills (`.peers/venv/bin`, or
+/// `$PAGEWIRE_PEERS_DIR/venv/bin`), then on PATH.
+fn require(name: &str) -> Option<PathBuf> {
     let peers = std::env::var_os("PAGEWIRE_PEERS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers"));
@@ -32,27 +29,7 @@ fn tool(name: &str) -> Option<PathBuf> {
     if venv.is_file() {
         return Some(venv);
     }
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {name}"))
-        .output()
-        .ok()?;
-    let p = String::from_utf8(out.stdout).ok()?.trim().to_owned();
-    (!p.is_empty()).then(|| PathBuf::from(p))
-}
-
-fn require(name: &str) -> Option<PathBuf> {
-    match tool(name) {
-        Some(p) => Some(p),
-        None if skip_requested() => {
-            eprintln!("skipping: {name} not installed and PAGEWIRE_SKIP_PEER_CHECKERS=1");
-            None
-        }
-        None => panic!(
-            "{name} is not installed: run scripts/setup-deps.sh \
-             (or set PAGEWIRE_SKIP_PEER_CHECKERS=1 to skip explicitly)"
-        ),
-    }
+    pagewire_testreq::require_peer(name)
 }
 
 /// Temporary directory removed on drop (also when the test fails).

@@ -22,7 +22,7 @@ use anyhow::{bail, Context, Result};
 use pagewire_emu::{Link, LinkConfig};
 use serde::Serialize;
 
-use crate::claimspec::{estimate_of, ser_estimate, Estimate};
+use crate::claims::spec::{ser_estimate, Estimate};
 
 /// The paper's three configurations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -394,7 +394,7 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
                 client_rcvbuf: rcvbuf,
                 length,
                 throughput: tputs.iter().copied().fold(0.0, f64::max),
-                throughput_trials: estimate_of(&tputs),
+                throughput_trials: Estimate::of(&tputs),
                 trial_s: secs,
                 tcp: if plan.tcp1997 { "1997" } else { "today" },
             }

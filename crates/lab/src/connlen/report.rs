@@ -7,10 +7,9 @@ use anyhow::{anyhow, Context, Result};
 use plotters::prelude::*;
 use serde::Serialize;
 
-use crate::claimspec::{check_all, tally, Claim};
+use crate::claims::{Claim, Judged, Suite};
 use crate::report::Provenance;
 
-use super::claims::{Ctx, CLAIMS};
 use super::{Config, Plan, Point};
 
 #[derive(Serialize)]
@@ -20,23 +19,24 @@ pub struct Results {
     pub wall_s: f64,
     pub points: Vec<Point>,
     pub claims: Vec<Claim>,
+    /// The claims with the count of runs left out (`claims` is its list).
+    #[serde(skip)]
+    pub judged: Judged,
 }
 
 impl Results {
     pub fn new(provenance: Provenance, plan: Plan, wall_s: f64, points: Vec<Point>) -> Self {
-        let claims = check_all(
-            CLAIMS,
-            &Ctx {
-                points: points.clone(),
-            },
-        );
-        Results {
+        let mut r = Results {
             provenance,
             plan,
             wall_s,
             points,
-            claims,
-        }
+            claims: Vec::new(),
+            judged: Judged::new(Suite::ConnLength, 0, 0, Vec::new()),
+        };
+        r.judged = crate::claims::judge_serialized(&r, Suite::ConnLength);
+        r.claims = r.judged.claims.clone();
+        r
     }
 
     /// Writes results.json, results.csv, report.txt and one figure per
@@ -142,18 +142,8 @@ impl Results {
                 let _ = writeln!(s);
             }
         }
-        let (ok, bad, unk) = tally(&self.claims);
-        let _ = writeln!(
-            s,
-            "\nClaims: {ok} confirmed, {bad} contradicted, {unk} inconclusive"
-        );
-        for c in &self.claims {
-            let _ = writeln!(
-                s,
-                "- [{}] {} \"{}\"\n    {}",
-                c.verdict, c.id, c.claim, c.evidence
-            );
-        }
+        s.push('\n');
+        s.push_str(&self.judged.render());
         s
     }
 }

@@ -22,7 +22,7 @@ use pagewire_client::{FetchConfig, Strategy};
 use pagewire_emu::{Link, LinkConfig};
 use serde::Serialize;
 
-use crate::claimspec::{estimate_of, ser_estimate, Estimate};
+use crate::claims::spec::{ser_estimate, Estimate};
 
 /// The paper's two servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -350,7 +350,7 @@ fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cel
                 size,
                 images: n,
                 method: m,
-                load_s: estimate_of(&secs),
+                load_s: Estimate::of(&secs),
                 trials_s: secs,
                 requests: t.last().map_or(0, |x| x.1),
                 connections: t.last().map_or(0, |x| x.2),

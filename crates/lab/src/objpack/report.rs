@@ -10,10 +10,10 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::claims::spec::{check_all, Claim, Estimate};
-use crate::claims::Verdict;
+use crate::claims::spec::{Claim, Estimate};
+use crate::claims::Suite;
 
-use super::claims::{estimate, Ctx, Metric, CLAIMS};
+use super::claims::{estimate, Ctx, Metric};
 use super::methods::Method;
 use super::run::{ObjpackOutcome, RunRow};
 
@@ -203,22 +203,6 @@ pub fn render_tables(ctx: &Ctx, methods: &[Method]) -> String {
     s
 }
 
-/// The claims check, one block per claim.
-pub fn render_claims(claims: &[Claim], net: &str) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "Claims of the paper checked on {net}:");
-    for c in claims {
-        let v = match c.verdict {
-            Verdict::Confirmed => "held",
-            Verdict::Contradicted => "CONTRADICTED",
-            Verdict::Inconclusive => "inconclusive",
-        };
-        let _ = writeln!(s, "  [{v:<12}] {} ({})", c.claim, c.source);
-        let _ = writeln!(s, "                 {}", c.evidence);
-    }
-    s
-}
-
 #[derive(Serialize)]
 struct ResultsJson<'a> {
     made_by: String,
@@ -254,19 +238,12 @@ pub fn write(
     for (kb, lo, med, hi) in &out.group_sizes {
         let _ = writeln!(text, "  {kb} KB mean: min {lo}, median {med}, max {hi}");
     }
-    let mut claims = Vec::new();
     for ctx in &ctxs {
         text.push('\n');
         text.push_str(&render_tables(ctx, methods));
-        if ctx.net.starts_with("lan") {
-            let c = check_all(CLAIMS, ctx);
-            text.push('\n');
-            text.push_str(&render_claims(&c, &ctx.net));
-            claims.extend(c);
-        }
     }
     fs::create_dir_all(dir)?;
-    let json = ResultsJson {
+    let mut json = ResultsJson {
         made_by: format!("pagewire {} bench --suite objpack", env!("CARGO_PKG_VERSION")),
         command,
         started_utc,
@@ -278,8 +255,14 @@ pub fn write(
             .map(|(kb, lo, med, hi)| serde_json::json!({"mean_kb": kb, "min": lo, "median": med, "max": hi}))
             .collect(),
         rows: &out.rows,
-        claims: &claims,
+        claims: &[],
     };
+    // Judged from the results as written, as `pagewire claims` reads them.
+    let judged = crate::claims::judge_serialized(&json, Suite::Objpack);
+    text.push('\n');
+    text.push_str(&judged.render());
+    text.push_str(&super::claims::render_self_test());
+    json.claims = &judged.claims;
     fs::write(
         dir.join("results.json"),
         serde_json::to_string_pretty(&json)?,

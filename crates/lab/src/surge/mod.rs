@@ -13,6 +13,7 @@
 //! | [`report`]  | Tables 2-7, per-connection memory, claims, HTML, plots   |
 
 pub mod cgroup;
+pub mod claims;
 pub mod monitor;
 pub mod report;
 pub mod servers;

@@ -333,14 +333,15 @@ type ClaimRow = (&'static str, &'static str, &'static str);
 fn suite_claims(suite: &str) -> Vec<ClaimRow> {
     use pagewire_lab::claims::spec::ClaimSpec;
     fn rows<C>(t: &[ClaimSpec<C>]) -> Vec<ClaimRow> {
-        t.iter().map(|c| (c.id, c.source, c.quote)).collect()
+        t.iter().map(|c| (c.id, c.section, c.quote)).collect()
     }
     match suite {
         "microscape" => rows(pagewire_lab::claims::microscape::CLAIMS),
         "objpack" => rows(pagewire_lab::objpack::claims::CLAIMS),
         "conn-length" => rows(pagewire_lab::connlen::claims::CLAIMS),
         "getall" => rows(pagewire_lab::loadtime::claims::CLAIMS),
-        "surge" => rows(pagewire_lab::surge::report::CLAIMS),
+        "surge" => rows(pagewire_lab::surge::claims::CLAIMS),
+        "prefetch" => rows(pagewire_lab::claims::prefetch::CLAIMS),
         _ => Vec::new(),
     }
 }

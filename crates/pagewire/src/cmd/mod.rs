@@ -8,6 +8,7 @@
 //! failure.
 pub mod bench;
 pub mod bench_surge;
+pub mod claims;
 pub mod fetch;
 pub mod link;
 pub mod linkopts;
