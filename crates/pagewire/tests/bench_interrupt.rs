@@ -2,15 +2,12 @@
 //! acknowledged at once, the PPP run in flight is cancelled (not waited
 //! for: a PPP first-time run takes about a minute), the runs done are
 //! written and the exit status is 130; a second SIGINT aborts at once.
-//! Real processes over real namespaces: needs root (skips otherwise).
+//! Real processes over real namespaces: needs root (pagewire-testreq).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-mod common;
-use common::is_root;
 
 /// Kills the bench if the test fails before it ended (its servers and
 /// namespaces go with it: parent-death signal, anonymous namespaces).
@@ -107,8 +104,7 @@ fn sigint(b: &Bench) {
 
 #[test]
 fn sigint_during_a_ppp_run_acknowledges_cancels_writes_and_exits_130() {
-    if !is_root() {
-        eprintln!("SKIPPED: needs root (network namespaces)");
+    if !pagewire_testreq::require_root() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -165,8 +161,7 @@ fn sigint_during_a_ppp_run_acknowledges_cancels_writes_and_exits_130() {
 
 #[test]
 fn a_second_sigint_aborts_at_once_with_130() {
-    if !is_root() {
-        eprintln!("SKIPPED: needs root (network namespaces)");
+    if !pagewire_testreq::require_root() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
