@@ -221,8 +221,14 @@ pub struct PwServer {
 
 impl PwServer {
     pub fn start(root: &Path, config: pagewire_server::ServerConfig) -> PwServer {
+        Self::start_on(root, config, 0)
+    }
+
+    /// On a given loopback port (0: any), e.g. the port of a server just
+    /// stopped, so that cached URLs stay the same.
+    pub fn start_on(root: &Path, config: pagewire_server::ServerConfig, port: u16) -> PwServer {
         let site = Arc::new(pagewire_site::store::Site::from_dir(root).expect("load site"));
-        let std_listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let std_listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
         std_listener.set_nonblocking(true).unwrap();
         let addr = std_listener.local_addr().unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();

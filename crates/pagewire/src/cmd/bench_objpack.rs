@@ -4,6 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use pagewire_lab::objpack::methods::Method;
+use pagewire_lab::objpack::run::{NetPlan, WINDOW_SETS};
+use pagewire_lab::objpack::sys::Cache;
 use pagewire_lab::objpack::{self as suite, ObjpackConfig};
 use pagewire_lab::report::utc_now;
 
@@ -33,8 +35,26 @@ pub struct ObjpackArgs {
 /// Sets per network when `--reps` is not given: the paper's 10 on the LAN;
 /// 3 on the WAN, where one set of 32 KB files takes ~20 s per method.
 const DEFAULT_SETS: [(&str, usize); 2] = [("lan100", 10), ("wan", 3)];
-/// `--quick`: two sets on the LAN only (under a minute).
-const QUICK_SETS: usize = 2;
+/// `--quick`: one set per group on the LAN only, warm and cold (42 runs,
+/// about half a minute).
+const QUICK_SETS: usize = 1;
+
+/// The plan of one network: cold runs and the windows of five sets where
+/// the link is fast enough for the disk to matter (the LANs), warm only on
+/// the others (link-bound).
+fn plan(name: &str, sets: usize) -> NetPlan {
+    let lan = name.starts_with("lan");
+    NetPlan {
+        name: name.to_string(),
+        sets,
+        caches: if lan {
+            vec![Cache::Warm, Cache::Cold]
+        } else {
+            vec![Cache::Warm]
+        },
+        windows: lan && sets >= WINDOW_SETS,
+    }
+}
 
 pub fn run(a: &ObjpackArgs) -> Result<ExitCode> {
     let defaulted = a.net.is_empty();
@@ -72,16 +92,26 @@ pub fn run(a: &ObjpackArgs) -> Result<ExitCode> {
         out.display()
     );
     let cfg = ObjpackConfig {
-        nets,
+        nets: nets.iter().map(|(n, s)| plan(n, *s)).collect(),
         methods: Method::ALL.to_vec(),
         seed,
         out_dir: out.clone(),
         link_config: Box::new(move |n| overrides.config(n, seed)),
         progress: !a.common.no_progress,
     };
+    let loadavg = || {
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let load_start = loadavg();
     let outcome = suite::run(&cfg)?;
     let command: Vec<String> = std::env::args().collect();
-    let text = suite::report::write(&out, &outcome, &cfg.methods, &command, &date, seed)?;
+    let load = format!("{load_start} at the start, {} at the end", loadavg());
+    let text = suite::report::write(&out, &outcome, &cfg.methods, &command, &date, seed, &load)?;
     a.common.emit(&out, &text)?;
     a.common.wrote(&format!(
         "Wrote {0}/results.json, results.csv, report.txt and report.html.",
