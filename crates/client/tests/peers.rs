@@ -574,8 +574,9 @@ fn save_and_har_outputs() {
     let r = fetch_blocking(cfg).unwrap();
     let whole_ms = started.elapsed().as_secs_f64() * 1000.0;
     let out = tempfile::tempdir().unwrap();
-    let files = pagewire_client::save::save(&r, out.path()).unwrap();
-    assert_eq!(files.len(), 43);
+    let saved = pagewire_client::save::save(&r, out.path()).unwrap();
+    assert_eq!(saved.files.len(), 43);
+    assert!(saved.skipped.is_empty(), "{:?}", saved.skipped);
     let host_dir = out.path().join(nginx.addr.to_string());
     for (path, bytes) in &site.files {
         if path == PAGE || path.starts_with("/images/") {

@@ -102,7 +102,7 @@ fn main() -> ExitCode {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("pagewire: error: {err:#}");
+            eprintln!("pagewire: error: {}", chain_once(&err));
             if interrupted {
                 ExitCode::from(130)
             } else if cmd::is_usage(&err) {
@@ -191,4 +191,22 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// The error and its causes joined by ": ", each cause printed once: many
+/// errors already include their source in their own message (an OS error
+/// would otherwise read "Read-only file system (os error 30): Read-only
+/// file system (os error 30)").
+fn chain_once(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !text.is_empty() && !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
 }

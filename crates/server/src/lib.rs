@@ -59,6 +59,7 @@ use tokio::net::TcpListener;
 
 pub use modern::{serve_tls, TlsServe};
 pub use policy::{ClosePolicy, FlushPolicy, FlushReason, Linger, ServerConfig};
+pub use registry::INCOMPLETE_HEAD_EVICT_MS;
 pub use stats::ServerStats;
 
 use crate::context::Shared;

@@ -249,10 +249,27 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
         }
         if let Some(dir) = &args.save {
-            let files = pagewire_client::save::save(&report, dir)?;
-            if !args.json {
-                writeln!(out, "  saved {} files under {}", files.len(), dir.display())?;
+            let saved = pagewire_client::save::save(&report, dir)?;
+            for line in &saved.skipped {
+                eprintln!("pagewire: fetch: warning: {line}");
             }
+            if !args.json {
+                writeln!(
+                    out,
+                    "  saved {} files under {}",
+                    saved.files.len(),
+                    dir.display()
+                )?;
+            }
+        }
+        // A redirect chain cut by --max-redirects: the page is the 3xx, so
+        // the exit status is 1; say why on stderr (also with --json).
+        for w in report
+            .warnings
+            .iter()
+            .filter(|w| w.contains("--max-redirects"))
+        {
+            eprintln!("pagewire: fetch: {w}");
         }
         if let Some(path) = &args.har {
             std::fs::write(path, pagewire_client::har::to_har_string(&report))
