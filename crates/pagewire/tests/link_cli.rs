@@ -155,7 +155,7 @@ fn a_normal_user_gets_a_user_namespace_or_a_precise_message() {
             assert_eq!(v["client_exit"], 0);
         }
         // Otherwise the message names exactly what is missing.
-        Some(2) => assert!(
+        Some(1) => assert!(
             err.contains("/dev/net/tun") || err.contains("user namespace"),
             "unclear message: {err}"
         ),

@@ -2,8 +2,9 @@
 //! pipelined connections, REDbot's validation, range and content-negotiation
 //! checks against the running server on loopback.
 //!
-//! Both tools are installed by scripts/setup-deps.sh (pip: HTTPolice with
-//! `bitstring<4`, redbot). A missing tool fails these tests under
+//! Both tools are installed by scripts/setup-deps.sh into the project's
+//! virtual environment `.peers/venv` (pinned: HTTPolice with bitstring
+//! 3.1.9, redbot), found there before PATH. A missing tool fails these tests under
 //! PAGEWIRE_REQUIRE_ALL=1 (scripts/test.sh, CI) and skips them by name
 //! otherwise (pagewire-testreq).
 mod common;
@@ -17,7 +18,17 @@ use common::*;
 use pagewire_site::microscape;
 use pagewire_site::store::Site;
 
+/// The peer: first in the project's virtual environment that
+/// scripts/setup-deps.sh fills (`.peers/venv/bin`, or
+/// `$PAGEWIRE_PEERS_DIR/venv/bin`), then on PATH.
 fn require(name: &str) -> Option<PathBuf> {
+    let peers = std::env::var_os("PAGEWIRE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers"));
+    let venv = peers.join("venv").join("bin").join(name);
+    if venv.is_file() {
+        return Some(venv);
+    }
     pagewire_testreq::require_peer(name)
 }
 

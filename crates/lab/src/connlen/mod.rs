@@ -323,6 +323,10 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<Vec<Point>> {
                 s.spawn(|| -> Result<()> {
                     // Bounded by the job count.
                     loop {
+                        // Ctrl-C: no new link; the points measured are kept.
+                        if crate::interrupt::signalled() {
+                            return Ok(());
+                        }
                         let Some((config, buffer)) = jobs
                             .lock()
                             .map_err(|_| anyhow::anyhow!("poisoned"))?
@@ -398,16 +402,20 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
             };
             let mut out: Vec<Vec<f64>> = vec![Vec::new(); lengths.len()];
             let max_trials = trials.iter().copied().max().unwrap_or(0);
-            for t in 0..max_trials {
+            'trials: for t in 0..max_trials {
                 for (li, &len) in lengths.iter().enumerate() {
                     if t >= trials[li] {
                         continue;
                     }
-                    let m = rt
-                        .block_on(wire::fetch(addr, buffer, cal_rcvbuf, len))
-                        .with_context(|| {
-                            format!("{config}, buffer {}, {len} bytes", buffer.label())
-                        })?;
+                    // Cancelled within crate::interrupt::POLL of a Ctrl-C.
+                    let Some(m) = rt.block_on(crate::interrupt::or_cancel(wire::fetch(
+                        addr, buffer, cal_rcvbuf, len,
+                    ))) else {
+                        break 'trials;
+                    };
+                    let m = m.with_context(|| {
+                        format!("{config}, buffer {}, {len} bytes", buffer.label())
+                    })?;
                     rcvbuf = m.client_rcvbuf;
                     window = m.window;
                     out[li].push(m.elapsed.as_secs_f64());
@@ -422,6 +430,8 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
         .lengths
         .iter()
         .zip(secs)
+        // An interrupted sweep leaves lengths without a trial: not points.
+        .filter(|(_, secs)| !secs.is_empty())
         .map(|(&length, secs)| {
             let tputs: Vec<f64> = secs.iter().map(|s| length as f64 / s).collect();
             Point {

@@ -18,7 +18,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use pagewire_client::{fetch_blocking, FetchConfig, Strategy};
+use pagewire_client::{FetchConfig, Strategy};
 use pagewire_emu::{Link, LinkConfig};
 use serde::Serialize;
 
@@ -221,6 +221,10 @@ pub fn run(plan: &Plan, o: &RunOptions) -> Result<Vec<Cell>> {
                 s.spawn(|| -> Result<()> {
                     // Bounded by the job count.
                     loop {
+                        // Ctrl-C: no new link; the cells measured are kept.
+                        if crate::interrupt::signalled() {
+                            return Ok(());
+                        }
                         let Some((net, size)) = jobs
                             .lock()
                             .map_err(|_| anyhow::anyhow!("poisoned"))?
@@ -291,14 +295,19 @@ fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cel
     }
     let mut trials: Vec<Vec<(f64, u32, usize)>> =
         vec![Vec::new(); plan.counts.len() * plan.methods.len()];
-    for _rep in 0..plan.reps {
+    'reps: for _rep in 0..plan.reps {
         for (ci, &n) in plan.counts.iter().enumerate() {
             for (mi, &m) in plan.methods.iter().enumerate() {
                 let url = format!("http://{addr}{}", page_path(size, n));
                 let fc = m.fetch_config(&url);
-                let r = link
-                    .run_in_client(move || fetch_blocking(fc))?
-                    .with_context(|| format!("{} {} {url}", net.name(), m.name()))?;
+                // Cancelled within crate::interrupt::POLL of a Ctrl-C.
+                let Some(r) = link.run_in_client(move || {
+                    crate::interrupt::block_on(pagewire_client::fetch(fc))
+                })??
+                else {
+                    break 'reps;
+                };
+                let r = r.with_context(|| format!("{} {} {url}", net.name(), m.name()))?;
                 let ok = r.objects.iter().filter(|x| x.status == 200).count();
                 if ok != n + 1 || r.objects.iter().skip(1).any(|x| x.size != size as u64) {
                     bail!(
@@ -331,6 +340,10 @@ fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cel
     for (ci, &n) in plan.counts.iter().enumerate() {
         for (mi, &m) in plan.methods.iter().enumerate() {
             let t = &trials[ci * plan.methods.len() + mi];
+            if t.is_empty() {
+                // Interrupted before this cell's first trial.
+                continue;
+            }
             let secs: Vec<f64> = t.iter().map(|x| x.0).collect();
             cells.push(Cell {
                 net,

@@ -217,7 +217,11 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
     }
     let mut rows = Vec::new();
     let mut idle = Vec::new();
+    crate::interrupt::install();
     for np in &cfg.nets {
+        if crate::interrupt::signalled() {
+            break;
+        }
         let net = &np.name;
         let lc = (cfg.link_config)(net)?;
         let link = Link::start(lc).with_context(|| format!("start the {net} link"))?;
@@ -265,9 +269,12 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
             if cfg.progress {
                 eprint!("\r{net}: run {}/{} ({what})        ", i + 1, todo.len());
             }
-            if let Some(sig) = pagewire_emu::cli::terminated_by() {
-                anyhow::bail!("interrupted by signal {sig}");
+            // Ctrl-C: the run in flight finishes (its transfer is short),
+            // the rows so far are reported.
+            if crate::interrupt::signalled() {
+                break;
             }
+            let _in_flight = crate::interrupt::InFlight::finishing();
             let paths: Vec<PathBuf> = t.sets.iter().flat_map(|s| s.paths(t.method)).collect();
             let refs: Vec<&std::path::Path> = paths.iter().map(PathBuf::as_path).collect();
             let resident_pct = sys::prepare(&refs, t.cache)?;

@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use pagewire_emu::LinkConfig;
-use pagewire_link::config::{parse_duration, parse_loss, parse_queue, parse_rate, trace_rate};
+use pagewire_link::config::{parse_loss, parse_queue, parse_rate, trace_rate};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct LinkOptions {
     /// Round-trip time (half each way), e.g. 90ms; overrides the profile's.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
     rtt: Option<Duration>,
     /// Rate both ways, e.g. 1.5mbit, 28.8kbit, unlimited (counts IP bytes).
     #[arg(long)]
@@ -41,7 +41,7 @@ pub struct LinkOptions {
     loss: Option<String>,
     /// Extra delay per packet, uniform in [0, JITTER], e.g. 5ms; never
     /// reorders.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
     jitter: Option<Duration>,
     /// Link-layer framing bytes per packet added to the serialization time.
     #[arg(long)]
@@ -77,16 +77,6 @@ pub struct LinkOverrides {
 }
 
 impl LinkOptions {
-    /// Whether `--tcp` was given at all (suites with another default).
-    pub fn tcp_given(&self) -> bool {
-        self.tcp.is_some()
-    }
-
-    /// Whether `--queue` was given.
-    pub fn queue_given(&self) -> bool {
-        self.queue.is_some()
-    }
-
     /// Parses every flag once (trace files are read here), so a bad value
     /// fails before anything starts; each error names its flag.
     pub fn parse(&self) -> Result<LinkOverrides> {

@@ -17,8 +17,9 @@ pub struct Args {
     #[arg(long, default_value = "/")]
     pub page: String,
     /// Where to write the package (`-` for stdout). Written to a temporary
-    /// name and renamed, so it appears whole or not at all.
-    #[arg(long)]
+    /// name and renamed, so it appears whole or not at all. (`--out` is
+    /// an alias: every other `--out` names a directory.)
+    #[arg(long = "out-file", alias = "out", value_name = "FILE")]
     pub out: PathBuf,
 }
 

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use pagewire_link::config::parse_duration;
 use pagewire_prefetch::PrefetchParams;
 use pagewire_server::{ClosePolicy, FlushPolicy, ServerConfig};
 use pagewire_site::microscape;
@@ -61,16 +60,16 @@ pub struct Args {
     #[arg(long, default_value = "linger")]
     pub close: ClosePolicy,
     /// Idle keep-alive timeout, e.g. 60s, 500ms (more than zero).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_nonzero_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_nonzero_duration, allow_hyphen_values = true)]
     pub idle_timeout: Duration,
     /// Time allowed to receive a request head (slowloris defence; more
     /// than zero).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_nonzero_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_nonzero_duration, allow_hyphen_values = true)]
     pub header_timeout: Duration,
     /// Time allowed for a request body the server waits for (GETLIST's
     /// uri-list), extended by one second per --body-min-rate bytes received;
     /// answered with 408 and a close.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub body_timeout: Duration,
     /// Least rate of such a body, e.g. 500B/s, 1KiB/s; 0: the whole body
     /// within --body-timeout.
@@ -239,7 +238,7 @@ fn load_site(args: &Args) -> anyhow::Result<Site> {
             );
             Site::from_files_with(m.site_files(), &options)
         }
-        _ => anyhow::bail!("give --root DIR or --site microscape"),
+        _ => crate::usage_bail!("give --root DIR or --site microscape"),
     };
     if site.is_empty() {
         anyhow::bail!("the site has no files");
@@ -250,7 +249,7 @@ fn load_site(args: &Args) -> anyhow::Result<Site> {
 /// A duration that must be more than zero: a zero deadline would refuse
 /// every request (or close every connection) at once.
 fn parse_nonzero_duration(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    let d = super::positive_duration(s)?;
     if d.is_zero() {
         return Err("must be more than zero".into());
     }
