@@ -48,7 +48,11 @@ version() {
     "$bin" "$@" 2>&1 | grep -m1 -E '[0-9]+\.[0-9]+' | tr -s ' ' | cut -c1-60 || echo "found, version unknown"
 }
 pip_version() {
-    python3 -m pip show "$1" 2>/dev/null | sed -n 's/^Version: /'"$1"' /p' | grep . || echo "not found"
+    # The Python peers live in the project's virtual environment
+    # (scripts/setup-deps.sh); fall back to the first python3 on PATH.
+    local py=.peers/venv/bin/python3
+    [ -x "$py" ] || py=python3
+    "$py" -m pip show "$1" 2>/dev/null | sed -n 's/^Version: /'"$1"' /p' | grep . || echo "not found"
 }
 echo
 echo "== summary"
