@@ -143,7 +143,12 @@ fn the_cap_is_exact_across_accept_threads() {
     std::thread::sleep(Duration::from_millis(300));
     let stats = server.stop();
     assert_eq!(stats.peak_connections, 8, "{stats}");
-    assert_eq!(stats.connections, 40, "{stats}");
+    // At the cap a client that has already sent bytes is answered 503 and
+    // closed (nothing older is evictable: the admitted heads are younger than
+    // the slowloris age and none is idle), so every connection is either
+    // admitted (8) or refused: none waits and none is lost.
+    assert_eq!(stats.connections + stats.refused_at_cap, 40, "{stats}");
+    assert!(stats.connections >= 8, "{stats}");
 }
 
 /// The one request body the server waits for (GETLIST's uri-list, paper
