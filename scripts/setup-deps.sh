@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what pagewire's tests and benchmarks need on a fresh Debian machine (as root).
 # Idempotent: each line installs only what is missing, so it is cheap to run every time.
-# Append new needs at the end with `apt_install PKG...` or `pip_install SPEC...`.
+# Append new needs at the end with `apt_install PKG...` or `venv_install NAME==VERSION...`.
+# Writes the installed peers' versions to .peers/versions.txt (printed by the test summary).
 set -euo pipefail
 
 export DEBIAN_FRONTEND=noninteractive
@@ -25,12 +26,32 @@ apt_install() {
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-pip_install() {
-    # Each spec is installed unless pip already has a matching version.
+# Python peers live in the project's own virtual environment, not in the system
+# python: Debian 12's python3 refuses `pip install` outside one (PEP 668,
+# "externally-managed-environment"). The tests look for them in $PEERS_DIR/venv/bin
+# (crates/server/tests/peer_checkers.rs); PAGEWIRE_PEERS_DIR moves it.
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PEERS_DIR="${PAGEWIRE_PEERS_DIR:-$ROOT/.peers}"
+VENV="$PEERS_DIR/venv"
+
+venv_install() {
+    # Each pinned spec is installed unless the venv already has it.
+    apt_install python3 python3-venv
+    if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import sys' 2>/dev/null; then
+        echo "setup-deps: python3 -m venv $VENV" >&2
+        mkdir -p "$PEERS_DIR"
+        python3 -m venv --clear "$VENV"
+    fi
+    local missing=()
     for spec in "$@"; do
-        python3 -m pip install --quiet --disable-pip-version-check "$spec" >/dev/null 2>&1 \
-            || python3 -m pip install --quiet --disable-pip-version-check "$spec"
+        local name="${spec%%[=<>]*}" want="${spec#*==}"
+        local have
+        have="$("$VENV/bin/python" -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)"
+        [ "$have" = "$want" ] || missing+=("$spec")
     done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "setup-deps: pip install (venv $VENV) ${missing[*]}" >&2
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${missing[@]}"
 }
 
 # Namespaces, veth, routes (the link emulator).
@@ -44,9 +65,10 @@ apt_install tshark
 apt_install nginx-light curl wget nghttp2-client
 
 # Peer checkers for the server (crates/server/tests/peer_checkers.rs): HTTPolice
-# lints recorded pipelined connections (bitstring 4 broke HTTPolice's parser),
-# REDbot checks validation, ranges and content negotiation on loopback.
-pip_install 'bitstring<4' HTTPolice redbot
+# lints recorded pipelined connections (bitstring 4 broke HTTPolice's parser, so
+# 3.1.9), REDbot checks validation, ranges and content negotiation on loopback.
+# Pinned: the versions the tests were last checked with.
+venv_install bitstring==3.1.9 HTTPolice==0.9.0 redbot==2.7.1
 # bench/server/run.sh compares the server with nginx and h2o under wrk and h2load.
 apt_install nginx-light h2o wrk nghttp2-client python3
 # bench --suite surge (paper 004): Apache with the prefork MPM beside nginx and
@@ -66,3 +88,19 @@ apt_install chromium nginx-light libxslt1-dev
 # a small real Sphinx site (Read the Docs theme: stylesheets, scripts, web fonts)
 # from Debian's documentation packages as a fixture.
 apt_install python-webvtt-doc
+
+# The peers' versions, for the test summary and for anyone comparing results
+# across machines: Debian packages as dpkg has them, Python peers as the venv has them.
+{
+    echo "# peer versions, written by scripts/setup-deps.sh on $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    for pkg in nginx-light h2o apache2 chromium tshark wrk nghttp2-client curl wget slowhttptest strace iproute2 python3; do
+        v="$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || true)"
+        echo "$pkg ${v:-not-installed}"
+    done
+    for name in HTTPolice redbot bitstring; do
+        v="$("$VENV/bin/python" -m pip show "$name" 2>/dev/null | sed -n 's/^Version: //p' || true)"
+        echo "$name ${v:-not-installed} (venv)"
+    done
+    echo "venv-python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())')"
+} >"$PEERS_DIR/versions.txt"
+echo "setup-deps: peer versions in $PEERS_DIR/versions.txt" >&2

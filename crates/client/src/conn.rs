@@ -25,6 +25,16 @@ use crate::session::{ObjId, Session, PAGE};
 /// urgently matters: data left in the socket buffer delays ACKs.
 const READ_CHUNK_BYTES: usize = 64 * 1024;
 
+/// Interim (1xx) responses accepted before one final response. RFC 9110
+/// §15.2 sets no limit; a server that sends more than this is flooding
+/// (issue 32: a fast `103` flood held the robot forever). A real server
+/// sends one `100 Continue` or a few `103 Early Hints`.
+pub const MAX_INTERIM_RESPONSES: u32 = 100;
+
+/// Reads between two voluntary yields to the runtime: a socket that never
+/// drains must not starve the connection's timers or other tasks.
+const READS_PER_YIELD: u32 = 16;
+
 /// Where requests found while reading go.
 pub enum Sink {
     /// Onto this connection's own queue (persistent strategies).
@@ -94,6 +104,10 @@ struct Conn<'s> {
     window_start: Instant,
     window_bytes: u64,
     last_answered: Option<ObjId>,
+    /// Interim heads received for the awaited response.
+    interim: u32,
+    /// Reads since the last voluntary yield.
+    reads_since_yield: u32,
     /// The page just completed; flush once its last requests are buffered
     /// (`FetchConfig::flush_at_page_end`).
     page_end_flush: bool,
@@ -157,6 +171,8 @@ pub async fn drive(
         window_start: Instant::now(),
         window_bytes: 0,
         last_answered: None,
+        interim: 0,
+        reads_since_yield: 0,
         page_end_flush: false,
     };
     let result = conn.run(queue, plan, sink).await;
@@ -263,6 +279,7 @@ impl Conn<'_> {
                 self.awaited_bytes = 0;
                 self.window_start = now;
                 self.window_bytes = 0;
+                self.interim = 0;
             }
             self.in_flight.push_back(id);
             if self.in_flight.len() > 1 {
@@ -344,7 +361,20 @@ impl Conn<'_> {
                     self.eof = true;
                     return Ok(());
                 }
-                self.read(queue, sink)
+                self.read(queue, sink)?;
+                // The guards are checked here, on the read path, and not
+                // only in the timer branches below: a socket that is always
+                // readable (a 1xx flood, an endless chunked body) may never
+                // let those branches run (issue 32).
+                if !self.eof && (!self.in_flight.is_empty() || self.resp.is_some()) {
+                    self.check_guards(Instant::now())?;
+                }
+                self.reads_since_yield += 1;
+                if self.reads_since_yield >= READS_PER_YIELD {
+                    self.reads_since_yield = 0;
+                    tokio::task::yield_now().await;
+                }
+                Ok(())
             }
             r = self.stream.writable(), if want_write => {
                 if r.is_err() {
@@ -507,6 +537,15 @@ impl Conn<'_> {
                     let n = head.raw().len() as u64;
                     self.window_bytes = self.window_bytes.saturating_sub(n);
                     self.awaited_bytes = self.awaited_bytes.saturating_sub(n);
+                    self.interim += 1;
+                    if self.interim > MAX_INTERIM_RESPONSES {
+                        return Err(FetchError::object(
+                            &self.sess.url_of(id),
+                            format!(
+                                "the server sent more than {MAX_INTERIM_RESPONSES} interim (1xx) responses and no final one"
+                            ),
+                        ));
+                    }
                     continue;
                 }
                 if info.closing {
@@ -544,6 +583,7 @@ impl Conn<'_> {
         // are not counted (small, and only ever in its favour).
         self.awaited_since = Instant::now();
         self.awaited_bytes = 0;
+        self.interim = 0;
         let front = self.in_flight.pop_front();
         debug_assert_eq!(front, Some(id));
         self.answered += 1;

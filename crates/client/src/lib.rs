@@ -75,11 +75,14 @@ pub async fn fetch(mut config: FetchConfig) -> Result<FetchReport, FetchError> {
             return Ok(fetch_cross_origin(report, &config).await);
         };
         if chain.len() >= max {
-            if max > 0 {
-                report.warnings.push(format!(
-                    "redirect to {location} not followed: {max} redirects followed already (--max-redirects)"
-                ));
-            }
+            // Say which chain stopped where (issue 32 #5): the URLs
+            // followed, the one that redirected again, and where to.
+            let mut hops: Vec<&str> = chain.iter().map(String::as_str).collect();
+            hops.push(&report.url);
+            report.warnings.push(format!(
+                "redirect not followed after {max} redirects (--max-redirects {max}): {} -> {location}",
+                hops.join(" -> ")
+            ));
             report.redirects = chain;
             return Ok(fetch_cross_origin(report, &config).await);
         }

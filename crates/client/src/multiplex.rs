@@ -22,6 +22,7 @@
 
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -273,6 +274,29 @@ async fn dispatch<S: Streams>(sess: &Arc<Session>, s: S, conn: usize) -> Result<
     }
 }
 
+/// Runs one stream's exchange under the object deadline (issue 32: an
+/// endless body, a trickle or a flood of interim heads on one stream must
+/// end the fetch on time, as on HTTP/1.x). The deadline counts from when
+/// the stream is open (a stream waiting for the server's concurrency limit
+/// is not yet owed an answer). Streams are tasks fed by the connection's
+/// driver task, so this timer always gets its turn.
+async fn within_deadline(
+    sess: &Session,
+    id: ObjId,
+    received: &AtomicU64,
+    exchange: impl std::future::Future<Output = Result<(), FetchError>>,
+) -> Result<(), FetchError> {
+    let object = sess.cfg.timeouts.object;
+    match tokio::time::timeout(object, exchange).await {
+        Ok(r) => r,
+        Err(_) => Err(FetchError::ObjectDeadline {
+            url: sess.url_of(id),
+            after: object,
+            received: received.load(Ordering::Relaxed),
+        }),
+    }
+}
+
 fn send_all(tx: &mpsc::UnboundedSender<ObjId>, ids: Vec<ObjId>) {
     for id in ids {
         // The dispatcher outlives every stream task.
@@ -298,21 +322,27 @@ impl Streams for H2 {
         let stream_err = |e: h2::Error| FetchError::object(&url, format!("HTTP/2: {e}"));
         let req = to_request(&sess, &sess.request(id, conn, Instant::now())?)?;
         let mut send = self.0.ready().await.map_err(stream_err)?;
-        let (resp, _) = send.send_request(req, true).map_err(stream_err)?;
-        let resp = resp.await.map_err(stream_err)?;
-        progress.touch();
-        let (parts, mut body) = resp.into_parts();
-        let head = to_head(&parts, &sess.method_of(id), &url)?;
-        let (_, new) = sess.on_head(id, conn, &head, Instant::now())?;
-        send_all(&tx, new);
-        // Bounded by the response's DATA frames.
-        while let Some(chunk) = body.data().await {
-            let chunk = chunk.map_err(stream_err)?;
+        let received = AtomicU64::new(0);
+        let exchange = async {
+            let (resp, _) = send.send_request(req, true).map_err(stream_err)?;
+            let resp = resp.await.map_err(stream_err)?;
             progress.touch();
-            let _ = body.flow_control().release_capacity(chunk.len());
-            let new = sess.on_body(id, &chunk, Instant::now())?;
+            let (parts, mut body) = resp.into_parts();
+            let head = to_head(&parts, &sess.method_of(id), &url)?;
+            let (_, new) = sess.on_head(id, conn, &head, Instant::now())?;
             send_all(&tx, new);
-        }
+            // Bounded by the response's DATA frames and the object deadline.
+            while let Some(chunk) = body.data().await {
+                let chunk = chunk.map_err(stream_err)?;
+                progress.touch();
+                received.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+                let _ = body.flow_control().release_capacity(chunk.len());
+                let new = sess.on_body(id, &chunk, Instant::now())?;
+                send_all(&tx, new);
+            }
+            Ok(())
+        };
+        within_deadline(&sess, id, &received, exchange).await?;
         let new = sess.on_end(id, Instant::now())?;
         send_all(&tx, new);
         Ok(())
@@ -409,21 +439,27 @@ impl Streams for H3 {
         let err = |e: BoxError| FetchError::object(&url, format!("HTTP/3: {e}"));
         let req = to_request(&sess, &sess.request(id, conn, Instant::now())?)?;
         let mut stream = self.0.send_request(req).await.map_err(|e| err(e.into()))?;
-        stream.finish().await.map_err(|e| err(e.into()))?;
-        let resp = stream.recv_response().await.map_err(|e| err(e.into()))?;
-        progress.touch();
-        let (parts, ()) = resp.into_parts();
-        let head = to_head(&parts, &sess.method_of(id), &url)?;
-        let (_, new) = sess.on_head(id, conn, &head, Instant::now())?;
-        send_all(&tx, new);
-        // Bounded by the response's DATA frames.
-        while let Some(mut chunk) = stream.recv_data().await.map_err(|e| err(e.into()))? {
+        let received = AtomicU64::new(0);
+        let exchange = async {
+            stream.finish().await.map_err(|e| err(e.into()))?;
+            let resp = stream.recv_response().await.map_err(|e| err(e.into()))?;
             progress.touch();
-            let data = chunk.copy_to_bytes(chunk.remaining());
-            sess.read(conn, data.len(), Instant::now());
-            let new = sess.on_body(id, &data, Instant::now())?;
+            let (parts, ()) = resp.into_parts();
+            let head = to_head(&parts, &sess.method_of(id), &url)?;
+            let (_, new) = sess.on_head(id, conn, &head, Instant::now())?;
             send_all(&tx, new);
-        }
+            // Bounded by the response's DATA frames and the object deadline.
+            while let Some(mut chunk) = stream.recv_data().await.map_err(|e| err(e.into()))? {
+                progress.touch();
+                let data = chunk.copy_to_bytes(chunk.remaining());
+                received.fetch_add(data.len() as u64, Ordering::Relaxed);
+                sess.read(conn, data.len(), Instant::now());
+                let new = sess.on_body(id, &data, Instant::now())?;
+                send_all(&tx, new);
+            }
+            Ok(())
+        };
+        within_deadline(&sess, id, &received, exchange).await?;
         let new = sess.on_end(id, Instant::now())?;
         send_all(&tx, new);
         Ok(())

@@ -58,25 +58,69 @@ pub fn write_one(dir: &Path, url: &str, body: &[u8]) -> Result<PathBuf, FetchErr
     Ok(path)
 }
 
-/// Writes every object with a body; returns the files written.
-pub fn save(report: &FetchReport, dir: &Path) -> Result<Vec<PathBuf>, FetchError> {
-    let mut written = Vec::new();
+/// What `save` wrote, and what it skipped with the reason.
+#[derive(Debug, Default)]
+pub struct Saved {
+    pub files: Vec<PathBuf>,
+    /// One line per object not saved (a name the file system refuses, a
+    /// URL that cannot be mapped under the directory).
+    pub skipped: Vec<String>,
+}
+
+/// Longest file name segment most file systems take (ext4, XFS, btrfs,
+/// tmpfs: `NAME_MAX`, bytes).
+const NAME_MAX: usize = 255;
+
+/// Writes every object with a body. One object that cannot be saved (its
+/// name is too long for the file system, or maps outside `dir`) is skipped
+/// with a line in `Saved::skipped`; the others are saved (issue 32 #5).
+/// Local failures that concern the directory itself (read-only, full) stop
+/// the save.
+pub fn save(report: &FetchReport, dir: &Path) -> Result<Saved, FetchError> {
+    let mut saved = Saved::default();
     for o in &report.objects {
         let Some(body) = &o.body else { continue };
         let Some(path) = file_for(dir, &o.url) else {
+            saved.skipped.push(format!(
+                "{}: not saved: it cannot be mapped under {}",
+                o.url,
+                dir.display()
+            ));
             continue;
         };
+        let long = path
+            .strip_prefix(dir)
+            .unwrap_or(&path)
+            .components()
+            .map(|c| c.as_os_str().len())
+            .max()
+            .unwrap_or(0);
+        if long > NAME_MAX {
+            saved.skipped.push(format!(
+                "{}: not saved: a name in its path is {long} bytes (the limit is {NAME_MAX})",
+                o.url
+            ));
+            continue;
+        }
         let io = |source| FetchError::Io {
             what: format!("cannot save {} to {}", o.url, path.display()),
             source,
         };
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).map_err(io)?;
+        let result = match path.parent() {
+            Some(parent) => fs::create_dir_all(parent).and_then(|()| fs::write(&path, body)),
+            None => fs::write(&path, body),
+        };
+        match result {
+            Ok(()) => saved.files.push(path),
+            // A name this file system refuses (a shorter NAME_MAX, a
+            // reserved character): this object only.
+            Err(e) if matches!(e.raw_os_error(), Some(36 | 22 | 84)) => saved
+                .skipped
+                .push(format!("{}: not saved to {}: {e}", o.url, path.display())),
+            Err(e) => return Err(io(e)),
         }
-        fs::write(&path, body).map_err(io)?;
-        written.push(path);
     }
-    Ok(written)
+    Ok(saved)
 }
 
 #[cfg(test)]

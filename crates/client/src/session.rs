@@ -149,6 +149,10 @@ struct State {
     /// `getall`, later visit: uncached objects waiting for the page's end,
     /// to be asked for in one GETLIST.
     getlist_pending: Vec<ObjId>,
+    /// `getall`, later visit: the server did not answer the one-message
+    /// GETLIST with parts (an unmodified server: 405, 501): the page goes
+    /// by a conditional GET, everything else by pipelined GETs.
+    getlist_refused: bool,
     /// References to other origins (not fetched), each once.
     cross_origin: Vec<(String, ObjId, Rule)>,
     /// Fonts by use (`FetchConfig::all_fonts` off): the text of each
@@ -238,6 +242,20 @@ impl Session {
         };
         let path = s.target.path.clone();
         s.add_object(&mut st, path, ObjectKind::Page);
+        if s.getall_known.is_some() {
+            // Paper 003 §5.2: "On subsequent accesses to the same HTML file,
+            // the client can request the HTML and all images in one
+            // message": the page goes in a GETLIST with the images, carrying
+            // the cached page's validator (docs/getall.md, "Later visits").
+            let cached = s
+                .cache
+                .as_ref()
+                .and_then(|c| c.get(&s.page_url).ok().flatten());
+            let page = &mut st.objs[PAGE];
+            page.method = RequestMethod::Getlist;
+            page.conditional = cached.is_some();
+            page.cached = cached;
+        }
         *s.lock() = st;
         s
     }
@@ -364,7 +382,7 @@ impl Session {
                         // In the cache: not requested; a cached stylesheet's
                         // references may still be missing.
                         ids.extend(self.parse_arrived_stylesheet(st, id));
-                    } else if self.getall_later_visit()
+                    } else if self.getall_later_visit(st)
                         && kind == ObjectKind::Embedded
                         && !st.discovery_done
                     {
@@ -456,6 +474,7 @@ impl Session {
     /// Host, a short User-Agent, and only what the strategy needs.
     pub fn request(&self, id: ObjId, conn: usize, now: Instant) -> Result<Vec<u8>, FetchError> {
         let mut st = self.lock();
+        let st_refused = st.getlist_refused;
         let now = self.since_start(now);
         let strategy = self.cfg.strategy;
         let version = if strategy == Strategy::Http10 {
@@ -534,7 +553,17 @@ impl Session {
         let mut out = Vec::with_capacity(256);
         let mut method = o.method;
         let mut list = String::new();
-        if !o.getlist.is_empty() {
+        let mut target = o.path.clone();
+        if id == PAGE && o.method == RequestMethod::Getlist {
+            let (l, etags) = self.revisit_list(o);
+            list = l;
+            target = "/".to_string();
+            if !etags.is_empty() {
+                headers.push(("If-None-Match", etags.join(", ")));
+            }
+            headers.push(("Content-Type", "text/uri-list".to_string()));
+            headers.push(("Content-Length", list.len().to_string()));
+        } else if !o.getlist.is_empty() {
             // RFC 2483 text/uri-list, CRLF-terminated lines.
             method = RequestMethod::Getlist;
             for i in o.getlist.clone() {
@@ -545,7 +574,7 @@ impl Session {
             headers.push(("Content-Length", list.len().to_string()));
         }
         let o = &mut st.objs[id];
-        if pagewire_h1::write_request_head(&mut out, method.as_str(), &o.path, version, headers)
+        if pagewire_h1::write_request_head(&mut out, method.as_str(), &target, version, headers)
             .is_err()
         {
             let url = o.url.clone();
@@ -558,7 +587,8 @@ impl Session {
         o.attempts += 1;
         // A GET after a HEAD that showed a change, or the rest of a range,
         // is not a retry.
-        let second = o.changed || matches!(o.range, RangePart::Rest { .. });
+        let second =
+            o.changed || matches!(o.range, RangePart::Rest { .. }) || (id == PAGE && st_refused);
         let retry = o.attempts > 1 && !(second && o.attempts == 2);
         o.requested = now;
         o.sent = None;
@@ -960,8 +990,50 @@ impl Session {
 
     /// `getall` on a page visited before (not revalidating): uncached
     /// objects are asked for in one GETLIST once the page is parsed.
-    fn getall_later_visit(&self) -> bool {
-        self.cfg.strategy == Strategy::Getall && self.getall_known.is_some() && !self.cfg.revalidate
+    fn getall_later_visit(&self, st: &State) -> bool {
+        self.cfg.strategy == Strategy::Getall
+            && self.getall_known.is_some()
+            && !self.cfg.revalidate
+            && !st.getlist_refused
+    }
+
+    /// `getall`, later visit: the body of the one-message GETLIST (the page
+    /// first, then the objects it referenced last time: all of them when
+    /// revalidating, else those the cache lacks) and the entity tags of the
+    /// cached copies among them, for `If-None-Match`.
+    fn revisit_list(&self, page: &Obj) -> (String, Vec<String>) {
+        let mut list = format!("{}\r\n", page.path);
+        let mut etags: Vec<String> = page
+            .cached
+            .as_ref()
+            .and_then(|c| c.meta.etag.clone())
+            .into_iter()
+            .collect();
+        let mut known: Vec<&String> = self.getall_known.iter().flatten().collect();
+        // The cache's list is a set; the request says it in page order
+        // would need the page: sorted, so the request is deterministic.
+        known.sort();
+        for url in known {
+            let Some(path) = same_server_path(&self.page_url, url) else {
+                continue;
+            };
+            let cached = self.cache.as_ref().and_then(|c| c.get(url).ok().flatten());
+            match cached {
+                Some(c) if self.cfg.revalidate => {
+                    if let Some(e) = c.meta.etag {
+                        if !etags.contains(&e) {
+                            etags.push(e);
+                        }
+                    }
+                }
+                // In the cache, not revalidating: not asked for.
+                Some(_) => continue,
+                None => {}
+            }
+            list.push_str(&encode_target(&path));
+            list.push_str("\r\n");
+        }
+        (list, etags)
     }
 
     /// A GETLIST request entry for `ids` (not an object of the page).
@@ -1142,6 +1214,8 @@ impl Session {
         let parts = crate::getall::split(boundary, &whole)
             .map_err(|e| FetchError::object(&self.page_url, format!("GETALL answer: {e}")))?;
         let requested = st.objs[PAGE].requested;
+        // GETALL on a first visit, the one-message GETLIST on a later one.
+        let method = st.objs[PAGE].method;
         let mut page_found = false;
         for p in parts {
             let Some(loc) = p.header("content-location") else {
@@ -1163,6 +1237,26 @@ impl Session {
             // Content-Location says (`/` is answered with `/index.html`).
             if !page_found {
                 page_found = true;
+                if status == 304 {
+                    // The cached page is current (the one-message revisit
+                    // sent its entity tag).
+                    let Some(c) = st.objs[PAGE].cached.as_ref() else {
+                        return Err(FetchError::object(
+                            &self.page_url,
+                            "GETLIST answered the page 304 though no copy was offered",
+                        ));
+                    };
+                    r.body = c.body.to_vec();
+                    r.size = c.meta.body_len;
+                    r.not_modified = true;
+                    r.status = 304;
+                    r.etag = text("etag").or(c.meta.etag.clone());
+                    continue;
+                }
+                if status != 200 {
+                    // The page itself is missing (a 404 part): so it is.
+                    r.status = status;
+                }
                 r.hasher = Sha256::new();
                 r.hasher.update(&p.body);
                 r.size = p.body.len() as u64;
@@ -1172,11 +1266,27 @@ impl Session {
                 r.last_modified = text("last-modified");
                 continue;
             }
-            // A 304 part needs a cached copy this visit did not offer; such
-            // objects (and any not included) are fetched by pipelining.
-            if status == 304 || st.by_path.contains_key(&path) {
+            if st.by_path.contains_key(&path) || status != 200 && status != 304 {
                 continue;
             }
+            // A 304 part: the cached copy whose tag the request offered;
+            // without one (a tag this visit did not offer), the object is
+            // fetched by pipelining, as any not included.
+            let url = self.target.url_of(&path);
+            let cached = if status == 304 {
+                let tag = p.header("etag");
+                let c = self
+                    .cache
+                    .as_ref()
+                    .and_then(|c| c.get(&url).ok().flatten())
+                    .filter(|c| tag.is_some() && c.meta.etag.as_deref() == tag);
+                match c {
+                    Some(c) => Some(c),
+                    None => continue,
+                }
+            } else {
+                None
+            };
             if st.objs.len() >= pagewire_discover::MAX_REFERENCES {
                 break;
             }
@@ -1187,21 +1297,36 @@ impl Session {
                 .map(|(k, v)| (k.len() + v.len() + 4) as u64)
                 .sum();
             let o = &mut st.objs[id];
+            let (outcome, size, sha, body) = match &cached {
+                Some(c) => (
+                    Outcome::NotModified,
+                    c.meta.body_len,
+                    c.meta.body_sha256.clone(),
+                    c.body.clone(),
+                ),
+                None => (
+                    Outcome::GetallPart,
+                    p.body.len() as u64,
+                    sha256_hex(&p.body),
+                    p.body.clone(),
+                ),
+            };
+            let meta = cached.as_ref().map(|c| &c.meta);
             o.record = Some(ObjectRecord {
                 url: o.url.clone(),
                 kind: o.kind,
-                method: RequestMethod::Get,
+                method,
                 status,
-                outcome: Outcome::GetallPart,
-                size: p.body.len() as u64,
-                sha256: sha256_hex(&p.body),
+                outcome,
+                size,
+                sha256: sha,
                 body_bytes_received: p.body.len() as u64,
                 header_bytes_received: head_len,
                 request_bytes_sent: 0,
-                content_type: text("content-type"),
+                content_type: text("content-type").or(meta.and_then(|m| m.content_type.clone())),
                 content_encoding: None,
                 etag: text("etag"),
-                last_modified: text("last-modified"),
+                last_modified: text("last-modified").or(meta.and_then(|m| m.last_modified.clone())),
                 connection: r.conn,
                 attempts: 0,
                 requested_ms: ms(requested),
@@ -1215,7 +1340,10 @@ impl Session {
                 found_in: None,
                 found_by: None,
             });
-            o.body = Some(p.body);
+            o.body = Some(body);
+            if cached.is_some() {
+                o.cached = cached;
+            }
         }
         if !page_found {
             return Err(FetchError::object(
@@ -1331,6 +1459,25 @@ impl Session {
             inf.finish(&mut tail)
                 .map_err(|e| FetchError::object(&url, format!("Content-Encoding deflate: {e}")))?;
             take_content(&mut r, &url, true, &tail).map_err(|e| e.into_fetch(&url))?;
+        }
+        if id == PAGE
+            && st.objs[PAGE].method == RequestMethod::Getlist
+            && r.getall_boundary.is_none()
+        {
+            // An unmodified server (nginx 405, Apache 501) or a refusal: the
+            // page again by a conditional GET, and from now on the
+            // traditional way (paper 003 §5.1: "simply retrieves them the
+            // traditional way").
+            st.warnings.push(format!(
+                "GETLIST answered {} without parts: the page by GET, the rest by pipelined GETs",
+                r.status
+            ));
+            st.getlist_refused = true;
+            st.objs[PAGE].method = RequestMethod::Get;
+            if let Some(c) = st.conns.get_mut(r.conn) {
+                c.responses_received += 1;
+            }
+            return Ok(vec![PAGE]);
         }
         let page_ok = id == PAGE && r.status == 200;
         if r.css.is_some() && self.fonts_by_use() && !tail.is_empty() {
@@ -1689,7 +1836,7 @@ impl Session {
                 let cacheable = rec.status == 200 || rec.outcome == Outcome::NotModified;
                 if !cacheable
                     || rec.outcome == Outcome::FromCache
-                    || rec.method != RequestMethod::Get
+                    || !matches!(rec.method, RequestMethod::Get | RequestMethod::Getlist)
                         && !matches!(rec.outcome, Outcome::NotModified | Outcome::GetallPart)
                 {
                     continue;

@@ -61,10 +61,11 @@ fn first_bytes_then_rest_byte_exact_pagewire() {
 #[test]
 fn first_bytes_then_rest_byte_exact_nginx() {
     let site = make_site();
-    if Nginx::binary().is_none() {
-        eprintln!("skipped: nginx not installed (scripts/setup-deps.sh installs it)");
+    if pagewire_testreq::require_peer("nginx").is_none() {
         return;
     }
-    let nginx = Nginx::start(site.root(), "");
+    let Some(nginx) = Nginx::start(site.root(), "") else {
+        return;
+    };
     check(&site, &fetch(&nginx.url(PAGE), Strategy::Pipeline));
 }

@@ -110,7 +110,15 @@ fn at_rule<'i>(
                 let prelude = p.slice_from(prelude_start);
                 let prelude = prelude.strip_suffix('{').unwrap_or(prelude);
                 if name == "media" && !crate::select::media_matches(prelude, v) {
-                    // Rules a browser does not apply at this viewport.
+                    // Rules a browser does not apply at this viewport:
+                    // skipped, but consumed here, so that the streaming
+                    // scanner's position is past the block (it used to be
+                    // just after `{`, and a later scan read the inner
+                    // rules as top-level ones).
+                    let _ = p.parse_nested_block(|p| -> PResult<'i> {
+                        while p.next().is_ok() {}
+                        Ok(())
+                    });
                 } else if name == "font-face" {
                     let _ = p.parse_nested_block(|p| -> PResult<'i> {
                         font_face(p, out);
@@ -563,6 +571,19 @@ mod tests {
     }
 
     #[test]
+    fn a_non_matching_media_block_last_in_the_sheet_stays_skipped() {
+        // The whole sheet in one read, then finish: the skipped block used
+        // to be re-read from its inside by finish.
+        let css =
+            "h1 { background: url(a.gif) }\n@media print { body { background: url(p.gif) } }\n";
+        let mut d = CssDiscoverer::new("/c/s.css", Viewport::default());
+        let mut v = d.feed(css.as_bytes());
+        v.extend(d.finish());
+        let got: Vec<String> = v.into_iter().map(|r| r.url).collect();
+        assert_eq!(got, vec!["/c/a.gif".to_string()]);
+    }
+
+    #[test]
     fn streaming_gives_the_same_references_for_any_split() {
         let css = "@import url(\"i.css\");\n@font-face{font-family:x;src:url(x.woff2) format(\"woff2\"),url(x.woff) format(\"woff\")}\n\
                    .é { background: url(é.png) }\n@media print { p { background: url(p.png) } }\n.z{background:url(z.png)}";
@@ -578,7 +599,7 @@ mod tests {
                 "http://h/s/i.css",
                 "http://h/s/x.woff2",
                 "http://h/s/é.png",
-                "http://h/s/p.png",
+                // Not p.png: `@media print` does not match a screen.
                 "http://h/s/z.png"
             ]
             .iter()

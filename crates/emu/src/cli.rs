@@ -3,21 +3,34 @@
 //! server to listen, and rendering counters.
 
 use std::process::Child;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use pagewire_link::{Kind, LinkConfig, LinkCounters};
 
 static TERMINATED_BY: AtomicI32 = AtomicI32::new(0);
+static SIGNALS: AtomicU32 = AtomicU32::new(0);
 
 extern "C" fn on_signal(sig: libc::c_int) {
-    // Only an atomic store: async-signal-safe.
-    TERMINATED_BY.store(sig, Ordering::SeqCst);
+    // Only atomic operations: async-signal-safe. The first signal is kept.
+    let _ = TERMINATED_BY.compare_exchange(0, sig, Ordering::SeqCst, Ordering::SeqCst);
+    SIGNALS.fetch_add(1, Ordering::SeqCst);
 }
 
 /// Installs SIGINT / SIGTERM / SIGHUP handlers that only record the signal,
-/// so the command can tear the link down in an orderly way.
+/// so the command can tear the link down in an orderly way. Installing
+/// again is a no-op (a handler chained on top stays in place).
 pub fn install_termination_handlers() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(install_now);
+}
+
+/// How many termination signals arrived so far.
+pub fn signal_count() -> u32 {
+    SIGNALS.load(Ordering::SeqCst)
+}
+
+fn install_now() {
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: sigaction with a handler that only stores an atomic.
         unsafe {

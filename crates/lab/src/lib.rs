@@ -6,15 +6,16 @@
 //! [`tables`] and [`claims`] compare, [`report`] writes the files.
 
 // `unsafe` only where a system call has no safe wrapper in our dependencies:
-// `objpack::methods` (getrusage(RUSAGE_THREAD) and poll(2)), allowed there alone.
+// `objpack::methods` (getrusage(RUSAGE_THREAD) and poll(2)) and `connlen::wire`
+// (TCP_INFO's tcpi_rcv_wnd), allowed there alone.
 #![deny(unsafe_code)]
 
 pub mod chromium;
 pub mod claims;
-pub mod claimspec;
 pub mod connlen;
 pub mod extras;
 pub mod html;
+pub mod interrupt;
 pub mod loadtime;
 pub mod model;
 pub mod objpack;

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use plotters::style::RGBColor;
 use serde::Serialize;
 
-use crate::claims::{self, Claim, PageFacts};
+use crate::claims::{self, Claim, Judged, PageFacts, Suite};
 use crate::model::{Net, RunRecord, Test};
 use crate::plan::Plan;
 use crate::plots::{self, Series};
@@ -88,7 +88,9 @@ pub fn lateness_line<'a>(
 pub struct Results {
     pub provenance: Provenance,
     pub page_composition: String,
-    #[serde(skip)]
+    /// The generated page's facts for the page checks (absent for a
+    /// replayed page).
+    #[serde(rename = "page_facts", skip_serializing_if = "Option::is_none")]
     pub page: Option<PageFacts>,
     pub plan: Plan,
     pub link_configs: BTreeMap<String, serde_json::Value>,
@@ -100,6 +102,9 @@ pub struct Results {
     #[serde(skip)]
     pub initial: BTreeMap<Key, Summary>,
     pub claims: Vec<Claim>,
+    /// The claims with the count of runs left out (`claims` is its list).
+    #[serde(skip)]
+    pub judged: Judged,
 }
 
 pub use pagewire_provenance::utc_now;
@@ -116,8 +121,7 @@ impl Results {
     ) -> Results {
         let summaries = stats::summarize(&runs);
         let initial = stats::summarize_tuning(&runs, crate::model::Tuning::Initial);
-        let claims = claims::check(&summaries, page);
-        Results {
+        let mut r = Results {
             provenance,
             page_composition,
             page,
@@ -127,8 +131,12 @@ impl Results {
             runs,
             summaries,
             initial,
-            claims,
-        }
+            claims: Vec::new(),
+            judged: Judged::new(Suite::Microscape, 0, 0, Vec::new()),
+        };
+        r.judged = claims::judge_serialized(&r, Suite::Microscape);
+        r.claims = r.judged.claims.clone();
+        r
     }
 
     fn server_label(&self) -> String {
@@ -209,7 +217,7 @@ impl Results {
             "{}\n",
             lateness_line(self.runs.iter().map(|r| &r.link_lateness), "runs")
         );
-        s.push_str(&claims::render(&self.claims));
+        s.push_str(&self.judged.render());
         let _ = writeln!(s);
         s.push_str(&claims::microscape::render_self_test());
         let _ = writeln!(s, "\n{} runs in {:.0} s.", self.runs.len(), self.wall_s);

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pagewire_client::{
-    fetch_blocking, FetchConfig, FetchReport, ObjectKind, Outcome, RequestProfile, Revalidation,
+    FetchConfig, FetchReport, ObjectKind, Outcome, RequestProfile, Revalidation,
 };
 use pagewire_emu::{Link, LinkConfig};
 use pagewire_site::microscape::{self, Microscape};
@@ -107,8 +107,14 @@ struct ServerGuard(Child);
 
 impl Drop for ServerGuard {
     fn drop(&mut self) {
-        // SIGTERM to its process group, SIGKILL after the grace period.
-        pagewire_emu::cli::stop_process_group(&mut self.0, Duration::from_secs(2));
+        // SIGTERM to its process group, SIGKILL after the grace period
+        // (short after a Ctrl-C: the user is waiting).
+        let grace = if crate::interrupt::signalled() {
+            Duration::from_millis(200)
+        } else {
+            Duration::from_secs(2)
+        };
+        pagewire_emu::cli::stop_process_group(&mut self.0, grace);
     }
 }
 
@@ -386,29 +392,42 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
             .collect(),
     };
 
-    let total_ms: u64 = cfg
-        .plan
-        .runs
-        .iter()
-        .map(|r| (r.estimate_s() * 1000.0) as u64)
-        .sum();
+    // The bar counts the plan's wall-clock estimate in ms (a PPP run shares
+    // its time with the other lanes); it ticks every second, and its ETA is
+    // the plan's remaining estimate less the time the runs in flight have had.
+    let wall_ms = |r: &RunSpec| (r.estimate_s() * 1000.0 / f64::from(cfg.plan.lanes(r.net))) as u64;
+    let total_ms: u64 = cfg.plan.runs.iter().map(wall_ms).sum();
+    let live = LiveRuns::default();
     let pb = if cfg.progress {
         let pb = ProgressBar::with_draw_target(Some(total_ms), ProgressDrawTarget::stderr());
+        let (l1, l2) = (live.clone(), live.clone());
         pb.set_style(
             ProgressStyle::with_template(
-                "[{elapsed_precise}] {bar:30.cyan/blue} {percent:>3}% ETA {eta:>4} {msg}",
+                "[{elapsed_precise}] {bar:20.cyan/blue} {percent:>3}% ETA {plan_eta} {run_clock}{wide_msg}",
             )
             .expect("static template")
+            .with_key("plan_eta", move |st: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let left_ms = st.len().unwrap_or(0).saturating_sub(st.pos()) as f64;
+                let s = (left_ms / 1000.0 - l1.credit_s()).max(0.0).round() as u64;
+                let _ = write!(w, "{}:{:02}", s / 60, s % 60);
+            })
+            .with_key("run_clock", move |_: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                if let Some((el, est)) = l2.longest() {
+                    let _ = write!(w, "run {el:.0}/~{est:.0} s: ");
+                }
+            })
             .progress_chars("=> "),
         );
+        pb.enable_steady_tick(Duration::from_secs(1));
         pb
     } else {
         ProgressBar::hidden()
     };
 
-    // Ctrl-C stops the bench between runs, so the link and server are torn
-    // down by their guards and the runs done so far are still written.
-    pagewire_emu::cli::install_termination_handlers();
+    // Ctrl-C cancels the runs in flight (within crate::interrupt::POLL),
+    // the link and server are torn down by their guards and the runs done
+    // so far are still written.
+    crate::interrupt::install();
     let mut interrupted_by = None;
     let mut runs = Vec::with_capacity(cfg.plan.runs.len());
     let mut link_configs = BTreeMap::new();
@@ -432,6 +451,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
         expected: &expected,
         pb: &pb,
         tls: tls.as_ref(),
+        live: &live,
     };
     for &net in &cfg.plan.nets {
         // Plan order, so results come back in it whatever the lanes do.
@@ -523,6 +543,44 @@ struct LaneCtx<'a> {
     pb: &'a ProgressBar,
     /// The run's certificates when the plan has `h2`/`h3` runs.
     tls: Option<&'a pagewire_tls::Files>,
+    live: &'a LiveRuns,
+}
+
+/// The runs in flight, for the progress bar: per lane, when its run
+/// started, the run's estimate in seconds and how many lanes share the
+/// network's time.
+#[derive(Clone, Default)]
+struct LiveRuns(std::sync::Arc<std::sync::Mutex<BTreeMap<String, LiveRun>>>);
+
+/// A run in flight: when it started, its estimate (s), the network's lanes.
+type LiveRun = (Instant, f64, f64);
+
+impl LiveRuns {
+    fn start(&self, lane: String, est_s: f64, lanes: f64) {
+        if let Ok(mut m) = self.0.lock() {
+            m.insert(lane, (Instant::now(), est_s, lanes));
+        }
+    }
+    fn end(&self, lane: &str) {
+        if let Ok(mut m) = self.0.lock() {
+            m.remove(lane);
+        }
+    }
+    /// Seconds of the plan the runs in flight have used (each up to its estimate).
+    fn credit_s(&self) -> f64 {
+        self.0.lock().map_or(0.0, |m| {
+            m.values()
+                .map(|(t, est, lanes)| t.elapsed().as_secs_f64().min(*est) / lanes)
+                .sum()
+        })
+    }
+    /// The in-flight run that has run longest: (elapsed, estimate), seconds.
+    fn longest(&self) -> Option<(f64, f64)> {
+        let m = self.0.lock().ok()?;
+        m.values()
+            .map(|(t, est, _)| (t.elapsed().as_secs_f64(), *est))
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    }
 }
 
 /// One link and server, and `specs` run on it one after another. Returns
@@ -580,6 +638,28 @@ fn run_lane(
             Some(files) if spec.strategy.needs_tls() => (&tls_url, Some(files.ca.clone())),
             _ => (&url, None),
         };
+        let in_flight = crate::interrupt::InFlight::cancellable();
+        let lanes = f64::from(cfg.plan.lanes(net));
+        if !cfg.progress {
+            // Without the bar, one line per run says where the bench is.
+            eprintln!(
+                "run {}/{}: {} {} {} rep {}{} (~{:.0} s)",
+                i + 1,
+                cfg.plan.runs.len(),
+                spec.net,
+                spec.strategy,
+                spec.test,
+                spec.rep + 1,
+                if spec.tuning == Tuning::Initial {
+                    " (initial)"
+                } else {
+                    ""
+                },
+                spec.estimate_s()
+            );
+        }
+        let lane_key = format!("{net}{lane}");
+        ctx.live.start(lane_key.clone(), spec.estimate_s(), lanes);
         let rec = one_run(
             cfg,
             &link,
@@ -590,8 +670,15 @@ fn run_lane(
             ctx.expected,
             &lc_json,
         );
+        drop(in_flight);
+        ctx.live.end(&lane_key);
         let rec = match rec {
             Ok(r) => r,
+            // A run cut short by Ctrl-C is no result: keep the runs done.
+            Err(_) if crate::interrupt::signalled() => {
+                interrupted_by = crate::interrupt::signal();
+                break;
+            }
             Err(e) => {
                 if let Ok(Some(status)) = server.0.try_wait() {
                     bail!(
@@ -623,7 +710,7 @@ fn run_lane(
             }
         }
         out.push((i, rec));
-        pb.inc((spec.estimate_s() * 1000.0) as u64);
+        pb.inc((spec.estimate_s() * 1000.0 / lanes) as u64);
     }
     // Stop the server before the link goes (the link's Drop would kill
     // it anyway; this keeps the order explicit).
@@ -718,7 +805,19 @@ fn one_run(
         "server": cfg.server.label(), "seed": cfg.seed, "robot": &robot,
     });
     link.begin_run_with(Some(&pcap), extra)?;
-    let fetched = link.run_in_client(move || fetch_blocking(fc))?;
+    // Cancelled (None) within crate::interrupt::POLL of a Ctrl-C.
+    let fetched =
+        link.run_in_client(move || crate::interrupt::block_on(pagewire_client::fetch(fc)))?;
+    let Some(fetched) = fetched.context("build the robot's runtime")? else {
+        // Not waiting for the link to drain (a full PPP queue takes tens
+        // of seconds); half a run's packets are no record of anything.
+        let _ = link.end_run_now();
+        let _ = fs::remove_file(&pcap);
+        let mut sidecar = pcap.clone().into_os_string();
+        sidecar.push(".json");
+        let _ = fs::remove_file(sidecar);
+        bail!("interrupted");
+    };
     let c = link.end_run()?;
     // The robot's HAR beside the pcap: the report draws its waterfall.
     let har = match &fetched {

@@ -24,6 +24,10 @@ const READ_CHUNK: usize = 16 * 1024;
 /// real HTTP/1.0 exchange.
 const FIN_WAIT: Duration = Duration::from_millis(500);
 
+/// Interim (1xx) heads accepted before one final response; more is a flood
+/// (a protocol error), not a response.
+const MAX_INTERIM: u32 = 100;
+
 /// `read_response`'s expected size when any length is right (URL mode).
 pub const ANY_SIZE: u64 = u64::MAX;
 
@@ -128,6 +132,12 @@ impl Conn {
     }
 
     async fn fill(&mut self, deadline: Instant, got_any: bool) -> Result<usize, Failure> {
+        // Checked here, on the read path, and not only by the timer: a
+        // socket that is always readable (a 1xx flood, an endless body)
+        // must still end at the deadline (issue 32).
+        if Instant::now() >= deadline {
+            return Err(Failure::new(ErrorKind::Timeout, !got_any));
+        }
         self.buf.reserve(READ_CHUNK);
         match timeout_at(deadline, self.stream.read_buf(&mut self.buf)).await {
             Err(_) => Err(Failure::new(ErrorKind::Timeout, !got_any)),
@@ -146,9 +156,16 @@ impl Conn {
         let limits = Limits::default();
         self.last_status = 0;
         let mut got_any = !self.buf.is_empty();
+        let mut interim = 0u32;
         let head = loop {
             match parse_response(&mut self.buf, &limits, &Method::Get) {
-                Ok(Some(h)) if (100..200).contains(&h.status()) => continue,
+                Ok(Some(h)) if (100..200).contains(&h.status()) => {
+                    interim += 1;
+                    if interim > MAX_INTERIM {
+                        return Err(Failure::new(ErrorKind::Protocol, false));
+                    }
+                    continue;
+                }
                 Ok(Some(h)) => break h,
                 Ok(None) => {}
                 Err(_) => return Err(Failure::new(ErrorKind::Protocol, false)),

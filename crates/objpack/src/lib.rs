@@ -36,7 +36,7 @@ mod writer;
 pub mod unpack;
 
 pub use attrs::{Attributes, ATTR_BYTES, ETAG_FIELD_BYTES, MEDIA_TYPE_FIELD_BYTES};
-pub use name::{check_name, NameError};
+pub use name::{check_name, NameError, TEMP_PREFIX};
 pub use reader::{Event, Reader, Step};
 pub use writer::{Entry, Manifest};
 
@@ -115,6 +115,10 @@ pub enum Error {
     DuplicateName { name: String },
     #[error("file {name:?} is also a directory of another file")]
     NameConflict { name: String },
+    #[error("files {name:?} and {other:?} differ only in case (one file on a case-insensitive file system)")]
+    CaseCollision { name: String, other: String },
+    #[error("the package's events were not all read (the caller stopped before the end)")]
+    Undrained,
     #[error("file {name:?} is {size} bytes, the limit is {limit}")]
     FileTooLarge { name: String, size: u64, limit: u64 },
     #[error("files total more than {limit} bytes")]
@@ -135,6 +139,7 @@ impl Error {
         match self {
             Error::DuplicateName { name }
             | Error::NameConflict { name }
+            | Error::CaseCollision { name, .. }
             | Error::FileTooLarge { name, .. }
             | Error::BadAttributes { name, .. }
             | Error::Truncated { name, .. } => Some(name),

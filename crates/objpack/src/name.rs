@@ -20,7 +20,23 @@ pub enum NameError {
     BadSegment,
     /// `C:` and the like (a drive prefix on Windows).
     Drive,
+    /// `:` elsewhere (an NTFS alternate data stream, `a.txt:x`).
+    Colon,
+    /// A character Windows does not allow in names (`< > " | ? *`).
+    WindowsCharacter,
+    /// A segment Windows reserves for a device (`CON`, `nul.txt`, `COM1`).
+    WindowsReserved,
+    /// A segment ending in `.` or a space (Windows strips them, so `a.`
+    /// and `a` would be one file).
+    TrailingDotOrSpace,
+    /// A segment in the unpacker's temporary-name scheme (`.objp-part…`):
+    /// it could collide with a file being written.
+    TempName,
 }
+
+/// Prefix of the temporary names `unpack` writes files under; no segment of
+/// a package's names may start with it.
+pub const TEMP_PREFIX: &str = ".objp-part";
 
 impl fmt::Display for NameError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -34,6 +50,18 @@ impl fmt::Display for NameError {
             NameError::ControlCharacter => write!(f, "contains a control character"),
             NameError::BadSegment => write!(f, "contains '..', '.' or an empty segment"),
             NameError::Drive => write!(f, "starts with a drive prefix"),
+            NameError::Colon => write!(f, "contains ':' (an NTFS stream name)"),
+            NameError::WindowsCharacter => {
+                write!(f, "contains a character Windows refuses (< > \" | ? *)")
+            }
+            NameError::WindowsReserved => {
+                write!(
+                    f,
+                    "has a segment Windows reserves for a device (CON, NUL, COM1, ...)"
+                )
+            }
+            NameError::TrailingDotOrSpace => write!(f, "has a segment ending in '.' or a space"),
+            NameError::TempName => write!(f, "uses the unpacker's temporary name {TEMP_PREFIX}"),
         }
     }
 }
@@ -42,6 +70,11 @@ impl fmt::Display for NameError {
 /// empty, `.` or `..` segment, not absolute, no backslash (a separator on
 /// Windows), no NUL or other control character, no drive prefix, at most
 /// `max_bytes` long. Joined onto any directory, such a name stays inside it.
+/// So that one package unpacks to the same files on every common file
+/// system, Windows' rules are applied too: no `:` (drive or NTFS stream),
+/// none of `< > " | ? *`, no device name (`CON`, `aux.txt`, `LPT1`), no
+/// segment ending in `.` or a space. Segments starting with
+/// [`TEMP_PREFIX`] are the unpacker's own and are refused.
 pub fn check_name(name: &[u8], max_bytes: usize) -> Result<&str, NameError> {
     if name.is_empty() {
         return Err(NameError::Empty);
@@ -75,7 +108,55 @@ pub fn check_name(name: &[u8], max_bytes: usize) -> Result<&str, NameError> {
     {
         return Err(NameError::BadSegment);
     }
+    if s.contains(':') {
+        return Err(NameError::Colon);
+    }
+    if s.contains(['<', '>', '"', '|', '?', '*']) {
+        return Err(NameError::WindowsCharacter);
+    }
+    for seg in s.split('/') {
+        if seg.ends_with(['.', ' ']) {
+            return Err(NameError::TrailingDotOrSpace);
+        }
+        if seg.starts_with(TEMP_PREFIX) {
+            return Err(NameError::TempName);
+        }
+        if is_windows_device(seg) {
+            return Err(NameError::WindowsReserved);
+        }
+    }
     Ok(s)
+}
+
+/// `CON`, `PRN`, `AUX`, `NUL`, `COM0`-`COM9`, `LPT0`-`LPT9` (and the
+/// superscript-digit forms), in any case, alone or before an extension.
+fn is_windows_device(seg: &str) -> bool {
+    let stem = seg.split('.').next().unwrap_or(seg).trim_end_matches(' ');
+    let upper = stem.to_ascii_uppercase();
+    match upper.as_str() {
+        "CON" | "PRN" | "AUX" | "NUL" | "CONIN$" | "CONOUT$" => true,
+        _ => {
+            let (Some(head), Some(tail)) = (upper.get(..3), upper.get(3..)) else {
+                return false;
+            };
+            matches!(head, "COM" | "LPT")
+                && matches!(
+                    tail,
+                    "0" | "1"
+                        | "2"
+                        | "3"
+                        | "4"
+                        | "5"
+                        | "6"
+                        | "7"
+                        | "8"
+                        | "9"
+                        | "\u{b9}"
+                        | "\u{b2}"
+                        | "\u{b3}"
+                )
+        }
+    }
 }
 
 #[cfg(test)]
@@ -88,9 +169,15 @@ mod tests {
             "index.html",
             "a/b/c.gif",
             "images/..x",
-            "x..",
+            "x..y",
             "日本/語.txt",
             "a b",
+            "console.txt",
+            "com10",
+            "nul_x",
+            "lpt",
+            ".objp",
+            "a.objp-part",
         ] {
             assert_eq!(check_name(ok.as_bytes(), 1024), Ok(ok), "{ok}");
         }
@@ -115,6 +202,20 @@ mod tests {
             (b"C:x", NameError::Drive),
             (b"c:/x", NameError::Drive),
             (b"\xff", NameError::NotUtf8),
+            (b"a.txt:stream", NameError::Colon),
+            (b"dir/a:b", NameError::Colon),
+            (b"a?b", NameError::WindowsCharacter),
+            (b"a*", NameError::WindowsCharacter),
+            (b"CON", NameError::WindowsReserved),
+            (b"img/nul.gif", NameError::WindowsReserved),
+            (b"Com1.txt", NameError::WindowsReserved),
+            (b"lpt9", NameError::WindowsReserved),
+            ("COM\u{b9}".as_bytes(), NameError::WindowsReserved),
+            (b"aux/x", NameError::WindowsReserved),
+            (b"a.", NameError::TrailingDotOrSpace),
+            (b"dir /x", NameError::TrailingDotOrSpace),
+            (b".objp-part", NameError::TempName),
+            (b"d/.objp-part.3", NameError::TempName),
         ];
         for (name, want) in cases {
             assert_eq!(check_name(name, 1024), Err(*want), "{name:?}");

@@ -104,17 +104,20 @@ impl Reader {
         r
     }
 
-    /// Call at the end of input: `Ok` only if the package was complete.
-    /// Otherwise the error names the file that was incomplete.
+    /// Call at the end of input: `Ok` only if the package was complete and
+    /// every event up to [`Event::End`] was taken (a caller that stopped
+    /// calling `advance` early has not seen every file end). Otherwise the
+    /// error names the file that was incomplete.
     pub fn finish(&self) -> Result<(), Error> {
         match &self.state {
-            State::Done { .. } => Ok(()),
+            State::Done { ended: true } => Ok(()),
+            State::Done { ended: false } => Err(Error::Undrained),
             State::Failed(e) => Err(e.clone()),
             State::Header | State::Info { .. } => Err(Error::TruncatedHeader),
             State::File { index, got, .. } => match self.entries.get(*index) {
-                // All files ended; only the End event was not yet taken.
-                None => Ok(()),
-                Some(e) if *got == e.size => Ok(()),
+                // Every byte arrived; events (a FileEnd, the End) not taken.
+                None => Err(Error::Undrained),
+                Some(e) if *got == e.size => Err(Error::Undrained),
                 Some(e) => Err(Error::Truncated {
                     name: e.name.clone(),
                     got: *got,

@@ -2,19 +2,33 @@
 //!
 //! Each file is written to a hidden temporary name beside its final one and
 //! renamed when its last byte is written, so a reader of the directory never
-//! sees half a file. Names are checked by the [`Reader`]; on top of that no
-//! path component under the output directory may be a symbolic link (a
-//! planted `images -> /etc` cannot redirect a write).
+//! sees half a file. Names are checked by the [`Reader`] (no segment may use
+//! the temporary-name scheme, [`TEMP_PREFIX`]). Every path is resolved
+//! relative to directory descriptors opened once, one component at a time,
+//! with `O_NOFOLLOW`, and temporary files are created with `O_CREAT |
+//! O_EXCL | O_NOFOLLOW`: a symbolic link planted anywhere under the output
+//! directory (`images -> /etc`, or at a temporary name) is refused, never
+//! followed, so nothing is written outside it (issue 32). The temporary
+//! name is short and independent of the file's name, so every name a file
+//! system allows (255-byte segments) unpacks.
 
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, UNIX_EPOCH};
 
-use crate::{Entry, Error, Event, Limits, Reader, Step};
+use rustix::fs::{AtFlags, Mode, OFlags, CWD};
+use rustix::io::Errno;
+
+use crate::{Entry, Error, Event, Limits, Reader, Step, TEMP_PREFIX};
 
 /// Read size: the reader never holds more than this plus the table.
 pub const READ_CHUNK_BYTES: usize = 64 << 10;
+
+/// Temporary names tried before giving up (each taken one was left by
+/// something else: a crashed unpack or a planted file).
+const TEMP_ATTEMPTS: u32 = 64;
 
 /// Why unpacking stopped.
 #[derive(Debug, thiserror::Error)]
@@ -36,65 +50,120 @@ impl UnpackError {
             UnpackError::Read(_) => None,
         }
     }
+
+    /// The file left incomplete: the package ended inside it. Errors in
+    /// the table (a duplicate, a bad name) leave no file incomplete.
+    pub fn incomplete_file(&self) -> Option<&str> {
+        match self {
+            UnpackError::Format(Error::Truncated { name, .. }) => Some(name),
+            _ => None,
+        }
+    }
 }
 
 struct Open {
     file: File,
-    tmp: PathBuf,
+    /// The directory the file is in.
+    dir: OwnedFd,
+    tmp: String,
+    base: String,
     dest: PathBuf,
 }
 
 /// Writes files of a package under one directory as their events arrive.
 pub struct DirSink {
     out: PathBuf,
+    root: OwnedFd,
     open: Option<Open>,
+    seq: u64,
+}
+
+fn errno_io(e: Errno) -> io::Error {
+    io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+fn open_dir(at: impl AsFd, name: &str) -> Result<OwnedFd, Errno> {
+    rustix::fs::openat(
+        at,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
 }
 
 impl DirSink {
-    /// Creates `out` if needed.
+    /// Creates `out` if needed and opens it.
     pub fn new(out: &Path) -> io::Result<DirSink> {
         fs::create_dir_all(out)?;
+        // `out` itself is the caller's choice and may be a link.
+        let root = rustix::fs::openat(
+            CWD,
+            out,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno_io)?;
         Ok(DirSink {
             out: out.to_path_buf(),
+            root,
             open: None,
+            seq: 0,
         })
     }
 
     /// Creates the parent directories of `name` (refusing symlinks on the
-    /// way) and opens its temporary file.
+    /// way) and creates its temporary file (never through a link).
     pub fn start(&mut self, name: &str) -> io::Result<()> {
         self.abort();
-        let mut dir = self.out.clone();
+        let mut path = self.out.clone();
         let mut parts: Vec<&str> = name.split('/').collect();
         let base = parts.pop().unwrap_or(name);
+        let mut dir = self.root.try_clone()?;
         for part in parts {
-            dir.push(part);
-            match fs::symlink_metadata(&dir) {
-                Ok(m) if m.file_type().is_symlink() => {
-                    return Err(io::Error::other(format!(
-                        "{} is a symbolic link",
-                        dir.display()
-                    )))
+            path.push(part);
+            let next = match open_dir(&dir, part) {
+                Ok(d) => d,
+                Err(Errno::NOENT) => {
+                    match rustix::fs::mkdirat(&dir, part, Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(e) => return Err(errno_io(e)),
+                    }
+                    open_dir(&dir, part).map_err(|e| refused(&dir, part, &path, e))?
                 }
-                Ok(m) if m.is_dir() => {}
-                Ok(_) => {
-                    return Err(io::Error::other(format!(
-                        "{} is not a directory",
-                        dir.display()
-                    )))
+                Err(e) => return Err(refused(&dir, part, &path, e)),
+            };
+            dir = next;
+        }
+        let pid = std::process::id();
+        // Bounded: TEMP_ATTEMPTS names.
+        for _ in 0..TEMP_ATTEMPTS {
+            self.seq += 1;
+            let tmp = format!("{TEMP_PREFIX}.{pid}.{}", self.seq);
+            match rustix::fs::openat(
+                &dir,
+                tmp.as_str(),
+                OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                // The umask applies, as for any file a program creates.
+                Mode::from_raw_mode(0o666),
+            ) {
+                Ok(fd) => {
+                    self.open = Some(Open {
+                        file: File::from(fd),
+                        dir,
+                        tmp,
+                        base: base.to_string(),
+                        dest: path.join(base),
+                    });
+                    return Ok(());
                 }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir(&dir)?,
-                Err(e) => return Err(e),
+                Err(Errno::EXIST) => continue,
+                Err(e) => return Err(errno_io(e)),
             }
         }
-        let tmp = dir.join(format!(".{base}.objp-part"));
-        let file = File::create(&tmp)?;
-        self.open = Some(Open {
-            file,
-            tmp,
-            dest: dir.join(base),
-        });
-        Ok(())
+        Err(io::Error::other(format!(
+            "{TEMP_ATTEMPTS} temporary names in {} are taken",
+            path.display()
+        )))
     }
 
     pub fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
@@ -105,7 +174,8 @@ impl DirSink {
     }
 
     /// Closes the current file, sets its mtime to the package's
-    /// Last-Modified, and renames it to its final name.
+    /// Last-Modified, and renames it to its final name (a link already at
+    /// that name is replaced, not followed).
     pub fn finish(&mut self, entry: &Entry) -> io::Result<PathBuf> {
         let o = self
             .open
@@ -118,9 +188,9 @@ impl DirSink {
                 .set_modified(UNIX_EPOCH + Duration::from_secs(lm.min(1 << 40)));
         }
         drop(o.file);
-        if let Err(e) = fs::rename(&o.tmp, &o.dest) {
-            let _ = fs::remove_file(&o.tmp);
-            return Err(e);
+        if let Err(e) = rustix::fs::renameat(&o.dir, o.tmp.as_str(), &o.dir, o.base.as_str()) {
+            let _ = rustix::fs::unlinkat(&o.dir, o.tmp.as_str(), AtFlags::empty());
+            return Err(errno_io(e));
         }
         Ok(o.dest)
     }
@@ -129,8 +199,29 @@ impl DirSink {
     pub fn abort(&mut self) {
         if let Some(o) = self.open.take() {
             drop(o.file);
-            let _ = fs::remove_file(&o.tmp);
+            let _ = rustix::fs::unlinkat(&o.dir, o.tmp.as_str(), AtFlags::empty());
         }
+    }
+}
+
+/// A path component that could not be opened as a directory.
+fn refused(dir: &OwnedFd, part: &str, path: &Path, e: Errno) -> io::Error {
+    match e {
+        Errno::LOOP | Errno::NOTDIR => {
+            let link = rustix::fs::statat(dir, part, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+                rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink
+            });
+            let what = if link {
+                "is a symbolic link"
+            } else {
+                "is not a directory"
+            };
+            io::Error::other(format!("{} {what}", path.display()))
+        }
+        e => io::Error::new(
+            errno_io(e).kind(),
+            format!("{}: {}", path.display(), errno_io(e)),
+        ),
     }
 }
 

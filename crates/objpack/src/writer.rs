@@ -138,13 +138,25 @@ pub(crate) fn check_table(entries: &[Entry], limits: &Limits) -> Result<(), Erro
             reason,
         })?;
     }
+    // Names equal but for case are one file on case-insensitive file
+    // systems (macOS, Windows): the second would replace the first.
+    let mut folded: std::collections::HashMap<String, &str> =
+        std::collections::HashMap::with_capacity(entries.len());
+    for e in entries {
+        if let Some(other) = folded.insert(e.name.to_lowercase(), &e.name) {
+            return Err(Error::CaseCollision {
+                name: e.name.clone(),
+                other: other.to_string(),
+            });
+        }
+    }
     // A file may not also be a directory of another ("a" and "a/b"): the
-    // second could not be created on unpack.
+    // second could not be created on unpack; nor case-insensitively.
     for e in entries {
         let mut at = 0;
         while let Some(i) = e.name[at..].find('/') {
             let dir = &e.name[..at + i];
-            if names.contains(dir) {
+            if names.contains(dir) || folded.contains_key(&dir.to_lowercase()) {
                 return Err(Error::NameConflict {
                     name: dir.to_string(),
                 });

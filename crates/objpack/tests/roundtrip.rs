@@ -64,8 +64,8 @@ fn unpack(pieces: &[&[u8]]) -> (Unpacked, Result<(), Error>) {
 fn name_strategy() -> impl Strategy<Value = String> {
     prop::collection::vec("[a-zA-Z0-9_.-]{1,12}", 1..4)
         .prop_map(|segs| segs.join("/"))
-        .prop_filter("no . or .. segment", |n| {
-            n.split('/').all(|s| s != "." && s != "..")
+        .prop_filter("a name the reader accepts", |n| {
+            pagewire_objpack::check_name(n.as_bytes(), 1024).is_ok()
         })
 }
 
@@ -97,10 +97,11 @@ fn files_strategy() -> impl Strategy<Value = Vec<(String, Vec<u8>, Attributes)>>
         // Unique names; no name is a directory of another.
         let mut kept: Vec<(String, Vec<u8>, Attributes)> = Vec::new();
         for f in v {
+            // Case-insensitively: names equal but for case collide.
+            let a = f.0.to_lowercase();
             let clash = kept.iter().any(|k| {
-                k.0 == f.0
-                    || k.0.starts_with(&format!("{}/", f.0))
-                    || f.0.starts_with(&format!("{}/", k.0))
+                let k = k.0.to_lowercase();
+                k == a || k.starts_with(&format!("{a}/")) || a.starts_with(&format!("{k}/"))
             });
             if !clash {
                 kept.push(f);

@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 
@@ -21,12 +21,15 @@ mod cmd;
                   emulated link between a real server and a real client.\n\n\
                   Built: HTTP/1.0 vs persistent vs pipelined (+deflate) transfers of paper 001 \
                   (bench, serve, fetch, link, site); object packaging of paper 002 (pack, unpack, \
-                  fetch --strategy objpack, bench --suite objpack); GETALL/GETLIST, the \
+                  fetch --strategy objpack, bench objpack); GETALL/GETLIST, the \
                   connection-length and load-time experiments and prefetching of paper 003 \
-                  (fetch --strategy getall, bench --suite conn-length|getall, prefetch simulate, \
+                  (fetch --strategy getall, bench conn-length|getall, prefetch simulate, \
                   serve --prefetch, fetch --prefetch); the SURGE workload and load generator of \
-                  paper 004 and its server experiments (site surge, load, bench --suite surge).\n\n\
-                  Papers and design: docs/papers.md, docs/architecture.md."
+                  paper 004 and its server experiments (site surge, load, bench surge).\n\n\
+                  Papers and design: docs/papers.md, docs/architecture.md.",
+    after_help = "Exit status (every command): 0 ok; 1 the run or a check failed; 2 usage error \
+                  (nothing was run); 130 interrupted (SIGINT/SIGTERM/SIGHUP; what was done is \
+                  written)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -37,6 +40,8 @@ struct Cli {
 enum Command {
     /// Run an experiment suite over emulated links and report (the main job).
     Bench(Box<cmd::bench::Args>),
+    /// Re-judge a results directory of any suite from its run records (the claims table).
+    Claims(cmd::claims::Args),
     /// Run the origin server.
     Serve(cmd::serve::Args),
     /// Fetch a page and its embedded objects with a transfer strategy (the robot).
@@ -45,7 +50,8 @@ enum Command {
     Record(cmd::record::Args),
     /// Run a server and a client on the two sides of an emulated link and count packets.
     Link(cmd::link::Args),
-    /// Generate a test site (the Microscape page).
+    /// Generate a test site: the Microscape page (paper 001) or the SURGE
+    /// file set (paper 004).
     Site(cmd::site::Args),
     /// Prefetching: the log-driven simulator of paper 003.
     Prefetch(cmd::prefetch::Args),
@@ -55,14 +61,25 @@ enum Command {
     Pack(cmd::pack::Args),
     /// Unpack an object package into a directory as it streams in.
     Unpack(cmd::unpack::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) of pagewire, or of one command.
+    Man {
+        /// The command (default: the whole program).
+        command: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
     // A closed stdout (e.g. `pagewire ... | head`) is not an error: Rust ignores
     // SIGPIPE and reports EPIPE, which the commands treat as "stop printing".
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(suite_alias(std::env::args_os().collect()));
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(*a),
+        Command::Claims(a) => cmd::claims::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Fetch(a) => cmd::fetch::run(a),
         Command::Record(a) => cmd::record::run(a),
@@ -72,17 +89,101 @@ fn main() -> ExitCode {
         Command::Load(a) => cmd::load::run(a),
         Command::Pack(a) => cmd::pack::run(a),
         Command::Unpack(a) => cmd::unpack::run(a),
+        Command::Completions { shell } => completions(shell),
+        Command::Man { command } => man(command.as_deref()),
     };
+    // Interrupted is never success (nor a plain failure): 130, as a shell
+    // reports a process killed by SIGINT.
+    let interrupted = pagewire_lab::interrupt::signal().is_some();
     match result {
+        Ok(_) if interrupted => ExitCode::from(130),
         Ok(code) => code,
         Err(err) => {
             if is_broken_pipe(&err) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("pagewire: error: {err:#}");
-            ExitCode::from(2)
+            eprintln!("pagewire: error: {}", chain_once(&err));
+            if interrupted {
+                ExitCode::from(130)
+            } else if cmd::is_usage(&err) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
+}
+
+/// `bench --suite X ...` is `bench X ...` (the suites used to share one
+/// flag set behind `--suite`; the flag stays as an alias).
+fn suite_alias(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    if args.get(1).and_then(|a| a.to_str()) != Some("bench") {
+        return args;
+    }
+    let mut i = 2;
+    // Bounded by the argument count.
+    while i < args.len() {
+        let Some(a) = args[i].to_str() else {
+            i += 1;
+            continue;
+        };
+        if a == "--" {
+            break;
+        }
+        let suite = if a == "--suite" && i + 1 < args.len() {
+            let v = args.remove(i + 1);
+            args.remove(i);
+            Some(v)
+        } else if let Some(v) = a.strip_prefix("--suite=") {
+            let v = v.into();
+            args.remove(i);
+            Some(v)
+        } else {
+            None
+        };
+        match suite {
+            Some(v) => {
+                let name = v.to_string_lossy();
+                if !cmd::bench::SUITE_NAMES.contains(&name.as_ref()) {
+                    eprintln!(
+                        "pagewire: error: --suite {name:?}: expected one of {}",
+                        cmd::bench::SUITE_NAMES.join(", ")
+                    );
+                    std::process::exit(2);
+                }
+                args.insert(2, v);
+                return args;
+            }
+            None => i += 1,
+        }
+    }
+    args
+}
+
+fn completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
+    let mut cmd = Cli::command();
+    clap_complete::generate(shell, &mut cmd, "pagewire", &mut std::io::stdout());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn man(command: Option<&str>) -> anyhow::Result<ExitCode> {
+    let mut root = Cli::command();
+    root.build();
+    let page = match command {
+        None => root,
+        Some(name) => {
+            let Some(sub) = root.find_subcommand(name) else {
+                return Err(cmd::usage(format!("man: no command {name:?}")));
+            };
+            let sub = sub.clone();
+            // One short-lived process: the page's name may live forever.
+            let name: &'static str =
+                Box::leak(format!("pagewire-{}", sub.get_name()).into_boxed_str());
+            sub.name(name)
+        }
+    };
+    clap_mangen::Man::new(page).render(&mut std::io::stdout())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn is_broken_pipe(err: &anyhow::Error) -> bool {
@@ -90,4 +191,22 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// The error and its causes joined by ": ", each cause printed once: many
+/// errors already include their source in their own message (an OS error
+/// would otherwise read "Read-only file system (os error 30): Read-only
+/// file system (os error 30)").
+fn chain_once(err: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in err.chain() {
+        let text = cause.to_string();
+        if !text.is_empty() && !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
 }

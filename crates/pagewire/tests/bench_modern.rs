@@ -11,7 +11,6 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
-use common::is_root;
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -45,14 +44,14 @@ fn pcap_totals(path: &Path) -> (u64, u64) {
     (n, bytes)
 }
 
-/// tshark's (frames, bytes) for a display filter, or None without tshark.
-fn tshark(pcap: &Path, filter: &str) -> Option<(u64, u64)> {
+/// tshark's (frames, bytes) for a display filter.
+fn tshark(pcap: &Path, filter: &str) -> (u64, u64) {
     let out = Command::new("tshark")
         .args(["-n", "-r"])
         .arg(pcap)
         .args(["-Y", filter, "-T", "fields", "-e", "frame.len"])
         .output()
-        .ok()?;
+        .expect("run tshark");
     assert!(
         out.status.success(),
         "tshark: {}",
@@ -63,13 +62,12 @@ fn tshark(pcap: &Path, filter: &str) -> Option<(u64, u64)> {
         .lines()
         .map(|l| l.trim().parse().unwrap())
         .collect();
-    Some((lens.len() as u64, lens.iter().sum()))
+    (lens.len() as u64, lens.iter().sum())
 }
 
 #[test]
 fn h2_and_h3_rows_are_byte_exact_and_counted_like_tcp() {
-    if !is_root() {
-        eprintln!("SKIPPED: needs root (network namespaces)");
+    if !pagewire_testreq::require_root() || pagewire_testreq::require_peer("tshark").is_none() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -146,18 +144,16 @@ fn h2_and_h3_rows_are_byte_exact_and_counted_like_tcp() {
                 let ov = r["overhead_pct"].as_f64().unwrap();
                 let expect = 2800.0 * get(r, "packets_total") as f64 / get(r, "bytes_total") as f64;
                 assert!((ov - expect).abs() < 1e-6, "{what}: %ov {ov} vs {expect}");
-                if let Some(udp) = tshark(&pcap, "udp") {
-                    assert_eq!(udp, quic_total, "{what}: tshark udp");
-                    let long = tshark(&pcap, "quic.header_form == 1").unwrap();
-                    assert_eq!(long, quic[0], "{what}: tshark QUIC long headers");
-                }
+                let udp = tshark(&pcap, "udp");
+                assert_eq!(udp, quic_total, "{what}: tshark udp");
+                let long = tshark(&pcap, "quic.header_form == 1");
+                assert_eq!(long, quic[0], "{what}: tshark QUIC long headers");
             }
             _ => {
                 assert_eq!(quic_total, (0, 0), "{what}");
                 assert_eq!(get(r, "sockets_total"), 1, "{what}");
-                if let Some(tcp) = tshark(&pcap, "tcp") {
-                    assert_eq!(tcp, (get(r, "packets_total"), get(r, "bytes_total")));
-                }
+                let tcp = tshark(&pcap, "tcp");
+                assert_eq!(tcp, (get(r, "packets_total"), get(r, "bytes_total")));
             }
         }
     }

@@ -1,5 +1,5 @@
 //! `pagewire bench --suite objpack --quick` end to end: paper 002's file
-//! groups moved by all six methods between the bench's server and client in
+//! groups moved by all seven methods, warm and cold, between the bench's server and client in
 //! their own namespaces over the emulated 100 Mbit/s LAN. Asserts on
 //! results.json. Needs root (CI runs as root); skips otherwise.
 
@@ -8,15 +8,13 @@ use std::time::Duration;
 
 mod common;
 mod schema;
-use common::is_root;
 
 /// `--quick` takes ~20 s here; allow three minutes on a loaded machine.
 const TIMEOUT: Duration = Duration::from_secs(180);
 
 #[test]
 fn quick_objpack_suite_runs_end_to_end() {
-    if !is_root() {
-        eprintln!("skipped: needs root for network namespaces");
+    if !pagewire_testreq::require_root() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -51,7 +49,7 @@ fn quick_objpack_suite_runs_end_to_end() {
         "Table 5",
         "Table 6",
         "Table 7",
-        "Claims of the paper",
+        "Claims of paper 002",
     ] {
         assert!(stdout.contains(t), "{t} missing:\n{stdout}");
     }
@@ -60,8 +58,29 @@ fn quick_objpack_suite_runs_end_to_end() {
     schema::check_results_dir(&out);
     schema::check_report_first_screen(&out, [70, 110, 180], 500);
     let rows = v["rows"].as_array().unwrap();
-    // 1 network x 3 groups x 2 sets x 6 methods.
-    assert_eq!(rows.len(), 36);
+    // 1 network x 3 groups x 1 set x 7 methods, warm; as many cold.
+    assert_eq!(rows.len(), 21);
+    let cold = v["cold_rows"].as_array().unwrap();
+    assert_eq!(cold.len(), 21);
+    assert!(rows
+        .iter()
+        .all(|r| r["cache"] == "warm" && r["resident_pct"] == 100.0));
+    assert!(cold
+        .iter()
+        .all(|r| r["cache"] == "cold" && r["client"]["files_ok"] == 100));
+    // The server's time runs to the client's last ACK: a 4 KB package
+    // (409,600 bytes of files) cannot cross 100 Mbit/s in under 32.8 ms,
+    // however soon the kernel took it from `send`.
+    for r in rows
+        .iter()
+        .filter(|r| r["method"] == "objpack" && r["group_kb"] == 4)
+    {
+        let (ack, sent) = (
+            r["server"]["response_ms"].as_f64().unwrap(),
+            r["server"]["send_done_ms"].as_f64().unwrap(),
+        );
+        assert!(ack >= 32.8 && ack >= sent, "{r}");
+    }
     for r in rows {
         assert_eq!(r["client"]["files_ok"], 100, "{r}");
         assert!(r["server"]["response_ms"].as_f64().unwrap() > 0.0);
@@ -75,6 +94,18 @@ fn quick_objpack_suite_runs_end_to_end() {
             .sum()
     };
     assert!(packets("objpack") < packets("http10"));
+    // By construction of the methods: the package is one request on one
+    // connection for the 100 files; HTTP/1.0 opens one per file.
+    for r in rows {
+        let want = match r["method"].as_str().unwrap() {
+            "objpack" => Some(1),
+            "http10" => Some(100),
+            _ => None,
+        };
+        if let Some(n) = want {
+            assert_eq!(r["connections"], n, "{r}");
+        }
+    }
     assert_eq!(v["claims"].as_array().unwrap().len(), 7);
     assert!(out.join("results.csv").exists() && out.join("report.html").exists());
     assert!(!out.join("files").exists(), "generated inputs are removed");

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 mod common;
 mod schema;
-use common::{is_root, pcap_records};
+use common::pcap_records;
 
 /// `--quick` must finish within a minute on the 2-core CI machine; allow
 /// three for a loaded machine before calling it hung.
@@ -17,8 +17,7 @@ const TIMEOUT: Duration = Duration::from_secs(180);
 
 #[test]
 fn bench_quick_fetches_everything_and_counts_match_pcaps() {
-    if !is_root() {
-        eprintln!("SKIPPED: needs root (network namespaces)");
+    if !pagewire_testreq::require_root() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

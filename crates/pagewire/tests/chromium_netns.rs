@@ -7,27 +7,14 @@
 //! page's crosses the link. Needs root; in CI (`CI=true`) Chromium must be
 //! installed (scripts/setup-deps.sh), elsewhere the test skips without it.
 
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 mod common;
 mod schema;
-use common::{in_ci, is_root, pcap_records, sha256_hex};
+use common::{pcap_records, sha256_hex};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
-
-fn chromium_present() -> bool {
-    if let Some(p) = std::env::var_os("PAGEWIRE_CHROMIUM") {
-        return Path::new(&p).is_file();
-    }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path).any(|d| {
-        ["chromium", "chromium-browser", "google-chrome"]
-            .iter()
-            .any(|n| d.join(n).is_file())
-    })
-}
 
 #[test]
 fn chromium_loads_the_microscape_page_byte_exact_over_emulated_links() {
@@ -51,17 +38,12 @@ fn check_bench(
     sockets: std::ops::RangeInclusive<u64>,
 ) {
     let strategy = strategies.join(",");
-    if !is_root() {
-        assert!(!in_ci(), "CI must run this test as root");
-        eprintln!("SKIPPED: needs root (network namespaces)");
+    if !pagewire_testreq::require_root() {
         return;
     }
-    if !chromium_present() {
-        assert!(
-            !in_ci(),
-            "CI=true but no Chromium: scripts/setup-deps.sh installs it"
-        );
-        eprintln!("SKIPPED: no Chromium installed (scripts/setup-deps.sh installs it)");
+    if pagewire_testreq::require_any_peer(&["chromium", "chromium-browser", "google-chrome"])
+        .is_none()
+    {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -19,23 +19,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{in_ci, run_bounded, Serve, PW};
+use common::{run_bounded, Serve, PW};
 
-const CHROMIUM: &str = "/usr/bin/chromium";
 const SPHINX_DOC: &str = "/usr/share/doc/python-webvtt-doc/html";
-
-/// Whether `what` is there; outside CI a missing one skips the test.
-fn need(path: &str, what: &str) -> bool {
-    if Path::new(path).exists() {
-        return true;
-    }
-    assert!(
-        !in_ci(),
-        "{what} ({path}) is missing in CI: scripts/setup-deps.sh installs it"
-    );
-    eprintln!("SKIP: {what} ({path}) is not installed; scripts/setup-deps.sh installs it");
-    false
-}
 
 /// A browser in its own process group, killed with every process it
 /// started when dropped (also when an assertion fails).
@@ -85,12 +71,12 @@ fn logged_paths(log: &Path) -> Vec<String> {
 }
 
 /// What headless Chromium fetched for `page` of `root`.
-fn chromium_fetches(root: &Path, page: &str, scratch: &Path) -> Vec<String> {
+fn chromium_fetches(chromium: &Path, root: &Path, page: &str, scratch: &Path) -> Vec<String> {
     let log = scratch.join("chromium-access.log");
     let serve = Serve::start(root, &["--access-log", log.to_str().unwrap()]);
     let url = format!("{}{page}", serve.url);
     let profile = scratch.join("chromium-profile");
-    let child = Command::new(CHROMIUM)
+    let child = Command::new(chromium)
         .args([
             "--headless",
             "--no-sandbox",
@@ -163,6 +149,9 @@ fn size_of(root: &Path, path: &str) -> u64 {
 }
 
 struct Comparison {
+    /// Everything each side fetched (the favicon aside).
+    browser: BTreeSet<String>,
+    robot: BTreeSet<String>,
     missing: Vec<String>,
     extra: Vec<String>,
     browser_bytes: u64,
@@ -170,9 +159,9 @@ struct Comparison {
     report: serde_json::Value,
 }
 
-fn compare(root: &Path, page: &str) -> Comparison {
+fn compare(chromium: &Path, root: &Path, page: &str) -> Comparison {
     let scratch = tempfile::tempdir().expect("tempdir");
-    let browser: BTreeSet<String> = chromium_fetches(root, page, scratch.path())
+    let browser: BTreeSet<String> = chromium_fetches(chromium, root, page, scratch.path())
         .into_iter()
         .filter(|p| p != "/favicon.ico")
         .collect();
@@ -199,6 +188,8 @@ fn compare(root: &Path, page: &str) -> Comparison {
         }
     );
     Comparison {
+        browser,
+        robot,
         missing,
         extra,
         browser_bytes,
@@ -231,11 +222,11 @@ fn fixture() -> PathBuf {
 
 #[test]
 fn robot_fetches_what_chromium_fetches_on_the_hand_made_fixture() {
-    if !need(CHROMIUM, "chromium") {
+    let Some(chromium) = pagewire_testreq::require_peer("chromium") else {
         return;
-    }
+    };
     let root = fixture();
-    let c = compare(&root, "/index.html");
+    let c = compare(&chromium, &root, "/index.html");
     assert!(
         c.missing.is_empty(),
         "the robot missed what chromium fetched: {:?}",
@@ -270,7 +261,11 @@ fn robot_fetches_what_chromium_fetches_on_the_hand_made_fixture() {
         "/img/print-only.png",
         "/img/print-bg.png",
     ] {
-        assert!(!c.extra.iter().any(|p| p == never), "fetched {never}");
+        // Checked on both sides: `extra` alone (robot minus browser) would
+        // hide a path both fetched, and a browser that fetches one of these
+        // means the fixture no longer tests what it says.
+        assert!(!c.browser.contains(never), "chromium fetched {never}");
+        assert!(!c.robot.contains(never), "the robot fetched {never}");
     }
     // Where each was found (--json).
     let by = rules(&c.report);
@@ -288,7 +283,10 @@ fn robot_fetches_what_chromium_fetches_on_the_hand_made_fixture() {
 
 #[test]
 fn robot_fetches_what_chromium_fetches_on_a_sphinx_site() {
-    if !need(CHROMIUM, "chromium") || !need(SPHINX_DOC, "Debian's python-webvtt-doc") {
+    let Some(chromium) = pagewire_testreq::require_peer("chromium") else {
+        return;
+    };
+    if !pagewire_testreq::require_file(Path::new(SPHINX_DOC), "Debian's python-webvtt-doc") {
         return;
     }
     // The package links its theme files from other packages: copy with the
@@ -301,7 +299,7 @@ fn robot_fetches_what_chromium_fetches_on_a_sphinx_site() {
         "cp -rL",
     );
     assert!(out.status.success(), "copy the Sphinx site");
-    let c = compare(&root, "/index.html");
+    let c = compare(&chromium, &root, "/index.html");
     assert!(
         c.missing.is_empty(),
         "the robot missed what chromium fetched: {:?}",

@@ -59,7 +59,7 @@ fn every_duration_flag_rejects_a_bare_number_naming_the_flag() {
 #[test]
 fn units_are_accepted() {
     // Nothing listens on port 9 of loopback: the fetch itself fails (exit
-    // 2 with a connect error), after every flag parsed.
+    // 1 with a connect error), after every flag parsed.
     let (code, err) = run(&[
         "fetch",
         "http://127.0.0.1:9/",
@@ -70,7 +70,28 @@ fn units_are_accepted() {
         "--read-timeout",
         "2m",
     ]);
-    assert_eq!(code, Some(2), "{err}");
+    assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("127.0.0.1:9"), "{err}");
     assert!(!err.contains("unit"), "{err}");
+}
+
+/// A duration with a minus sign is "must be positive" (exit 2), not a flag
+/// that clap would suggest escaping with `--` (issue 29 item 7).
+#[test]
+fn negative_durations_must_be_positive() {
+    let url = "http://127.0.0.1:9/";
+    let cases: &[&[&str]] = &[
+        &["bench", "--rtt", "-5ms"],
+        &["bench", "--jitter", "-1ms"],
+        &["bench", "surge", "--duration", "-30s"],
+        &["link", "--rtt", "-5ms", "--", "true"],
+        &["fetch", url, "--read-timeout", "-1s"],
+        &["serve", "--root", ".", "--idle-timeout", "-60s"],
+    ];
+    for args in cases {
+        let (code, err) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains("must be positive"), "{args:?}: {err}");
+        assert!(!err.contains("-- -"), "{args:?}: {err}");
+    }
 }

@@ -105,7 +105,8 @@ fn fetch_cli_outputs_and_exit_codes() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stdout).contains("FAILED 404"));
 
-    // Bad flags and unreachable servers: exit 2 with a message.
+    // Bad flags: exit 2 (usage); an unreachable server: exit 1 (the fetch
+    // failed); both with a message.
     let o = fetch(&[&page, "--strategy", "http3"]);
     assert_eq!(o.status.code(), Some(2));
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -114,7 +115,7 @@ fn fetch_cli_outputs_and_exit_codes() {
         .unwrap()
         .port();
     let o = fetch(&[&format!("http://127.0.0.1:{port}/")]);
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("cannot connect"));
     let o = fetch(&[&page, "--revalidate"]);
     assert_eq!(o.status.code(), Some(2));

@@ -8,15 +8,13 @@ use std::time::Duration;
 
 mod common;
 mod schema;
-use common::is_root;
 
 /// `--quick` takes about 30 s; three minutes before calling it hung.
 const TIMEOUT: Duration = Duration::from_secs(180);
 
 #[test]
 fn getall_quick_writes_cells_figures_and_claims() {
-    if !is_root() {
-        eprintln!("SKIPPED: needs root (network namespaces)");
+    if !pagewire_testreq::require_root() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

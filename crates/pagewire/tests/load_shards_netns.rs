@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 use pagewire_emu::ns::{self, Netns, Spawner};
 
 mod common;
-use common::is_root;
 
 const PW: &str = env!("CARGO_BIN_EXE_pagewire");
 const SERVER: &str = "198.18.100.1";
@@ -156,8 +155,7 @@ fn json(s: &str) -> serde_json::Value {
 
 #[test]
 fn shards_in_separate_namespaces_merge_into_one_run() {
-    if !is_root() {
-        eprintln!("SKIPPED: needs root (network namespaces, veth)");
+    if !pagewire_testreq::require_root() {
         return;
     }
     let started = Instant::now();

@@ -211,7 +211,8 @@ fn simulate_cli_json_records_and_output_files() {
         .args(["prefetch", "simulate", "--log", "/nonexistent/log"])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2));
+    // Flags fine, the run failed (its input cannot be read): exit 1.
+    assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/log"));
 }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{in_ci, run_bounded, sha256_hex, PW};
+use common::{run_bounded, sha256_hex, PW};
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -82,18 +82,7 @@ struct Nginx {
 
 impl Nginx {
     fn start(root: &Path, port: u16) -> Option<Nginx> {
-        let bin = ["/usr/sbin/nginx", "/usr/bin/nginx"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.exists());
-        let Some(bin) = bin else {
-            assert!(
-                !in_ci(),
-                "nginx is not installed (scripts/setup-deps.sh installs it)"
-            );
-            eprintln!("SKIP: nginx is not installed");
-            return None;
-        };
+        let bin = pagewire_testreq::require_peer("nginx")?;
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().display();
         let conf = format!(
@@ -486,16 +475,8 @@ impl Drop for Group {
 
 #[test]
 fn chromium_loads_the_replayed_page_with_every_recorded_object() {
-    let chromium = ["/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists());
-    let Some(chromium) = chromium else {
-        assert!(
-            !in_ci(),
-            "chromium is not installed (scripts/setup-deps.sh installs it)"
-        );
-        eprintln!("SKIP: chromium is not installed");
+    let Some(chromium) = pagewire_testreq::require_any_peer(&["chromium", "chromium-browser"])
+    else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -554,9 +535,7 @@ fn chromium_loads_the_replayed_page_with_every_recorded_object() {
 /// revalidation, every object intact.
 #[test]
 fn bench_replay_quick_measures_the_recorded_site() {
-    if !common::is_root() {
-        assert!(!in_ci(), "CI runs as root");
-        eprintln!("SKIP: bench --replay needs root (network namespaces)");
+    if !pagewire_testreq::require_root() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -602,16 +581,7 @@ fn bench_replay_quick_measures_the_recorded_site() {
 /// records besides) replays byte-exact to the robot.
 #[test]
 fn a_wget_warc_replays_byte_exact() {
-    let Some(wget) = ["/usr/bin/wget"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-    else {
-        assert!(
-            !in_ci(),
-            "wget is not installed (scripts/setup-deps.sh installs it)"
-        );
-        eprintln!("SKIP: wget is not installed");
+    let Some(wget) = pagewire_testreq::require_peer("wget") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -72,7 +72,7 @@ fn unwritable_output_is_a_clear_error() {
         .arg(file.join("sub"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("writing the Microscape site"), "{err}");
 }

@@ -62,23 +62,33 @@ fn serve_tls_and_fetch_h2_h3() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--ca"));
-    // Another tool trusts the same CA file.
-    if let Ok(o) = Command::new("curl")
-        .args([
-            "-sS",
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_version}",
-            "--http2",
-            "--cacert",
-        ])
-        .arg(&ca)
-        .arg(&page)
-        .output()
-    {
-        if o.status.success() {
-            assert_eq!(String::from_utf8_lossy(&o.stdout), "2");
-        }
-    }
+    // Another tool trusts the same CA file: curl must accept the
+    // certificate (exit 0; a rejected certificate is exit 60) and speak
+    // HTTP/2 over it, as the h2 strategy above did.
+    let Some(curl) = pagewire_testreq::require_peer("curl") else {
+        return;
+    };
+    let (o, _, _) = run_bounded(
+        Command::new(curl)
+            .args([
+                "-sS",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_version}",
+                "--http2",
+                "--cacert",
+            ])
+            .arg(&ca)
+            .arg(&page),
+        Duration::from_secs(30),
+        "curl --cacert",
+    );
+    assert!(
+        o.status.success(),
+        "curl rejected pagewire's certificate or failed ({}): {}",
+        o.status,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "2");
 }

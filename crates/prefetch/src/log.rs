@@ -45,6 +45,9 @@ pub enum SkipReason {
     MissingDate,
     /// The date is not `DD/Mon/YYYY:HH:MM:SS ±HHMM` nor `DD:HH:MM:SS`.
     BadDate,
+    /// The date has the form but cannot be: 31 Feb, a year outside
+    /// 1970-2100, a zone beyond -12:00 .. +14:00 or with minutes over 59.
+    ImpossibleDate,
     /// No quoted request, or it is not terminated.
     MissingRequest,
     /// The request has no method and target (e.g. `"-"` or `"GET"`).
@@ -53,20 +56,32 @@ pub enum SkipReason {
     MissingStatus,
     /// The status is not a three-digit number.
     BadStatus,
+    /// The byte count is a number too large for one response (over
+    /// [`MAX_RESPONSE_BYTES`], e.g. 2^64-1).
+    BadSize,
 }
 
+/// Largest byte count taken as real: 1 TiB, far above any web response,
+/// far below where sums over a log could overflow.
+pub const MAX_RESPONSE_BYTES: u64 = 1 << 40;
+
+/// Earliest and latest years a web log's date may carry.
+const YEARS: std::ops::RangeInclusive<i64> = 1970..=2100;
+
 impl SkipReason {
-    pub const ALL: [SkipReason; 10] = [
+    pub const ALL: [SkipReason; 12] = [
         SkipReason::Empty,
         SkipReason::Comment,
         SkipReason::TooLong,
         SkipReason::Binary,
         SkipReason::MissingDate,
         SkipReason::BadDate,
+        SkipReason::ImpossibleDate,
         SkipReason::MissingRequest,
         SkipReason::BadRequest,
         SkipReason::MissingStatus,
         SkipReason::BadStatus,
+        SkipReason::BadSize,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -81,6 +96,8 @@ impl SkipReason {
             SkipReason::BadRequest => "bad_request",
             SkipReason::MissingStatus => "missing_status",
             SkipReason::BadStatus => "bad_status",
+            SkipReason::ImpossibleDate => "impossible_date",
+            SkipReason::BadSize => "bad_size",
         }
     }
 }
@@ -136,7 +153,11 @@ pub fn parse_line(line: &[u8]) -> Result<LogLine<'_>, SkipReason> {
     let rest = &line[host_end..];
     let open = memchr(b'[', rest).ok_or(SkipReason::MissingDate)?;
     let close = memchr(b']', &rest[open..]).ok_or(SkipReason::MissingDate)? + open;
-    let time_s = parse_date(&rest[open + 1..close]).ok_or(SkipReason::BadDate)?;
+    let time_s = match parse_date_checked(&rest[open + 1..close]) {
+        Ok(t) => t,
+        Err(DateError::Form) => return Err(SkipReason::BadDate),
+        Err(DateError::Impossible) => return Err(SkipReason::ImpossibleDate),
+    };
     let rest = &rest[close + 1..];
 
     let q_open = memchr(b'"', rest).ok_or(SkipReason::MissingRequest)?;
@@ -151,7 +172,16 @@ pub fn parse_line(line: &[u8]) -> Result<LogLine<'_>, SkipReason> {
         .filter(|f| !f.is_empty());
     let status = fields.next().ok_or(SkipReason::MissingStatus)?;
     let status = parse_status(status).ok_or(SkipReason::BadStatus)?;
-    let bytes = fields.next().and_then(parse_u64);
+    let bytes = match fields.next() {
+        Some(f) if !f.is_empty() && f.iter().all(u8::is_ascii_digit) => match parse_u64(f) {
+            Some(n) if n <= MAX_RESPONSE_BYTES => Some(n),
+            // A number, but no response is that large: not a '-' to be
+            // read as "unknown" (it used to become 0 silently).
+            _ => return Err(SkipReason::BadSize),
+        },
+        Some(f) => parse_u64(f),
+        None => None,
+    };
     Ok(LogLine {
         host,
         time_s,
@@ -252,26 +282,51 @@ fn digits(s: &[u8]) -> Option<i64> {
 }
 
 /// `29/Aug/1995:23:53:25 -0400` -> Unix seconds; `30:14:05:59` (the ITA
-/// compact form) -> seconds from day 0.
+/// compact form) -> seconds from day 0. `None` for a malformed or an
+/// impossible date ([`parse_date_checked`] tells which).
 pub fn parse_date(s: &[u8]) -> Option<i64> {
+    parse_date_checked(s).ok()
+}
+
+/// Why a date was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DateError {
+    /// Not the form of a CLF date.
+    Form,
+    /// The form, but no such moment: 31 Feb, year 0000 or 9999, zone +9999.
+    Impossible,
+}
+
+fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// [`parse_date`] with the reason for a refusal.
+pub fn parse_date_checked(s: &[u8]) -> Result<i64, DateError> {
+    use DateError::{Form, Impossible};
     let s = trim(s);
     if s.len() == 11 && s[2] == b':' && s[5] == b':' && s[8] == b':' {
         let (d, h, m, sec) = (
-            digits(&s[0..2])?,
-            digits(&s[3..5])?,
-            digits(&s[6..8])?,
-            digits(&s[9..11])?,
+            digits(&s[0..2]).ok_or(Form)?,
+            digits(&s[3..5]).ok_or(Form)?,
+            digits(&s[6..8]).ok_or(Form)?,
+            digits(&s[9..11]).ok_or(Form)?,
         );
         if h > 23 || m > 59 || sec > 60 {
-            return None;
+            return Err(Impossible);
         }
-        return Some(((d * 24 + h) * 60 + m) * 60 + sec);
+        return Ok(((d * 24 + h) * 60 + m) * 60 + sec);
     }
     // DD/Mon/YYYY:HH:MM:SS [+-]HHMM  (the zone is optional)
     if s.len() < 20 || s[2] != b'/' || s[6] != b'/' || s[11] != b':' {
-        return None;
+        return Err(Form);
     }
-    let day = digits(&s[0..2])?;
+    let day = digits(&s[0..2]).ok_or(Form)?;
     let month = match &s[3..6] {
         b"Jan" => 1,
         b"Feb" => 2,
@@ -285,26 +340,36 @@ pub fn parse_date(s: &[u8]) -> Option<i64> {
         b"Oct" => 10,
         b"Nov" => 11,
         b"Dec" => 12,
-        _ => return None,
+        _ => return Err(Form),
     };
-    let year = digits(&s[7..11])?;
+    let year = digits(&s[7..11]).ok_or(Form)?;
     if s[14] != b':' || s[17] != b':' {
-        return None;
+        return Err(Form);
     }
     let (h, m, sec) = (
-        digits(&s[12..14])?,
-        digits(&s[15..17])?,
-        digits(&s[18..20])?,
+        digits(&s[12..14]).ok_or(Form)?,
+        digits(&s[15..17]).ok_or(Form)?,
+        digits(&s[18..20]).ok_or(Form)?,
     );
-    if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
-        return None;
+    if !YEARS.contains(&year)
+        || !(1..=days_in_month(year, month)).contains(&day)
+        || h > 23
+        || m > 59
+        || sec > 60
+    {
+        return Err(Impossible);
     }
     let zone = trim(&s[20..]);
     let offset_s = match zone {
         [] => 0,
         [sign @ (b'+' | b'-'), rest @ ..] if rest.len() == 4 => {
-            let hh = digits(&rest[0..2])?;
-            let mm = digits(&rest[2..4])?;
+            let hh = digits(&rest[0..2]).ok_or(Form)?;
+            let mm = digits(&rest[2..4]).ok_or(Form)?;
+            // Real zones run from -12:00 to +14:00.
+            let max_h = if *sign == b'-' { 12 } else { 14 };
+            if mm > 59 || hh > max_h || (hh == max_h && mm > 0) {
+                return Err(Impossible);
+            }
             let v = (hh * 60 + mm) * 60;
             if *sign == b'-' {
                 -v
@@ -312,10 +377,10 @@ pub fn parse_date(s: &[u8]) -> Option<i64> {
                 v
             }
         }
-        _ => return None,
+        _ => return Err(Form),
     };
     let days = days_from_civil(year, month, day);
-    Some(days * 86_400 + (h * 60 + m) * 60 + sec - offset_s)
+    Ok(days * 86_400 + (h * 60 + m) * 60 + sec - offset_s)
 }
 
 /// The zone offset of a CLF date in seconds east of UTC (`-0400` -> -14400);
@@ -444,6 +509,8 @@ pub struct ReadStats {
     pub no_version: u64,
     /// Parsed lines whose time is earlier than the previous parsed line's.
     pub out_of_order: u64,
+    /// Of those, the most seconds one line went back in time.
+    pub max_backstep_s: i64,
     pub gzip: bool,
     /// Bytes of (decompressed) log text read.
     pub text_bytes: u64,
@@ -461,6 +528,23 @@ impl ReadStats {
         } else {
             self.skipped_by_reason.push((reason, 1));
         }
+    }
+
+    /// A warning for a log whose lines are not in time order (shuffled,
+    /// reversed, or several logs concatenated): the simulator replays lines
+    /// in file order, so inter-request times and sessions are then wrong.
+    /// A few steps back of a second or two are normal (requests are logged
+    /// when they end) and are not warned about.
+    pub fn order_warning(&self) -> Option<String> {
+        if self.out_of_order == 0
+            || (self.max_backstep_s <= 60 && self.out_of_order * 100 < self.parsed)
+        {
+            return None;
+        }
+        Some(format!(
+            "{} of {} lines go back in time (by up to {} s): the log looks shuffled or time-reversed; lines are replayed in file order",
+            self.out_of_order, self.parsed, self.max_backstep_s
+        ))
     }
 
     /// Skip count for one reason.
@@ -591,6 +675,8 @@ impl AccessLog {
                 }
                 if l.time_s < *last_time {
                     self.stats.out_of_order += 1;
+                    self.stats.max_backstep_s =
+                        self.stats.max_backstep_s.max(*last_time - l.time_s);
                 }
                 *last_time = l.time_s;
                 let host = self.hosts.intern(l.host);
@@ -673,7 +759,7 @@ mod tests {
             (b"h - - \"GET / HTTP/1.0\" 200 1", SkipReason::MissingDate),
             (
                 b"h - - [32/Aug/1995:23:53:25 -0400] \"GET /\" 200 1",
-                SkipReason::BadDate,
+                SkipReason::ImpossibleDate,
             ),
             (
                 b"h - - [29/Aug/1995:23:53:25 -0400] 200 1",
@@ -695,7 +781,44 @@ mod tests {
                 b"h\0 - - [29/Aug/1995:23:53:25 -0400] \"GET /\" 200 1",
                 SkipReason::Binary,
             ),
+            // Issue 32 #7: the form of a date, but no such moment.
+            (
+                b"h - - [31/Feb/1995:23:53:25 -0400] \"GET /\" 200 1",
+                SkipReason::ImpossibleDate,
+            ),
+            (
+                b"h - - [01/Jan/0000:00:00:00 +0000] \"GET /\" 200 1",
+                SkipReason::ImpossibleDate,
+            ),
+            (
+                b"h - - [01/Jan/9999:00:00:00 +0000] \"GET /\" 200 1",
+                SkipReason::ImpossibleDate,
+            ),
+            (
+                b"h - - [29/Aug/1995:23:53:25 +9999] \"GET /\" 200 1",
+                SkipReason::ImpossibleDate,
+            ),
+            (
+                b"h - - [29/Aug/1995:23:53:25 -0460] \"GET /\" 200 1",
+                SkipReason::ImpossibleDate,
+            ),
+            (
+                b"h - - [29/Aug/1995:23:53:25 -0400] \"GET /\" 200 18446744073709551615",
+                SkipReason::BadSize,
+            ),
+            (
+                b"h - - [29/Aug/1995:23:53:25 -0400] \"GET /\" 200 123456789012345678901234",
+                SkipReason::BadSize,
+            ),
         ];
+        // Leap days exist; sizes up to the bound are kept.
+        assert!(parse_line(b"h - - [29/Feb/1996:00:00:00 +1400] \"GET /\" 200 1").is_ok());
+        assert_eq!(
+            parse_line(b"h - - [29/Aug/1995:23:53:25 -1200] \"GET /\" 200 1099511627776")
+                .unwrap()
+                .bytes,
+            Some(MAX_RESPONSE_BYTES)
+        );
         for (line, reason) in cases {
             assert_eq!(
                 parse_line(line).unwrap_err(),
@@ -704,6 +827,36 @@ mod tests {
                 String::from_utf8_lossy(line)
             );
         }
+    }
+
+    #[test]
+    fn shuffled_and_reversed_logs_are_warned_about() {
+        let line = |t: u32| {
+            format!(
+                "h - - [29/Aug/1995:{:02}:{:02}:00 -0400] \"GET /\" 200 1\n",
+                t / 60,
+                t % 60
+            )
+        };
+        let forward: String = (0..200).map(line).collect();
+        let log = AccessLog::from_bytes(forward.as_bytes());
+        assert_eq!(log.stats.order_warning(), None);
+        let reversed: String = (0..200).rev().map(line).collect();
+        let log = AccessLog::from_bytes(reversed.as_bytes());
+        let w = log
+            .stats
+            .order_warning()
+            .expect("a reversed log is warned about");
+        assert!(w.contains("199 of 200"), "{w}");
+        // One late line a few seconds back (logged at its end): no warning.
+        let mut nearly = forward.clone();
+        nearly.push_str("h - - [29/Aug/1995:03:18:55 -0400] \"GET /\" 200 1\n");
+        assert_eq!(
+            AccessLog::from_bytes(nearly.as_bytes())
+                .stats
+                .order_warning(),
+            None
+        );
     }
 
     #[test]

@@ -191,6 +191,9 @@ impl SimulateJob {
             )));
         }
 
+        if let Some(w) = st.order_warning() {
+            eprintln!("warning: {}: {w}", self.log.display());
+        }
         let fit = fit_time_model(&log, DEFAULT_MAX_GAP_S);
         let (time, time_source) = match self.time_model {
             TimeModelChoice::Paper => (TimeModel::PAPER, "paper 003 Fig. 14 regression".to_string()),

@@ -37,6 +37,8 @@ pub(crate) struct Worker {
     pub log: RefCell<Option<LogBuffer>>,
     pub(crate) conns: Cell<usize>,
     pub(crate) all_closed: tokio::sync::Notify,
+    /// Connections refused at the cap still lingering.
+    pub(crate) refusing: Cell<usize>,
 }
 
 impl Worker {
@@ -48,6 +50,7 @@ impl Worker {
             log: RefCell::new(log),
             conns: Cell::new(0),
             all_closed: tokio::sync::Notify::new(),
+            refusing: Cell::new(0),
         }
     }
 
@@ -60,6 +63,7 @@ impl Worker {
             log: RefCell::new(None),
             conns: Cell::new(1),
             all_closed: tokio::sync::Notify::new(),
+            refusing: Cell::new(0),
         }
     }
 

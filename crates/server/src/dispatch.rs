@@ -137,6 +137,16 @@ fn count_reason(w: &Worker, r: Reason) {
 
 /// Whether a request is a prefetch (Sec-Purpose: prefetch, Fetch Metadata;
 /// also the older `Purpose: prefetch`).
+/// `Link: <a>; rel=prefetch, <b>; rel=prefetch` field value (at most
+/// `MAX_PREFETCH_HINTS` targets), appended to `link`.
+fn write_link_hints<'a>(link: &mut Vec<u8>, hints: impl Iterator<Item = &'a String>) {
+    for (n, hint) in hints.take(MAX_PREFETCH_HINTS).enumerate() {
+        link.extend_from_slice(if n == 0 { b"<" } else { b", <" });
+        handler::encode_link_target(hint, link);
+        link.extend_from_slice(b">; rel=prefetch");
+    }
+}
+
 fn is_prefetch(head: &RequestHead) -> bool {
     let has = |name: &str| {
         head.headers(name).any(|v| {
@@ -522,7 +532,33 @@ impl Conn {
 
         self.link.clear();
         if let Some(predictor) = &shared.predictor {
-            if matches!(head.method(), Method::Get | Method::Head) {
+            let getall = cfg
+                .replay
+                .is_none()
+                .then(|| crate::getall::kind(head))
+                .flatten();
+            if let Some(kind) = getall {
+                // Paper 003 §7.3: "In case of a GETALL or GETLIST request,
+                // the modified httpd will convey this fact to prefetchd so
+                // that the latter is aware that all the files corresponding
+                // to the GETALL or GETLIST have already been sent to the
+                // client and hence need not be considered as candidates for
+                // being prefetched": every object of the answer is an access
+                // the predictor learns from, and none of them is hinted.
+                let sent = crate::getall::sent_paths(&shared.site, kind, head, &body);
+                let mut hints: Vec<String> = Vec::new();
+                for p in &sent {
+                    for h in predictor.observe(self.peer.ip(), p) {
+                        if !hints.contains(&h) {
+                            hints.push(h);
+                        }
+                    }
+                }
+                let hints = hints
+                    .iter()
+                    .filter(|h| !sent.contains(h) && shared.site.contains(h));
+                write_link_hints(&mut self.link, hints);
+            } else if matches!(head.method(), Method::Get | Method::Head) {
                 let mut scratch = String::new();
                 if let Ok(Target::Path { path, .. }) = target::parse(head.target(), &mut scratch) {
                     if shared.site.contains(path) {
@@ -531,17 +567,10 @@ impl Conn {
                         } else {
                             predictor.observe(self.peer.ip(), path)
                         };
-                        for (n, hint) in hints
+                        let hints = hints
                             .iter()
-                            .filter(|h| h.as_str() != path && shared.site.contains(h))
-                            .take(MAX_PREFETCH_HINTS)
-                            .enumerate()
-                        {
-                            self.link
-                                .extend_from_slice(if n == 0 { b"<" } else { b", <" });
-                            handler::encode_link_target(hint, &mut self.link);
-                            self.link.extend_from_slice(b">; rel=prefetch");
-                        }
+                            .filter(|h| h.as_str() != path && shared.site.contains(h));
+                        write_link_hints(&mut self.link, hints);
                     }
                 }
             }

@@ -8,14 +8,18 @@
 //!
 //! The paper: "the server parses the HTML file to find the URLs of the
 //! images ... Or, the server could keep a cache of the URLs associated with
-//! specific HTML files": each page is parsed once, on its first GETALL, and
-//! its references are kept (resolved, not yet filtered by origin, since
-//! that depends on the request's Host).
+//! specific HTML files": each page is parsed once per origin, on its first
+//! GETALL, with the robot's browser-grade discovery (`pagewire_discover`):
+//! the page's references, those of the stylesheets it applies (`url()`,
+//! `@import`) and the fonts its text uses, so that a first visit is one
+//! request even when a stylesheet names images. The result is kept.
 
+use std::collections::{HashMap, HashSet};
 use std::io::Write as _;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use pagewire_discover::{CssDiscoverer, Reference, Rule, Viewport};
 use pagewire_h1::{
     write_header, write_header_u64, write_status_line, BodyFraming, Method, RequestHead, Version,
 };
@@ -87,26 +91,191 @@ pub fn wait_for_body(head: &RequestHead, buf: &mut bytes::BytesMut) -> bool {
     }
 }
 
-/// Per-page cache of discovered references (resolved against the page's
-/// path; absolute URLs stay absolute until a request's Host filters them).
+/// Most (page, Host) expansions kept at once; beyond that the cache starts
+/// over (the Host field is the client's choice, so it must not grow the
+/// cache without bound).
+const MAX_EXPANSIONS: usize = 4096;
+/// Deepest `@import` chain followed (a cycle ends sooner: each stylesheet is
+/// taken once).
+const MAX_IMPORT_DEPTH: usize = 16;
+/// Stylesheet text beyond this total is not styled for fonts: every
+/// `@font-face` source is then included (the robot's bound, the same).
+const MAX_FONT_CSS_BYTES: usize = 64 << 20;
+
+/// Per-page cache of what a GETALL of the page returns besides the page:
+/// the same-server request targets a browser fetches for it, in the order
+/// it finds them. Keyed by page and by the request's origin, since which
+/// absolute references are on "this server" depends on the Host field.
 pub struct Index {
-    refs: Vec<OnceLock<Box<[String]>>>,
+    expansions: Mutex<Expansions>,
+}
+
+/// (page index, request origin) -> the targets of its GETALL answer.
+type Expansions = HashMap<(usize, Box<str>), Arc<[String]>>;
+
+impl Default for Index {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Index {
-    pub fn new(n: usize) -> Index {
+    pub fn new() -> Index {
         Index {
-            refs: (0..n).map(|_| OnceLock::new()).collect(),
+            expansions: Mutex::new(HashMap::new()),
         }
     }
 
-    fn refs<'a>(&'a self, i: usize, r: &Resource) -> &'a [String] {
-        self.refs[i].get_or_init(|| {
-            if !r.media_type.starts_with("text/html") {
-                return Box::default();
+    fn lock(&self) -> std::sync::MutexGuard<'_, Expansions> {
+        // A panic while holding the lock leaves a consistent map.
+        self.expansions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The targets of page `i` for a request whose origin is `base`
+    /// (`http://host/`, or `/` without a Host).
+    pub(crate) fn targets(&self, site: &StaticSite, i: usize, base: &str) -> Arc<[String]> {
+        let key = (i, Box::<str>::from(base));
+        if let Some(t) = self.lock().get(&key) {
+            return t.clone();
+        }
+        // Computed outside the lock: two first requests may both compute
+        // it, which costs time, never a wrong answer.
+        let t: Arc<[String]> = expand(site, i, base).into();
+        let mut map = self.lock();
+        if map.len() >= MAX_EXPANSIONS {
+            map.clear();
+        }
+        map.insert(key, t.clone());
+        t
+    }
+}
+
+/// What a browser fetches for page `i` from the server at `base`, found as
+/// the robot finds it (`pagewire_discover`, the default 1280-pixel 1x
+/// viewport): the page's references (`img src` and the `srcset` candidate,
+/// stylesheets, scripts, `<style>` and `style` attribute `url()`s ...), the
+/// references of every stylesheet it applies (`url()`, `image-set()`,
+/// `@import`, recursively), and last the `@font-face` sources that the
+/// page's text uses (`pagewire_discover::fonts`). Same-server targets only,
+/// each once, at most [`MAX_PARTS`].
+fn expand(site: &StaticSite, i: usize, base: &str) -> Vec<String> {
+    let r = &site.site().resources()[i];
+    if !r.media_type.starts_with("text/html") {
+        return Vec::new();
+    }
+    let mut d = pagewire_discover::Discoverer::new(&r.path);
+    let mut refs = d.feed_refs(&r.body);
+    refs.extend(d.finish_refs());
+    let mut w = Walk {
+        site,
+        base,
+        out: Vec::new(),
+        seen: HashSet::new(),
+        fonts: Vec::new(),
+        sheets: HashMap::new(),
+        css_bytes: 0,
+    };
+    w.seen.insert(r.path.clone());
+    w.walk(refs, 0);
+    let Walk {
+        mut out,
+        mut seen,
+        fonts,
+        sheets,
+        css_bytes,
+        ..
+    } = w;
+    if !fonts.is_empty() {
+        let used = (css_bytes <= MAX_FONT_CSS_BYTES)
+            .then(|| {
+                pagewire_discover::fonts::used_faces(
+                    &String::from_utf8_lossy(&r.body),
+                    &r.path,
+                    &sheets,
+                    &Viewport::default(),
+                )
+            })
+            .flatten();
+        for f in fonts {
+            if out.len() >= MAX_PARTS {
+                break;
             }
-            pagewire_discover::Discoverer::all(&r.path, &r.body).into_boxed_slice()
-        })
+            if used.as_ref().is_some_and(|u| !u.iter().any(|x| x.url == f)) {
+                continue;
+            }
+            if let Some(t) = pagewire_discover::same_server_path(base, &f) {
+                if seen.insert(t.clone()) {
+                    out.push(t);
+                }
+            }
+        }
+    }
+    out
+}
+
+struct Walk<'a> {
+    site: &'a StaticSite,
+    base: &'a str,
+    out: Vec<String>,
+    seen: HashSet<String>,
+    /// `@font-face` sources, decided once every stylesheet is read.
+    fonts: Vec<String>,
+    /// Stylesheet text by URL, for the font cascade.
+    sheets: HashMap<String, String>,
+    css_bytes: usize,
+}
+
+impl Walk<'_> {
+    fn walk(&mut self, refs: Vec<Reference>, depth: usize) {
+        for Reference { url, rule } in refs {
+            if self.out.len() >= MAX_PARTS {
+                return;
+            }
+            if rule == Rule::FontFace {
+                // As the robot: fonts wait for style (CSS Fonts 4 §4.5).
+                if !self.fonts.contains(&url) {
+                    self.fonts.push(url);
+                }
+                continue;
+            }
+            let Some(t) = pagewire_discover::same_server_path(self.base, &url) else {
+                continue;
+            };
+            if !self.seen.insert(t.clone()) {
+                continue;
+            }
+            self.out.push(t.clone());
+            if !rule.is_stylesheet() || depth >= MAX_IMPORT_DEPTH {
+                continue;
+            }
+            // A stylesheet the browser applies: its references too, if it is
+            // one of ours and served as CSS (what the robot parses).
+            let mut scratch = String::new();
+            let Ok(Target::Path { path, .. }) = target::parse(&t, &mut scratch) else {
+                continue;
+            };
+            let Some(j) = self.site.index_of(path) else {
+                continue;
+            };
+            let s = &self.site.site().resources()[j];
+            if !s.media_type.starts_with("text/css") {
+                continue;
+            }
+            let mut css = CssDiscoverer::new(&url, Viewport::default());
+            let mut more = css.feed(&s.body);
+            more.extend(css.finish());
+            let n = s
+                .body
+                .len()
+                .min(pagewire_discover::css::MAX_STYLESHEET_BYTES);
+            self.css_bytes += n;
+            if self.css_bytes <= MAX_FONT_CSS_BYTES {
+                let text = String::from_utf8_lossy(&s.body[..n]);
+                let text = text.strip_prefix('\u{feff}').unwrap_or(&text).to_string();
+                self.sheets.insert(url.clone(), text);
+            }
+            self.walk(more, depth + 1);
+        }
     }
 }
 
@@ -124,20 +293,52 @@ pub fn answer(
     ctx: Ctx<'_>,
     out: &mut WriteBuf,
 ) -> Answered {
-    let conn = ctx.conn;
+    match collect(site, kind, req, ctx.body, ctx.scratch) {
+        Ok((parts, first)) => write_multipart(out, kind, &parts, ctx.conn, ctx.extra, first),
+        Err((status, why)) => simple(out, status, ctx.conn, &[], &why, false),
+    }
+}
+
+/// The decoded paths of the objects an answer to this request carries (as
+/// 200 or 304 parts), in answer order: what the prefetch predictor is told
+/// was accessed, and what its hints must not repeat (paper 003 §7.3).
+/// Empty for a request that is refused.
+pub fn sent_paths(site: &StaticSite, kind: Kind, req: &RequestHead, body: &[u8]) -> Vec<String> {
+    let mut scratch = String::new();
+    match collect(site, kind, req, body, &mut scratch) {
+        Ok((parts, _)) => parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Object { r, .. } => Some(r.path.clone()),
+                Part::Missing { .. } => None,
+            })
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A refusal: status and a one-line reason.
+type Refusal = (u16, String);
+
+/// The parts of the answer, and the resource it is logged as.
+fn collect<'a>(
+    site: &'a StaticSite,
+    kind: Kind,
+    req: &RequestHead,
+    body: &[u8],
+    scratch: &mut String,
+) -> Result<(Vec<Part<'a>>, Option<usize>), Refusal> {
     let mut parts: Vec<Part> = Vec::new();
     let mut first = None;
     match kind {
         Kind::GetAll | Kind::GetWithField => {
-            let page = match target::parse(req.target(), ctx.scratch) {
+            let page = match target::parse(req.target(), scratch) {
                 Ok(Target::Path { path, .. }) => path.to_string(),
-                Ok(Target::Asterisk) => {
-                    return simple(out, 400, conn, &[], "'*' is only for OPTIONS\n", false)
-                }
-                Err(e) => return simple(out, 400, conn, &[], &format!("{}\n", e.reason()), false),
+                Ok(Target::Asterisk) => return Err((400, "'*' is only for OPTIONS\n".into())),
+                Err(e) => return Err((400, format!("{}\n", e.reason()))),
             };
             let Some(i) = site.index_of(&page) else {
-                return simple(out, 404, conn, &[], "not found\n", false);
+                return Err((404, "not found\n".into()));
             };
             let r = &site.site().resources()[i];
             first = Some(i);
@@ -148,17 +349,14 @@ pub fn answer(
                 Some(h) if !h.is_empty() => format!("http://{}/", h.trim()),
                 _ => "/".to_string(),
             };
-            let mut seen = std::collections::HashSet::new();
+            let mut seen = HashSet::new();
             seen.insert(i);
-            for u in site.getall_index().refs(i, r) {
+            for t in site.getall_index().targets(site, i, &base).iter() {
                 if parts.len() >= MAX_PARTS {
                     break;
                 }
-                let Some(t) = pagewire_discover::same_server_path(&base, u) else {
-                    continue;
-                };
                 let mut scratch = String::new();
-                let Ok(Target::Path { path, .. }) = target::parse(&t, &mut scratch) else {
+                let Ok(Target::Path { path, .. }) = target::parse(t, &mut scratch) else {
                     continue;
                 };
                 match site.index_of(path) {
@@ -168,51 +366,33 @@ pub fn answer(
                     Some(_) => {}
                     // A reference to nothing: say so, so the client does not
                     // wait for it or ask again.
-                    None => {
-                        if seen.len() + parts.len() < MAX_PARTS {
-                            parts.push(Part::Missing {
-                                location: t.clone(),
-                                status: 404,
-                            });
-                        }
-                    }
+                    None => parts.push(Part::Missing {
+                        location: t.clone(),
+                        status: 404,
+                    }),
                 }
             }
         }
         Kind::GetList => {
             if matches!(req.body_framing(), Ok(BodyFraming::Chunked)) {
-                return simple(
-                    out,
-                    411,
-                    conn,
-                    &[],
-                    "GETLIST needs a Content-Length body\n",
-                    false,
-                );
+                return Err((411, "GETLIST needs a Content-Length body\n".into()));
             }
             // The connection loop hands over a body only when it arrived
             // with the head and is at most MAX_SKIPPED_BODY_BYTES; otherwise
             // it closes after this answer, and the client falls back to
             // pipelined GETs (docs/getall.md, "Limits").
             if let Ok(BodyFraming::Length(n)) = req.body_framing() {
-                if ctx.body.len() as u64 != n {
+                if body.len() as u64 != n {
                     let status = if n > crate::policy::MAX_SKIPPED_BODY_BYTES {
                         413
                     } else {
                         400
                     };
-                    return simple(
-                        out,
-                        status,
-                        conn,
-                        &[],
-                        "GETLIST body did not arrive with its head\n",
-                        false,
-                    );
+                    return Err((status, "GETLIST body did not arrive with its head\n".into()));
                 }
             }
-            let Ok(text) = std::str::from_utf8(ctx.body) else {
-                return simple(out, 400, conn, &[], "uri-list is not UTF-8\n", false);
+            let Ok(text) = std::str::from_utf8(body) else {
+                return Err((400, "uri-list is not UTF-8\n".into()));
             };
             // RFC 2483 §5: one URI per line, CRLF (we accept LF), lines
             // starting with '#' are comments.
@@ -221,14 +401,7 @@ pub fn answer(
                     continue;
                 }
                 if parts.len() == MAX_LIST {
-                    return simple(
-                        out,
-                        413,
-                        conn,
-                        &[],
-                        &format!("more than {MAX_LIST} URIs\n"),
-                        false,
-                    );
+                    return Err((413, format!("more than {MAX_LIST} URIs\n")));
                 }
                 let base = match req.header("host").and_then(|h| std::str::from_utf8(h).ok()) {
                     Some(h) if !h.is_empty() => format!("http://{}/", h.trim()),
@@ -261,7 +434,7 @@ pub fn answer(
             }
         }
     }
-    write_multipart(out, kind, &parts, ctx.conn, ctx.extra, first)
+    Ok((parts, first))
 }
 
 fn object<'a>(req: &RequestHead, r: &'a Resource) -> Part<'a> {

@@ -177,7 +177,7 @@ impl StaticSite {
             });
         }
         StaticSite {
-            getall: crate::getall::Index::new(site.len()),
+            getall: crate::getall::Index::new(),
             site,
             packages,
             routes,

@@ -219,6 +219,14 @@ impl WriteBuf {
                 Seg::Flat(s, e) => e - s,
                 Seg::Shared(b) => b.len(),
             } - self.head_off;
+            if let Seg::Shared(b) = &self.segs[self.head_seg] {
+                if b.len() as u64 >= pagewire_site::mapped::MAP_MIN_BYTES {
+                    // A large body is mapped from its file: what was sent
+                    // leaves the resident set (issue 32 #3).
+                    let sent = n.min(len);
+                    pagewire_site::mapped::release(&b[self.head_off..self.head_off + sent]);
+                }
+            }
             if n >= len {
                 n -= len;
                 self.head_seg += 1;

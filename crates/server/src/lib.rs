@@ -59,6 +59,7 @@ use tokio::net::TcpListener;
 
 pub use modern::{serve_tls, TlsServe};
 pub use policy::{ClosePolicy, FlushPolicy, FlushReason, Linger, ServerConfig};
+pub use registry::INCOMPLETE_HEAD_EVICT_MS;
 pub use stats::ServerStats;
 
 use crate::context::Shared;
@@ -87,7 +88,27 @@ where
     let max_conns = config.max_conns.unwrap_or(budget.max_conns).max(1);
 
     let access_log = match &config.access_log {
-        Some(path) => Some(log::AccessLog::create(path, &config.command_line)?),
+        Some(path) => Some(log::AccessLog::create(path)?),
+        None => None,
+    };
+    // SIGUSR1 reopens the access log by name (log rotation, as nginx).
+    let reopen_task = match &access_log {
+        Some(log) => {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1()) {
+                Ok(mut sig) => {
+                    let r = log.reopener();
+                    Some(tokio::spawn(async move {
+                        while sig.recv().await.is_some() {
+                            r.reopen();
+                        }
+                    }))
+                }
+                Err(e) => {
+                    eprintln!("pagewire: SIGUSR1 will not reopen the access log: {e}");
+                    None
+                }
+            }
+        }
         None => None,
     };
     let predictor = config.prefetch.map(OnlinePredictor::new);
@@ -163,6 +184,10 @@ where
     }
     sweeper_done.store(true, std::sync::atomic::Ordering::Release);
     let _ = sweeper.join();
+    if let Some(t) = reopen_task {
+        t.abort();
+        let _ = t.await;
+    }
     if let Some(log) = access_log {
         log.finish()?;
     }

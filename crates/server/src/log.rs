@@ -1,12 +1,24 @@
-//! The access log, in Common Log Format, kept off the hot path: each worker
-//! formats lines into its own buffer and hands full batches to a writer
-//! thread over a bounded channel; the writer does the file I/O.
+//! The access log, in Common Log Format (one request per line, nothing
+//! else: no comment or header line, so log tools and `pagewire prefetch`
+//! read it as it is), kept off the hot path: each worker formats lines into
+//! its own buffer and hands full batches to a writer thread over a bounded
+//! channel; the writer does the file I/O.
+//!
+//! The file is opened with `O_APPEND` (created if missing, never
+//! truncated), so every write lands at the current end of the file: after
+//! a truncation by log rotation (`logrotate`'s `copytruncate`, or
+//! `: > access.log`) the next line starts at byte 0 instead of at the old
+//! offset, which left a hole of NUL bytes. On `SIGUSR1` the file is closed
+//! and opened again by name, as nginx does, so rotation by rename works:
+//! `mv access.log access.log.1; kill -USR1 <pid>`.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::net::IpAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::time::with_clf_date;
@@ -20,35 +32,45 @@ pub const QUEUE_BATCHES: usize = 64;
 
 pub struct AccessLog {
     tx: SyncSender<Vec<u8>>,
+    reopen: Arc<AtomicBool>,
     writer: JoinHandle<std::io::Result<()>>,
 }
 
+/// Opens `path` for appending (`O_APPEND`), creating it (mode 0644 before
+/// the umask) if missing.
+fn open_append(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
+}
+
 impl AccessLog {
-    /// Creates the file and starts the writer thread. The first line, a `#`
-    /// comment, says what made the file.
-    pub fn create(path: &Path, command_line: &str) -> std::io::Result<AccessLog> {
-        let file = File::create(path)?;
-        let mut out = BufWriter::new(file);
-        writeln!(
-            out,
-            "# pagewire {} access log (Common Log Format); command: {}",
-            env!("CARGO_PKG_VERSION"),
-            command_line
-        )?;
-        out.flush()?;
+    /// Opens the file for appending and starts the writer thread.
+    pub fn create(path: &Path) -> std::io::Result<AccessLog> {
+        let file = open_append(path)?;
         let (tx, rx) = sync_channel::<Vec<u8>>(QUEUE_BATCHES);
+        let reopen = Arc::new(AtomicBool::new(false));
+        let flag = reopen.clone();
+        let path = path.to_path_buf();
         let writer = std::thread::Builder::new()
             .name("pagewire-log".into())
-            .spawn(move || write_loop(rx, out))?;
-        Ok(AccessLog { tx, writer })
+            .spawn(move || write_loop(rx, BufWriter::new(file), &path, &flag))?;
+        Ok(AccessLog { tx, reopen, writer })
     }
 
     pub fn sender(&self) -> SyncSender<Vec<u8>> {
         self.tx.clone()
     }
 
-    /// Waits for every batch to be written. Workers must have dropped their
-    /// senders first.
+    /// A handle that asks the writer to reopen the file by name (what
+    /// `SIGUSR1` does).
+    pub fn reopener(&self) -> Reopener {
+        Reopener {
+            tx: self.tx.clone(),
+            flag: self.reopen.clone(),
+        }
+    }
+
+    /// Waits for every batch to be written. Workers (and reopeners) must
+    /// have dropped their senders first.
     pub fn finish(self) -> std::io::Result<()> {
         drop(self.tx);
         self.writer
@@ -57,8 +79,44 @@ impl AccessLog {
     }
 }
 
-fn write_loop(rx: Receiver<Vec<u8>>, mut out: BufWriter<File>) -> std::io::Result<()> {
+/// Asks the writer thread to reopen the log file.
+#[derive(Clone)]
+pub struct Reopener {
+    tx: SyncSender<Vec<u8>>,
+    flag: Arc<AtomicBool>,
+}
+
+impl Reopener {
+    pub fn reopen(&self) {
+        self.flag.store(true, Ordering::Release);
+        // An empty batch wakes the writer; if the queue is full the writer
+        // is busy and sees the flag after its next batch.
+        let _ = self.tx.try_send(Vec::new());
+    }
+}
+
+fn write_loop(
+    rx: Receiver<Vec<u8>>,
+    mut out: BufWriter<File>,
+    path: &Path,
+    reopen: &AtomicBool,
+) -> std::io::Result<()> {
     while let Ok(batch) = rx.recv() {
+        if reopen.swap(false, Ordering::AcqRel) {
+            // Lines already written stay in the old (renamed) file.
+            out.flush()?;
+            match open_append(path) {
+                Ok(f) => out = BufWriter::new(f),
+                // Keep writing to the old file rather than lose lines.
+                Err(e) => eprintln!(
+                    "pagewire: cannot reopen the access log {}: {e}; still writing to the old file",
+                    path.display()
+                ),
+            }
+        }
+        if batch.is_empty() {
+            continue;
+        }
         out.write_all(&batch)?;
         // Flush per batch so the log is readable while the server runs.
         out.flush()?;

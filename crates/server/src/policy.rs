@@ -207,13 +207,14 @@ pub struct ServerConfig {
     /// `None`: derived from the open-files limit (`crate::fd_budget`).
     pub max_conns: Option<usize>,
     pub limits: Limits,
-    /// Common Log Format access log.
+    /// Common Log Format access log (appended to; reopened on SIGUSR1).
     pub access_log: Option<PathBuf>,
     /// Piggyback `Link: rel=prefetch` hints from the online predictor (paper 003).
     pub prefetch: Option<PrefetchParams>,
     /// Flush threshold of the output buffer (see `OUT_BUFFER_FLUSH_BYTES`).
     pub out_buffer_bytes: usize,
-    /// Command line recorded in the access log header.
+    /// The command line that started the server, for the caller's records
+    /// (the access log is plain Common Log Format and carries none).
     pub command_line: String,
     /// Serve this recorded site instead of the static one (`serve --replay`).
     pub replay: Option<std::sync::Arc<crate::replay::ReplaySite>>,

@@ -68,6 +68,11 @@ impl Reason {
     }
 }
 
+/// How long a request head must have been incomplete before a new
+/// connection at `max_conns` may take its place (a head that slow is
+/// slowloris or a dead client; a younger one is a request on its way).
+pub const INCOMPLETE_HEAD_EVICT_MS: u64 = 500;
+
 const PHASE_SHIFT: u32 = 56;
 /// `Registry::counts`: open connections in the low 32 bits, evicting ones
 /// in the high 32.
@@ -236,15 +241,44 @@ impl Registry {
 
     /// Closes the least recently active idle (or fresh) connection.
     pub fn evict_oldest_idle(&self) -> bool {
+        self.evict(&[(&[Phase::Idle, Phase::Fresh], 0)])
+    }
+
+    /// At `max_conns`: closes the connection whose request head has been
+    /// incomplete longest (accepted and silent, or a head still arriving:
+    /// slowloris holds its places this way) if that has lasted
+    /// `INCOMPLETE_HEAD_EVICT_MS`, or else the least recently active idle
+    /// one (issue 32 #4). A connection being answered is never closed, nor
+    /// one accepted a moment ago whose request is still on its way.
+    pub fn evict_for_new(&self) -> bool {
+        self.evict(&[
+            (
+                &[Phase::Fresh, Phase::ReadingHead],
+                INCOMPLETE_HEAD_EVICT_MS,
+            ),
+            (&[Phase::Idle], 0),
+        ])
+    }
+
+    /// Closes the oldest connection (by `since`) of the first class of
+    /// phases that has one at least as old as the class's minimum age (ms).
+    fn evict(&self, classes: &[(&[Phase], u64)]) -> bool {
+        let now = self.clock.now_ms();
         let slots = self.slots.lock().expect("registry lock");
         let mut best: Option<(u64, &Arc<Slot>)> = None;
-        for (_, slot) in slots.iter() {
-            let (phase, since) = slot.load();
-            if (phase == Phase::Idle as u8 || phase == Phase::Fresh as u8)
-                && slot.reason() == Reason::None
-                && best.is_none_or(|(b, _)| since < b)
-            {
-                best = Some((since, slot));
+        for (class, min_age) in classes {
+            for (_, slot) in slots.iter() {
+                let (phase, since) = slot.load();
+                if class.iter().any(|&p| p as u8 == phase)
+                    && now.saturating_sub(since) >= *min_age
+                    && slot.reason() == Reason::None
+                    && best.is_none_or(|(b, _)| since < b)
+                {
+                    best = Some((since, slot));
+                }
+            }
+            if best.is_some() {
+                break;
             }
         }
         match best {

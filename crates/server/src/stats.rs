@@ -50,6 +50,9 @@ pub struct ServerStats {
     /// free a file descriptor after one.
     pub accept_errors: u64,
     pub evictions_for_fds: u64,
+    /// Connections refused at `max_conns` with `503` and `Connection:
+    /// close` (their request had arrived and nothing could be evicted).
+    pub refused_at_cap: u64,
     pub cpu_user_seconds: f64,
     pub cpu_system_seconds: f64,
     pub wall_seconds: f64,
@@ -86,6 +89,7 @@ impl ServerStats {
         self.access_log_dropped_lines += w.log_dropped.get();
         self.accept_errors += w.accept_errors.get();
         self.evictions_for_fds += w.evictions_for_fds.get();
+        self.refused_at_cap += w.refused_at_cap.get();
     }
 
     pub fn cpu_seconds(&self) -> f64 {
@@ -135,8 +139,8 @@ impl fmt::Display for ServerStats {
         )?;
         writeln!(
             f,
-            "connections        peak {} open at once / accept errors {} (idle evicted for a descriptor {})",
-            self.peak_connections, self.accept_errors, self.evictions_for_fds
+            "connections        peak {} open at once / accept errors {} (idle evicted for a descriptor {}) / refused at the cap with 503 {}",
+            self.peak_connections, self.accept_errors, self.evictions_for_fds, self.refused_at_cap
         )?;
         if self.access_log_dropped_lines > 0 {
             writeln!(
@@ -180,6 +184,7 @@ pub struct WorkerStats {
     pub log_dropped: Cell<u64>,
     pub accept_errors: Cell<u64>,
     pub evictions_for_fds: Cell<u64>,
+    pub refused_at_cap: Cell<u64>,
 }
 
 pub fn bump(c: &Cell<u64>, n: u64) {

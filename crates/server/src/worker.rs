@@ -20,6 +20,14 @@ use crate::stats::bump;
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(10);
 /// While at `max_conns` with nothing idle to evict, re-check this often.
 const FULL_RECHECK: Duration = Duration::from_millis(50);
+/// Refused connections lingering at once per worker (each holds a file
+/// descriptor for at most `REFUSE_LINGER`).
+const MAX_REFUSING: usize = 256;
+/// How long a refused connection may take to read the 503 and close.
+const REFUSE_LINGER: Duration = Duration::from_secs(2);
+/// The answer at the connection cap.
+const FULL_RESPONSE: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 45\r\nRetry-After: 1\r\nConnection: close\r\n\r\nThe server is at its connection limit; retry\n";
+
 /// How often a worker hands its access-log lines to the writer thread.
 const LOG_HANDOVER_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -98,23 +106,54 @@ async fn accept_loop(w: &Rc<Worker>, listener: &TcpListener, mut stop: watch::Re
                 continue;
             }
         };
-        // At the limit: close the least recently active idle connection
-        // (paper 003 §4); if none is idle, this connection waits (and so does
-        // the kernel's accept queue behind it). `admit` takes the place
+        // At the limit: close the connection whose head has been incomplete
+        // longest (slowloris), else the least recently active idle one
+        // (paper 003 §4); if none can go, a client whose request has
+        // already arrived is answered 503 with `Connection: close` (issue
+        // 32 #4), and one that has sent nothing yet waits (and so does the
+        // kernel's accept queue behind it). `admit` takes the place
         // atomically, so the cap is exact across accept threads.
+        let mut refused = false;
         loop {
             if registry.admit(max_conns) {
                 break;
             }
+            // Connections this worker just accepted register when their
+            // task first runs: let them, so that they can be chosen.
+            tokio::task::yield_now().await;
+            if registry.admit(max_conns) {
+                break;
+            }
             // Eviction marks the place free at once; the loop then admits.
-            if registry.evict_oldest_idle() {
+            if registry.evict_for_new() {
                 continue;
+            }
+            if request_waiting(&stream) {
+                refused = true;
+                break;
             }
             tokio::select! {
                 _ = registry.freed.notified() => {}
                 _ = tokio::time::sleep(FULL_RECHECK) => {}
+                _ = stream.readable() => {}
                 _ = stop.changed() => return,
             }
+        }
+        if refused {
+            bump(&w.stats.refused_at_cap, 1);
+            bump(&w.stats.status[5], 1);
+            if w.refusing.get() < MAX_REFUSING {
+                w.refusing.set(w.refusing.get() + 1);
+                let w2 = w.clone();
+                tokio::task::spawn_local(async move {
+                    refuse_full(stream).await;
+                    w2.refusing.set(w2.refusing.get() - 1);
+                });
+            } else {
+                // Too many refusals lingering already: answer, close.
+                let _ = stream.try_write(FULL_RESPONSE);
+            }
+            continue;
         }
         if !w.shared.config.nagle {
             // Paper 001, "Nagle Interaction": a server that buffers its own
@@ -125,4 +164,38 @@ async fn accept_loop(w: &Rc<Worker>, listener: &TcpListener, mut stop: watch::Re
         bump(&w.stats.connections, 1);
         tokio::task::spawn_local(crate::dispatch::run_conn(w.clone(), stream, peer));
     }
+}
+
+/// True if the client has sent bytes (its request) already.
+fn request_waiting(stream: &tokio::net::TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut b = [0u8; 1];
+    // SAFETY: a valid socket and a one-byte buffer; MSG_DONTWAIT never
+    // blocks and MSG_PEEK leaves the byte for the reader.
+    let n = unsafe {
+        libc::recv(
+            stream.as_raw_fd(),
+            b.as_mut_ptr().cast(),
+            1,
+            libc::MSG_PEEK | libc::MSG_DONTWAIT,
+        )
+    };
+    n > 0
+}
+
+/// Answers a connection over the cap with 503 and closes it gently: the
+/// request is read first and the client's FIN awaited (bounded), so the
+/// answer is not destroyed by a reset.
+async fn refuse_full(mut stream: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut sink = [0u8; 4096];
+    let _ = stream.try_read(&mut sink);
+    let _ = tokio::time::timeout(REFUSE_LINGER, async {
+        stream.write_all(FULL_RESPONSE).await?;
+        stream.shutdown().await?;
+        // Bounded by REFUSE_LINGER.
+        while stream.read(&mut sink).await? > 0 {}
+        std::io::Result::Ok(())
+    })
+    .await;
 }

@@ -237,19 +237,125 @@ fn at_max_conns_the_least_recently_active_idle_connection_is_closed() {
     assert_eq!(server.stop().evictions, 1);
 }
 
+/// Issue 32 #4: at the cap, slowloris connections (heads incomplete for
+/// longer than `INCOMPLETE_HEAD_EVICT_MS`) go first, before idle
+/// keep-alive clients: a new client is answered, one of the incomplete
+/// heads is closed, the idle client keeps its connection.
+#[test]
+fn at_max_conns_an_incomplete_head_is_evicted_first() {
+    let server = TestServer::start(
+        small_site(),
+        ServerConfig {
+            max_conns: Some(3),
+            ..config()
+        },
+    );
+    // One idle keep-alive client, two slowloris heads.
+    let mut idle = Reader::new(server.connect());
+    idle.stream.write_all(req("/b.gif", "").as_bytes()).unwrap();
+    assert_eq!(idle.response(Method::Get).unwrap().status, 200);
+    let mut slow: Vec<Reader> = (0..2)
+        .map(|_| {
+            let mut r = Reader::new(server.connect());
+            r.stream
+                .write_all(b"GET /a.gif HTTP/1.1\r\nHost: t\r\nX-Slow: ")
+                .unwrap();
+            r
+        })
+        .collect();
+    // The heads must have been incomplete long enough to be slowloris.
+    std::thread::sleep(Duration::from_millis(
+        pagewire_server::INCOMPLETE_HEAD_EVICT_MS + 200,
+    ));
+    let mut c = Reader::new(server.connect());
+    c.stream.write_all(req("/b.gif", "").as_bytes()).unwrap();
+    assert_eq!(c.response(Method::Get).unwrap().status, 200);
+    // The idle client kept its connection; one slowloris head was closed.
+    idle.stream.write_all(req("/a.gif", "").as_bytes()).unwrap();
+    assert_eq!(idle.response(Method::Get).unwrap().status, 200);
+    let closed = slow
+        .iter_mut()
+        .filter_map(|r| {
+            r.stream
+                .set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            // Closed (EOF) or answered and closed; a live one times out.
+            let ended = match r.response(Method::Get) {
+                Ok(_) => true,
+                Err(e) => e.kind() == ErrorKind::UnexpectedEof,
+            };
+            ended.then_some(())
+        })
+        .count();
+    assert_eq!(closed, 1, "one incomplete head was evicted");
+    drop((idle, slow, c));
+    let stats = server.stop();
+    assert_eq!(stats.evictions, 1, "{stats}");
+}
+
+/// Issue 32 #4: at the cap with nothing that may be closed (the only
+/// connection is being answered), a client whose request has arrived is
+/// answered 503 with `Connection: close` at once, not left waiting or
+/// closed unanswered.
+#[test]
+fn at_max_conns_with_nothing_evictable_a_request_gets_503() {
+    let server = TestServer::start(
+        big_site(),
+        ServerConfig {
+            max_conns: Some(1),
+            ..config()
+        },
+    );
+    // Busy: an 8 MiB response to a client that does not read.
+    let mut busy = server.connect();
+    busy.write_all(req("/big1", "").as_bytes()).unwrap();
+    let mut r = Reader::new(server.connect());
+    r.stream.write_all(req("/big2", "").as_bytes()).unwrap();
+    r.stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let resp = r.response(Method::Get).unwrap();
+    assert_eq!(resp.status, 503);
+    assert_eq!(resp.header("connection"), Some("close"));
+    assert!(resp.header("retry-after").is_some());
+    assert!(r.at_eof().unwrap());
+    drop((busy, r));
+    let stats = server.stop();
+    assert_eq!(stats.refused_at_cap, 1, "{stats}");
+}
+
 #[test]
 fn graceful_shutdown_closes_idle_connections_and_returns() {
+    let cpu_before = pagewire_server::cpu_times();
     let server = TestServer::start(small_site(), config());
     let mut r = Reader::new(server.connect());
     r.stream.write_all(req("/b.gif", "").as_bytes()).unwrap();
     r.response(Method::Get).unwrap();
     let t = Instant::now();
     let stats = server.stop();
-    assert!(t.elapsed() < Duration::from_secs(2));
+    // Not a speed limit: a shutdown that waited for the idle connection
+    // instead of closing it would take the idle timeout (60 s); half of it
+    // leaves any loaded machine room.
+    let idle = config().idle_timeout;
+    assert!(
+        t.elapsed() < idle / 2,
+        "shutdown took {:?}: it waited for the idle timeout ({idle:?})",
+        t.elapsed()
+    );
     assert!(r.at_eof().unwrap());
     assert_eq!(stats.connections, 1);
     assert_eq!(stats.closed_by_shutdown, 1);
-    assert!(stats.cpu_seconds() >= 0.0);
+    // The server reports the CPU time of its own run: more than nothing is
+    // not guaranteed (getrusage may count in ticks), but it cannot exceed
+    // the whole process's CPU time over the server's lifetime (an
+    // implementation reporting the process total since exec would).
+    let cpu_after = pagewire_server::cpu_times();
+    let window = (cpu_after.0 - cpu_before.0) + (cpu_after.1 - cpu_before.1);
+    let cpu = stats.cpu_seconds();
+    assert!(
+        cpu.is_finite() && (0.0..=window + 1e-6).contains(&cpu),
+        "server CPU {cpu} s outside 0..={window} s of the process over its run"
+    );
 }
 
 #[test]
@@ -276,18 +382,18 @@ fn access_log_is_common_log_format() {
     let log = std::fs::read_to_string(&path).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     let lines: Vec<&str> = log.lines().collect();
-    assert!(lines[0].starts_with("# pagewire"), "{log}");
-    assert_eq!(lines.len(), 3, "{log}");
-    assert!(lines[1].starts_with("127.0.0.1 - - ["));
+    // Plain CLF: no header line (issue 25 #19).
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(lines[0].starts_with("127.0.0.1 - - ["));
     assert!(
-        lines[1].ends_with("\"GET /b.gif HTTP/1.1\" 200 100"),
+        lines[0].ends_with("\"GET /b.gif HTTP/1.1\" 200 100"),
         "{}",
-        lines[1]
+        lines[0]
     );
     assert!(
-        lines[2].ends_with("\"GET /missing HTTP/1.1\" 404 10"),
+        lines[1].ends_with("\"GET /missing HTTP/1.1\" 404 10"),
         "{}",
-        lines[2]
+        lines[1]
     );
 }
 

@@ -50,12 +50,15 @@ struct Holder(Child);
 impl Holder {
     fn start() -> Holder {
         Holder(
-            Command::new("python3")
-                .args(["-c", HOLDER, &IDLE_CONNS.to_string()])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .spawn()
-                .expect("python3 (scripts/setup-deps.sh installs it)"),
+            Command::new(
+                pagewire_testreq::require_peer("python3")
+                    .expect("python3 (scripts/setup-deps.sh installs it)"),
+            )
+            .args(["-c", HOLDER, &IDLE_CONNS.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 (scripts/setup-deps.sh installs it)"),
         )
     }
 

@@ -221,3 +221,132 @@ fn getlist_body_arriving_later_is_waited_for() {
     let after = send(&mut r, "GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n");
     assert_eq!(after.body, files[0].1);
 }
+
+/// Issue 25 #17: GETALL returns what a browser fetches for the page, found
+/// as the robot finds it: a stylesheet's `url()` and `@import` (and the
+/// imported sheet's own references), the `srcset` candidate, the font the
+/// page's text uses (not the unused one), but not an alternate stylesheet's
+/// references nor an image of a non-matching `@media` block.
+#[test]
+fn getall_includes_stylesheet_references_srcset_and_used_fonts() {
+    let html = r#"<!DOCTYPE html><html><head>
+<link rel="stylesheet" href="css/main.css">
+<link rel="alternate stylesheet" href="css/alt.css" title="alt">
+</head><body>
+<h1>Title</h1><p class="plain">text</p>
+<img src="img/small.gif"><img srcset="img/big.gif 2560w, img/w.gif 1280w" sizes="100vw">
+</body></html>"#;
+    let files = vec![
+        file("/page.html", html),
+        file(
+            "/css/main.css",
+            "@import url(\"deep/more.css\");\n\
+             @font-face { font-family: Used; src: url(../fonts/used.woff2) format(\"woff2\"); }\n\
+             @font-face { font-family: Unused; src: url(../fonts/unused.woff2) format(\"woff2\"); }\n\
+             h1 { font-family: Used, serif; background: url(../img/bg.gif) }\n\
+             .none { font-family: Unused }\n\
+             @media print { body { background: url(../img/narrow.gif) } }\n",
+        ),
+        file(
+            "/css/deep/more.css",
+            "p { background-image: url('/img/from-import.gif') }\n",
+        ),
+        file("/css/alt.css", "body { background: url(../img/alt.gif) }\n"),
+        file("/img/small.gif", "GIF89a small"),
+        file("/img/big.gif", "GIF89a big"),
+        file("/img/w.gif", "GIF89a w"),
+        file("/img/bg.gif", "GIF89a bg"),
+        file("/img/from-import.gif", "GIF89a import"),
+        file("/img/narrow.gif", "GIF89a narrow"),
+        file("/img/alt.gif", "GIF89a alt"),
+        file("/fonts/used.woff2", "wOF2 used"),
+        file("/fonts/unused.woff2", "wOF2 unused"),
+    ];
+    let srv = TestServer::start(Site::from_files(files), config());
+    let mut r = Reader::new(srv.connect());
+    let resp = send(&mut r, "GETALL /page.html HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(resp.status, 200);
+    let locs: Vec<String> = parts(&resp)
+        .iter()
+        .map(|p| p.headers["content-location"].clone())
+        .collect();
+    let mut got: Vec<&str> = locs.iter().map(String::as_str).collect();
+    assert_eq!(got[0], "/page.html");
+    got.sort();
+    let mut want = vec![
+        "/page.html",
+        "/css/main.css",
+        "/css/deep/more.css",
+        "/img/from-import.gif",
+        "/img/bg.gif",
+        "/fonts/used.woff2",
+        "/css/alt.css",
+        "/img/small.gif",
+        "/img/w.gif",
+    ];
+    want.sort();
+    assert_eq!(got, want, "parts in answer order: {locs:?}");
+    // The same answer for the compatible variant, and from the cache.
+    let again = send(
+        &mut r,
+        "GET /page.html HTTP/1.1\r\nHost: x\r\nGetall: 1\r\n\r\n",
+    );
+    let again: Vec<String> = parts(&again)
+        .iter()
+        .map(|p| p.headers["content-location"].clone())
+        .collect();
+    assert_eq!(again, locs);
+}
+
+/// Issue 25 #15, paper 003 §7.3: a GETALL's parts are accesses the online
+/// predictor learns from, and its hints never name an object the GETALL
+/// answer already carries.
+#[test]
+fn getall_parts_teach_the_predictor_and_are_never_hinted() {
+    let files = vec![
+        file("/page.html", "<html><img src=\"img.gif\"></html>"),
+        file("/img.gif", "GIF89a img"),
+        file("/next.html", "<html>next</html>"),
+    ];
+    let srv = TestServer::start(
+        Site::from_files(files),
+        pagewire_server::ServerConfig {
+            prefetch: Some("w=2,p=0.5,i=4".parse().unwrap()),
+            ..config()
+        },
+    );
+    // Teach: a GETALL of the page, then the next page, several times.
+    for _ in 0..3 {
+        let mut r = Reader::new(srv.connect());
+        let all = send(&mut r, "GETALL /page.html HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(parts(&all).len(), 2);
+        send(&mut r, "GET /next.html HTTP/1.1\r\nHost: x\r\n\r\n");
+    }
+    let mut r = Reader::new(srv.connect());
+    // The image was seen as accessed (only ever sent as a part): it now
+    // predicts the next page.
+    let img = send(&mut r, "GET /img.gif HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(img.header("link"), Some("</next.html>; rel=prefetch"));
+    // A plain GET of the page is hinted its image (learned from the parts)...
+    let page = send(&mut r, "GET /page.html HTTP/1.1\r\nHost: x\r\n\r\n");
+    let link = page.header("link").expect("hints for the page");
+    assert!(link.contains("</img.gif>; rel=prefetch"), "{link}");
+    // ... a GETALL of it is not: the image is in the answer.
+    let all = send(&mut r, "GETALL /page.html HTTP/1.1\r\nHost: x\r\n\r\n");
+    let link = all.header("link").expect("hints for the GETALL");
+    assert!(!link.contains("img.gif"), "{link}");
+    assert!(link.contains("</next.html>; rel=prefetch"), "{link}");
+    // The same for a GETLIST naming both.
+    let list = "/page.html\r\n/img.gif\r\n";
+    let req = format!(
+        "GETLIST / HTTP/1.1\r\nHost: x\r\nContent-Type: text/uri-list\r\nContent-Length: {}\r\n\r\n{list}",
+        list.len()
+    );
+    let gl = send(&mut r, &req);
+    assert_eq!(parts(&gl).len(), 2);
+    let link = gl.header("link").unwrap_or("");
+    assert!(
+        !link.contains("img.gif") && !link.contains("page.html"),
+        "{link}"
+    );
+}

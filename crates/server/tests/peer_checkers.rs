@@ -2,9 +2,11 @@
 //! pipelined connections, REDbot's validation, range and content-negotiation
 //! checks against the running server on loopback.
 //!
-//! Both tools are installed by scripts/setup-deps.sh (pip: HTTPolice with
-//! `bitstring<4`, redbot). A missing tool FAILS these tests; set
-//! PAGEWIRE_SKIP_PEER_CHECKERS=1 to skip them explicitly.
+//! Both tools are installed by scripts/setup-deps.sh into the project's
+//! virtual environment `.peers/venv` (pinned: HTTPolice with bitstring
+//! 3.1.9, redbot), found there before PATH. A missing tool fails these tests under
+//! PAGEWIRE_REQUIRE_ALL=1 (scripts/test.sh, CI) and skips them by name
+//! otherwise (pagewire-testreq).
 mod common;
 
 use std::io::{Read, Write};
@@ -16,32 +18,18 @@ use common::*;
 use pagewire_site::microscape;
 use pagewire_site::store::Site;
 
-fn skip_requested() -> bool {
-    std::env::var_os("PAGEWIRE_SKIP_PEER_CHECKERS").is_some_and(|v| v == "1")
-}
-
-fn tool(name: &str) -> Option<PathBuf> {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!("command -v {name}"))
-        .output()
-        .ok()?;
-    let p = String::from_utf8(out.stdout).ok()?.trim().to_owned();
-    (!p.is_empty()).then(|| PathBuf::from(p))
-}
-
+/// The peer: first in the project's virtual environment that
+/// scripts/setup-deps.sh fills (`.peers/venv/bin`, or
+/// `$PAGEWIRE_PEERS_DIR/venv/bin`), then on PATH.
 fn require(name: &str) -> Option<PathBuf> {
-    match tool(name) {
-        Some(p) => Some(p),
-        None if skip_requested() => {
-            eprintln!("skipping: {name} not installed and PAGEWIRE_SKIP_PEER_CHECKERS=1");
-            None
-        }
-        None => panic!(
-            "{name} is not installed: run scripts/setup-deps.sh \
-             (or set PAGEWIRE_SKIP_PEER_CHECKERS=1 to skip explicitly)"
-        ),
+    let peers = std::env::var_os("PAGEWIRE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.peers"));
+    let venv = peers.join("venv").join("bin").join(name);
+    if venv.is_file() {
+        return Some(venv);
     }
+    pagewire_testreq::require_peer(name)
 }
 
 /// Temporary directory removed on drop (also when the test fails).

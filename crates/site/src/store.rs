@@ -48,6 +48,11 @@ pub const MAX_DEPTH: usize = 64;
 /// eat any gain, and paper 001 compressed a 42 KB page, not 100-byte files.
 pub const MIN_COMPRESS_BYTES: usize = 256;
 
+/// Most bytes of file bodies `Site::from_dir` reads into memory; files past
+/// this bound (and every file of `mapped::MAP_MIN_BYTES` or more) are
+/// mapped from disk instead, uncompressed.
+pub const IN_MEMORY_MAX_BYTES: u64 = 512 << 20;
+
 /// Compression levels used when the site is loaded.
 ///
 /// Variants are built once per load, so the levels trade load time against
@@ -233,17 +238,41 @@ impl Resource {
             body,
             modified,
         } = file;
-        let hash = Sha256::digest(&body);
+        // A mapped (large) file is not read at load: its tag comes from
+        // its size and modification time (as nginx's does), its type from
+        // its name and first bytes, and it gets no compressed variants.
+        let mapped = crate::mapped::is_mapped(&body);
+        let hash = if mapped {
+            let mtime = modified
+                .duration_since(UNIX_EPOCH)
+                .unwrap_or_default()
+                .as_nanos();
+            let mut h = Sha256::new();
+            h.update(b"mapped\0");
+            h.update(path.as_bytes());
+            h.update((body.len() as u64).to_be_bytes());
+            h.update(mtime.to_be_bytes());
+            h.finalize()
+        } else {
+            Sha256::digest(&body)
+        };
         // 128 bits of SHA-256 are plenty to tell versions of one resource
         // apart; base64url keeps the header short.
         let tag = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&hash[..16]);
         let etag = format!("\"{tag}\"");
-        let media_type = media_type_for(&path, &body);
+        let media_type = if mapped {
+            media_type_for(&path, &body[..body.len().min(4096)])
+        } else {
+            media_type_for(&path, &body)
+        };
         let last_modified = whole_seconds(modified.min(load_time));
         let last_modified_http = httpdate::fmt_http_date(last_modified);
 
         let mut variants: [Option<Variant>; 5] = Default::default();
-        if !options.no_compression && body.len() >= MIN_COMPRESS_BYTES && compressible(&media_type)
+        if !mapped
+            && !options.no_compression
+            && body.len() >= MIN_COMPRESS_BYTES
+            && compressible(&media_type)
         {
             for encoding in Encoding::COMPRESSED {
                 if let Some(compressed) = compress(encoding, &body, &options.levels) {
@@ -371,6 +400,7 @@ impl Site {
         let mut files = Vec::new();
         let mut skipped = Skipped::default();
         let mut total_bytes = 0u64;
+        let mut in_memory = 0u64;
         // Explicit stack instead of recursion; depth bounded by MAX_DEPTH.
         let mut stack = vec![(canonical_root.clone(), String::new(), 0usize)];
         while let Some((dir, url_prefix, depth)) = stack.pop() {
@@ -431,14 +461,27 @@ impl Site {
                 if total_bytes > MAX_TOTAL_BYTES {
                     return Err(StoreError::TooLarge);
                 }
-                let body = std::fs::read(&real).map_err(|source| StoreError::Io {
+                let io_err = |source| StoreError::Io {
                     path: real.clone(),
                     source,
-                })?;
+                };
+                // Small files are read (the in-memory store the experiments
+                // use, bounded by IN_MEMORY_MAX_BYTES); large ones, and any
+                // beyond that bound, are mapped: loading reads none of
+                // their bytes (issue 32 #3).
+                let body = if meta.len() >= crate::mapped::MAP_MIN_BYTES
+                    || in_memory + meta.len() > IN_MEMORY_MAX_BYTES
+                {
+                    let f = std::fs::File::open(&real).map_err(io_err)?;
+                    crate::mapped::map(&f, meta.len()).map_err(io_err)?
+                } else {
+                    in_memory += meta.len();
+                    Bytes::from(std::fs::read(&real).map_err(io_err)?)
+                };
                 let modified = meta.modified().unwrap_or(UNIX_EPOCH);
                 files.push(SiteFile {
                     path: url_path,
-                    body: Bytes::from(body),
+                    body,
                     modified,
                 });
             }
@@ -707,6 +750,30 @@ mod tests {
         assert!(site.get("/missing").is_none());
     }
 
+    /// Issue 32 #3: a large file is mapped, not read at load (no compressed
+    /// variants, a size-and-mtime tag), and serves the file's bytes; small
+    /// files stay in memory exactly as before.
+    #[test]
+    fn large_files_are_mapped_small_ones_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let big: Vec<u8> = (0..(crate::mapped::MAP_MIN_BYTES as usize + 12_345))
+            .map(|i| (i % 7) as u8 + b'a')
+            .collect();
+        std::fs::write(dir.path().join("big.txt"), &big).unwrap();
+        std::fs::write(dir.path().join("small.txt"), "small text ".repeat(100)).unwrap();
+        let site = Site::from_dir(dir.path()).unwrap();
+        let b = site.get("/big.txt").unwrap();
+        assert!(crate::mapped::is_mapped(&b.body));
+        assert_eq!(&b.body[..], &big[..]);
+        assert!(!b.has_compressed());
+        assert!(b.media_type.starts_with("text/plain"));
+        let again = Site::from_dir(dir.path()).unwrap();
+        assert_eq!(again.get("/big.txt").unwrap().etag, b.etag);
+        let s = site.get("/small.txt").unwrap();
+        assert!(!crate::mapped::is_mapped(&s.body));
+        assert!(s.has_compressed());
+    }
+
     #[test]
     fn same_content_same_etag_and_future_mtime_clamped() {
         let body = Bytes::from_static(b"same");
@@ -748,7 +815,10 @@ mod tests {
             assert!(site.get("/updir/outside.txt").is_none());
             assert_eq!(site.skipped().symlinks.len(), 2);
         }
-        assert!(site.is_dir_with_index("") || site.get("/").is_some());
+        // "" is the root, whose index.html was written above; /sub has
+        // only a.css, so a server must not redirect "/sub" to "/sub/".
+        assert!(site.is_dir_with_index(""));
+        assert!(!site.is_dir_with_index("/sub"));
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 }

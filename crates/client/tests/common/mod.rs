@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -124,17 +124,11 @@ pub struct Nginx {
 }
 
 impl Nginx {
-    pub fn binary() -> Option<PathBuf> {
-        ["/usr/sbin/nginx", "/usr/bin/nginx"]
-            .iter()
-            .map(PathBuf::from)
-            .find(|p| p.exists())
-    }
-
     /// `extra` goes inside the `server` block (e.g. `keepalive_requests 5;`).
-    pub fn start(root: &Path, extra: &str) -> Nginx {
-        let bin = Self::binary()
-            .expect("nginx is not installed (scripts/setup-deps.sh installs nginx-light)");
+    /// None when nginx is not installed: the test fails under
+    /// PAGEWIRE_REQUIRE_ALL=1 and is reported skipped otherwise.
+    pub fn start(root: &Path, extra: &str) -> Option<Nginx> {
+        let bin = pagewire_testreq::require_peer("nginx")?;
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path().display();
         let port = free_port();
@@ -180,23 +174,34 @@ http {{
             .expect("spawn nginx");
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         wait_listening(addr, &mut child, &dir.path().join("error.log"));
-        Nginx { child, addr, dir }
+        Some(Nginx { child, addr, dir })
     }
 
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
 
-    /// Access log lines: `METHOD URI STATUS BYTES "SEC-PURPOSE" CONN CONN_REQS`.
-    pub fn access_log(&self) -> Vec<String> {
-        // nginx writes each line when the request ends; give the last one a
-        // moment.
-        std::thread::sleep(Duration::from_millis(50));
-        std::fs::read_to_string(self.dir.path().join("access.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_string)
-            .collect()
+    /// Access log lines: `METHOD URI STATUS BYTES "SEC-PURPOSE" CONN CONN_REQS`,
+    /// once there are at least `at_least` (nginx writes each line when its
+    /// request ends, which can be just after the client has the response).
+    /// Polls the file (the event), bounded at 10 s.
+    pub fn access_log(&self, at_least: usize) -> Vec<String> {
+        let path = self.dir.path().join("access.log");
+        let read = || -> Vec<String> {
+            std::fs::read_to_string(&path)
+                .unwrap_or_default()
+                .lines()
+                .map(str::to_string)
+                .collect()
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let lines = read();
+            if lines.len() >= at_least || Instant::now() > deadline {
+                return lines;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 }
 
@@ -216,8 +221,14 @@ pub struct PwServer {
 
 impl PwServer {
     pub fn start(root: &Path, config: pagewire_server::ServerConfig) -> PwServer {
+        Self::start_on(root, config, 0)
+    }
+
+    /// On a given loopback port (0: any), e.g. the port of a server just
+    /// stopped, so that cached URLs stay the same.
+    pub fn start_on(root: &Path, config: pagewire_server::ServerConfig, port: u16) -> PwServer {
         let site = Arc::new(pagewire_site::store::Site::from_dir(root).expect("load site"));
-        let std_listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let std_listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
         std_listener.set_nonblocking(true).unwrap();
         let addr = std_listener.local_addr().unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();

@@ -1,5 +1,6 @@
-//! Helpers shared by the emulator tests. They need root (CI runs as root);
-//! without the privileges they skip with a message.
+//! Helpers shared by the emulator tests. They need root and a TUN device
+//! (CI has both): `can_run` fails the test under PAGEWIRE_REQUIRE_ALL=1
+//! and reports it skipped by name otherwise (pagewire-testreq).
 #![allow(dead_code)]
 
 use std::io::{Read, Write};
@@ -19,16 +20,21 @@ pub fn timing_lock() -> std::sync::MutexGuard<'static, ()> {
     TIMING.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// True if the emulator can run here; otherwise prints why and the test
-/// returns early.
+/// True if the emulator can run here (root, a TUN device); otherwise the
+/// test fails or is reported skipped (pagewire-testreq) and returns early.
 pub fn can_run() -> bool {
-    match pagewire_emu::privilege::check() {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("SKIPPED (needs root): {e:#}");
-            false
-        }
-    }
+    pagewire_testreq::require_tun()
+        && pagewire_testreq::require(
+            pagewire_emu::privilege::check().is_ok(),
+            &format!(
+                "needs what the link emulator needs: {:#}",
+                pagewire_emu::privilege::check()
+                    .err()
+                    .map(|e| format!("{e:#}"))
+                    .unwrap_or_default()
+            ),
+            "run as root with /dev/net/tun (CI does)",
+        )
 }
 
 pub fn start(cfg: LinkConfig) -> Link {

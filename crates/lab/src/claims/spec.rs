@@ -1,61 +1,88 @@
-//! Claims as data: a suite's findings are a table of [`ClaimSpec`]s, each a
-//! quote from the paper and one small rule over the suite's measurements.
+//! The claims engine: a paper's findings as data ([`ClaimSpec`]: id,
+//! paper, section, the sentence verbatim, the cells it reads, each
+//! quantity with its band and the band's source) and the one decision rule
+//! every suite follows ([`decide`]), written down in `docs/claims.md`:
 //!
-//! The comparison helpers here carry the noise rule every claims check
-//! follows: each quantity is an [`Estimate`] over a cell's repetitions
-//! (mean, sample sd, n) with a 95% Student-t interval, and a comparison
-//! whose intervals overlap (or a threshold inside an interval) is
-//! [`Outcome::WithinNoise`], which makes the claim inconclusive. A cell
-//! measured once has no interval: its rule compares the means and the
-//! evidence says "1 run".
+//! * every measured quantity carries its 95% interval (Student t) from its
+//!   repetitions; a quantity from fewer than 3 repetitions decides nothing
+//!   (the claim is **inconclusive**, reason "n < 3");
+//! * **confirmed** when every cell the sentence covers was measured and
+//!   each cell's interval lies inside its band;
+//! * **contradicted** when any covered cell's interval lies wholly outside
+//!   its band (no "mixed" escape: one clear failure of an "every network"
+//!   sentence contradicts it);
+//! * otherwise **inconclusive** (an interval straddles a band's edge, or a
+//!   covered cell was not measured);
+//! * **not testable here** when the set-up cannot meet a precondition of the
+//!   sentence (the rule says which); never counted as either of the first
+//!   two.
 //!
-//! A suite adds its paper's claims as a table:
+//! Page checks (true by construction of the generated page) are listed apart
+//! and never count as confirmations.
 //!
 //! ```
 //! use pagewire_lab::claims::spec::{
-//!     check_all, ratio, Cells, ClaimKind, ClaimSpec, Estimate, Evaluation, Verdict,
+//!     decide_all, Band, ClaimKind, ClaimSpec, Estimate, Measured, Quantity, Verdict,
 //! };
 //!
-//! /// What the rules read (here: seconds of two strategies, 5 runs each).
-//! struct MyCtx {
-//!     packed: Estimate,
-//!     http10: Estimate,
-//! }
+//! struct Ctx { packed: Estimate, http10: Estimate }
 //!
-//! fn faster(c: &MyCtx) -> Evaluation {
-//!     let mut cells = Cells::new();
-//!     let f = ratio(c.packed, c.http10);
-//!     cells.push(format!("packed/http10 seconds = {}", f.show(2)), f.below(1.0));
-//!     cells.evaluate(Verdict::Contradicted, "packed/http10 seconds < 1")
-//! }
+//! static Q: &[Quantity] = &[Quantity {
+//!     name: "packed / http10 seconds",
+//!     band: Band::below(1.0, "faster", "the sentence (direction only)"),
+//! }];
 //!
-//! static CLAIMS: &[ClaimSpec<MyCtx>] = &[ClaimSpec {
+//! static CLAIMS: &[ClaimSpec<Ctx>] = &[ClaimSpec {
 //!     id: "packed-faster",
-//!     quote: "The whole sentence of the paper, bounds included.",
-//!     source: "Section 5",
+//!     aliases: &[],
+//!     paper: "000",
+//!     section: "Section 5",
+//!     quote: "Packing is faster.",
+//!     cells: "one cell",
+//!     quantities: Q,
 //!     kind: ClaimKind::Claim,
-//!     rule: faster,
+//!     rule: |c: &Ctx| {
+//!         let mut m = Measured::new();
+//!         m.push(0, "lan", c.packed.interval() / c.http10.interval());
+//!         m
+//!     },
 //! }];
 //!
 //! let est = |mean| Estimate { mean, sd: 0.05, n: 5 };
-//! let claims = check_all(CLAIMS, &MyCtx { packed: est(0.6), http10: est(1.0) });
+//! let claims = decide_all(CLAIMS, &Ctx { packed: est(0.6), http10: est(1.0) });
 //! assert_eq!(claims[0].verdict, Verdict::Confirmed);
-//! let claims = check_all(CLAIMS, &MyCtx { packed: est(0.98), http10: est(1.0) });
-//! assert_eq!(claims[0].verdict, Verdict::Inconclusive); // within noise
+//! let claims = decide_all(CLAIMS, &Ctx { packed: est(0.98), http10: est(1.0) });
+//! assert_eq!(claims[0].verdict, Verdict::Inconclusive); // straddles 1
+//! let claims = decide_all(CLAIMS, &Ctx { packed: est(0.6), http10: Estimate { n: 2, ..est(1.0) } });
+//! assert_eq!(claims[0].reason, "n < 3: lan");
 //! ```
 
 use std::fmt;
-use std::ops::{Div, RangeInclusive};
+use std::ops::Div;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What a claims check concluded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Verdict {
+    #[serde(rename = "confirmed")]
     Confirmed,
+    #[serde(rename = "contradicted")]
     Contradicted,
+    #[serde(rename = "inconclusive")]
     Inconclusive,
+    /// A precondition of the sentence the set-up cannot meet.
+    #[serde(rename = "not testable here")]
+    NotTestable,
+}
+
+impl Verdict {
+    pub const ALL: [Verdict; 4] = [
+        Verdict::Confirmed,
+        Verdict::Contradicted,
+        Verdict::Inconclusive,
+        Verdict::NotTestable,
+    ];
 }
 
 impl fmt::Display for Verdict {
@@ -64,78 +91,443 @@ impl fmt::Display for Verdict {
             Verdict::Confirmed => "confirmed",
             Verdict::Contradicted => "CONTRADICTED",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::NotTestable => "not testable here",
         })
     }
 }
 
 /// A finding about the measured system, or a check of something true by
 /// construction (e.g. the generated page's deflate ratio), which is listed
-/// apart and never counted as a confirmed claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+/// apart and never counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ClaimKind {
     Claim,
     PageCheck,
 }
 
-/// One checked claim, as reports and results.json show it.
-#[derive(Clone, Debug, Serialize)]
-pub struct Claim {
-    pub id: &'static str,
-    /// The paper's whole sentence.
-    pub claim: &'static str,
-    /// The paper's section.
+/// The fewest repetitions a quantity needs before it decides anything.
+pub const MIN_REPS: u32 = 3;
+
+/// A band: the values a quantity may take for the sentence to hold
+/// (inclusive; an open side is infinite), the hedge word it reads and
+/// where its numbers come from.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Band {
+    pub lo: f64,
+    pub hi: f64,
+    /// The sentence's words the band reads ("about 16%", "less than 1/10").
+    pub hedge: &'static str,
+    /// Where the numbers come from (the hedge table's default, the
+    /// sentence's own bounds, or the paper's table values).
     pub source: &'static str,
-    pub kind: ClaimKind,
-    pub verdict: Verdict,
-    /// How the sentence was read and our numbers that decided it.
-    pub evidence: String,
 }
 
-/// A rule's result.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Evaluation {
-    pub verdict: Verdict,
-    pub evidence: String,
-}
-
-impl Evaluation {
-    pub fn new(verdict: Verdict, evidence: impl Into<String>) -> Evaluation {
-        Evaluation {
-            verdict,
-            evidence: evidence.into(),
+impl Band {
+    pub const fn new(lo: f64, hi: f64, hedge: &'static str, source: &'static str) -> Band {
+        Band {
+            lo,
+            hi,
+            hedge,
+            source,
+        }
+    }
+    /// At most `hi`.
+    pub const fn below(hi: f64, hedge: &'static str, source: &'static str) -> Band {
+        Band::new(f64::NEG_INFINITY, hi, hedge, source)
+    }
+    /// At least `lo`.
+    pub const fn above(lo: f64, hedge: &'static str, source: &'static str) -> Band {
+        Band::new(lo, f64::INFINITY, hedge, source)
+    }
+    pub fn contains(&self, x: f64) -> bool {
+        x >= self.lo && x <= self.hi
+    }
+    /// `[lo, hi]`, `<= hi` or `>= lo`.
+    pub fn show(&self) -> String {
+        let f = |x: f64| fmt_num(x);
+        match (self.lo.is_finite(), self.hi.is_finite()) {
+            (true, true) => format!("[{}, {}]", f(self.lo), f(self.hi)),
+            (false, true) => format!("<= {}", f(self.hi)),
+            (true, false) => format!(">= {}", f(self.lo)),
+            (false, false) => "any".into(),
         }
     }
 }
 
-/// One claim of a paper and the rule that checks it against a suite's
-/// context `C` (its measured cells, its page facts, ...).
-pub struct ClaimSpec<C> {
-    pub id: &'static str,
-    /// The paper's whole sentence, bounds included.
-    pub quote: &'static str,
-    /// Where in the paper.
-    pub source: &'static str,
-    pub kind: ClaimKind,
-    pub rule: fn(&C) -> Evaluation,
+/// Up to 4 significant decimals, without trailing zeros.
+pub fn fmt_num(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    let d = if x.abs() >= 1000.0 {
+        0
+    } else if x.abs() >= 10.0 {
+        2
+    } else {
+        4
+    };
+    let s = format!("{x:.d$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
 }
 
-/// Evaluate every spec of a table.
-pub fn check_all<C>(specs: &[ClaimSpec<C>], ctx: &C) -> Vec<Claim> {
-    specs
+/// One quantity a claim reads, and its band.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Quantity {
+    pub name: &'static str,
+    pub band: Band,
+}
+
+/// What a rule measured: the covered cells with their intervals, or why
+/// there is nothing to judge.
+#[derive(Clone, Debug, Default)]
+pub struct Measured {
+    pub cells: Vec<Cell>,
+    /// A precondition the set-up cannot meet (the claim is not testable
+    /// here, whatever the cells say).
+    pub not_testable: Option<String>,
+    /// Covered cells the results lack (the claim cannot be confirmed).
+    pub missing: Vec<String>,
+    /// Context printed with the verdict (never changes it).
+    pub note: Option<String>,
+}
+
+impl Measured {
+    pub fn new() -> Measured {
+        Measured::default()
+    }
+    /// Nothing to judge: the named inputs are absent.
+    pub fn missing(what: impl Into<String>) -> Measured {
+        Measured {
+            missing: vec![what.into()],
+            ..Measured::default()
+        }
+    }
+    /// Not testable here, for `why`.
+    pub fn not_testable(why: impl Into<String>) -> Measured {
+        Measured {
+            not_testable: Some(why.into()),
+            ..Measured::default()
+        }
+    }
+    /// Quantity `q` of the spec measured in cell `label`.
+    pub fn push(&mut self, q: usize, label: impl Into<String>, value: Interval) {
+        self.cells.push(Cell {
+            q,
+            label: label.into(),
+            value,
+            lower_bound: false,
+        });
+    }
+    /// Quantity `q` is the largest of `xs` ("sometimes as much as X"). While
+    /// a covered cell is missing ([`Measured::absent`] was called before),
+    /// the largest measured cell is only a lower bound of the sentence's
+    /// largest: it can contradict from above, never from below.
+    pub fn push_largest(&mut self, q: usize, label: impl Into<String>, xs: &[Interval]) {
+        if let Some(value) = Interval::max_of(xs) {
+            self.cells.push(Cell {
+                q,
+                label: label.into(),
+                value,
+                lower_bound: !self.missing.is_empty(),
+            });
+        }
+    }
+    /// A covered cell that was not measured.
+    pub fn absent(&mut self, label: impl Into<String>) {
+        self.missing.push(label.into());
+    }
+    pub fn with_note(mut self, note: impl Into<String>) -> Measured {
+        self.note = Some(note.into());
+        self
+    }
+}
+
+/// One measured cell: which quantity, where, and its interval.
+#[derive(Clone, Debug)]
+pub struct Cell {
+    pub q: usize,
+    pub label: String,
+    pub value: Interval,
+    /// The value is a lower bound of the quantity (see
+    /// [`Measured::push_largest`]).
+    pub lower_bound: bool,
+}
+
+/// How one cell's interval lies against its band.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Position {
+    Inside,
+    Outside,
+    Straddles,
+    /// Fewer than [`MIN_REPS`] repetitions: decides nothing.
+    FewReps,
+    /// Below the band, but only a lower bound (the largest of an incomplete
+    /// set of cells): decides nothing.
+    LowerBoundBelow,
+}
+
+impl Position {
+    pub fn of(v: &Interval, b: &Band) -> Position {
+        if v.n < MIN_REPS {
+            Position::FewReps
+        } else if v.lo >= b.lo && v.hi <= b.hi {
+            Position::Inside
+        } else if v.hi < b.lo || v.lo > b.hi {
+            Position::Outside
+        } else {
+            Position::Straddles
+        }
+    }
+    pub fn mark(self) -> &'static str {
+        match self {
+            Position::Inside => "inside",
+            Position::Outside => "OUTSIDE",
+            Position::Straddles => "straddles",
+            Position::FewReps => "n < 3",
+            Position::LowerBoundBelow => "below, cells missing",
+        }
+    }
+}
+
+/// One claim of a paper and the rule that measures it in a suite's
+/// context `C`.
+pub struct ClaimSpec<C> {
+    /// Stable id (results.json, docs); never reused.
+    pub id: &'static str,
+    /// Earlier ids of the same claim.
+    pub aliases: &'static [&'static str],
+    /// "001" .. "004".
+    pub paper: &'static str,
+    pub section: &'static str,
+    /// The paper's whole sentence, verbatim.
+    pub quote: &'static str,
+    /// Which cells the sentence covers.
+    pub cells: &'static str,
+    pub quantities: &'static [Quantity],
+    pub kind: ClaimKind,
+    pub rule: fn(&C) -> Measured,
+}
+
+/// One cell as reports and results.json show it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellOut {
+    pub quantity: String,
+    pub cell: String,
+    pub value: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Repetitions behind it (the fewest of its inputs); null when exact.
+    pub n: Option<u32>,
+    pub position: Position,
+}
+
+/// A band as reports and results.json show it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BandOut {
+    pub quantity: String,
+    /// null: open side.
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    pub hedge: String,
+    pub source: String,
+}
+
+/// One judged claim.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Claim {
+    pub id: String,
+    pub paper: String,
+    pub section: String,
+    /// The paper's whole sentence.
+    pub claim: String,
+    pub covers: String,
+    pub kind: ClaimKind,
+    pub verdict: Verdict,
+    /// Why this verdict (which cell decided, or what is missing).
+    pub reason: String,
+    pub bands: Vec<BandOut>,
+    pub cells: Vec<CellOut>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl Claim {
+    /// One line: the reason, each band and each cell with its interval.
+    pub fn evidence(&self) -> String {
+        let bands: Vec<String> = self
+            .bands
+            .iter()
+            .map(|b| {
+                let f = |x: Option<f64>, d: &str| x.map(fmt_num).unwrap_or_else(|| d.into());
+                format!(
+                    "{} in [{}, {}] (\"{}\"; {})",
+                    b.quantity,
+                    f(b.lo, "-inf"),
+                    f(b.hi, "+inf"),
+                    b.hedge,
+                    b.source
+                )
+            })
+            .collect();
+        let cells: Vec<String> = self
+            .cells
+            .iter()
+            .map(|c| {
+                let n = c.n.map_or("exact".to_string(), |n| format!("n={n}"));
+                format!(
+                    "{}: {} [{}, {}] ({n}) {}",
+                    c.cell,
+                    fmt_num(c.value),
+                    fmt_num(c.lo),
+                    fmt_num(c.hi),
+                    c.position.mark()
+                )
+            })
+            .collect();
+        format!(
+            "{}. Bands: {}. Cells: {}",
+            self.reason,
+            bands.join("; "),
+            cells.join("; ")
+        )
+    }
+}
+
+/// The decision rule, once for every suite.
+pub fn decide<C>(spec: &ClaimSpec<C>, m: Measured) -> Claim {
+    let band = |q: usize| spec.quantities[q].band;
+    let cells: Vec<CellOut> = m
+        .cells
         .iter()
-        .map(|s| {
-            let e = (s.rule)(ctx);
-            Claim {
-                id: s.id,
-                claim: s.quote,
-                source: s.source,
-                kind: s.kind,
-                verdict: e.verdict,
-                evidence: e.evidence,
-            }
+        .map(|c| CellOut {
+            quantity: spec.quantities[c.q].name.to_string(),
+            cell: c.label.clone(),
+            value: c.value.value,
+            lo: c.value.lo,
+            hi: c.value.hi,
+            n: (c.value.n != u32::MAX).then_some(c.value.n),
+            position: match Position::of(&c.value, &band(c.q)) {
+                Position::Outside if c.lower_bound && c.value.hi < band(c.q).lo => {
+                    Position::LowerBoundBelow
+                }
+                p => p,
+            },
         })
-        .collect()
+        .collect();
+    let which = |p: Position| {
+        let mut v: Vec<String> = Vec::new();
+        for c in cells.iter().filter(|c| c.position == p) {
+            if !v.contains(&c.cell) {
+                v.push(c.cell.clone());
+            }
+        }
+        v
+    };
+    let (verdict, reason) = if let Some(why) = &m.not_testable {
+        (Verdict::NotTestable, why.clone())
+    } else if cells.is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "not measured: {}",
+                if m.missing.is_empty() {
+                    "no cell of the sentence in these results".to_string()
+                } else {
+                    m.missing.join("; ")
+                }
+            ),
+        )
+    } else if !which(Position::Outside).is_empty() {
+        (
+            Verdict::Contradicted,
+            format!("outside the band: {}", which(Position::Outside).join(", ")),
+        )
+    } else if !which(Position::FewReps).is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!("n < 3: {}", which(Position::FewReps).join(", ")),
+        )
+    } else if !which(Position::LowerBoundBelow).is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "largest of the measured cells below the band while covered cells are missing: {}",
+                which(Position::LowerBoundBelow).join(", ")
+            ),
+        )
+    } else if !which(Position::Straddles).is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "interval straddles the band's edge: {}",
+                which(Position::Straddles).join(", ")
+            ),
+        )
+    } else if !m.missing.is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!("not measured: {}", m.missing.join("; ")),
+        )
+    } else {
+        (
+            Verdict::Confirmed,
+            "every covered cell inside its band".into(),
+        )
+    };
+    let opt = |x: f64| x.is_finite().then_some(x);
+    Claim {
+        id: spec.id.into(),
+        paper: spec.paper.into(),
+        section: spec.section.into(),
+        claim: spec.quote.into(),
+        covers: spec.cells.into(),
+        kind: spec.kind,
+        verdict,
+        reason,
+        bands: spec
+            .quantities
+            .iter()
+            .map(|q| BandOut {
+                quantity: q.name.into(),
+                lo: opt(q.band.lo),
+                hi: opt(q.band.hi),
+                hedge: q.band.hedge.into(),
+                source: q.band.source.into(),
+            })
+            .collect(),
+        cells,
+        note: m.note,
+    }
+}
+
+/// Judge every spec of a table.
+pub fn decide_all<C>(specs: &[ClaimSpec<C>], ctx: &C) -> Vec<Claim> {
+    specs.iter().map(|s| decide(s, (s.rule)(ctx))).collect()
+}
+
+/// Counted claims per verdict (page checks left out), in [`Verdict::ALL`]
+/// order.
+pub fn tally(claims: &[Claim]) -> [usize; 4] {
+    let mut t = [0; 4];
+    for c in claims.iter().filter(|c| c.kind == ClaimKind::Claim) {
+        t[Verdict::ALL.iter().position(|v| *v == c.verdict).unwrap()] += 1;
+    }
+    t
+}
+
+/// "3 confirmed, 1 contradicted, 2 inconclusive, 0 not testable here".
+pub fn tally_line(claims: &[Claim]) -> String {
+    let t = tally(claims);
+    format!(
+        "{} confirmed, {} contradicted, {} inconclusive, {} not testable here",
+        t[0], t[1], t[2], t[3]
+    )
 }
 
 /// Two-sided 95% quantile of Student's t with `df` degrees of freedom
@@ -160,7 +552,6 @@ pub fn t975(df: u32) -> f64 {
                     return t1 + (t0 - t1) * (x - x1) / (x0 - x1);
                 }
             }
-            // 120 .. infinity: towards the normal 1.960 at 1/df = 0.
             1.960 + (1.980 - 1.960) * x * 120.0
         }
     }
@@ -181,8 +572,8 @@ impl Estimate {
         crate::stats::MeanSd::of(xs.iter().copied()).estimate()
     }
 
-    /// A value known exactly (a constant of the page, a count that is the
-    /// same every run).
+    /// A value known exactly (a constant of the page, a deterministic
+    /// simulation's output).
     pub fn exact(x: f64) -> Estimate {
         Estimate {
             mean: x,
@@ -191,15 +582,13 @@ impl Estimate {
         }
     }
 
-    /// Whether there is an interval at all (two runs or more).
-    pub fn has_interval(&self) -> bool {
-        self.n >= 2
-    }
-
     /// The 95% confidence interval of the mean (Student t, n - 1 degrees of
     /// freedom); the mean itself for a single run.
     pub fn ci95(&self) -> (f64, f64) {
-        if !self.has_interval() || self.sd == 0.0 {
+        if self.n < 2 || self.sd == 0.0 {
+            return (self.mean, self.mean);
+        }
+        if self.n == u32::MAX {
             return (self.mean, self.mean);
         }
         let h = t975(self.n - 1) * self.sd / (self.n as f64).sqrt();
@@ -213,44 +602,46 @@ impl Estimate {
             value: self.mean,
             lo,
             hi,
-            single: !self.has_interval(),
+            n: self.n,
         }
     }
 }
 
+/// `#[serde(deserialize_with)]` for a number JSON may carry as null (serde
+/// writes NaN as null): null reads as NaN, which no band contains.
+pub fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// `#[serde(serialize_with)]` for an [`Estimate`]: `{mean, sd, n}`.
+pub fn ser_estimate<S: serde::Serializer>(e: &Estimate, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    let mut st = s.serialize_struct("Estimate", 3)?;
+    st.serialize_field("mean", &e.mean)?;
+    st.serialize_field("sd", &e.sd)?;
+    st.serialize_field("n", &e.n)?;
+    st.end()
+}
+
 /// A value with its 95% interval, from [`Estimate`]s by interval arithmetic
 /// (each input's interval carried through, so the result's interval is at
-/// least as wide as the truth's: conservative towards "within noise").
+/// least as wide as the truth's: conservative towards "inconclusive"), and
+/// the fewest repetitions behind any input (`u32::MAX`: exact).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Interval {
     pub value: f64,
     pub lo: f64,
     pub hi: f64,
-    /// Some input was measured once: `lo..hi` is not a real interval.
-    pub single: bool,
+    pub n: u32,
 }
 
-/// A ratio of two estimates, with its interval.
-pub type RatioEstimate = Interval;
-
-/// `a / b` with an interval (`b`'s interval must stay above 0, else the
-/// upper bound is infinite).
-pub fn ratio(a: Estimate, b: Estimate) -> RatioEstimate {
+/// `a / b` with an interval.
+pub fn ratio(a: Estimate, b: Estimate) -> Interval {
     a.interval() / b.interval()
 }
 
-impl Interval {
-    pub fn exact(x: f64) -> Interval {
-        Interval {
-            value: x,
-            lo: x,
-            hi: x,
-            single: false,
-        }
-    }
-}
-
-/// `a / b` (both positive quantities).
+/// `a / b` (both positive quantities; `b`'s interval must stay above 0,
+/// else the upper bound is infinite).
 impl Div for Interval {
     type Output = Interval;
     fn div(self, o: Interval) -> Interval {
@@ -263,198 +654,73 @@ impl Div for Interval {
             value: self.value / o.value,
             lo: self.lo / o.hi,
             hi,
-            single: self.single || o.single,
+            n: self.n.min(o.n),
         }
     }
 }
 
 impl Interval {
+    pub fn exact(x: f64) -> Interval {
+        Interval {
+            value: x,
+            lo: x,
+            hi: x,
+            n: u32::MAX,
+        }
+    }
+
     /// `1 - self`: a saving from a ratio.
     pub fn one_minus(self) -> Interval {
         Interval {
             value: 1.0 - self.value,
             lo: 1.0 - self.hi,
             hi: 1.0 - self.lo,
-            single: self.single,
+            n: self.n,
         }
     }
 
-    /// The mean of several intervals (bounds averaged).
-    pub fn mean(xs: &[Interval]) -> Option<Interval> {
-        if xs.is_empty() {
-            return None;
+    /// `self - 1`: an increase from a ratio.
+    pub fn minus_one(self) -> Interval {
+        Interval {
+            value: self.value - 1.0,
+            lo: self.lo - 1.0,
+            hi: self.hi - 1.0,
+            n: self.n,
         }
-        let n = xs.len() as f64;
+    }
+
+    /// `self - o` (both intervals carried through).
+    pub fn minus(self, o: Interval) -> Interval {
+        Interval {
+            value: self.value - o.value,
+            lo: self.lo - o.hi,
+            hi: self.hi - o.lo,
+            n: self.n.min(o.n),
+        }
+    }
+
+    /// The largest of several (its interval: the largest lower and upper
+    /// bounds).
+    pub fn max_of(xs: &[Interval]) -> Option<Interval> {
+        let best = xs.iter().max_by(|a, b| a.value.total_cmp(&b.value))?;
         Some(Interval {
-            value: xs.iter().map(|x| x.value).sum::<f64>() / n,
-            lo: xs.iter().map(|x| x.lo).sum::<f64>() / n,
-            hi: xs.iter().map(|x| x.hi).sum::<f64>() / n,
-            single: xs.iter().any(|x| x.single),
+            value: best.value,
+            lo: xs.iter().map(|x| x.lo).fold(f64::NEG_INFINITY, f64::max),
+            hi: xs.iter().map(|x| x.hi).fold(f64::NEG_INFINITY, f64::max),
+            n: xs.iter().map(|x| x.n).min().unwrap_or(0),
         })
     }
 
-    /// At least `x`: the whole interval at or above it passes, the whole
-    /// interval below it fails, otherwise within noise. With no interval
-    /// (a single run) the value decides.
-    pub fn at_least(&self, x: f64) -> Outcome {
-        self.decide(self.value >= x, self.lo >= x, self.hi < x)
-    }
-
-    /// Below `x`.
-    pub fn below(&self, x: f64) -> Outcome {
-        self.decide(self.value < x, self.hi < x, self.lo >= x)
-    }
-
-    /// Inside `r`: the whole interval inside passes, disjoint fails.
-    pub fn within(&self, r: RangeInclusive<f64>) -> Outcome {
-        let (a, b) = (*r.start(), *r.end());
-        self.decide(
-            r.contains(&self.value),
-            self.lo >= a && self.hi <= b,
-            self.hi < a || self.lo > b,
-        )
-    }
-
-    /// Greater than `o`: intervals apart decide, overlapping is noise.
-    pub fn greater(&self, o: &Interval) -> Outcome {
-        Interval {
-            single: self.single || o.single,
-            ..*self
-        }
-        .decide(self.value > o.value, self.lo > o.hi, self.hi < o.lo)
-    }
-
-    /// Less than `o`.
-    pub fn less(&self, o: &Interval) -> Outcome {
-        o.greater(self)
-    }
-
-    fn decide(&self, value_passes: bool, pass: bool, fail: bool) -> Outcome {
-        if self.single {
-            Outcome::from_bool(value_passes)
-        } else if pass {
-            Outcome::Pass
-        } else if fail {
-            Outcome::Fail
-        } else {
-            Outcome::WithinNoise
-        }
-    }
-
-    /// `value [lo, hi]` with `digits` decimals, or `value (1 run)`.
+    /// `value [lo, hi]` with `digits` decimals (`value` alone when exact).
     pub fn show(&self, digits: usize) -> String {
-        self.show_unit(digits, "")
-    }
-
-    /// As [`Interval::show`] with a unit after the value (`3.1x [3.0, 3.2]`).
-    pub fn show_unit(&self, digits: usize, unit: &str) -> String {
-        if self.single {
-            format!("{:.digits$}{unit} (1 run)", self.value)
-        } else if format!("{:.digits$}", self.lo) == format!("{:.digits$}", self.hi) {
-            format!("{:.digits$}{unit}", self.value)
+        if format!("{:.digits$}", self.lo) == format!("{:.digits$}", self.hi) {
+            format!("{:.digits$}", self.value)
         } else {
             format!(
-                "{:.digits$}{unit} [{:.digits$}, {:.digits$}]",
+                "{:.digits$} [{:.digits$}, {:.digits$}]",
                 self.value, self.lo, self.hi
             )
         }
-    }
-}
-
-/// One cell's test.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    Pass,
-    Fail,
-    /// The intervals overlap (or the threshold lies inside the interval).
-    WithinNoise,
-}
-
-impl Outcome {
-    /// Pass if `b` (for tests on exact values).
-    pub fn from_bool(b: bool) -> Outcome {
-        if b {
-            Outcome::Pass
-        } else {
-            Outcome::Fail
-        }
-    }
-
-    /// Both must pass; a failure of either fails; else within noise.
-    pub fn and(self, o: Outcome) -> Outcome {
-        use Outcome::*;
-        match (self, o) {
-            (Pass, Pass) => Pass,
-            (Fail, _) | (_, Fail) => Fail,
-            _ => WithinNoise,
-        }
-    }
-}
-
-/// The cells a rule tested, each with the text that shows its numbers.
-#[derive(Clone, Debug, Default)]
-pub struct Cells(pub Vec<(String, Outcome)>);
-
-impl Cells {
-    pub fn new() -> Cells {
-        Cells(Vec::new())
-    }
-
-    pub fn push(&mut self, text: impl Into<String>, o: Outcome) {
-        self.0.push((text.into(), o));
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Verdict over the cells: none measured -> inconclusive; all pass ->
-    /// confirmed; all fail -> contradicted; some fail -> `mixed`
-    /// (contradicted for "in every environment" claims); passes with
-    /// some within noise -> inconclusive.
-    pub fn verdict(&self, mixed: Verdict) -> Verdict {
-        let all = |o: Outcome| self.0.iter().all(|c| c.1 == o);
-        if self.0.is_empty() {
-            Verdict::Inconclusive
-        } else if all(Outcome::Pass) {
-            Verdict::Confirmed
-        } else if all(Outcome::Fail) {
-            Verdict::Contradicted
-        } else if self.0.iter().any(|c| c.1 == Outcome::Fail) {
-            mixed
-        } else {
-            Verdict::Inconclusive
-        }
-    }
-
-    /// `reading: cell; cell ✗; cell (within noise)`.
-    pub fn evidence(&self, reading: &str) -> String {
-        if self.0.is_empty() {
-            return format!(
-                "{reading}: not measured (needs the strategies and networks named in the claim)"
-            );
-        }
-        let cells = self
-            .0
-            .iter()
-            .map(|(t, o)| {
-                format!(
-                    "{t}{}",
-                    match o {
-                        Outcome::Pass => "",
-                        Outcome::Fail => " ✗",
-                        Outcome::WithinNoise => " (within noise)",
-                    }
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
-        format!("{reading}: {cells}")
-    }
-
-    /// Verdict and evidence at once.
-    pub fn evaluate(&self, mixed: Verdict, reading: &str) -> Evaluation {
-        Evaluation::new(self.verdict(mixed), self.evidence(reading))
     }
 }
 
@@ -482,52 +748,26 @@ mod tests {
         };
         let (lo, hi) = e.ci95();
         assert!((lo - 8.7585).abs() < 1e-3 && (hi - 11.2415).abs() < 1e-3);
-        let one = Estimate {
-            mean: 10.0,
-            sd: 0.0,
-            n: 1,
-        };
-        assert_eq!(one.ci95(), (10.0, 10.0));
-        assert_eq!(one.interval().show(1), "10.0 (1 run)");
+        let r = ratio(e, Estimate::exact(2.0));
+        assert_eq!(r.n, 5);
+        assert!((r.lo - 4.379).abs() < 1e-3);
     }
 
     #[test]
-    fn noise_rule() {
-        let a = Estimate {
-            mean: 10.0,
-            sd: 1.0,
-            n: 5,
+    fn positions() {
+        let b = Band::new(1.0, 2.0, "about", "test");
+        let iv = |lo, hi, n| Interval {
+            value: (lo + hi) / 2.0,
+            lo,
+            hi,
+            n,
         };
-        let b = Estimate { mean: 11.0, ..a };
-        let c = Estimate { mean: 14.0, ..a };
-        assert_eq!(b.interval().greater(&a.interval()), Outcome::WithinNoise);
-        assert_eq!(c.interval().greater(&a.interval()), Outcome::Pass);
-        assert_eq!(a.interval().greater(&c.interval()), Outcome::Fail);
-        // Threshold inside the ratio's interval: within noise.
-        let r = ratio(c, a);
-        assert!(r.lo < 1.3 && r.hi > 1.3);
-        assert_eq!(r.at_least(1.3), Outcome::WithinNoise);
-        assert_eq!(r.at_least(1.0), Outcome::Pass);
-        // One run on either side: the means decide.
-        let one = Estimate {
-            mean: 10.5,
-            sd: 0.0,
-            n: 1,
-        };
-        assert_eq!(one.interval().greater(&a.interval()), Outcome::Pass);
-    }
-
-    #[test]
-    fn cells_verdict() {
-        let mut c = Cells::new();
-        assert_eq!(c.verdict(Verdict::Contradicted), Verdict::Inconclusive);
-        c.push("a", Outcome::Pass);
-        assert_eq!(c.verdict(Verdict::Contradicted), Verdict::Confirmed);
-        c.push("b", Outcome::WithinNoise);
-        assert_eq!(c.verdict(Verdict::Contradicted), Verdict::Inconclusive);
-        c.push("c", Outcome::Fail);
-        assert_eq!(c.verdict(Verdict::Contradicted), Verdict::Contradicted);
-        assert_eq!(c.verdict(Verdict::Inconclusive), Verdict::Inconclusive);
-        assert_eq!(c.evidence("r"), "r: a; b (within noise); c ✗");
+        assert_eq!(Position::of(&iv(1.1, 1.9, 3), &b), Position::Inside);
+        assert_eq!(Position::of(&iv(2.1, 2.9, 3), &b), Position::Outside);
+        assert_eq!(Position::of(&iv(0.1, 0.9, 3), &b), Position::Outside);
+        assert_eq!(Position::of(&iv(1.5, 2.5, 3), &b), Position::Straddles);
+        // Far outside, but from two runs: decides nothing.
+        assert_eq!(Position::of(&iv(5.0, 6.0, 2), &b), Position::FewReps);
+        assert_eq!(Position::of(&Interval::exact(1.5), &b), Position::Inside);
     }
 }

@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use pagewire_emu::{Link, LinkConfig};
+use pagewire_link::config::QueueLimit;
 use serde::Serialize;
 
-use crate::claimspec::{estimate_of, ser_estimate, Estimate};
+use crate::claims::spec::{ser_estimate, Estimate};
 
 /// The paper's three configurations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -51,17 +52,30 @@ impl Config {
         }
     }
 
-    /// The emulated link of this configuration.
-    pub fn link_config(self, tcp1997: bool) -> Result<LinkConfig> {
+    /// The emulated link of this configuration. `router_queue` replaces the
+    /// drop-tail queue of the remote path (the router between the paper's
+    /// client and its server across the U.S.); the local link keeps its own.
+    pub fn link_config(
+        self,
+        tcp1997: bool,
+        router_queue: Option<QueueLimit>,
+    ) -> Result<LinkConfig> {
         let mut c = match self {
             Config::Local => LinkConfig::profile("lan")?,
-            Config::Remote | Config::Remote536 => LinkConfig::profile("t1")?,
+            Config::Remote | Config::Remote536 => {
+                let mut c = LinkConfig::profile("t1")?;
+                if let Some(q) = router_queue {
+                    c.queue = q;
+                }
+                c
+            }
         };
         c.mss = match self {
             Config::Remote536 => Some(536),
             _ => Some(1460),
         };
         c.tcp1997 = tcp1997;
+        c.validate()?;
         Ok(c)
     }
 }
@@ -82,9 +96,11 @@ impl std::str::FromStr for Config {
     }
 }
 
-/// A socket buffer size: SO_SNDBUF and SO_RCVBUF set on both ends before
-/// `listen`/`connect` (the paper's "TCP buffer (maximum window) sizes"), or
-/// the kernel's default (autotuned).
+/// A window size, the paper's "TCP buffer (maximum window) sizes": the
+/// client's SO_RCVBUF calibrated so that the window it advertises is this
+/// many bytes (whole segments without window scaling), the server's
+/// SO_SNDBUF four times it (see `wire::calibrate`); or the kernel's default
+/// (autotuned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Buffer {
     Bytes(u32),
@@ -159,8 +175,11 @@ pub struct Plan {
     /// 70 s.
     pub long_trials: u32,
     pub long_from: u64,
-    /// Approximate 1997 TCP (`--tcp 1997`).
+    /// Approximate 1997 TCP (`--tcp 1997`, this suite's default).
     pub tcp1997: bool,
+    /// Drop-tail queue of the remote links (`--queue`); None: the `t1`
+    /// profile's (1000 packets).
+    pub router_queue: Option<QueueLimit>,
 }
 
 /// 2 Kbytes and 20 Kbytes, the lengths the paper's sentences name.
@@ -169,8 +188,8 @@ pub const LEN_20K: u64 = 20 * 1024;
 
 impl Plan {
     /// 256 B to 4 MB, doubling, plus 20 KB; all configurations and buffers;
-    /// ten trials below 256 KB, three from there on.
-    pub fn full(tcp1997: bool) -> Plan {
+    /// ten trials everywhere (the paper's number).
+    pub fn full(tcp1997: bool, router_queue: Option<QueueLimit>) -> Plan {
         let mut lengths: Vec<u64> = (8..=22).map(|e| 1u64 << e).collect();
         lengths.push(LEN_20K);
         lengths.sort_unstable();
@@ -179,15 +198,16 @@ impl Plan {
             buffers: Buffer::FULL.to_vec(),
             lengths,
             trials: 10,
-            long_trials: 3,
+            long_trials: 10,
             long_from: 256 * 1024,
             tcp1997,
+            router_queue,
         }
     }
 
     /// Under a minute: local and remote, two buffers, the lengths the
     /// claims name and two long ones, three trials.
-    pub fn quick(tcp1997: bool) -> Plan {
+    pub fn quick(tcp1997: bool, router_queue: Option<QueueLimit>) -> Plan {
         Plan {
             configs: vec![Config::Local, Config::Remote],
             buffers: vec![Buffer::Bytes(4096), Buffer::Default],
@@ -196,6 +216,7 @@ impl Plan {
             long_trials: 3,
             long_from: 64 * 1024,
             tcp1997,
+            router_queue,
         }
     }
 
@@ -214,7 +235,7 @@ impl Plan {
     pub fn estimate(&self) -> Result<Duration> {
         let mut s = 0.0;
         for &c in &self.configs {
-            let lc = c.link_config(self.tcp1997)?;
+            let lc = c.link_config(self.tcp1997, self.router_queue)?;
             let rtt = lc.rtt.as_secs_f64().max(0.001);
             let rate = match lc.down_rate {
                 pagewire_link::Rate::Bps(b) => b as f64 / 8.0,
@@ -222,8 +243,8 @@ impl Plan {
             };
             for &b in &self.buffers {
                 let cap = match b {
-                    // Linux advertises about half of SO_RCVBUF (measured).
-                    Buffer::Bytes(w) => rate.min(w as f64 / 2.0 / rtt),
+                    // The window is clamped to the label.
+                    Buffer::Bytes(w) => rate.min(w as f64 / rtt),
                     Buffer::Default => rate,
                 };
                 for &l in &self.lengths {
@@ -242,11 +263,19 @@ impl Plan {
 pub struct Point {
     pub config: Config,
     pub buffer: Buffer,
-    /// SO_SNDBUF/SO_RCVBUF asked for (None: kernel default).
+    /// The window asked for, bytes (None: kernel default).
     pub buffer_bytes: Option<u32>,
-    /// What the kernel reported back for the client's SO_RCVBUF (Linux
-    /// doubles the value asked for, for its bookkeeping).
+    /// What the kernel reported back for the client's SO_RCVBUF after the
+    /// calibrated value was set (Linux doubles it, for its bookkeeping).
     pub client_rcvbuf: u32,
+    /// The receive window the client advertised at the end of the last
+    /// trial (TCP_INFO `tcpi_rcv_wnd`), bytes: the window the server was
+    /// held to. Without window scaling (`--tcp 1997`) Linux advertises
+    /// whole segments, so a 4096 label can give at most 2920 with MSS 1460
+    /// and 3752 with MSS 536. None on kernels before 6.2.
+    pub window_bytes: Option<u32>,
+    /// The link's drop-tail queue (each direction).
+    pub queue: QueueLimit,
     pub length: u64,
     /// Best trial's throughput, bytes per second (the figure's value).
     pub throughput: f64,
@@ -298,6 +327,10 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<Vec<Point>> {
                 s.spawn(|| -> Result<()> {
                     // Bounded by the job count.
                     loop {
+                        // Ctrl-C: no new link; the points measured are kept.
+                        if crate::interrupt::signalled() {
+                            return Ok(());
+                        }
                         let Some((config, buffer)) = jobs
                             .lock()
                             .map_err(|_| anyhow::anyhow!("poisoned"))?
@@ -341,9 +374,21 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<Vec<Point>> {
     Ok(points)
 }
 
+/// What one buffer size's sweep measured: the client's SO_RCVBUF, the
+/// window, the seconds per length and trial, and the link lateness per
+/// length.
+type Measured = (
+    u32,
+    Option<u32>,
+    Vec<Vec<f64>>,
+    Vec<pagewire_link::LatenessRecorder>,
+);
+
 /// All lengths and trials of one buffer size over one configuration's link.
 fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
-    let lc = config.link_config(plan.tcp1997)?;
+    let lc = config.link_config(plan.tcp1997, plan.router_queue)?;
+    let queue = lc.queue;
+    let mss = lc.mss.unwrap_or(1460);
     let link = Link::start(lc).with_context(|| format!("start the {config} link"))?;
     let server = wire::ServerHandle::start_in(&link, &[buffer])
         .with_context(|| format!("start the {config} server"))?;
@@ -352,43 +397,59 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
     let trials: Vec<u32> = lengths.iter().map(|&l| plan.trials_for(l)).collect();
     let one_way = link.one_way_delay();
     let link_ref = &link;
-    let measured = link.run_in_client(
-        move || -> Result<(u32, Vec<Vec<f64>>, Vec<pagewire_link::LatenessRecorder>)> {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            let mut rcvbuf = 0;
-            let mut out: Vec<Vec<f64>> = vec![Vec::new(); lengths.len()];
-            let mut late = vec![pagewire_link::LatenessRecorder::new(); lengths.len()];
-            let max_trials = trials.iter().copied().max().unwrap_or(0);
-            // Start the lateness count here (not with the server's start).
-            link_ref.take_lateness()?;
-            for t in 0..max_trials {
-                for (li, &len) in lengths.iter().enumerate() {
-                    if t >= trials[li] {
-                        continue;
-                    }
-                    let m = rt
-                        .block_on(wire::fetch(addr, buffer, len))
-                        .with_context(|| {
-                            format!("{config}, buffer {}, {len} bytes", buffer.label())
-                        })?;
-                    late[li].merge(&link_ref.take_lateness()?);
-                    rcvbuf = m.client_rcvbuf;
-                    out[li].push(m.elapsed.as_secs_f64());
-                }
+    let measured = link.run_in_client(move || -> Result<Measured> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let mut rcvbuf = 0;
+        // The client SO_RCVBUF whose window is the label (see
+        // `wire::calibrate`).
+        let (cal_rcvbuf, mut window) = match buffer.bytes() {
+            Some(b) => {
+                let (r, w) = rt
+                    .block_on(wire::calibrate(addr, b, mss))
+                    .with_context(|| format!("{config}, buffer {}: calibrate", buffer.label()))?;
+                (Some(r), w)
             }
-            Ok((rcvbuf, out, late))
-        },
-    )??;
+            None => (None, None),
+        };
+        let mut out: Vec<Vec<f64>> = vec![Vec::new(); lengths.len()];
+        let mut late = vec![pagewire_link::LatenessRecorder::new(); lengths.len()];
+        let max_trials = trials.iter().copied().max().unwrap_or(0);
+        // Start the lateness count here (not with the server's start
+        // nor the calibration).
+        link_ref.take_lateness()?;
+        'trials: for t in 0..max_trials {
+            for (li, &len) in lengths.iter().enumerate() {
+                if t >= trials[li] {
+                    continue;
+                }
+                // Cancelled within crate::interrupt::POLL of a Ctrl-C.
+                let Some(m) = rt.block_on(crate::interrupt::or_cancel(wire::fetch(
+                    addr, buffer, cal_rcvbuf, len,
+                ))) else {
+                    break 'trials;
+                };
+                let m =
+                    m.with_context(|| format!("{config}, buffer {}, {len} bytes", buffer.label()))?;
+                late[li].merge(&link_ref.take_lateness()?);
+                rcvbuf = m.client_rcvbuf;
+                window = m.window;
+                out[li].push(m.elapsed.as_secs_f64());
+            }
+        }
+        Ok((rcvbuf, window, out, late))
+    })??;
     server.stop();
     drop(link);
-    let (rcvbuf, secs, late) = measured;
+    let (rcvbuf, window, secs, late) = measured;
     Ok(plan
         .lengths
         .iter()
         .zip(secs)
         .zip(late)
+        // An interrupted sweep leaves lengths without a trial: not points.
+        .filter(|((_, secs), _)| !secs.is_empty())
         .map(|((&length, secs), late)| {
             let tputs: Vec<f64> = secs.iter().map(|s| length as f64 / s).collect();
             Point {
@@ -396,9 +457,11 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
                 buffer,
                 buffer_bytes: buffer.bytes(),
                 client_rcvbuf: rcvbuf,
+                window_bytes: window,
+                queue,
                 length,
                 throughput: tputs.iter().copied().fold(0.0, f64::max),
-                throughput_trials: estimate_of(&tputs),
+                throughput_trials: Estimate::of(&tputs),
                 trial_s: secs,
                 tcp: if plan.tcp1997 { "1997" } else { "today" },
                 link_lateness: late.summary(one_way),
@@ -411,6 +474,8 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
 pub struct SuiteOptions {
     pub quick: bool,
     pub tcp1997: bool,
+    /// Drop-tail queue of the remote links (None: the profile's).
+    pub router_queue: Option<QueueLimit>,
     /// Override of the trials per point (all lengths).
     pub trials: Option<u32>,
     pub out: std::path::PathBuf,
@@ -423,9 +488,9 @@ pub struct SuiteOptions {
 /// Runs the suite and writes its files; returns the results.
 pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
     let mut plan = if o.quick {
-        Plan::quick(o.tcp1997)
+        Plan::quick(o.tcp1997, o.router_queue)
     } else {
-        Plan::full(o.tcp1997)
+        Plan::full(o.tcp1997, o.router_queue)
     };
     if let Some(t) = o.trials {
         if t == 0 {
@@ -472,7 +537,7 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
         .map(|c| -> Result<(String, serde_json::Value)> {
             Ok((
                 c.name().to_string(),
-                serde_json::to_value(c.link_config(plan.tcp1997)?)?,
+                serde_json::to_value(c.link_config(plan.tcp1997, plan.router_queue)?)?,
             ))
         })
         .collect::<Result<_>>()?;

@@ -7,11 +7,10 @@ use anyhow::{anyhow, Context, Result};
 use plotters::prelude::*;
 use serde::Serialize;
 
-use crate::claimspec::{check_all, tally, Claim};
+use crate::claims::{Claim, Judged, Suite};
 use crate::report::Provenance;
 
-use super::claims::{Ctx, CLAIMS};
-use super::{Config, Plan, Point};
+use super::{Config, Plan, Point, QueueLimit};
 
 #[derive(Serialize)]
 pub struct Results {
@@ -23,25 +22,26 @@ pub struct Results {
     pub wall_s: f64,
     pub points: Vec<Point>,
     pub claims: Vec<Claim>,
+    /// The claims with the count of runs left out (`claims` is its list).
+    #[serde(skip)]
+    pub judged: Judged,
 }
 
 impl Results {
     pub fn new(provenance: Provenance, plan: Plan, wall_s: f64, points: Vec<Point>) -> Self {
-        let claims = check_all(
-            CLAIMS,
-            &Ctx {
-                points: points.clone(),
-            },
-        );
-        Results {
+        let mut r = Results {
             schema_version: crate::report::SCHEMA_VERSION,
             made_by: provenance.made_by.clone(),
             provenance,
             plan,
             wall_s,
             points,
-            claims,
-        }
+            claims: Vec::new(),
+            judged: Judged::new(Suite::ConnLength, 0, 0, Vec::new()),
+        };
+        r.judged = crate::claims::judge_serialized(&r, Suite::ConnLength);
+        r.claims = r.judged.claims.clone();
+        r
     }
 
     /// Writes results.json, results.csv, report.txt and one figure per
@@ -62,6 +62,8 @@ impl Results {
                 "buffer",
                 "buffer_bytes",
                 "client_rcvbuf",
+                "window_bytes",
+                "queue",
                 "length",
                 "throughput",
                 "mean_throughput",
@@ -79,6 +81,8 @@ impl Results {
                     p.buffer.label(),
                     p.buffer_bytes.map(|b| b.to_string()).unwrap_or_default(),
                     p.client_rcvbuf.to_string(),
+                    p.window_bytes.map(|w| w.to_string()).unwrap_or_default(),
+                    queue_label(p.queue),
                     p.length.to_string(),
                     format!("{:.1}", p.throughput),
                     format!("{:.1}", p.throughput_trials.mean),
@@ -103,10 +107,16 @@ impl Results {
             let tcp = if self.plan.tcp1997 {
                 ", --tcp 1997"
             } else {
-                ""
+                ", today's TCP"
+            };
+            let queue = match (c, self.plan.router_queue) {
+                (Config::Remote | Config::Remote536, Some(q)) => {
+                    format!(", queue {}", queue_label(q))
+                }
+                _ => String::new(),
             };
             let svg = figure(
-                &format!("Throughput vs. connection length, {rtt}{tcp}"),
+                &format!("Throughput vs. connection length, {rtt}{tcp}{queue}"),
                 &self.points,
                 c,
             )?;
@@ -158,6 +168,18 @@ impl Results {
             "{}",
             crate::report::lateness_line(self.points.iter().map(|p| &p.link_lateness), "points")
         );
+        let _ = writeln!(
+            s,
+            "TCP: {}; remote links' drop-tail queue: {}",
+            if self.plan.tcp1997 {
+                "--tcp 1997"
+            } else {
+                "today's Linux"
+            },
+            self.plan
+                .router_queue
+                .map_or_else(|| "the t1 profile's (1000p)".to_string(), queue_label)
+        );
         for c in Config::ALL {
             let pts: Vec<&Point> = self.points.iter().filter(|p| p.config == c).collect();
             if pts.is_empty() {
@@ -184,19 +206,39 @@ impl Results {
                 let _ = writeln!(s);
             }
         }
-        let (ok, bad, unk) = tally(&self.claims);
-        let _ = writeln!(
-            s,
-            "\nClaims: {ok} confirmed, {bad} contradicted, {unk} inconclusive"
-        );
-        for c in &self.claims {
-            let _ = writeln!(
-                s,
-                "- [{}] {} \"{}\"\n    {}",
-                c.verdict, c.id, c.claim, c.evidence
-            );
-        }
+        s.push('\n');
+        s.push_str(&self.judged.render());
         s
+    }
+}
+
+/// A decimal label for a tick of the log length axis, whose ticks fall on
+/// decimal values (1000, 2000, ..., 100000): "100k" at 100,000 bytes, not
+/// the binary "98K".
+pub fn tick_label(x: f64) -> String {
+    let (v, unit) = if x.abs() >= 1e6 {
+        (x / 1e6, "M")
+    } else if x.abs() >= 1e3 {
+        (x / 1e3, "k")
+    } else {
+        (x, "")
+    };
+    let r = v.round();
+    if (v - r).abs() < 1e-6 * v.abs().max(1.0) {
+        format!("{r:.0}{unit}")
+    } else {
+        // Not a whole multiple: keep what the tick really is.
+        let t = format!("{v:.2}");
+        let t = t.trim_end_matches('0').trim_end_matches('.');
+        format!("{t}{unit}")
+    }
+}
+
+/// `16p` or `64000b`, as `--queue` takes it.
+pub fn queue_label(q: QueueLimit) -> String {
+    match q {
+        QueueLimit::Packets(n) => format!("{n}p"),
+        QueueLimit::Bytes(n) => format!("{n}b"),
     }
 }
 
@@ -232,17 +274,9 @@ pub fn figure(title: &str, points: &[Point], c: Config) -> Result<String> {
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_desc("connection length (bytes)")
+            .x_desc("connection length (bytes; k = 1000, M = 1000000)")
             .y_desc("throughput (KB/s), best of the trials")
-            .x_label_formatter(&|x| {
-                if *x >= 1048576.0 {
-                    format!("{:.0}M", x / 1048576.0)
-                } else if *x >= 1024.0 {
-                    format!("{:.0}K", x / 1024.0)
-                } else {
-                    format!("{x:.0}")
-                }
-            })
+            .x_label_formatter(&|x| tick_label(*x))
             .draw()
             .map_err(err)?;
         for (i, b) in buffers.iter().enumerate() {
@@ -272,4 +306,20 @@ pub fn figure(title: &str, points: &[Point], c: Config) -> Result<String> {
         root.present().map_err(err)?;
     }
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decimal ticks get decimal labels.
+    #[test]
+    fn tick_labels_are_decimal() {
+        assert_eq!(tick_label(100_000.0), "100k");
+        assert_eq!(tick_label(1_000.0), "1k");
+        assert_eq!(tick_label(2_000_000.0), "2M");
+        assert_eq!(tick_label(500.0), "500");
+        assert_eq!(tick_label(2_500.0), "2.5k");
+        assert_eq!(tick_label(1_048_576.0), "1.05M");
+    }
 }

@@ -18,11 +18,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use pagewire_client::{fetch_blocking, FetchConfig, Strategy};
+use pagewire_client::{FetchConfig, Strategy};
 use pagewire_emu::{Link, LinkConfig};
 use serde::Serialize;
 
-use crate::claimspec::{estimate_of, ser_estimate, Estimate};
+use crate::claims::spec::{ser_estimate, Estimate};
 
 /// The paper's two servers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -225,6 +225,10 @@ pub fn run(plan: &Plan, o: &RunOptions) -> Result<Vec<Cell>> {
                 s.spawn(|| -> Result<()> {
                     // Bounded by the job count.
                     loop {
+                        // Ctrl-C: no new link; the cells measured are kept.
+                        if crate::interrupt::signalled() {
+                            return Ok(());
+                        }
                         let Some((net, size)) = jobs
                             .lock()
                             .map_err(|_| anyhow::anyhow!("poisoned"))?
@@ -299,14 +303,19 @@ fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cel
         vec![pagewire_link::LatenessRecorder::new(); plan.counts.len() * plan.methods.len()];
     // Start the lateness count here (not with the server's start).
     link.take_lateness()?;
-    for _rep in 0..plan.reps {
+    'reps: for _rep in 0..plan.reps {
         for (ci, &n) in plan.counts.iter().enumerate() {
             for (mi, &m) in plan.methods.iter().enumerate() {
                 let url = format!("http://{addr}{}", page_path(size, n));
                 let fc = m.fetch_config(&url);
-                let r = link
-                    .run_in_client(move || fetch_blocking(fc))?
-                    .with_context(|| format!("{} {} {url}", net.name(), m.name()))?;
+                // Cancelled within crate::interrupt::POLL of a Ctrl-C.
+                let Some(r) = link.run_in_client(move || {
+                    crate::interrupt::block_on(pagewire_client::fetch(fc))
+                })??
+                else {
+                    break 'reps;
+                };
+                let r = r.with_context(|| format!("{} {} {url}", net.name(), m.name()))?;
                 late[ci * plan.methods.len() + mi].merge(&link.take_lateness()?);
                 let ok = r.objects.iter().filter(|x| x.status == 200).count();
                 if ok != n + 1 || r.objects.iter().skip(1).any(|x| x.size != size as u64) {
@@ -340,13 +349,17 @@ fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cel
     for (ci, &n) in plan.counts.iter().enumerate() {
         for (mi, &m) in plan.methods.iter().enumerate() {
             let t = &trials[ci * plan.methods.len() + mi];
+            if t.is_empty() {
+                // Interrupted before this cell's first trial.
+                continue;
+            }
             let secs: Vec<f64> = t.iter().map(|x| x.0).collect();
             cells.push(Cell {
                 net,
                 size,
                 images: n,
                 method: m,
-                load_s: estimate_of(&secs),
+                load_s: Estimate::of(&secs),
                 trials_s: secs,
                 requests: t.last().map_or(0, |x| x.1),
                 connections: t.last().map_or(0, |x| x.2),

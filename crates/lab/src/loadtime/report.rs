@@ -7,10 +7,9 @@ use anyhow::{anyhow, Context, Result};
 use plotters::prelude::*;
 use serde::Serialize;
 
-use crate::claimspec::{check_all, tally, Claim};
+use crate::claims::{Claim, Judged, Suite};
 use crate::report::Provenance;
 
-use super::claims::{Ctx, CLAIMS};
 use super::{Cell, Method, Net, Plan};
 
 #[derive(Serialize)]
@@ -23,25 +22,26 @@ pub struct Results {
     pub wall_s: f64,
     pub cells: Vec<Cell>,
     pub claims: Vec<Claim>,
+    /// The claims with the count of runs left out (`claims` is its list).
+    #[serde(skip)]
+    pub judged: Judged,
 }
 
 impl Results {
     pub fn new(provenance: Provenance, plan: Plan, wall_s: f64, cells: Vec<Cell>) -> Self {
-        let claims = check_all(
-            CLAIMS,
-            &Ctx {
-                cells: cells.clone(),
-            },
-        );
-        Results {
+        let mut r = Results {
             schema_version: crate::report::SCHEMA_VERSION,
             made_by: provenance.made_by.clone(),
             provenance,
             plan,
             wall_s,
             cells,
-            claims,
-        }
+            claims: Vec::new(),
+            judged: Judged::new(Suite::Getall, 0, 0, Vec::new()),
+        };
+        r.judged = crate::claims::judge_serialized(&r, Suite::Getall);
+        r.claims = r.judged.claims.clone();
+        r
     }
 
     fn at(&self, net: Net, size: usize, n: usize, m: Method) -> Option<&Cell> {
@@ -249,18 +249,8 @@ impl Results {
                 }
             }
         }
-        let (ok, bad, unk) = tally(&self.claims);
-        let _ = writeln!(
-            s,
-            "\nClaims: {ok} confirmed, {bad} contradicted, {unk} inconclusive"
-        );
-        for c in &self.claims {
-            let _ = writeln!(
-                s,
-                "- [{}] {} \"{}\"\n    {}",
-                c.verdict, c.id, c.claim, c.evidence
-            );
-        }
+        s.push('\n');
+        s.push_str(&self.judged.render());
         s
     }
 }

@@ -22,7 +22,10 @@ pub const GROUP_MEANS: [usize; 3] = [4 << 10, 16 << 10, 32 << 10];
 pub const ALPHA: f64 = 0.63;
 /// Bounds of the bounded Pareto relative to the group mean. The paper does
 /// not give its k and p; these are assumed. Each set is then scaled to the
-/// group mean exactly, so every set of a group carries the same bytes.
+/// group mean exactly, so every set of a group carries the same bytes (the
+/// paper does not say it did this), and the scaled sizes leave these bounds
+/// (a set whose draws sum below the target is scaled up: maxima 18-24 x
+/// the mean in the 2026-11-22 sets).
 pub const MIN_OVER_MEAN: f64 = 1.0 / 16.0;
 pub const MAX_OVER_MEAN: f64 = 16.0;
 
@@ -35,6 +38,8 @@ pub struct FileSet {
     /// (name, size, CRC-32) in order.
     pub files: Vec<(String, usize, u32)>,
     pub objp: PathBuf,
+    /// The package with the paper-sized attribute record (1 byte per file).
+    pub objp1: PathBuf,
     pub tar: PathBuf,
     pub mhtml: PathBuf,
     /// The multipart boundary (not in any file).
@@ -45,6 +50,80 @@ impl FileSet {
     pub fn total_bytes(&self) -> usize {
         self.files.iter().map(|f| f.1).sum()
     }
+
+    /// Every file a run of `method` reads from the disk.
+    pub fn paths(&self, method: super::methods::Method) -> Vec<PathBuf> {
+        use super::methods::Method;
+        match method {
+            Method::Objpack => vec![self.objp.clone()],
+            Method::ObjpackPaper => vec![self.objp1.clone()],
+            Method::Tar => vec![self.tar.clone()],
+            Method::Multipart => vec![self.mhtml.clone()],
+            _ => self.files.iter().map(|f| self.dir.join(&f.0)).collect(),
+        }
+    }
+}
+
+/// Version field of the paper-sized package (a bench-only variant of
+/// format version 1: the same 16-byte header and CRC-checked object
+/// information field, but each attribute record is 1 byte).
+pub const PAPER_VERSION: u16 = 0xFF01;
+
+/// The paper-sized package: header, then count (u32), the NUL-terminated
+/// names, the sizes (u64), one attribute byte per file (bit 0 text, bit 1
+/// executable, bit 2 read-only), then the data. Big-endian like version 1.
+pub fn paper_package(files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut info = Vec::new();
+    info.extend_from_slice(&(files.len() as u32).to_be_bytes());
+    for (n, _) in files {
+        info.extend_from_slice(n.as_bytes());
+        info.push(0);
+    }
+    for (_, b) in files {
+        info.extend_from_slice(&(b.len() as u64).to_be_bytes());
+    }
+    info.extend(std::iter::repeat_n(0b101u8, files.len()));
+    let mut out =
+        Vec::with_capacity(16 + info.len() + files.iter().map(|f| f.1.len()).sum::<usize>());
+    out.extend_from_slice(b"OBJP");
+    out.extend_from_slice(&PAPER_VERSION.to_be_bytes());
+    out.extend_from_slice(&[0, 0]);
+    out.extend_from_slice(&(info.len() as u32).to_be_bytes());
+    out.extend_from_slice(&crc32fast::hash(&info).to_be_bytes());
+    out.extend_from_slice(&info);
+    for (_, b) in files {
+        out.extend_from_slice(b);
+    }
+    out
+}
+
+/// The (name, size) rows of a paper-sized object information field.
+pub fn parse_paper_table(info: &[u8]) -> Result<Vec<(String, u64)>> {
+    anyhow::ensure!(info.len() >= 4, "table shorter than its count");
+    let count = u32::from_be_bytes(info[..4].try_into().expect("4")) as usize;
+    anyhow::ensure!(count <= info.len(), "count {count} too large for the table");
+    let mut at = 4;
+    let mut names = Vec::with_capacity(count);
+    for _ in 0..count {
+        let end = info[at..]
+            .iter()
+            .position(|&b| b == 0)
+            .context("name without its NUL")?;
+        names.push(String::from_utf8(info[at..at + end].to_vec()).context("name not UTF-8")?);
+        at += end + 1;
+    }
+    anyhow::ensure!(
+        info.len() == at + 9 * count,
+        "table length does not match its count"
+    );
+    Ok(names
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let o = at + 8 * i;
+            (n, u64::from_be_bytes(info[o..o + 8].try_into().expect("8")))
+        })
+        .collect())
 }
 
 /// Inverse-CDF draw from a bounded Pareto on [lo, hi] with shape `alpha`.
@@ -149,6 +228,8 @@ pub fn generate(dir: &Path, seed: u64, sets: usize) -> Result<Vec<FileSet>> {
             let m = Manifest::new(entries, &Limits::default())?;
             let objp = set_dir.join("set.objp");
             fs::write(&objp, m.assemble(bodies.iter().map(|(_, b)| b.as_slice())))?;
+            let objp1 = set_dir.join("set.objp1");
+            fs::write(&objp1, paper_package(&bodies))?;
             let mut tar = Vec::new();
             for (n, b) in &bodies {
                 tar.extend_from_slice(&tar_header(n, b.len()));
@@ -181,6 +262,7 @@ pub fn generate(dir: &Path, seed: u64, sets: usize) -> Result<Vec<FileSet>> {
                     .map(|(n, b)| (n.clone(), b.len(), crc32fast::hash(b)))
                     .collect(),
                 objp,
+                objp1,
                 tar: tar_path,
                 mhtml,
                 boundary,
@@ -210,6 +292,39 @@ mod tests {
         assert!((x - 10.0).abs() < 1e-9);
         let x = bounded_pareto(1.0, 10.0, 1000.0, ALPHA);
         assert!((x - 1000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn paper_package_table_round_trips_and_is_127_bytes_per_file_smaller() {
+        let files: Vec<(String, Vec<u8>)> = (0..100)
+            .map(|i| (format!("f{i:03}.txt"), vec![b'a'; i * 7 + 1]))
+            .collect();
+        let p = paper_package(&files);
+        let info_len = u32::from_be_bytes(p[8..12].try_into().unwrap()) as usize;
+        let rows = parse_paper_table(&p[16..16 + info_len]).unwrap();
+        assert_eq!(rows.len(), 100);
+        assert_eq!(rows[3], ("f003.txt".to_string(), 22));
+        let attrs = Attributes {
+            text: true,
+            read_only: true,
+            media_type: "text/plain".into(),
+            ..Attributes::default()
+        };
+        let entries = files
+            .iter()
+            .map(|(n, b)| Entry {
+                name: n.clone(),
+                size: b.len() as u64,
+                attrs: attrs.clone(),
+            })
+            .collect();
+        let v1 = Manifest::new(entries, &Limits::default())
+            .unwrap()
+            .assemble(files.iter().map(|(_, b)| b.as_slice()));
+        assert_eq!(v1.len() - p.len(), 127 * 100);
+        // A table cut short or with a wrong count is refused.
+        assert!(parse_paper_table(&p[16..16 + info_len - 1]).is_err());
+        assert!(parse_paper_table(&[0, 0, 0, 9]).is_err());
     }
 
     #[test]

@@ -10,5 +10,6 @@ pub mod files;
 pub mod methods;
 pub mod report;
 pub mod run;
+pub mod sys;
 
 pub use run::{run, ObjpackConfig, ObjpackOutcome, RunRow};

@@ -13,6 +13,7 @@
 //! | [`report`]  | Tables 2-7, per-connection memory, claims, HTML, plots   |
 
 pub mod cgroup;
+pub mod claims;
 pub mod monitor;
 pub mod report;
 pub mod servers;
@@ -299,12 +300,32 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
             );
         }
     }
-    pagewire_emu::cli::install_termination_handlers();
+    crate::interrupt::install();
     let mut memories = cfg.memories.clone();
     // Unlimited (warm, CPU-bound) first, then smaller and smaller.
     memories.sort_by_key(|m| std::cmp::Reverse(m.key()));
     let total = memories.len() * cfg.modes.len() * cfg.ues.len();
     let mut done = 0;
+    // The same bar as the other suites: elapsed, the plan's ETA (each run
+    // lasts --duration plus about 2 s of set-up), the run in flight.
+    let run_ms = cfg.duration.as_millis() as u64 + 2000;
+    let pb = if cfg.progress {
+        let pb = indicatif::ProgressBar::with_draw_target(
+            Some(total as u64 * run_ms),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "[{elapsed_precise}] {bar:30.cyan/blue} {percent:>3}% ETA {eta:>4} {msg}",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
+        );
+        pb.enable_steady_tick(Duration::from_secs(1));
+        pb
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
     let mut runs = Vec::new();
     let mut interrupted_by = None;
     'mem: for mem in &memories {
@@ -332,17 +353,17 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
                     break 'mem;
                 }
                 done += 1;
-                if cfg.progress {
-                    eprintln!(
-                        "[{done}/{total}] {} memory {} {} {} UEs ({} s) load {:.2}",
-                        cfg.server.label(),
-                        mem.label,
-                        mode.name(),
-                        ues,
-                        cfg.duration.as_secs_f64(),
-                        loadavg()
-                    );
-                }
+                pb.set_message(format!(
+                    "run {done}/{total}: {} memory {} {} {} UEs ({} s), load {:.2}",
+                    cfg.server.label(),
+                    mem.label,
+                    mode.name(),
+                    ues,
+                    cfg.duration.as_secs_f64(),
+                    loadavg()
+                ));
+                // A SURGE run ends by its --duration: Ctrl-C lets it finish.
+                let in_flight = crate::interrupt::InFlight::finishing();
                 let cold = cfg.cold_cache && mem.limit_bytes.is_some();
                 if cold {
                     cgroup::drop_caches()?;
@@ -350,6 +371,8 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
                 let r = one_run(
                     cfg, &link, &cg, &server, &manifest, &target, mem, mode, ues, cold,
                 );
+                drop(in_flight);
+                pb.inc(run_ms);
                 let r = match r {
                     Ok(r) => r,
                     Err(e) => {
@@ -364,7 +387,11 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
                     }
                 };
                 if let Some(e) = &r.error {
-                    eprintln!("  run failed: {e}");
+                    if cfg.progress {
+                        pb.println(format!("  run failed: {e}"));
+                    } else {
+                        eprintln!("  run failed: {e}");
+                    }
                 }
                 runs.push(r);
                 // Let TIME_WAIT and lingering connections of the previous
@@ -394,6 +421,7 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
     ));
     provenance.link_lateness_rule = Some(crate::report::lateness_rule());
     provenance.note = format!("cgroup: {}", cgroup::describe());
+    pb.finish_and_clear();
     Ok(Outcome {
         provenance,
         runs,

@@ -2,7 +2,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use pagewire_emu::LinkConfig;
 use pagewire_lab::claims::PageFacts;
 use pagewire_lab::plan::{Plan, Reps};
@@ -14,23 +14,147 @@ use pagewire_site::microscape::Variant;
 #[path = "bench_objpack.rs"]
 mod objpack;
 
+/// `pagewire bench [SUITE]`: one subcommand per suite, each with its own
+/// flags; `bench` alone runs Microscape (its flags given directly), and
+/// `--suite X` is rewritten to `bench X` before parsing (see `main.rs`).
+#[derive(clap::Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_value_name = "SUITE",
+    after_help = "Suites: `pagewire bench list` names them and the claims each checks.\n\
+    Without a suite, `pagewire bench` runs microscape with the flags above.\n\
+    `--suite SUITE` is accepted as an alias of `bench SUITE`.\n\n\
+    Exit status: 0 every run succeeded; 1 a run failed (results still written); \
+    2 a usage error (nothing run); 130 interrupted (the runs done are written)."
+)]
+pub struct Args {
+    #[command(subcommand)]
+    suite: Option<Suite>,
+    #[command(flatten)]
+    microscape: MicroscapeArgs,
+}
+
+#[derive(clap::Subcommand)]
+enum Suite {
+    /// Paper 001 (Nielsen, Gettys et al., SIGCOMM '97): HTTP/1.0, persistent,
+    /// pipelined and pipelined+deflate transfers of the Microscape page over
+    /// LAN, WAN and PPP (Tables 3-9). The default suite.
+    Microscape(Box<MicroscapeArgs>),
+    /// Paper 001 section 9 (CSS and PNG) from two finished microscape runs:
+    /// the original page's and a `--page css` run's results.json.
+    Section9(Section9Args),
+    /// Paper 002 (Fujinoki, Sanjay, Shah, object packaging): Tables 3-7 on
+    /// lan100 and wan.
+    Objpack(Box<objpack::ObjpackArgs>),
+    /// Paper 003 (Padmanabhan & Mogul, "Improving HTTP Latency"): connection
+    /// length vs throughput, Figures 2-3.
+    #[command(name = "conn-length")]
+    ConnLength(ConnLengthArgs),
+    /// Paper 003: load time vs number and size of inline images with
+    /// GETALL/GETLIST, Figures 5-8.
+    #[command(alias = "load-time")]
+    Getall(GetallArgs),
+    /// Paper 004 (Barford & Crovella, SURGE): load against a memory-limited
+    /// server, monitored once a second.
+    Surge(super::bench_surge::SurgeSuiteArgs),
+    /// Paper 003 section 8: the prefetching simulator over an access log
+    /// (the same as `pagewire prefetch simulate`; no network).
+    Prefetch(super::prefetch::SimulateArgs),
+    /// List the suites and the claims each one checks.
+    List(ListArgs),
+}
+
+/// Flags every suite that writes a results directory shares.
+#[derive(clap::Args, Clone, Debug)]
+pub struct Common {
+    /// Results directory (default: a fresh ./bench[-SUITE]-YYYYMMDD-HHMMSS).
+    /// An existing non-empty directory is refused unless --force.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Write into an --out directory that is not empty (files of an earlier
+    /// run with the same names are replaced).
+    #[arg(long)]
+    pub force: bool,
+    /// Print results.json on stdout instead of the text report (the report
+    /// is still written to the results directory).
+    #[arg(long)]
+    pub json: bool,
+    /// Don't draw the progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+impl Common {
+    /// The results directory: `--out`, or a fresh `STEM-YYYYMMDD-HHMMSS`;
+    /// created; an existing non-empty one is a usage error without --force.
+    pub fn out_dir(&self, stem: &str) -> Result<PathBuf> {
+        let out = match &self.out {
+            Some(p) => p.clone(),
+            None => PathBuf::from(format!("{stem}-{}", utc_now().1)),
+        };
+        if !self.force {
+            if let Ok(mut entries) = std::fs::read_dir(&out) {
+                if entries.next().is_some() {
+                    return Err(super::usage(format!(
+                        "--out {}: the directory is not empty{}; choose a new directory or add --force",
+                        out.display(),
+                        if out.join("results.json").exists() {
+                            " (it holds results.json of an earlier run)"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
+            } else if out.exists() {
+                return Err(super::usage(format!(
+                    "--out {}: not a directory (--out names a results directory)",
+                    out.display()
+                )));
+            }
+        }
+        std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
+        Ok(out)
+    }
+
+    /// Prints the text report, or with --json the results.json written to `out`.
+    pub fn emit(&self, out: &std::path::Path, text: &str) -> Result<()> {
+        use std::io::Write;
+        let mut so = std::io::stdout().lock();
+        if self.json {
+            let j = std::fs::read_to_string(out.join("results.json"))
+                .with_context(|| format!("read {}/results.json", out.display()))?;
+            so.write_all(j.as_bytes())?;
+            if !j.ends_with('\n') {
+                so.write_all(b"\n")?;
+            }
+        } else {
+            so.write_all(text.as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The "Wrote ..." line: on stdout with the text report, on stderr with
+    /// --json (stdout is the JSON document alone).
+    pub fn wrote(&self, line: &str) {
+        if self.json {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+}
+
 #[derive(clap::Args)]
 #[command(after_help = "Examples:\n  \
-    pagewire bench                      # all networks, 5 repetitions (~8 min), results in ./bench-YYYYMMDD-HHMMSS/\n  \
+    pagewire bench                      # all networks, 5 repetitions (~7 min), results in ./bench-YYYYMMDD-HHMMSS/\n  \
     pagewire bench --quick              # lan and wan, one repetition (< 1 min)\n  \
     pagewire bench --server nginx --net lan,wan\n  \
     pagewire bench --server-cmd 'python3 -m http.server {port} -d {root}' --net lan\n  \
     pagewire bench --tcp 1997 --mss 536")]
-pub struct Args {
-    /// Experiment suite: `microscape` (paper 001), `objpack` (paper 002:
-    /// lan100 and wan; `--reps` sets per group, `--quick` 2 sets on lan100),
-    /// `conn-length` or `getall` (Padmanabhan & Mogul, Figures 2-3 and 5-8;
-    /// these two take --quick, --reps, --tcp, --out), `surge` (paper 004:
-    /// the [surge] options below), `section9` (paper 001 section 9 from two
-    /// finished runs: --baseline and --css-results).
-    #[arg(long, default_value = "microscape")]
-    suite: String,
-    /// Networks, comma-separated: lan, wan, ppp.
+pub struct MicroscapeArgs {
+    /// Networks, comma-separated: lan, wan, ppp (paper 001's three; the
+    /// other profiles of `pagewire link --net` have no paper values to
+    /// compare with: lay --rate/--rtt over one of these instead).
     #[arg(long, value_delimiter = ',', default_value = "lan,wan,ppp")]
     net: Vec<String>,
     /// Strategies, comma-separated: http10, http11, pipeline, pipeline-deflate;
@@ -65,10 +189,9 @@ pub struct Args {
     /// by the server address.
     #[arg(long)]
     server_cmd: Option<String>,
-    /// Results directory (default: a fresh ./bench-YYYYMMDD-HHMMSS).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// Seed of the Microscape page (and of link loss/jitter); with --suite surge, of the SURGE request stream.
+    #[command(flatten)]
+    common: Common,
+    /// Seed of the Microscape page (and of link loss/jitter).
     #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
     seed: u64,
     /// Link options, laid over every network's profile.
@@ -106,19 +229,12 @@ pub struct Args {
     /// written to section9.txt.
     #[arg(long, value_name = "RESULTS_JSON")]
     baseline: Option<PathBuf>,
-    /// `--suite section9`: results.json of a finished `--page css` run, to
-    /// compare with --baseline without running anything.
-    #[arg(long, value_name = "RESULTS_JSON")]
-    css_results: Option<PathBuf>,
     /// Range mode for the pipelining strategies ("poor man's
     /// multiplexing", paper 001): first `Range: bytes=0-(N-1)` of every
     /// image, then the rest of each once all first parts are in; the time
     /// to all metadata is recorded (metadata_s).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     range_first: Option<u64>,
-    /// Don't draw the progress bar.
-    #[arg(long)]
-    no_progress: bool,
     /// Measure a recorded site (WARC or HAR with bodies, e.g. from
     /// `pagewire record`) instead of the Microscape page: served by
     /// `pagewire serve --replay FILE --replay-deflate`, every recorded name
@@ -129,8 +245,206 @@ pub struct Args {
     /// 200 GET of an HTML page).
     #[arg(long, value_name = "URL", requires = "replay")]
     replay_page: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct Section9Args {
+    /// results.json of a run of the original page.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    baseline: PathBuf,
+    /// results.json of a `bench --page css` run on the same networks.
+    #[arg(long, value_name = "RESULTS_JSON")]
+    css_results: PathBuf,
+    /// Seed of the Microscape page both runs used.
+    #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
+    seed: u64,
+    /// Directory to write section9.txt into (default: print only).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct ConnLengthArgs {
+    /// Quick check: local and remote, two buffer sizes, five lengths, three
+    /// trials (about a minute).
+    #[arg(long)]
+    quick: bool,
+    /// Trials per point (default: ten below 256 KB, three from there on).
+    #[arg(long)]
+    reps: Option<u32>,
+    /// TCP flavour: `1997` (the default for this suite: the paper's TCP,
+    /// approximated: initcwnd 2, Reno, no SACK/timestamps/window scaling);
+    /// `linux` leaves the kernel's.
+    #[arg(long, default_value = "1997")]
+    tcp: String,
+    /// The remote links' drop-tail router queue, e.g. `16p` (packets) or
+    /// `64kb`; the local link keeps its own. Default: the profile's.
+    #[arg(long)]
+    queue: Option<String>,
     #[command(flatten)]
-    surge: super::bench_surge::SurgeArgs,
+    common: Common,
+}
+
+#[derive(clap::Args)]
+pub struct GetallArgs {
+    /// Quick check (about a minute).
+    #[arg(long)]
+    quick: bool,
+    /// Repetitions per cell.
+    #[arg(long)]
+    reps: Option<u32>,
+    /// TCP flavour: `1997` approximates the paper's TCP; `linux` leaves the
+    /// kernel's.
+    #[arg(long, default_value = "linux")]
+    tcp: String,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(clap::Args)]
+pub struct ListArgs {
+    /// As JSON: an array of {suite, paper, claims: [{id, source, quote}]}.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    // The suites over links take Ctrl-C their way (see
+    // pagewire_lab::interrupt); list, section9 and prefetch keep the default.
+    if !matches!(
+        a.suite,
+        Some(Suite::List(_) | Suite::Section9(_) | Suite::Prefetch(_))
+    ) {
+        pagewire_lab::interrupt::install();
+    }
+    match a.suite {
+        None => microscape(a.microscape),
+        Some(Suite::Microscape(m)) => microscape(*m),
+        Some(Suite::Section9(s)) => section9(&s),
+        Some(Suite::Objpack(o)) => objpack::run(&o),
+        Some(Suite::ConnLength(c)) => conn_length(&c),
+        Some(Suite::Getall(g)) => getall(&g),
+        Some(Suite::Surge(s)) => super::bench_surge::run(&s),
+        Some(Suite::Prefetch(p)) => super::prefetch::simulate(p),
+        Some(Suite::List(l)) => list(&l),
+    }
+}
+
+/// Suite, paper and the claim table of each suite.
+type ClaimRow = (&'static str, &'static str, &'static str);
+
+/// The claims a suite checks, read from the lab's claim tables: (id,
+/// source, quote).
+fn suite_claims(suite: &str) -> Vec<ClaimRow> {
+    use pagewire_lab::claims::spec::ClaimSpec;
+    fn rows<C>(t: &[ClaimSpec<C>]) -> Vec<ClaimRow> {
+        t.iter().map(|c| (c.id, c.section, c.quote)).collect()
+    }
+    match suite {
+        "microscape" => rows(pagewire_lab::claims::microscape::CLAIMS),
+        "objpack" => rows(pagewire_lab::objpack::claims::CLAIMS),
+        "conn-length" => rows(pagewire_lab::connlen::claims::CLAIMS),
+        "getall" => rows(pagewire_lab::loadtime::claims::CLAIMS),
+        "surge" => rows(pagewire_lab::surge::claims::CLAIMS),
+        "prefetch" => rows(pagewire_lab::claims::prefetch::CLAIMS),
+        _ => Vec::new(),
+    }
+}
+
+/// What `--suite` (the alias of `bench SUITE`) accepts.
+pub const SUITE_NAMES: &[&str] = &[
+    "microscape",
+    "section9",
+    "objpack",
+    "conn-length",
+    "getall",
+    "load-time",
+    "surge",
+    "prefetch",
+    "list",
+];
+
+/// Every suite: name, paper, what it runs.
+const SUITES: &[(&str, &str, &str)] = &[
+    (
+        "microscape",
+        "001",
+        "Nielsen, Gettys et al., SIGCOMM '97: Tables 3-9 on lan, wan, ppp (default)",
+    ),
+    (
+        "section9",
+        "001",
+        "section 9 (CSS and PNG) from two finished microscape runs; claims printed with it",
+    ),
+    (
+        "objpack",
+        "002",
+        "Fujinoki, Sanjay, Shah, object packaging: Tables 3-7 on lan100 and wan",
+    ),
+    (
+        "conn-length",
+        "003",
+        "Padmanabhan & Mogul: connection length vs throughput, Figures 2-3",
+    ),
+    (
+        "getall",
+        "003",
+        "Padmanabhan & Mogul: GETALL/GETLIST load time, Figures 5-8 (alias load-time)",
+    ),
+    (
+        "prefetch",
+        "003",
+        "Padmanabhan & Mogul section 8: prefetching simulator over an access log",
+    ),
+    (
+        "surge",
+        "004",
+        "Barford & Crovella, SURGE: load on a memory-limited server",
+    ),
+];
+
+fn list(l: &ListArgs) -> Result<ExitCode> {
+    use std::io::Write;
+    let mut so = std::io::stdout().lock();
+    if l.json {
+        let v: Vec<serde_json::Value> = SUITES
+            .iter()
+            .map(|(name, paper, what)| {
+                serde_json::json!({
+                    "suite": name,
+                    "paper": paper,
+                    "runs": what,
+                    "claims": suite_claims(name)
+                        .into_iter()
+                        .map(|(id, source, quote)| serde_json::json!({"id": id, "source": source, "quote": quote}))
+                        .collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        writeln!(so, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (name, paper, what) in SUITES {
+        let claims = suite_claims(name);
+        writeln!(so, "{name:<12} paper {paper}: {what}")?;
+        if claims.is_empty() {
+            writeln!(so, "    (no claim table of its own)")?;
+        }
+        for (id, source, quote) in claims {
+            let q: String = quote.split_whitespace().collect::<Vec<_>>().join(" ");
+            let q = if q.chars().count() > 100 {
+                format!("{}...", q.chars().take(97).collect::<String>())
+            } else {
+                q
+            };
+            writeln!(so, "    {id:<32} {source}: \"{q}\"")?;
+        }
+    }
+    writeln!(
+        so,
+        "\nRun one with `pagewire bench SUITE` (`pagewire bench SUITE --help` for its flags)."
+    )?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn parse_list<T>(what: &str, xs: &[String]) -> Result<Vec<T>>
@@ -142,25 +456,20 @@ where
     for x in xs.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
         out.push(
             x.parse::<T>()
-                .map_err(|e| anyhow::anyhow!("--{what}: {e}"))?,
+                .map_err(|e| super::usage(format!("--{what}: {e}")))?,
         );
     }
     if out.is_empty() {
-        bail!("--{what}: nothing to run");
+        crate::usage_bail!("--{what}: nothing to run");
     }
     Ok(out)
 }
 
-/// `--suite section9 --baseline ORIGINAL/results.json --css-results
+/// `bench section9 --baseline ORIGINAL/results.json --css-results
 /// CSS/results.json`: the section-9 comparison of two finished runs.
-fn section9(a: &Args) -> Result<ExitCode> {
-    let (Some(base), Some(css_runs)) = (&a.baseline, &a.css_results) else {
-        bail!(
-            "--suite section9 needs --baseline (original page) and --css-results (--page css run)"
-        );
-    };
-    let base = load_runs(base)?;
-    let css_runs = load_runs(css_runs)?;
+fn section9(a: &Section9Args) -> Result<ExitCode> {
+    let base = load_runs(&a.baseline)?;
+    let css_runs = load_runs(&a.css_results)?;
     let options = pagewire_site::microscape::Options {
         seed: a.seed,
         lowercase: false,
@@ -195,59 +504,34 @@ fn load_runs(path: &std::path::Path) -> Result<Vec<pagewire_lab::model::RunRecor
 }
 
 /// Link configuration per network: the profile plus the user's overrides.
-fn link_factory(a: &Args) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig> + Send + Sync>> {
-    let overrides = a.link.parse()?;
+fn link_factory(
+    a: &MicroscapeArgs,
+) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig> + Send + Sync>> {
+    let overrides = a.link.parse().map_err(super::usage_from)?;
     let seed = a.seed;
     let make = move |net: Net| overrides.config(net.name(), seed);
     // Validate once up front so a bad flag fails before anything starts.
-    make(Net::Lan)?;
+    make(Net::Lan).map_err(super::usage_from)?;
     Ok(Box::new(make))
 }
 
-pub fn run(a: Args) -> Result<ExitCode> {
-    if a.suite == "surge" {
-        return super::bench_surge::run(
-            &a.surge,
-            &a.server,
-            a.quick,
-            a.out,
-            !a.no_progress,
-            a.seed,
-        );
-    }
-    if a.suite == "conn-length" {
-        return conn_length(&a);
-    }
-    if a.suite == "getall" {
-        return getall(&a);
-    }
-    if a.suite == "objpack" {
-        return objpack::run(&a);
-    }
-    if a.suite == "section9" {
-        return section9(&a);
-    }
-    if a.suite != "microscape" {
-        bail!(
-            "--suite: `microscape` (paper 001), `section9` (paper 001, from two runs), `objpack` (paper 002), `conn-length`, `getall` or `surge` (paper 004), got {:?}",
-            a.suite
-        );
-    }
+/// `bench` / `bench microscape`: paper 001's Tables 3-9.
+fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
     let mut nets: Vec<Net> = parse_list("net", &a.net)?;
     if a.quick {
         nets.retain(|n| *n != Net::Ppp);
         if nets.is_empty() {
-            bail!("--quick runs lan and wan only; --net left nothing");
+            crate::usage_bail!("--quick runs lan and wan only; --net left nothing");
         }
     }
     let strategies: Vec<Strategy> = parse_list("strategy", &a.strategy)?;
     pagewire_lab::chromium::run::preflight(&strategies)?;
     let tests: Vec<Test> = parse_list("tests", &a.tests)?;
     if tests.contains(&Test::Revalidate) && !tests.contains(&Test::First) {
-        bail!("--tests revalidate needs first as well: revalidation runs on the cache the first-time run filled");
+        crate::usage_bail!("--tests revalidate needs first as well: revalidation runs on the cache the first-time run filled");
     }
     let reps = match (a.reps, a.quick) {
-        (Some(0), _) => bail!("--reps must be at least 1"),
+        (Some(0), _) => crate::usage_bail!("--reps must be at least 1"),
         (Some(n), _) => Reps::uniform(n),
         (None, true) => Reps::QUICK,
         (None, false) => Reps::DEFAULT,
@@ -259,26 +543,22 @@ pub fn run(a: Args) -> Result<ExitCode> {
         },
         (None, "nginx") => ServerKind::Nginx,
         (None, other) => {
-            bail!("--server: expected pagewire or nginx (or --server-cmd), got {other:?}")
+            crate::usage_bail!(
+                "--server: expected pagewire or nginx (or --server-cmd), got {other:?}"
+            )
         }
     };
     let link_config = link_factory(&a)?;
-    let (_, stamp) = utc_now();
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("bench-{stamp}")));
-    std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
     let request_profile: pagewire_client::RequestProfile = a
         .request_profile
         .parse()
-        .map_err(|e| anyhow::anyhow!("--request-profile: {e}"))?;
+        .map_err(|e| super::usage(format!("--request-profile: {e}")))?;
     let http10_revalidation: pagewire_client::Revalidation = a
         .http10_revalidation
         .parse()
-        .map_err(|e| anyhow::anyhow!("--http10-revalidation: {e}"))?;
+        .map_err(|e| super::usage(format!("--http10-revalidation: {e}")))?;
     if a.nagle && !matches!(server, ServerKind::Pagewire { .. }) {
-        bail!(
+        crate::usage_bail!(
             "--nagle sets the pagewire server's sockets; it cannot change {}",
             server.label()
         );
@@ -286,7 +566,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let replay = match &a.replay {
         Some(file) => {
             if !matches!(server, ServerKind::Pagewire { .. }) {
-                bail!("--replay serves the archive with pagewire serve --replay; drop --server/--server-cmd");
+                crate::usage_bail!("--replay serves the archive with pagewire serve --replay; drop --server/--server-cmd");
             }
             let page = pagewire_lab::replay::ReplayPage::load(file, a.replay_page.as_deref())
                 .with_context(|| format!("--replay {}", file.display()))?;
@@ -300,6 +580,18 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         None => None,
     };
+    let browser_revalidation = a
+        .browser_revalidation
+        .parse()
+        .map_err(|e| super::usage(format!("--browser-revalidation: {e}")))?;
+    let baseline = match &a.baseline {
+        Some(p) if a.page == Variant::Css => Some(load_runs(p)?),
+        Some(_) => {
+            crate::usage_bail!("--baseline compares a --page css run with an original-page run")
+        }
+        None => None,
+    };
+    let out = a.common.out_dir("bench")?;
     let mut plan = Plan::new(&nets, &strategies, &tests, reps).with_ppp_parallel(a.ppp_parallel);
     if !a.no_initial && nets.contains(&Net::Lan) {
         plan = plan.with_initial(&[Net::Lan]);
@@ -320,22 +612,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         seed: a.seed,
         command: command.clone(),
         link_config,
-        progress: !a.no_progress,
+        progress: !a.common.no_progress,
         request_profile,
         http10_revalidation,
         nagle: a.nagle,
-        browser_revalidation: a
-            .browser_revalidation
-            .parse()
-            .map_err(|e| anyhow::anyhow!("--browser-revalidation: {e}"))?,
+        browser_revalidation,
         replay: replay.clone(),
         page: a.page,
         range_first: a.range_first,
-    };
-    let baseline = match &a.baseline {
-        Some(p) if a.page == Variant::Css => Some(load_runs(p)?),
-        Some(_) => bail!("--baseline compares a --page css run with an original-page run"),
-        None => None,
     };
     let mut provenance = Provenance::begin("microscape", command);
     let outcomes = runner::run(&cfg)?;
@@ -426,19 +710,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
         outcomes.runs,
     );
     results.write(&out)?;
-    print!("{}", results.render_text());
+    let mut report = results.render_text();
     if let Some(n) = a.range_first {
         let text = pagewire_lab::extras::range_table(&results.runs, n);
         std::fs::write(out.join("range.txt"), &text)
             .with_context(|| format!("write {}/range.txt", out.display()))?;
-        print!("\n{text}");
+        report.push('\n');
+        report.push_str(&text);
     }
     let compression = link_factory(&a)?(Net::Ppp)?.compression;
     if compression != pagewire_link::LinkCompression::None {
         let text = pagewire_lab::extras::line_table(&results.runs, compression.name());
         std::fs::write(out.join("line.txt"), &text)
             .with_context(|| format!("write {}/line.txt", out.display()))?;
-        print!("\n{text}");
+        report.push('\n');
+        report.push_str(&text);
     }
     if let (Some((_, c)), Some(base)) = (&css, &baseline) {
         let original = pagewire_site::microscape::generate(pagewire_site::microscape::Options {
@@ -455,14 +741,16 @@ pub fn run(a: Args) -> Result<ExitCode> {
         let text = s9.render();
         std::fs::write(out.join("section9.txt"), &text)
             .with_context(|| format!("write {}/section9.txt", out.display()))?;
-        print!("\n{text}");
+        report.push('\n');
+        report.push_str(&text);
     }
-    println!(
+    a.common.emit(&out, &report)?;
+    a.common.wrote(&format!(
         "Wrote {0}/results.json, results.csv, report.txt, report.html and {1} pcaps in {0}/pcaps/.",
         out.display(),
         results.runs.len()
-    );
-    if let Some(sig) = interrupted_by {
+    ));
+    if let Some(sig) = interrupted_by.or(pagewire_lab::interrupt::signal()) {
         eprintln!(
             "pagewire bench: interrupted by signal {sig} after {} of {} runs; the results above cover those runs only",
             results.runs.len(),
@@ -478,53 +766,68 @@ pub fn run(a: Args) -> Result<ExitCode> {
     })
 }
 
-/// `--suite conn-length`: its own configurations (local, remote,
-/// remote-536); of the link options only `--tcp` applies.
-fn conn_length(a: &Args) -> Result<ExitCode> {
-    let tcp1997 = a.link.parse()?.config("lan", a.seed)?.tcp1997;
-    let (_, stamp) = utc_now();
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("bench-conn-length-{stamp}")));
+/// `bench conn-length`: its own configurations (local, remote,
+/// remote-536); `--tcp` defaults to 1997 here (the paper's TCP) and
+/// `--queue` sets the remote links' drop-tail router queue.
+fn conn_length(a: &ConnLengthArgs) -> Result<ExitCode> {
+    let tcp1997 = parse_tcp(&a.tcp)?;
+    if a.reps == Some(0) {
+        crate::usage_bail!("--reps must be at least 1");
+    }
+    let router_queue = a
+        .queue
+        .as_deref()
+        .map(pagewire_link::config::parse_queue)
+        .transpose()
+        .map_err(|e| crate::cmd::usage(format!("--queue: {e}")))?;
+    let out = a.common.out_dir("bench-conn-length")?;
     let r = pagewire_lab::connlen::suite(&pagewire_lab::connlen::SuiteOptions {
         quick: a.quick,
         tcp1997,
+        router_queue,
         trials: a.reps,
         out: out.clone(),
         command: pagewire_emu::command_line(),
-        progress: !a.no_progress,
+        progress: !a.common.no_progress,
         parallel: pagewire_lab::connlen::DEFAULT_PARALLEL,
     })?;
-    print!("{}", r.render_text());
-    println!(
+    a.common.emit(&out, &r.render_text())?;
+    a.common.wrote(&format!(
         "Wrote results.json, results.csv, report.txt and the figures in {}.",
         out.display()
-    );
+    ));
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--suite getall`: load time vs number and size of inline images.
-fn getall(a: &Args) -> Result<ExitCode> {
-    let tcp1997 = a.link.parse()?.config("lan", a.seed)?.tcp1997;
-    let (_, stamp) = utc_now();
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("bench-getall-{stamp}")));
+/// `bench getall`: load time vs number and size of inline images.
+fn getall(a: &GetallArgs) -> Result<ExitCode> {
+    let tcp1997 = parse_tcp(&a.tcp)?;
+    if a.reps == Some(0) {
+        crate::usage_bail!("--reps must be at least 1");
+    }
+    let out = a.common.out_dir("bench-getall")?;
     let r = pagewire_lab::loadtime::suite(&pagewire_lab::loadtime::SuiteOptions {
         quick: a.quick,
         tcp1997,
         reps: a.reps,
         out: out.clone(),
         command: pagewire_emu::command_line(),
-        progress: !a.no_progress,
+        progress: !a.common.no_progress,
         exe: std::env::current_exe().context("find this pagewire binary")?,
     })?;
-    print!("{}", r.render_text());
-    println!(
+    a.common.emit(&out, &r.render_text())?;
+    a.common.wrote(&format!(
         "Wrote results.json, results.csv, report.txt and the figures in {}.",
         out.display()
-    );
+    ));
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--tcp`: 1997 (the papers' TCP, approximated) or linux.
+fn parse_tcp(s: &str) -> Result<bool> {
+    match s {
+        "1997" => Ok(true),
+        "linux" | "default" => Ok(false),
+        other => crate::usage_bail!("--tcp {other:?}: expected 1997 or linux"),
+    }
 }

@@ -1,65 +1,83 @@
-//! `pagewire bench --suite surge`: paper 004 (Barford & Crovella) — SURGE
+//! `pagewire bench surge`: paper 004 (Barford & Crovella) — SURGE
 //! load against a memory-limited server, monitored once a second.
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use pagewire_emu::LinkConfig;
 use pagewire_lab::report::utc_now;
 use pagewire_lab::surge::{self, report, Memory, Server, SurgeConfig};
 use pagewire_load::run::Mode;
 
-/// Options of `--suite surge` only.
+/// `bench surge`'s flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SurgeSuiteArgs {
+    /// Server: pagewire, nginx or apache (prefork MPM).
+    #[arg(long, default_value = "pagewire")]
+    pub server: String,
+    /// Quick check: two load levels, 10 s runs.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seed of the SURGE request stream.
+    #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub surge: SurgeArgs,
+    #[command(flatten)]
+    pub common: super::bench::Common,
+}
+
+/// The surge suite's own options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SurgeArgs {
-    /// [surge] Server memory limits (cgroup), comma-separated: e.g. 32M,64M,none.
+    /// Server memory limits (cgroup), comma-separated: e.g. 32M,64M,none.
     /// Default none,64M,32M (--quick: none,24M; pagewire: none).
     #[arg(long, value_delimiter = ',')]
     pub memory: Vec<String>,
-    /// [surge] Load levels in user equivalents. Default 40,280,520 (--quick: 10,40).
+    /// Load levels in user equivalents. Default 40,280,520 (--quick: 10,40).
     #[arg(long, value_delimiter = ',')]
     pub ues: Vec<u64>,
-    /// [surge] Modes: http10, http11, pipeline, early-close.
+    /// Modes: http10, http11, pipeline, early-close.
     #[arg(
         long,
         value_delimiter = ',',
         default_value = "http10,http11,pipeline,early-close"
     )]
     pub modes: Vec<String>,
-    /// [surge] Length of each run (the ramp included). Default 30s (--quick: 10s).
-    #[arg(long, value_parser = pagewire_link::config::parse_duration)]
+    /// Length of each run (the ramp included). Default 30s (--quick: 10s).
+    #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
-    /// [surge] Not measured at the start of each run. Default a tenth of --duration (at most 30 s).
-    #[arg(long, value_parser = pagewire_link::config::parse_duration)]
+    /// Not measured at the start of each run. Default a tenth of --duration (at most 30 s).
+    #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub warmup: Option<Duration>,
-    /// [surge] UEs start spread over this much time. Default 5s (--quick: 2s).
-    #[arg(long, value_parser = pagewire_link::config::parse_duration)]
+    /// UEs start spread over this much time. Default 5s (--quick: 2s).
+    #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub ramp: Option<Duration>,
-    /// [surge] Files in the SURGE set (paper: 2000, about 50 MB).
+    /// Files in the SURGE set (paper: 2000, about 50 MB).
     #[arg(long, default_value_t = pagewire_load::fileset::DEFAULT_FILES)]
     pub files: usize,
-    /// [surge] Keep the page cache between runs of memory-limited configurations
+    /// Keep the page cache between runs of memory-limited configurations
     /// (default: emptied before each, so the files come from disk).
     #[arg(long)]
     pub warm: bool,
 }
 
-pub fn run(
-    s: &SurgeArgs,
-    server: &str,
-    quick: bool,
-    out: Option<PathBuf>,
-    progress: bool,
-    seed: u64,
-) -> Result<ExitCode> {
-    let server = match server {
+pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
+    let s = &a.surge;
+    let quick = a.quick;
+    let progress = !a.common.no_progress;
+    let seed = a.seed;
+    let server = match a.server.as_str() {
         "pagewire" => Server::Pagewire {
             exe: std::env::current_exe().context("find this pagewire binary")?,
         },
         "nginx" => Server::Nginx,
         "apache" => Server::Apache,
-        other => bail!("--server: the surge suite runs pagewire, nginx or apache, got {other:?}"),
+        other => {
+            crate::usage_bail!(
+                "--server: the surge suite runs pagewire, nginx or apache, got {other:?}"
+            )
+        }
     };
     let mem_specs: Vec<String> = if !s.memory.is_empty() {
         s.memory.clone()
@@ -73,7 +91,7 @@ pub fn run(
     };
     let memories = mem_specs
         .iter()
-        .map(|m| Memory::parse(m).map_err(|e| anyhow::anyhow!("--memory: {e}")))
+        .map(|m| Memory::parse(m).map_err(|e| super::usage(format!("--memory: {e}"))))
         .collect::<Result<Vec<_>>>()?;
     let ues = if !s.ues.is_empty() {
         s.ues.clone()
@@ -83,7 +101,7 @@ pub fn run(
         vec![40, 280, 520]
     };
     if ues.contains(&0) {
-        bail!("--ues: every load level needs at least 1 UE");
+        crate::usage_bail!("--ues: every load level needs at least 1 UE");
     }
     let modes = s
         .modes
@@ -91,11 +109,11 @@ pub fn run(
         .map(|m| {
             m.trim()
                 .parse::<Mode>()
-                .map_err(|e| anyhow::anyhow!("--modes: {e}"))
+                .map_err(|e| super::usage(format!("--modes: {e}")))
         })
         .collect::<Result<Vec<_>>>()?;
     if modes.is_empty() {
-        bail!("--modes: nothing to run");
+        crate::usage_bail!("--modes: nothing to run");
     }
     let duration = s
         .duration
@@ -104,17 +122,16 @@ pub fn run(
         .ramp
         .unwrap_or(Duration::from_secs(if quick { 2 } else { 5 }));
     if duration < Duration::from_secs(2) || ramp >= duration {
-        bail!("--duration must be at least 2 s and longer than --ramp");
+        crate::usage_bail!("--duration must be at least 2 s and longer than --ramp");
     }
     let warmup = s
         .warmup
         .unwrap_or_else(|| super::load::default_warmup(duration));
     if warmup >= duration {
-        bail!("--warmup must be shorter than --duration");
+        crate::usage_bail!("--warmup must be shorter than --duration");
     }
-    let (date, stamp) = utc_now();
-    let out = out.unwrap_or_else(|| PathBuf::from(format!("bench-surge-{stamp}")));
-    std::fs::create_dir_all(&out).with_context(|| format!("create {}", out.display()))?;
+    let (date, _) = utc_now();
+    let out = a.common.out_dir("bench-surge")?;
     let command = pagewire_emu::command_line();
     let link = LinkConfig::profile("lan100")?;
     let cfg = SurgeConfig {
@@ -180,11 +197,11 @@ pub fn run(
         claims: &claims,
     };
     report::write(&out, &res, &text)?;
-    print!("{text}");
-    println!(
+    a.common.emit(&out, &text)?;
+    a.common.wrote(&format!(
         "Wrote {0}/results.json, results.csv, report.txt, report.html and the monitor CSVs in {0}/monitor/.",
         out.display()
-    );
+    ));
     if let Some(sig) = o.interrupted_by {
         eprintln!(
             "pagewire bench: interrupted by signal {sig}; the results above cover the runs done"

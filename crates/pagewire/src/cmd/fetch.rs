@@ -6,16 +6,21 @@ use std::time::Duration;
 
 use anyhow::Context;
 use pagewire_client::{FetchConfig, RequestProfile, Revalidation, Strategy, Timeouts};
-use pagewire_link::config::parse_duration;
 
 #[derive(clap::Args)]
 #[command(
-    after_help = "Exit status: 0 every object answered with a success status \
-(2xx, or 304 when revalidating); 1 some object answered otherwise: an error \
-status (4xx/5xx), or a redirect (3xx) not followed (the page's are followed \
-with --max-redirects N; an embedded object's never are); 2 the fetch failed \
-(bad arguments, connection refused or reset, malformed or truncated \
-response, a deadline or the minimum rate missed)."
+    after_help = "The default strategy is paper 001's pipelining robot (`pipeline`): \
+requests are buffered and sent when the buffer fills, after the page request, \
+or when its 50 ms flush timer (--flush-after) fires, so on a fast link a fetch \
+can include 50 ms timer waits that curl would not have. For plain persistent \
+HTTP/1.1 (one request after another, like curl), use --strategy http11.\n\n\
+Exit status: 0 every object answered with a success status \
+(2xx, or 304 when revalidating); 1 some object answered otherwise (an error \
+status (4xx/5xx), or a redirect (3xx) not followed: the page's are followed \
+with --max-redirects N; an embedded object's never are), or the fetch failed \
+(connection refused or reset, malformed or truncated response, a deadline or \
+the minimum rate missed); 2 a usage error (bad arguments, nothing fetched); \
+130 interrupted."
 )]
 pub struct Args {
     /// Page URL (http://host[:port]/path; https:// with --strategy h2 or h3).
@@ -25,13 +30,15 @@ pub struct Args {
     /// negotiation, paper 002). Both fall back to pipelining against servers
     /// that do not offer them. h2 (HTTP/2 over TLS 1.3) and h3 (HTTP/3 over
     /// QUIC): one connection, a stream per object; https URLs and --ca.
+    /// The default, pipeline, is paper 001's robot with its 50 ms flush
+    /// timer (see below); http11 is plain persistent HTTP/1.1.
     #[arg(long, default_value = "pipeline", value_parser = parse_strategy)]
     pub strategy: Strategy,
     /// Pipeline output buffer size in bytes (flushed when full).
     #[arg(long, default_value_t = pagewire_client::config::DEFAULT_OUT_BUFFER_BYTES)]
     pub out_buffer: usize,
     /// Pipeline flush timer, e.g. 50ms.
-    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "50ms", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub flush_after: Duration,
     /// Pipeline: flush explicitly also when the page has been parsed to its
     /// end (the paper's robot left the last batch to the timer).
@@ -78,14 +85,14 @@ pub struct Args {
     #[arg(long, value_name = "FILE")]
     pub har: Option<PathBuf>,
     /// Connect timeout, e.g. 10s.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub connect_timeout: Duration,
     /// Read timeout (silence while a response is awaited), e.g. 30s.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub read_timeout: Duration,
     /// Deadline of one response, from when it is awaited to its last byte,
     /// whatever trickles in meanwhile, e.g. 2m.
-    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub object_timeout: Duration,
     /// Least progress while a response is awaited, in bytes per second over
     /// windows of --read-timeout, e.g. 100B/s, 1KiB/s; 0 turns it off.
@@ -220,18 +227,49 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for _ in 0..args.repeat {
         let report = rt
             .block_on(pagewire_client::fetch(cfg.clone()))
-            .map_err(anyhow::Error::new)?;
+            .map_err(|e| match e {
+                // Flags that cannot work together: a usage error (exit 2).
+                pagewire_client::FetchError::Config(m) => super::usage(m),
+                e => anyhow::Error::new(e),
+            })?;
         let mut out = stdout.lock();
         if args.json {
             writeln!(out, "{}", report.to_json())?;
         } else {
             write!(out, "{}", report.summary())?;
+            if matches!(cfg.strategy, Strategy::Pipeline | Strategy::PipelineDeflate) {
+                writeln!(
+                    out,
+                    "  strategy {}: paper 001's pipelining robot; a batch not flushed \
+                     explicitly waits for the {} ms flush timer (--flush-after); \
+                     --strategy http11 fetches without it",
+                    cfg.strategy,
+                    cfg.flush_after.as_millis()
+                )?;
+            }
         }
         if let Some(dir) = &args.save {
-            let files = pagewire_client::save::save(&report, dir)?;
-            if !args.json {
-                writeln!(out, "  saved {} files under {}", files.len(), dir.display())?;
+            let saved = pagewire_client::save::save(&report, dir)?;
+            for line in &saved.skipped {
+                eprintln!("pagewire: fetch: warning: {line}");
             }
+            if !args.json {
+                writeln!(
+                    out,
+                    "  saved {} files under {}",
+                    saved.files.len(),
+                    dir.display()
+                )?;
+            }
+        }
+        // A redirect chain cut by --max-redirects: the page is the 3xx, so
+        // the exit status is 1; say why on stderr (also with --json).
+        for w in report
+            .warnings
+            .iter()
+            .filter(|w| w.contains("--max-redirects"))
+        {
+            eprintln!("pagewire: fetch: {w}");
         }
         if let Some(path) = &args.har {
             std::fs::write(path, pagewire_client::har::to_har_string(&report))

@@ -8,7 +8,6 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use pagewire_emu::cli as emu_cli;
 use pagewire_emu::{Link, LinkConfig};
-use pagewire_link::config::parse_duration;
 
 #[derive(clap::Args)]
 #[command(
@@ -38,7 +37,7 @@ pub struct Args {
     #[arg(long)]
     server: Option<String>,
     /// How long to wait for the server to listen before starting the client.
-    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     server_wait: Duration,
     /// Client command and its arguments, run in the client namespace.
     #[arg(last = true, required = true)]
@@ -46,7 +45,10 @@ pub struct Args {
 }
 
 fn config(a: &Args) -> Result<LinkConfig> {
-    a.link.parse()?.config(&a.net, a.seed)
+    a.link
+        .parse()
+        .and_then(|o| o.config(&a.net, a.seed))
+        .map_err(super::usage_from)
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {

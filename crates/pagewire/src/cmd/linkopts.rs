@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use pagewire_emu::LinkConfig;
-use pagewire_link::config::{parse_duration, parse_loss, parse_queue, parse_rate, trace_rate};
+use pagewire_link::config::{parse_loss, parse_queue, parse_rate, trace_rate};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct LinkOptions {
     /// Round-trip time (half each way), e.g. 90ms; overrides the profile's.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
     rtt: Option<Duration>,
     /// Rate both ways, e.g. 1.5mbit, 28.8kbit, unlimited (counts IP bytes).
     #[arg(long)]
@@ -41,7 +41,7 @@ pub struct LinkOptions {
     loss: Option<String>,
     /// Extra delay per packet, uniform in [0, JITTER], e.g. 5ms; never
     /// reorders.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
     jitter: Option<Duration>,
     /// Link-layer framing bytes per packet added to the serialization time.
     #[arg(long)]
@@ -54,8 +54,10 @@ pub struct LinkOptions {
     link_compress: Option<String>,
     /// TCP flavour: `1997` approximates the papers' TCP (initcwnd 2, Reno,
     /// no SACK/timestamps/window scaling); `linux` leaves the kernel's.
-    #[arg(long, default_value = "linux")]
-    tcp: String,
+    /// Default: linux; `1997` for `bench --suite conn-length` (the paper's
+    /// TCP).
+    #[arg(long, value_name = "1997|linux")]
+    tcp: Option<String>,
 }
 
 /// The flags parsed and checked, ready to lay over any profile.
@@ -93,7 +95,7 @@ impl LinkOptions {
         if let Some(p) = &self.trace_down {
             down_rate = Some(trace_rate(p)?);
         }
-        let tcp1997 = match self.tcp.as_str() {
+        let tcp1997 = match self.tcp.as_deref().unwrap_or("linux") {
             "1997" => true,
             "linux" | "default" => false,
             other => bail!("--tcp {other:?}: expected 1997 or linux"),

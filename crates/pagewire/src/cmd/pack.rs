@@ -17,8 +17,9 @@ pub struct Args {
     #[arg(long, default_value = "/")]
     pub page: String,
     /// Where to write the package (`-` for stdout). Written to a temporary
-    /// name and renamed, so it appears whole or not at all.
-    #[arg(long)]
+    /// name and renamed, so it appears whole or not at all. (`--out` is
+    /// an alias: every other `--out` names a directory.)
+    #[arg(long = "out-file", alias = "out", value_name = "FILE")]
     pub out: PathBuf,
 }
 
@@ -46,10 +47,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(std::path::Path::new("."));
-        let mut tmp = tempfile::NamedTempFile::new_in(dir)
+        // Mode 0666 before the umask, as for any file a command creates
+        // (tempfile's default, 0600, is for secrets; a package is not one).
+        let mut tmp = tempfile::Builder::new()
+            .permissions(
+                <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o666),
+            )
+            .tempfile_in(dir)
             .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
         tmp.write_all(&bytes)?;
         tmp.persist(&args.out)
+            .map_err(|e| e.error)
             .with_context(|| format!("writing {}", args.out.display()))?;
     }
     let m = &pkg.manifest;

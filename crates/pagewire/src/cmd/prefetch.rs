@@ -6,7 +6,7 @@ use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pagewire_prefetch::run::{SimulateJob, TimeModelChoice};
 use pagewire_prefetch::sim::{CacheConfig, Grid, Split, PAPER_SIMULATE, PAPER_TRAIN};
@@ -39,7 +39,7 @@ enum Command {
 }
 
 #[derive(clap::Args)]
-struct SimulateArgs {
+pub struct SimulateArgs {
     /// Access log in Common Log Format, plain or gzip (detected by content).
     #[arg(long)]
     log: PathBuf,
@@ -93,7 +93,7 @@ struct SimulateArgs {
     entries: Entries,
     /// Empty a host's lookahead window after this much silence (`30m`);
     /// default: never.
-    #[arg(long, value_parser = pagewire_link::config::parse_duration)]
+    #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
     window_reset: Option<std::time::Duration>,
     /// Print one JSON record per parameter point on stdout.
     #[arg(long)]
@@ -116,8 +116,8 @@ struct StatsArgs {
 
 #[derive(clap::Args)]
 struct MarkovArgs {
-    /// Output file (Common Log Format).
-    #[arg(long)]
+    /// Output file (Common Log Format). (`--out` is an alias.)
+    #[arg(long = "out-file", alias = "out", value_name = "FILE")]
     out: PathBuf,
     /// Walks (one host each, unless proxied).
     #[arg(long, default_value_t = 20_000)]
@@ -141,8 +141,8 @@ struct SynthArgs {
     /// Lines to write.
     #[arg(long, default_value_t = 1_000_000)]
     lines: u64,
-    /// Output file; `.gz` writes gzip.
-    #[arg(long)]
+    /// Output file; `.gz` writes gzip. (`--out` is an alias.)
+    #[arg(long = "out-file", alias = "out", value_name = "FILE")]
     out: PathBuf,
     /// Give each copy its own host names (`host.cK`) instead of the same
     /// clients returning every "day".
@@ -162,7 +162,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn markov_log(a: MarkovArgs) -> anyhow::Result<ExitCode> {
     use pagewire_prefetch::markov::{expected, MarkovSpec};
     if !(0.0..=1.0).contains(&a.proxied) || a.proxies == 0 || a.hosts == 0 {
-        bail!("--proxied must be in 0..1, --proxies and --hosts > 0");
+        crate::usage_bail!("--proxied must be in 0..1, --proxies and --hosts > 0");
     }
     let spec = MarkovSpec {
         hosts: a.hosts,
@@ -231,24 +231,33 @@ fn tool() -> String {
     format!("pagewire {}", env!("CARGO_PKG_VERSION"))
 }
 
-fn simulate(a: SimulateArgs) -> anyhow::Result<ExitCode> {
+pub fn simulate(a: SimulateArgs) -> anyhow::Result<ExitCode> {
     // Validate every flag before the (possibly long) read.
     let grid = Grid {
-        thresholds: parse_thresholds(&a.thresholds).context("--p")?,
-        windows: parse_windows(&a.windows).context("--w")?,
-        max_hints: parse_hints(&a.hints).context("--i")?,
-        models: parse_models(&a.model).context("--model")?,
+        thresholds: parse_thresholds(&a.thresholds)
+            .context("--p")
+            .map_err(super::usage_from)?,
+        windows: parse_windows(&a.windows)
+            .context("--w")
+            .map_err(super::usage_from)?,
+        max_hints: parse_hints(&a.hints)
+            .context("--i")
+            .map_err(super::usage_from)?,
+        models: parse_models(&a.model)
+            .context("--model")
+            .map_err(super::usage_from)?,
     };
     let simulate = match a.simulate.as_str() {
         "rest" => None,
         n => Some(
             n.parse::<usize>()
-                .with_context(|| format!("--simulate: `{n}` is not a number or `rest`"))?,
+                .with_context(|| format!("--simulate: `{n}` is not a number or `rest`"))
+                .map_err(super::usage_from)?,
         ),
     };
     let defaults = a.train == PAPER_TRAIN && simulate == Some(PAPER_SIMULATE);
     if a.block_bytes == 0 || a.cache_bytes < a.block_bytes {
-        bail!("--cache-bytes must be at least one block and --block-bytes > 0");
+        crate::usage_bail!("--cache-bytes must be at least one block and --block-bytes > 0");
     }
     let job = SimulateJob {
         log: a.log,
@@ -265,7 +274,8 @@ fn simulate(a: SimulateArgs) -> anyhow::Result<ExitCode> {
         time_model: a
             .time_model
             .parse::<TimeModelChoice>()
-            .context("--time-model")?,
+            .context("--time-model")
+            .map_err(super::usage_from)?,
         variant: Variant {
             weights: a.weights,
             threshold: a.threshold_rule,

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use pagewire_client::{ConnectTo, FetchConfig, Outcome, Strategy, Timeouts};
-use pagewire_link::config::parse_duration;
 use pagewire_replay::{Archive, Exchange};
 use pagewire_server::replay::ReplaySite;
 
@@ -15,7 +14,8 @@ pub struct Args {
     /// Page URL (http://host[:port]/path).
     pub url: String,
     /// The WARC file to write (`.warc`, or `.warc.gz` for gzip per record).
-    #[arg(long, value_name = "FILE")]
+    /// (`--out` is an alias.)
+    #[arg(long = "out-file", alias = "out", value_name = "FILE")]
     pub out: PathBuf,
     /// How the robot fetches: pipeline, http11 or http10 (no content coding
     /// is asked for, so bodies are recorded as the server sends them).
@@ -31,7 +31,7 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=20))]
     pub max_redirects: u8,
     /// The whole fetch's deadline, e.g. 10m.
-    #[arg(long, value_name = "DURATION", default_value = "600s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "600s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub timeout: Duration,
 }
 

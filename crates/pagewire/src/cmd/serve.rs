@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use pagewire_link::config::parse_duration;
 use pagewire_prefetch::PrefetchParams;
 use pagewire_server::{ClosePolicy, FlushPolicy, ServerConfig};
 use pagewire_site::microscape;
@@ -43,11 +42,11 @@ pub struct Args {
     /// printed as "listening on http://ADDR".
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
-    /// Worker threads (default: number of cores).
-    #[arg(long)]
-    pub threads: Option<usize>,
-    /// Close a connection after N responses (Apache 1.2b2 used 5).
-    #[arg(long)]
+    /// Worker threads (default: number of cores; at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub threads: Option<u64>,
+    /// Close a connection after N responses (Apache 1.2b2 used 5; at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub max_requests: Option<u64>,
     /// When the response buffer is written: when-idle (when full, when no
     /// complete request is waiting, before idling) or each-response.
@@ -60,16 +59,17 @@ pub struct Args {
     /// (close both halves at once; loses pipelined responses).
     #[arg(long, default_value = "linger")]
     pub close: ClosePolicy,
-    /// Idle keep-alive timeout, e.g. 60s, 500ms.
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    /// Idle keep-alive timeout, e.g. 60s, 500ms (more than zero).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_nonzero_duration, allow_hyphen_values = true)]
     pub idle_timeout: Duration,
-    /// Time allowed to receive a request head (slowloris defence).
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    /// Time allowed to receive a request head (slowloris defence; more
+    /// than zero).
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_nonzero_duration, allow_hyphen_values = true)]
     pub header_timeout: Duration,
     /// Time allowed for a request body the server waits for (GETLIST's
     /// uri-list), extended by one second per --body-min-rate bytes received;
     /// answered with 408 and a close.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub body_timeout: Duration,
     /// Least rate of such a body, e.g. 500B/s, 1KiB/s; 0: the whole body
     /// within --body-timeout.
@@ -78,8 +78,8 @@ pub struct Args {
     /// Most open connections; at the limit the least recently active idle
     /// connection is closed. Default: the open-files limit (soft raised to
     /// hard) minus a reserve of 64 for files and the log.
-    #[arg(long)]
-    pub max_conns: Option<usize>,
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    pub max_conns: Option<u64>,
     /// Largest request head in bytes (request line, fields, blank line);
     /// larger gets 431.
     #[arg(long, default_value_t = pagewire_h1::Limits::default().max_head_bytes)]
@@ -238,7 +238,7 @@ fn load_site(args: &Args) -> anyhow::Result<Site> {
             );
             Site::from_files_with(m.site_files(), &options)
         }
-        _ => anyhow::bail!("give --root DIR or --site microscape"),
+        _ => crate::usage_bail!("give --root DIR or --site microscape"),
     };
     if site.is_empty() {
         anyhow::bail!("the site has no files");
@@ -246,12 +246,21 @@ fn load_site(args: &Args) -> anyhow::Result<Site> {
     Ok(site)
 }
 
+/// A duration that must be more than zero: a zero deadline would refuse
+/// every request (or close every connection) at once.
+fn parse_nonzero_duration(s: &str) -> Result<Duration, String> {
+    let d = super::positive_duration(s)?;
+    if d.is_zero() {
+        return Err("must be more than zero".into());
+    }
+    Ok(d)
+}
+
 fn config_from(args: &Args) -> ServerConfig {
     ServerConfig {
         threads: args
             .threads
-            .unwrap_or(ServerConfig::default().threads)
-            .max(1),
+            .map_or(ServerConfig::default().threads, |t| t as usize),
         flush: args.flush,
         nagle: args.nagle,
         close: args.close,
@@ -260,7 +269,7 @@ fn config_from(args: &Args) -> ServerConfig {
         header_timeout: args.header_timeout,
         body_timeout: args.body_timeout,
         body_min_rate: args.body_min_rate,
-        max_conns: args.max_conns.map(|n| n.max(1)),
+        max_conns: args.max_conns.map(|n| n as usize),
         limits: pagewire_h1::Limits {
             max_head_bytes: args.max_head_bytes,
             max_headers: usize::from(args.max_headers),

@@ -53,7 +53,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Site::Surge { out, files, seed } => {
             use pagewire_load::fileset;
             if !(1..=1_000_000).contains(&files) {
-                anyhow::bail!("--files must be between 1 and 1000000");
+                crate::usage_bail!("--files must be between 1 and 1000000");
             }
             let m = fileset::generate(files, seed, &pagewire_load::model::Params::default());
             fileset::write(&m, &out)

@@ -40,7 +40,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            match e.file() {
+            // "incomplete file" only where the package ended inside one; a
+            // refused table or a failed write says so in its own words.
+            match e.incomplete_file() {
                 Some(name) => eprintln!("pagewire: unpack: incomplete file {name:?}: {e}"),
                 None => eprintln!("pagewire: unpack: {e}"),
             }

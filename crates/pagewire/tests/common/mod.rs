@@ -48,17 +48,6 @@ impl Drop for Serve {
     }
 }
 
-/// Whether the test runs as root: the namespace tests need it and skip
-/// (saying so) otherwise.
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
 /// Runs `cmd` to the end with its output captured, and kills it after
 /// `timeout` so that a hang fails the test instead of blocking CI. Output is
 /// read while the command runs (no pipe can fill up and stall it). Returns
@@ -91,12 +80,6 @@ pub fn run_bounded(
             panic!("{what} did not finish within {timeout:?}");
         }
     }
-}
-
-/// Whether this is CI (`CI=true` or `CI=1`): tests that skip elsewhere
-/// without a peer or root must run there.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
 }
 
 /// Lower-case hex SHA-256.

@@ -1,0 +1,117 @@
+//! `pagewire claims DIR`: every committed results directory of every suite
+//! is re-judged from its records without error, and a results.json whose
+//! `claims` the bench's own path wrote is printed back unchanged.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn docs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs")
+}
+
+fn claims(dir: &Path, json: bool) -> (bool, String, String) {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_pagewire"));
+    c.arg("claims").arg(dir);
+    if json {
+        c.arg("--json");
+    }
+    let o = c.output().unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The committed directories and their suites.
+const DIRS: &[(&str, &str)] = &[
+    ("bench-results/2026-11-22-issue17", "microscape"),
+    ("bench-results/2026-11-22-issue17/css", "microscape-css"),
+    ("bench-results/2026-11-22-payload", "microscape"),
+    ("bench-results/objpack-2026-11-22", "objpack"),
+    ("conn-length-results", "conn-length"),
+    ("getall-results/tcp1997", "getall"),
+    ("surge-results/apache", "surge"),
+    ("prefetch", "prefetch"),
+];
+
+#[test]
+fn every_suite_is_rejudged_from_its_records() {
+    for (dir, suite) in DIRS {
+        let (ok, out, err) = claims(&docs().join(dir), true);
+        assert!(ok, "{dir}: {err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["suite"], *suite, "{dir}");
+        let tally: Vec<u64> = v["tally"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect();
+        let counted = v["claims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["kind"] == "claim")
+            .count() as u64;
+        assert_eq!(
+            (tally.len(), tally.iter().sum::<u64>()),
+            (4, counted),
+            "{dir}"
+        );
+        let (ok, text, _) = claims(&docs().join(dir), false);
+        assert!(
+            ok && text.contains("tally:") && text.contains("left out for link fidelity"),
+            "{dir}: {text}"
+        );
+    }
+}
+
+/// The bench writes `claims` through the same judge, from the results as
+/// serialized; `pagewire claims` on that file prints the same claims.
+#[test]
+fn results_json_claims_equal_what_pagewire_claims_prints() {
+    for (dir, _) in DIRS
+        .iter()
+        .filter(|d| !matches!(d.1, "microscape-css" | "prefetch"))
+    {
+        let src = docs().join(dir).join("results.json");
+        let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&src).unwrap()).unwrap();
+        v["claims"] = Value::Array(Vec::new());
+        let suite = pagewire_lab::claims::detect(&v).unwrap();
+        let judged = pagewire_lab::claims::judge_serialized(&v, suite);
+        assert!(judged.error.is_none(), "{dir}: {:?}", judged.error);
+        v["claims"] = serde_json::to_value(&judged.claims).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("results.json");
+        std::fs::write(&file, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let written: Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let (ok, out, err) = claims(tmp.path(), true);
+        assert!(ok, "{dir}: {err}");
+        let printed: Value = serde_json::from_str(&out).unwrap();
+        assert!(
+            printed["claims"] == written["claims"],
+            "{dir}: the printed claims differ from the file's"
+        );
+    }
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ok, _, err) = claims(tmp.path(), false);
+    assert!(!ok && err.contains("no results.json"), "{err}");
+    std::fs::write(
+        tmp.path().join("results.json"),
+        "{\"runs\": [{\"net\": 1}]}",
+    )
+    .unwrap();
+    let (ok, _, err) = claims(tmp.path(), false);
+    assert!(!ok && err.contains("run record 0"), "{err}");
+    std::fs::write(tmp.path().join("results.json"), "not json").unwrap();
+    let (ok, _, err) = claims(tmp.path(), false);
+    assert!(!ok && err.contains("not JSON"), "{err}");
+}
