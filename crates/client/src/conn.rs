@@ -122,6 +122,7 @@ pub async fn drive(
     sink: &Sink,
 ) -> Result<End, FetchError> {
     let addr = sess.addr;
+    let connect_started = Instant::now();
     let connect = tokio::time::timeout(sess.cfg.timeouts.connect, TcpStream::connect(addr));
     let stream = match connect.await {
         Ok(Ok(s)) => s,
@@ -145,7 +146,9 @@ pub async fn drive(
         // Paper 001 "Nagle Interaction": the robot does its own buffering.
         let _ = stream.set_nodelay(true);
     }
-    let id = sess.conn_opened(Instant::now());
+    let connected = Instant::now();
+    let id = sess.conn_opened(connected);
+    sess.conn_handshake(id, connected - connect_started, None);
     let mut conn = Conn {
         sess,
         id,

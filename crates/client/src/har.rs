@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::report::{rfc3339, FetchReport};
+use crate::report::{rfc3339, ConnectionRecord, FetchReport};
 
 fn headers(list: &[(String, String)]) -> Value {
     Value::Array(
@@ -15,30 +15,119 @@ fn headers(list: &[(String, String)]) -> Value {
     )
 }
 
+/// Whether a media type is text a reader wants to see as text.
+fn is_text(mime: &str) -> bool {
+    let m = mime
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    m.starts_with("text/")
+        || m.ends_with("+xml")
+        || m.ends_with("+json")
+        || matches!(
+            m.as_str(),
+            "application/json"
+                | "application/javascript"
+                | "application/ecmascript"
+                | "application/xml"
+                | "application/x-javascript"
+                | "image/svg+xml"
+        )
+}
+
 /// `response.content`; with the body when the fetch kept bodies (HAR 1.2
-/// `text`, base64: the decoded content, so `serve --replay` can serve it).
+/// `text`: the decoded content, so `serve --replay` can serve it; as text
+/// for text types that are valid UTF-8, else base64 with `encoding`).
 fn content(o: &crate::report::ObjectRecord) -> Value {
+    let mime = o.content_type.clone().unwrap_or_default();
     let mut c = json!({
         "size": o.size,
         "compression": o.size as i64 - o.body_bytes_received as i64,
-        "mimeType": o.content_type.clone().unwrap_or_default(),
+        "mimeType": mime,
     });
     if let Some(body) = &o.body {
-        use base64::Engine as _;
-        c["text"] = Value::String(base64::engine::general_purpose::STANDARD.encode(body));
-        c["encoding"] = Value::String("base64".into());
+        match std::str::from_utf8(body) {
+            Ok(text) if is_text(&mime) => c["text"] = Value::String(text.to_string()),
+            _ => {
+                use base64::Engine as _;
+                c["text"] = Value::String(base64::engine::general_purpose::STANDARD.encode(body));
+                c["encoding"] = Value::String("base64".into());
+            }
+        }
     }
     c
+}
+
+/// HAR `timings` of one object and the time its entry starts (ms since
+/// the fetch started). The request's own connection setup goes to the
+/// first request on a connection: `connect` (with the TLS/QUIC handshake
+/// inside it, as HAR 1.2 asks, and also as `ssl`); `blocked` is the wait in
+/// the robot's own output buffer until the flush that sent the request (the
+/// pipeline flush timer), also given as `_queued`; `dns` is -1 (the robot
+/// connects to an address it resolved once, before the fetch); `wait` runs
+/// from the flush to the first response byte. `time` is their sum.
+fn timings(o: &crate::report::ObjectRecord, setup: Option<&ConnectionRecord>) -> (f64, Value) {
+    let sent = o.sent_ms.unwrap_or(o.requested_ms);
+    let queued = (sent - o.requested_ms).max(0.0);
+    let (start, connect, ssl, blocked) = match setup.and_then(|c| Some((c, c.connect_ms?))) {
+        Some((c, tcp)) => {
+            let ssl = c.ssl_ms.unwrap_or(0.0);
+            let start = c.opened_ms - tcp;
+            // From the end of the handshakes to the flush.
+            let blocked = (sent - (c.opened_ms + ssl)).max(0.0);
+            (start, tcp + ssl, c.ssl_ms.unwrap_or(-1.0), blocked)
+        }
+        None => (o.requested_ms, -1.0, -1.0, queued),
+    };
+    let wait = (o.first_byte_ms - sent).max(0.0);
+    let receive = (o.done_ms - o.first_byte_ms).max(0.0);
+    let time = blocked + connect.max(0.0) + wait + receive;
+    (
+        start,
+        json!({
+            "blocked": blocked,
+            "dns": -1,
+            "connect": connect,
+            "ssl": ssl,
+            "send": 0,
+            "wait": wait,
+            "receive": receive,
+            "_queued": queued,
+            "time": time,
+        }),
+    )
 }
 
 /// The report as a HAR document.
 pub fn to_har(report: &FetchReport) -> Value {
     let started = report.started_at;
     let at = |ms: f64| rfc3339(started + Duration::from_secs_f64(ms.max(0.0) / 1e3));
+    // The first request sent on each connection carries its setup.
+    let mut first_on: std::collections::HashMap<usize, usize> = Default::default();
+    for (i, o) in report.objects.iter().enumerate() {
+        if o.attempts == 0 {
+            continue; // not requested itself (a package part, the cache)
+        }
+        let e = first_on.entry(o.connection).or_insert(i);
+        if o.requested_ms < report.objects[*e].requested_ms {
+            *e = i;
+        }
+    }
     let entries: Vec<Value> = report
         .objects
         .iter()
-        .map(|o| {
+        .enumerate()
+        .map(|(i, o)| {
+            let setup = (first_on.get(&o.connection) == Some(&i))
+                .then(|| report.connections.get(o.connection))
+                .flatten();
+            let (start, mut timings) = timings(o, setup);
+            let time = timings["time"].take();
+            if let Some(t) = timings.as_object_mut() {
+                t.remove("time");
+            }
             let mut lines = o.request_head.split("\r\n");
             let request_line = lines.next().unwrap_or("");
             let req_version = match o.http_version {
@@ -64,8 +153,8 @@ pub fn to_har(report: &FetchReport) -> Value {
                 .unwrap_or_default();
             json!({
                 "pageref": "page_1",
-                "startedDateTime": at(o.requested_ms),
-                "time": o.done_ms - o.requested_ms,
+                "startedDateTime": at(start),
+                "time": time,
                 "request": {
                     "method": o.method,
                     "url": o.url,
@@ -88,11 +177,7 @@ pub fn to_har(report: &FetchReport) -> Value {
                     "bodySize": o.body_bytes_received,
                 },
                 "cache": {},
-                "timings": {
-                    "send": 0,
-                    "wait": o.first_byte_ms - o.requested_ms,
-                    "receive": o.done_ms - o.first_byte_ms,
-                },
+                "timings": timings,
                 "connection": o.connection.to_string(),
                 // Chrome's HAR field: what made the request (here, where
                 // discovery found the reference and by which rule).

@@ -355,6 +355,7 @@ async fn run_h2(sess: Arc<Session>) -> Result<(), FetchError> {
     let name = pagewire_tls::server_name(&sess.target.host)
         .map_err(|e| FetchError::Config(e.to_string()))?;
     let connect_timeout = sess.cfg.timeouts.connect;
+    let connect_started = Instant::now();
     let tcp = tokio::time::timeout(connect_timeout, tokio::net::TcpStream::connect(addr))
         .await
         .map_err(|_| connect_error(addr, "no answer (connect timeout)"))?
@@ -362,7 +363,8 @@ async fn run_h2(sess: Arc<Session>) -> Result<(), FetchError> {
     if sess.cfg.nodelay {
         let _ = tcp.set_nodelay(true);
     }
-    let conn = sess.conn_opened(Instant::now());
+    let connected = Instant::now();
+    let conn = sess.conn_opened(connected);
     let (linger_tx, linger_rx) = tokio::sync::oneshot::channel();
     let io = Counting {
         inner: Some(tcp),
@@ -375,6 +377,7 @@ async fn run_h2(sess: Arc<Session>) -> Result<(), FetchError> {
             .await
             .map_err(|_| connect_error(addr, "TLS handshake timed out"))?
             .map_err(|e| connect_error(addr, format!("TLS handshake: {e}")))?;
+        sess.conn_handshake(conn, connected - connect_started, Some(connected.elapsed()));
         if tls.get_ref().1.alpn_protocol() != Some(pagewire_tls::ALPN_H2) {
             return Err(connect_error(addr, "the server did not agree to h2 (ALPN)"));
         }
@@ -480,12 +483,15 @@ async fn run_h3(sess: Arc<Session>) -> Result<(), FetchError> {
     let connecting = endpoint
         .connect(addr, &host)
         .map_err(|e| connect_error(addr, e))?;
-    let conn = sess.conn_opened(Instant::now());
+    let opened = Instant::now();
+    let conn = sess.conn_opened(opened);
     let result = async {
         let quic = tokio::time::timeout(sess.cfg.timeouts.connect, connecting)
             .await
             .map_err(|_| connect_error(addr, "QUIC handshake timed out"))?
             .map_err(|e| connect_error(addr, format!("QUIC handshake: {e}")))?;
+        // QUIC sets up transport and TLS in one handshake, after `opened`.
+        sess.conn_handshake(conn, Duration::ZERO, Some(opened.elapsed()));
         let (mut driver, send) = h3::client::builder()
             .send_grease(false)
             .build::<_, _, Bytes>(h3_quinn::Connection::new(quic.clone()))

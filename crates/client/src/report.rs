@@ -150,6 +150,12 @@ pub struct ObjectRecord {
     pub requested_ms: f64,
     pub first_byte_ms: f64,
     pub done_ms: f64,
+    /// When the request left the robot's output buffer (the flush that
+    /// carried it); None when it was written at once or never sent (an
+    /// object that came in a package or from the cache). The wait from
+    /// `requested_ms` is the robot's own (pipeline flush timer), not the
+    /// server's.
+    pub sent_ms: Option<f64>,
     #[serde(skip)]
     pub request_head: String,
     #[serde(skip)]
@@ -199,6 +205,11 @@ pub struct FlushRecord {
 pub struct ConnectionRecord {
     pub opened_ms: f64,
     pub closed_ms: f64,
+    /// How long the connection took to set up before `opened_ms`: the TCP
+    /// handshake (None where not measured).
+    pub connect_ms: Option<f64>,
+    /// The TLS or QUIC handshake after `opened_ms` (None for plain TCP).
+    pub ssl_ms: Option<f64>,
     pub requests_sent: u32,
     pub responses_received: u32,
     pub bytes_sent: u64,

@@ -83,6 +83,8 @@ struct Obj {
     /// A HEAD showed the cached copy is stale; then fetched with GET.
     changed: bool,
     requested: Duration,
+    /// When the last request for it left the output buffer (a flush).
+    sent: Option<Duration>,
     request_head: String,
     request_len: u64,
     resp: Option<InProgress>,
@@ -127,6 +129,9 @@ struct State {
     open_now: usize,
     max_open: usize,
     flushes: Vec<FlushRecord>,
+    /// Requests built and still in a connection's output buffer:
+    /// (connection, object); the next flush of that connection sends them.
+    unsent: Vec<(usize, ObjId)>,
     bytes: ByteCounts,
     ttfb: Option<Duration>,
     page_done: Option<Duration>,
@@ -306,6 +311,7 @@ impl Session {
             attempts: 0,
             changed: false,
             requested: Duration::ZERO,
+            sent: None,
             request_head: String::new(),
             request_len: 0,
             resp: None,
@@ -585,9 +591,11 @@ impl Session {
             o.changed || matches!(o.range, RangePart::Rest { .. }) || (id == PAGE && st_refused);
         let retry = o.attempts > 1 && !(second && o.attempts == 2);
         o.requested = now;
+        o.sent = None;
         o.request_len = out.len() as u64;
         o.request_head = String::from_utf8_lossy(&out).into_owned();
         *st.by_method.entry(method).or_default() += 1;
+        st.unsent.push((conn, id));
         if retry {
             st.retried += 1;
         }
@@ -610,6 +618,8 @@ impl Session {
         st.conns.push(ConnectionRecord {
             opened_ms: now,
             closed_ms: now,
+            connect_ms: None,
+            ssl_ms: None,
             requests_sent: 0,
             responses_received: 0,
             bytes_sent: 0,
@@ -632,6 +642,16 @@ impl Session {
         c.end = end;
     }
 
+    /// The TCP handshake before the connection was opened and the TLS or
+    /// QUIC handshake after (HAR `connect` and `ssl`).
+    pub fn conn_handshake(&self, conn: usize, connect: Duration, ssl: Option<Duration>) {
+        let mut st = self.lock();
+        if let Some(c) = st.conns.get_mut(conn) {
+            c.connect_ms = Some(ms(connect));
+            c.ssl_ms = ssl.map(ms);
+        }
+    }
+
     pub fn conn_unanswered(&self, conn: usize, n: usize) {
         self.lock().conns[conn].unanswered += n as u32;
     }
@@ -641,8 +661,21 @@ impl Session {
     }
 
     pub fn flushed(&self, conn: usize, reason: FlushReason, bytes: usize, now: Instant) {
-        let mut st = self.lock();
-        let at_ms = ms(self.since_start(now));
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let at = self.since_start(now);
+        let at_ms = ms(at);
+        // The requests waiting in this connection's buffer leave now.
+        let objs = &mut st.objs;
+        st.unsent.retain(|&(c, id)| {
+            if c != conn {
+                return true;
+            }
+            if let Some(o) = objs.get_mut(id) {
+                o.sent = Some(at);
+            }
+            false
+        });
         st.flushes.push(FlushRecord {
             connection: conn,
             at_ms,
@@ -1016,6 +1049,7 @@ impl Session {
             attempts: 0,
             changed: false,
             requested: Duration::ZERO,
+            sent: None,
             request_head: String::new(),
             request_len: 0,
             resp: None,
@@ -1078,6 +1112,7 @@ impl Session {
                             requested_ms: ms(requested),
                             first_byte_ms: ms(r.first_byte),
                             done_ms: ms(now),
+                            sent_ms: None,
                             request_head: String::new(),
                             response_headers: p.headers.clone(),
                             http_version: r.http_version,
@@ -1154,6 +1189,7 @@ impl Session {
             requested_ms: now,
             first_byte_ms: now,
             done_ms: now,
+            sent_ms: None,
             request_head: String::new(),
             response_headers: Vec::new(),
             http_version: "",
@@ -1296,6 +1332,7 @@ impl Session {
                 requested_ms: ms(requested),
                 first_byte_ms: ms(r.first_byte),
                 done_ms: ms(now),
+                sent_ms: None,
                 request_head: String::new(),
                 response_headers: p.headers.clone(),
                 http_version: r.http_version,
@@ -1552,6 +1589,7 @@ impl Session {
             requested_ms: ms(o.requested),
             first_byte_ms: ms(r.first_byte),
             done_ms: ms(now),
+            sent_ms: None,
             request_head: std::mem::take(&mut o.request_head),
             response_headers: std::mem::take(&mut r.headers),
             http_version: r.http_version,
@@ -1874,6 +1912,12 @@ impl Session {
                     rec.found_in = urls.get(from).cloned();
                     rec.found_by = Some(rule.as_str());
                 }
+                // The flush that carried its request, if it was this
+                // record's request (not a package's or the cache's).
+                rec.sent_ms = o
+                    .sent
+                    .map(ms)
+                    .filter(|&t| o.attempts > 0 && t >= rec.requested_ms);
                 *statuses.entry(rec.status).or_default() += 1;
                 objects.push(rec);
             }

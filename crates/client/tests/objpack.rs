@@ -5,6 +5,7 @@
 //! bytes are sent.
 
 mod common;
+mod har_schema;
 
 use std::time::Duration;
 
@@ -58,6 +59,7 @@ fn pagewire_server_sends_page_and_objects_in_one_response() {
     let har: serde_json::Value =
         serde_json::from_str(&pagewire_client::har::to_har_string(&r)).unwrap();
     assert_eq!(har["log"]["entries"].as_array().unwrap().len(), 43);
+    har_schema::check(&har);
 
     // Revalidation: the package's tag gives 304; the images are then
     // revalidated one by one (pipelined) against their own tags.

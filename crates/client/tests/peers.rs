@@ -3,6 +3,7 @@
 //! 42 GIFs).
 
 mod common;
+mod har_schema;
 
 use std::collections::HashMap;
 
@@ -586,6 +587,7 @@ fn save_and_har_outputs() {
     }
     let har: serde_json::Value =
         serde_json::from_str(&pagewire_client::har::to_har_string(&r)).unwrap();
+    har_schema::check(&har);
     let log = &har["log"];
     assert_eq!(log["version"], "1.2");
     let entries = log["entries"].as_array().unwrap();

@@ -16,7 +16,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant, SystemTime};
 
 use pagewire_link::{
-    Classified, Classifier, Direction, LinkConfig, LinkCounters, Meter, PcapSink, Pipe, Verdict,
+    Classified, Classifier, Direction, LatenessRecorder, LinkConfig, LinkCounters, Meter, PcapSink,
+    Pipe, Verdict,
 };
 
 /// Deadlines closer than this are waited for by spinning (see module doc).
@@ -49,6 +50,11 @@ pub enum Ctl {
         max_wait: Duration,
         reply: mpsc::Sender<io::Result<LinkCounters>>,
     },
+    /// The lateness recorded since the last `TakeLateness` (or the start),
+    /// independent of runs; the forwarder starts a new recorder.
+    TakeLateness {
+        reply: mpsc::Sender<LatenessRecorder>,
+    },
     Stop,
 }
 
@@ -75,6 +81,13 @@ pub struct Forwarder {
     write_errors: u64,
     /// Set once the thread runs: whether it got real-time priority.
     realtime: Arc<AtomicBool>,
+    /// Scheduled vs actual departure of every packet of the current run
+    /// (reset at `BeginRun`, summarised into the run's counters).
+    run_lateness: LatenessRecorder,
+    /// The same since the last `TakeLateness`.
+    taken_lateness: LatenessRecorder,
+    /// The link's one-way delay, against which lateness is judged.
+    one_way: Duration,
 }
 
 fn now_unix() -> Duration {
@@ -111,6 +124,9 @@ impl Forwarder {
             pending_end: None,
             write_errors: 0,
             realtime: Arc::new(AtomicBool::new(false)),
+            run_lateness: LatenessRecorder::new(),
+            taken_lateness: LatenessRecorder::new(),
+            one_way: cfg.one_way_delay(),
         }
     }
 
@@ -217,10 +233,16 @@ impl Forwarder {
         }
     }
 
-    /// Writes every due packet to the TUN of the other side.
+    /// Writes every due packet to the TUN of the other side, recording how
+    /// late it leaves against the model's departure time.
     fn deliver(&mut self, now: Duration) {
         for (dir, out) in [(Direction::Up, 1usize), (Direction::Down, 0)] {
             while let Some((t, p)) = self.pipes[dir.index()].poll(now) {
+                // The actual departure: the moment it is handed to the TUN
+                // device (read per packet: a batch takes time too).
+                let actual = self.now();
+                self.run_lateness.record(t, actual);
+                self.taken_lateness.record(t, actual);
                 // SAFETY: writing a buffer we own to our TUN fd.
                 let w = unsafe {
                     libc::write(
@@ -259,7 +281,11 @@ impl Forwarder {
                     let unix = (self.epoch_unix + now).as_secs_f64();
                     self.meter = Meter::new(now, unix);
                     self.write_errors = 0;
+                    self.run_lateness = LatenessRecorder::new();
                     let _ = reply.send(());
+                }
+                Ctl::TakeLateness { reply } => {
+                    let _ = reply.send(std::mem::take(&mut self.taken_lateness));
                 }
                 Ctl::EndRun {
                     quiet,
@@ -297,6 +323,7 @@ impl Forwarder {
         };
         let mut counters = self.meter.finish(now);
         counters.tun_write_errors = std::mem::take(&mut self.write_errors);
+        counters.link_lateness = std::mem::take(&mut self.run_lateness).summary(self.one_way);
         let res = match self.pcap.take() {
             Some(pcap) => pcap.finish().map(|_| counters),
             None => Ok(counters),

@@ -404,6 +404,23 @@ impl Link {
         self.end(None)
     }
 
+    /// How late packets left the link against their scheduled departure
+    /// since the last call (or the link's start), whatever runs began or
+    /// ended meanwhile: for suites whose record covers several fetches
+    /// (merge the recorders) or that do not use `begin_run`/`end_run`.
+    /// `end_run` puts the run's own summary in `LinkCounters::link_lateness`.
+    pub fn take_lateness(&self) -> Result<pagewire_link::LatenessRecorder> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Ctl::TakeLateness { reply: tx })?;
+        rx.recv().map_err(|_| anyhow!("the forwarder has stopped"))
+    }
+
+    /// The one-way delay lateness is judged against (see
+    /// `pagewire_link::lateness`).
+    pub fn one_way_delay(&self) -> Duration {
+        self.cfg.one_way_delay()
+    }
+
     fn end(&self, quiet: Option<Duration>) -> Result<LinkCounters> {
         let _run = self.run_lock.lock().unwrap_or_else(|e| e.into_inner());
         let (tx, rx) = mpsc::channel();

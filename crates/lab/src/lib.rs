@@ -14,6 +14,7 @@ pub mod chromium;
 pub mod claims;
 pub mod connlen;
 pub mod extras;
+pub mod html;
 pub mod interrupt;
 pub mod loadtime;
 pub mod model;

@@ -210,6 +210,11 @@ pub struct RunRecord {
     /// link compresses (`--link-compress v42bis`); 0 in results made before.
     #[serde(default)]
     pub line_bytes_total: u64,
+    /// How late packets left the emulated link against their scheduled
+    /// departure; `flagged` runs are left out of claims (see
+    /// `pagewire_link::lateness`). Zeros in results made before it.
+    #[serde(default)]
+    pub link_lateness: pagewire_link::LinkLateness,
     /// Sec: from the client's first packet to the last byte of the last
     /// object (the robot's clock).
     pub elapsed_s: f64,
@@ -241,6 +246,11 @@ pub struct RunRecord {
     pub robot: RobotConfig,
     /// Path of the run's pcap, relative to the results directory.
     pub pcap: String,
+    /// Path of the run's HAR (the robot's or the browser's), relative to
+    /// the results directory; absent in results made before it and for
+    /// runs that produced no report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub har: Option<String>,
     /// The link configuration (profile and overrides) as the emulator
     /// recorded it.
     pub link: serde_json::Value,

@@ -113,8 +113,17 @@ pub fn bars(
 /// segment is a vertical stroke from its first to its last byte at the time
 /// it left the link, coloured by connection; the client's ACKs are grey dots.
 pub fn time_sequence(title: &str, segs: &[Segment]) -> Result<String> {
+    time_sequence_scaled(title, segs, None)
+}
+
+/// [`time_sequence`] on a time axis to `tmax_s` seconds (graphs shown side
+/// by side share one scale), or to its own last segment.
+pub fn time_sequence_scaled(title: &str, segs: &[Segment], tmax_s: Option<f64>) -> Result<String> {
     let mut buf = String::new();
-    let tmax = segs.iter().map(|s| s.t_s).fold(0.0f64, f64::max).max(1e-3) * 1.03;
+    let tmax = tmax_s
+        .unwrap_or_else(|| segs.iter().map(|s| s.t_s).fold(0.0f64, f64::max))
+        .max(1e-3)
+        * 1.03;
     let ymax = segs
         .iter()
         .filter(|s| s.from_server)

@@ -6,13 +6,12 @@ use std::fmt::Write as _;
 use std::fs;
 use std::net::Ipv4Addr;
 use std::path::Path;
-use std::time::SystemTime;
 
 use anyhow::{Context, Result};
 use plotters::style::RGBColor;
 use serde::Serialize;
 
-use crate::claims::{self, Claim, ClaimKind, Judged, PageFacts, Suite};
+use crate::claims::{self, Claim, Judged, PageFacts, Suite};
 use crate::model::{Net, RunRecord, Test};
 use crate::plan::Plan;
 use crate::plots::{self, Series};
@@ -20,17 +19,68 @@ use crate::reference::{self, Server};
 use crate::stats::{self, Key, Summary};
 use crate::{pcapread, tables};
 
-/// What made the results.
-#[derive(Clone, Debug, Serialize)]
-pub struct Provenance {
-    pub made_by: String,
-    pub command: Vec<String>,
-    pub date_utc: String,
-    pub pagewire_version: String,
-    pub seed: u64,
-    pub server: String,
-    pub host: String,
-    pub note: String,
+/// What made the results: one record for every suite (see
+/// `pagewire_provenance`).
+pub use pagewire_provenance::Provenance;
+
+/// The version of results.json's shape (docs/schemas/results.schema.json):
+/// changes when a field the schema names changes meaning or goes away.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How the link-lateness flag is decided, as provenance records it.
+pub fn lateness_rule() -> String {
+    format!(
+        "a run is flagged (and left out of claims) when the p99 of how late its packets left the \
+         emulated link, against their scheduled departure, exceeds max({} x the link's one-way delay, {} ms)",
+        pagewire_link::lateness::LATE_FRACTION_OF_ONE_WAY,
+        pagewire_link::lateness::LATE_FLOOR.as_secs_f64() * 1e3
+    )
+}
+
+/// results.csv's columns of a run's link lateness (after the JSON's
+/// `link_lateness` object, flattened).
+pub const LATENESS_CSV_HEADER: [&str; 5] = [
+    "link_lateness_p50_ms",
+    "link_lateness_p99_ms",
+    "link_lateness_max_ms",
+    "link_lateness_share_over_1ms",
+    "link_lateness_flagged",
+];
+
+/// The CSV cells of [`LATENESS_CSV_HEADER`].
+pub fn lateness_csv(l: &pagewire_link::LinkLateness) -> [String; 5] {
+    [
+        format!("{:.4}", l.p50_ms),
+        format!("{:.4}", l.p99_ms),
+        format!("{:.4}", l.max_ms),
+        format!("{:.6}", l.share_over_1ms),
+        l.flagged.to_string(),
+    ]
+}
+
+/// The report's line on link fidelity: how many runs were flagged, the
+/// worst p99 and the latest packet. `what` names the runs ("runs",
+/// "cells", "points").
+pub fn lateness_line<'a>(
+    items: impl IntoIterator<Item = &'a pagewire_link::LinkLateness>,
+    what: &str,
+) -> String {
+    let items: Vec<&pagewire_link::LinkLateness> = items.into_iter().collect();
+    let flagged = items.iter().filter(|l| l.flagged).count();
+    let p99 = items.iter().map(|l| l.p99_ms).fold(0.0, f64::max);
+    let max = items.iter().map(|l| l.max_ms).fold(0.0, f64::max);
+    let p50 = {
+        let mut v: Vec<f64> = items.iter().map(|l| l.p50_ms).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    format!(
+        "link lateness: {flagged} of {} {what} flagged (left out of claims: p99 above max({} x one-way delay, {} ms)); \
+         median p50 {p50:.3} ms, worst p99 {p99:.3} ms, latest packet {max:.3} ms",
+        items.len(),
+        pagewire_link::lateness::LATE_FRACTION_OF_ONE_WAY,
+        pagewire_link::lateness::LATE_FLOOR.as_secs_f64() * 1e3,
+    )
 }
 
 /// Everything a report is made from.
@@ -57,17 +107,7 @@ pub struct Results {
     pub judged: Judged,
 }
 
-/// The current UTC date and time twice: `YYYY-MM-DD HH:MM:SS UTC` for
-/// people and `YYYYMMDD-HHMMSS` for directory names.
-pub fn utc_now() -> (String, String) {
-    // "2026-11-21T06:54:00Z"
-    let iso = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
-    let (date, time) = (&iso[..10], &iso[11..19]);
-    (
-        format!("{date} {time} UTC"),
-        format!("{}-{}", date.replace('-', ""), time.replace(':', "")),
-    )
-}
+pub use pagewire_provenance::utc_now;
 
 impl Results {
     pub fn new(
@@ -119,6 +159,7 @@ impl Results {
         let p = &self.provenance;
         let _ = writeln!(s, "{} — {}", p.made_by, p.date_utc);
         let _ = writeln!(s, "command: {}", p.command.join(" "));
+        let _ = writeln!(s, "{}", p.line());
         let _ = writeln!(s, "server: {}", p.server);
         let _ = writeln!(s, "{}", p.note);
         let _ = writeln!(s);
@@ -171,6 +212,11 @@ impl Results {
             }
             let _ = writeln!(s);
         }
+        let _ = writeln!(
+            s,
+            "{}\n",
+            lateness_line(self.runs.iter().map(|r| &r.link_lateness), "runs")
+        );
         s.push_str(&self.judged.render());
         let _ = writeln!(s);
         s.push_str(&claims::microscape::render_self_test());
@@ -182,6 +228,7 @@ impl Results {
     pub fn write(&self, dir: &Path) -> Result<()> {
         fs::create_dir_all(dir)?;
         let json = serde_json::to_string_pretty(&ResultsJson {
+            schema_version: SCHEMA_VERSION,
             made_by: &self.provenance.made_by,
             what:
                 "pagewire bench results: one object per run in `runs`; tables and claims as printed",
@@ -197,77 +244,87 @@ impl Results {
     }
 
     fn write_csv(&self, path: &Path) -> Result<()> {
-        let mut out = format!(
-            "# made by {} on {}; command: {}; {}\n",
-            self.provenance.made_by,
-            self.provenance.date_utc,
-            self.provenance.command.join(" "),
-            self.provenance.note
-        );
+        // No comment line: a plain CSV reader (pandas.read_csv) reads it;
+        // what made it is in results.json's provenance.
+        let mut out = String::new();
         let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record([
-            "strategy",
-            "test",
-            "net",
-            "rep",
-            "server",
-            "seed",
-            "pagewire_version",
-            "packets_total",
-            "packets_client_to_server",
-            "packets_server_to_client",
-            "bytes_total",
-            "elapsed_s",
-            "overhead_pct",
-            "sockets_total",
-            "sockets_max",
-            "retransmissions",
-            "objects_ok",
-            "objects_expected",
-            "body_bytes",
-            "requests",
-            "mean_request_bytes",
-            "tuning",
-            "flush_after_ms",
-            "explicit_flush",
-            "request_profile",
-            "revalidation",
-            "nagle",
-            "pcap",
-            "error",
-        ])?;
+        w.write_record(
+            [
+                "strategy",
+                "test",
+                "net",
+                "rep",
+                "server",
+                "seed",
+                "pagewire_version",
+                "packets_total",
+                "packets_client_to_server",
+                "packets_server_to_client",
+                "bytes_total",
+                "payload_bytes_total",
+                "line_bytes_total",
+                "elapsed_s",
+                "metadata_s",
+                "overhead_pct",
+                "sockets_total",
+                "sockets_max",
+                "retransmissions",
+                "objects_ok",
+                "objects_expected",
+                "body_bytes",
+                "requests",
+                "mean_request_bytes",
+                "tuning",
+                "flush_after_ms",
+                "explicit_flush",
+                "request_profile",
+                "revalidation",
+                "nagle",
+                "pcap",
+                "error",
+            ]
+            .into_iter()
+            .chain(LATENESS_CSV_HEADER),
+        )?;
         for r in &self.runs {
-            w.write_record([
-                r.strategy.name().to_string(),
-                r.test.name().to_string(),
-                r.net.name().to_string(),
-                r.rep.to_string(),
-                r.server.clone(),
-                r.seed.to_string(),
-                r.pagewire_version.clone(),
-                r.packets_total.to_string(),
-                r.packets_client_to_server.to_string(),
-                r.packets_server_to_client.to_string(),
-                r.bytes_total.to_string(),
-                format!("{:.4}", r.elapsed_s),
-                format!("{:.2}", r.overhead_pct),
-                r.sockets_total.to_string(),
-                r.sockets_max.to_string(),
-                r.retransmissions.to_string(),
-                r.objects_ok.to_string(),
-                r.objects_expected.to_string(),
-                r.body_bytes.to_string(),
-                r.requests.to_string(),
-                format!("{:.1}", r.mean_request_bytes),
-                r.robot.tuning.name().to_string(),
-                format!("{}", r.robot.flush_after_ms),
-                r.robot.explicit_flush.to_string(),
-                r.robot.request_profile.clone(),
-                r.robot.revalidation.clone(),
-                r.robot.nagle.to_string(),
-                r.pcap.clone(),
-                r.error.clone().unwrap_or_default(),
-            ])?;
+            w.write_record(
+                [
+                    r.strategy.name().to_string(),
+                    r.test.name().to_string(),
+                    r.net.name().to_string(),
+                    r.rep.to_string(),
+                    r.server.clone(),
+                    r.seed.to_string(),
+                    r.pagewire_version.clone(),
+                    r.packets_total.to_string(),
+                    r.packets_client_to_server.to_string(),
+                    r.packets_server_to_client.to_string(),
+                    r.bytes_total.to_string(),
+                    r.payload_bytes_total.to_string(),
+                    r.line_bytes_total.to_string(),
+                    format!("{:.4}", r.elapsed_s),
+                    r.metadata_s.map(|m| format!("{m:.4}")).unwrap_or_default(),
+                    format!("{:.2}", r.overhead_pct),
+                    r.sockets_total.to_string(),
+                    r.sockets_max.to_string(),
+                    r.retransmissions.to_string(),
+                    r.objects_ok.to_string(),
+                    r.objects_expected.to_string(),
+                    r.body_bytes.to_string(),
+                    r.requests.to_string(),
+                    format!("{:.1}", r.mean_request_bytes),
+                    r.robot.tuning.name().to_string(),
+                    format!("{}", r.robot.flush_after_ms),
+                    r.robot.explicit_flush.to_string(),
+                    r.robot.request_profile.clone(),
+                    r.robot.revalidation.clone(),
+                    r.robot.nagle.to_string(),
+                    r.pcap.clone(),
+                    r.error.clone().unwrap_or_default(),
+                ]
+                .into_iter()
+                .chain(lateness_csv(&r.link_lateness)),
+            )?;
         }
         out.push_str(&String::from_utf8(
             w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?,
@@ -276,61 +333,10 @@ impl Results {
     }
 
     fn render_html(&self, dir: &Path) -> Result<String> {
-        let p = &self.provenance;
-        let mut h = String::new();
-        let _ = write!(
-            h,
-            "<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>\
-             <title>pagewire bench — paper 001 reproduction</title>\
-             <style>body{{font-family:sans-serif;max-width:1200px;margin:1em auto;padding:0 1em}}\
-             pre{{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:12px}}\
-             td,th{{padding:2px 8px;text-align:left;vertical-align:top;font-size:13px}}\
-             .confirmed{{color:#070}}.contradicted{{color:#b00}}.inconclusive{{color:#777}}\
-             figure{{display:inline-block;margin:.3em}}</style></head><body>\n\
-             <!-- made by {} on {} -->\n",
-            esc(&p.made_by),
-            esc(&p.date_utc)
-        );
-        let _ = writeln!(
-            h,
-            "<h1>pagewire bench: Nielsen et al., SIGCOMM '97 (paper 001), reproduced</h1>"
-        );
-        let _ = writeln!(
-            h,
-            "<p>Made by <b>{}</b> on {} with <code>{}</code>; server: {}; seed {}; host: {}.</p><p>{}</p>",
-            esc(&p.made_by),
-            esc(&p.date_utc),
-            esc(&p.command.join(" ")),
-            esc(&p.server),
-            p.seed,
-            esc(&p.host),
-            esc(&p.note)
-        );
-        for (kind, title) in [
-            (ClaimKind::Claim, "<h2>Claims</h2><p>Judged by the rule of docs/claims.md: confirmed when every covered cell's 95% interval (n &ge; 3) lies inside its band, contradicted when any lies wholly outside, else inconclusive; not testable here when the set-up cannot meet a precondition.</p>"),
-            (ClaimKind::PageCheck, "<h2>Page checks</h2><p>True by construction of the generated page; not counted as claims.</p>"),
-        ] {
-            let _ = writeln!(h, "{title}<table><tr><th>verdict</th><th>the paper's sentence (section)</th><th>our reading and numbers</th></tr>");
-            for c in self.claims.iter().filter(|c| c.kind == kind) {
-                let cls = format!("{:?}", c.verdict).to_lowercase();
-                let _ = writeln!(
-                    h,
-                    "<tr><td class={cls}><b>{}</b></td><td>{} <i>({})</i></td><td>{}</td></tr>",
-                    c.verdict,
-                    esc(&c.claim),
-                    esc(&c.section),
-                    esc(&c.evidence())
-                );
-            }
-            let _ = writeln!(h, "</table>");
-        }
-
-        let _ = writeln!(
-            h,
-            "<h2>Self-test</h2><pre>{}</pre>",
-            esc(&claims::microscape::render_self_test())
-        );
-        let _ = writeln!(h, "<h2>Packets and seconds per strategy</h2><p>Bars: our means (first-time and cache validation); black triangles: the paper's Apache values (Tables 5, 7, 9).</p>");
+        use crate::html::{self, Figure, Page, Section};
+        // Bars of packets and seconds per strategy, per network: the
+        // summary's plots.
+        let mut key_plots = Vec::new();
         for net in &self.plan.nets {
             for (metric, label) in [("packets", "packets (Pa)"), ("seconds", "seconds (Sec)")] {
                 let cats: Vec<String> = self
@@ -388,15 +394,23 @@ impl Results {
                     &series,
                     "paper, Apache",
                 )?;
-                let _ = writeln!(h, "<figure>{svg}</figure>");
+                key_plots.push(Figure {
+                    html: svg,
+                    caption: format!(
+                        "{}: our means (bars), the paper's Apache values (triangles)",
+                        net.name().to_uppercase()
+                    ),
+                });
             }
         }
 
-        let _ = writeln!(h, "<h2>Time-sequence graphs</h2><p>Like the xplot graphs the paper's authors used: one first-time run per strategy, read back from its pcap (server data segments as strokes, coloured per TCP connection, stacked across connections; client ACKs as grey dots).</p>");
+        let mut sections = Vec::new();
+        // Time-sequence graphs side by side on one time axis.
         let net = [Net::Wan, Net::Lan, Net::Ppp]
             .into_iter()
             .find(|n| self.plan.nets.contains(n));
         if let Some(net) = net {
+            let mut graphs = Vec::new();
             for st in &self.plan.strategies {
                 let run = self.runs.iter().find(|r| {
                     r.net == net
@@ -407,54 +421,146 @@ impl Results {
                 });
                 if let Some(r) = run {
                     let segs = pcapread::time_sequence(&dir.join(&r.pcap), server_addr(r))?;
-                    let svg = plots::time_sequence(
-                        &format!(
-                            "{} first-time, {} rep {} ({} packets)",
-                            st.name(),
-                            net.name().to_uppercase(),
-                            r.rep,
-                            r.packets_total
-                        ),
-                        &segs,
-                    )?;
-                    let _ = writeln!(h, "<figure>{svg}<figcaption>pcap: <a href=\"{0}\">{0}</a></figcaption></figure>", esc(&r.pcap));
+                    graphs.push((st, r, segs));
                 }
             }
+            let tmax = graphs
+                .iter()
+                .flat_map(|g| g.2.iter().map(|s| s.t_s))
+                .fold(0.0f64, f64::max);
+            let mut body = String::from(
+                "<p class=small>Like the xplot graphs the paper's authors used: one first-time run per \
+                 strategy, read back from its pcap (server data segments as strokes, coloured per TCP \
+                 connection, stacked across connections; client ACKs as grey dots), all on one time axis.</p>\
+                 <div class=plots>",
+            );
+            for (st, r, segs) in &graphs {
+                let svg = plots::time_sequence_scaled(
+                    &format!(
+                        "{} first-time, {} rep {} ({} packets)",
+                        st.name(),
+                        net.name().to_uppercase(),
+                        r.rep,
+                        r.packets_total
+                    ),
+                    segs,
+                    Some(tmax),
+                )?;
+                let _ = write!(
+                    body,
+                    "<figure>{svg}<figcaption>pcap: <a href=\"{0}\">{0}</a></figcaption></figure>",
+                    html::esc(&r.pcap)
+                );
+            }
+            body.push_str("</div>");
+            sections.push(Section {
+                title: format!("Time-sequence graphs ({})", net.name().to_uppercase()),
+                html: body,
+                open: true,
+            });
         }
 
-        let _ = writeln!(h, "<h2>Tables (layout of paper 001 Tables 3-9)</h2><pre>");
+        let mut tables_html = String::new();
         let label = self.server_label();
         for net in &self.plan.nets {
-            h.push_str(&esc(&tables::network_table(*net, &self.summaries, &label)));
-            h.push('\n');
+            tables_html.push_str(&html::text_tables(&tables::network_table(
+                *net,
+                &self.summaries,
+                &label,
+            )));
+            tables_html.push_str(&html::text_tables(&crate::chromium::render_browser_rows(
+                *net, &self.runs,
+            )));
             for t in &self.plan.tests {
-                h.push_str(&esc(&tables::sockets_table(
+                tables_html.push_str(&html::text_tables(&tables::sockets_table(
                     *net,
                     *t,
                     &self.summaries,
                     self.short_server(),
                 )));
             }
-            h.push_str(&esc(&tables::table3(
+            tables_html.push_str(&html::text_tables(&tables::table3(
                 *net,
                 &self.initial,
                 self.short_server(),
             )));
-            h.push('\n');
+            tables_html.push_str(&html::text_tables(&tables::payload_table(*net, &self.runs)));
         }
-        let _ = writeln!(
-            h,
-            "</pre><h2>The page</h2><pre>{}</pre>",
-            esc(&self.page_composition)
-        );
-        let _ = writeln!(h, "<h2>Runs</h2><p>All {} runs: <a href=results.json>results.json</a>, <a href=results.csv>results.csv</a>; one pcap per run in <code>pcaps/</code>.</p>", self.runs.len());
-        let _ = writeln!(
-            h,
-            "<h2>Links</h2><pre>{}</pre>",
-            esc(&serde_json::to_string_pretty(&self.link_configs)?)
-        );
-        let _ = writeln!(h, "</body></html>");
-        Ok(h)
+        sections.push(Section {
+            title: "Tables (layout of paper 001 Tables 3-9)".into(),
+            html: tables_html,
+            open: true,
+        });
+        sections.push(Section {
+            title: "Self-test: the rules fed the paper's own values".into(),
+            html: html::text_tables(&claims::microscape::render_self_test()),
+            open: false,
+        });
+
+        // A waterfall per run, from its HAR.
+        let mut wf = String::new();
+        for r in &self.runs {
+            let Some(rel) = &r.har else { continue };
+            let Ok(text) = fs::read_to_string(dir.join(rel)) else {
+                continue;
+            };
+            let Ok(har) = serde_json::from_str::<serde_json::Value>(&text) else {
+                continue;
+            };
+            let initial = if r.robot.tuning == crate::model::Tuning::Initial {
+                " (initial robot)"
+            } else {
+                ""
+            };
+            let late = if r.link_lateness.flagged {
+                ", LINK LATE (flagged)"
+            } else {
+                ""
+            };
+            let _ = write!(
+                wf,
+                "<details><summary>{} {} {}{initial} rep {} — {:.2} s, {} packets{late}</summary>{}\
+                 <p class=small>HAR: <a href=\"{path}\">{path}</a></p></details>",
+                r.net,
+                r.strategy,
+                r.test,
+                r.rep,
+                r.elapsed_s,
+                r.packets_total,
+                html::waterfall(&har),
+                path = html::esc(rel),
+            );
+        }
+        if !wf.is_empty() {
+            sections.push(Section {
+                title: "Waterfalls: one per run, from its HAR".into(),
+                html: wf,
+                open: false,
+            });
+        }
+        sections.push(Section {
+            title: "The page".into(),
+            html: html::text_tables(&self.page_composition),
+            open: false,
+        });
+        let failed = self.runs.iter().filter(|r| !r.ok()).count();
+        let mut notes = vec![self.provenance.note.clone()];
+        if failed > 0 {
+            notes.push(format!(
+                "{failed} of {} runs FAILED (left out of the tables); see report.txt",
+                self.runs.len()
+            ));
+        }
+        let page = Page {
+            title: "pagewire bench: Nielsen et al., SIGCOMM '97 (paper 001), reproduced".into(),
+            provenance: &self.provenance,
+            lateness: lateness_line(self.runs.iter().map(|r| &r.link_lateness), "runs"),
+            claims: serde_json::to_value(&self.claims)?,
+            key_plots,
+            sections,
+            notes,
+        };
+        Ok(page.render())
     }
 }
 
@@ -465,6 +571,7 @@ fn server_addr(_r: &RunRecord) -> Ipv4Addr {
 
 #[derive(Serialize)]
 struct ResultsJson<'a> {
+    schema_version: u32,
     made_by: &'a str,
     what: &'static str,
     #[serde(flatten)]
@@ -472,11 +579,4 @@ struct ResultsJson<'a> {
     summaries: Vec<&'a Summary>,
     /// Table 3's initial robot, summarized apart.
     initial_summaries: Vec<&'a Summary>,
-}
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }

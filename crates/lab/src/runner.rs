@@ -819,6 +819,22 @@ fn one_run(
         bail!("interrupted");
     };
     let c = link.end_run()?;
+    // The robot's HAR beside the pcap: the report draws its waterfall.
+    let har = match &fetched {
+        Ok(r) => {
+            let rel = pcap_rel
+                .replacen("pcaps/", "har/", 1)
+                .replace(".pcap", ".har");
+            fs::create_dir_all(cfg.out_dir.join("har"))?;
+            fs::write(
+                cfg.out_dir.join(&rel),
+                pagewire_client::har::to_har_string(r),
+            )
+            .with_context(|| format!("write {rel}"))?;
+            Some(rel)
+        }
+        Err(_) => None,
+    };
     let (requests, mean_request_bytes) = match &fetched {
         Ok(r) if r.requests > 0 => (
             r.requests,
@@ -870,6 +886,7 @@ fn one_run(
         bytes_total: c.bytes_total,
         payload_bytes_total: c.payload_bytes_total,
         line_bytes_total: c.client_to_server.line_bytes + c.server_to_client.line_bytes,
+        link_lateness: c.link_lateness,
         elapsed_s,
         metadata_s,
         overhead_pct: c.overhead_pct,
@@ -883,6 +900,7 @@ fn one_run(
         mean_request_bytes,
         robot,
         pcap: pcap_rel,
+        har,
         link: link_json.clone(),
         error,
         browser: None,

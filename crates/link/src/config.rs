@@ -330,6 +330,12 @@ impl LinkConfig {
         }
     }
 
+    /// The one-way propagation delay of either direction (half the RTT),
+    /// against which link lateness is judged.
+    pub fn one_way_delay(&self) -> Duration {
+        self.up_pipe().delay.min(self.down_pipe().delay)
+    }
+
     pub fn up_pipe(&self) -> PipeConfig {
         self.pipe(&self.up_rate)
     }

@@ -179,6 +179,11 @@ pub struct LinkCounters {
     /// (counted as delivered above; should stay 0).
     #[serde(default)]
     pub tun_write_errors: u64,
+    /// How late packets left the link against their scheduled departure
+    /// (see [`crate::lateness`]); set by the forwarder, zeros in results
+    /// made before it.
+    #[serde(default)]
+    pub link_lateness: crate::lateness::LinkLateness,
 }
 
 /// Accumulates one run. `run_start` is the link time the run began at.
@@ -287,6 +292,7 @@ impl Meter {
             run_started_unix_s: self.run_started_unix_s,
             run_duration_s: self.rel_s(now),
             tun_write_errors: 0,
+            link_lateness: Default::default(),
         }
     }
 }

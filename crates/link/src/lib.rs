@@ -10,6 +10,8 @@
 //! - [`pipe`]: one direction of the link: loss, drop-tail queue,
 //!   serialization at a constant or trace-driven rate, delay and jitter;
 //! - [`counters`]: per-run accounting (paper 001's Pa, Bytes, %ov);
+//! - [`lateness`]: link fidelity, how late packets left against their
+//!   scheduled departure (the per-run `link_lateness` record);
 //! - [`pcap`]: capture with emulated timestamps;
 //! - [`config`]: profiles (paper 001 Table 1; docs/architecture.md) and flag
 //!   parsers.
@@ -19,6 +21,7 @@
 pub mod classify;
 pub mod config;
 pub mod counters;
+pub mod lateness;
 pub mod pcap;
 pub mod pipe;
 pub mod v42bis;
@@ -27,5 +30,6 @@ pub mod wire;
 pub use classify::{Classified, Classifier, Direction, Kind};
 pub use config::{ConfigError, LinkCompression, LinkConfig, PipeConfig, QueueLimit, Rate, Trace};
 pub use counters::{DirectionCounters, KindCounts, LinkCounters, Meter, PacketsBytes};
+pub use lateness::{lateness_threshold, LatenessRecorder, LinkLateness};
 pub use pcap::PcapSink;
 pub use pipe::{Pipe, PipeStats, Verdict};

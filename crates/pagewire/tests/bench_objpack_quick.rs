@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
+mod schema;
 
 /// `--quick` takes ~20 s here; allow three minutes on a loaded machine.
 const TIMEOUT: Duration = Duration::from_secs(180);
@@ -54,6 +55,8 @@ fn quick_objpack_suite_runs_end_to_end() {
     }
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    schema::check_results_dir(&out);
+    schema::check_report_first_screen(&out, [70, 110, 180], 500);
     let rows = v["rows"].as_array().unwrap();
     // 1 network x 3 groups x 1 set x 7 methods, warm; as many cold.
     assert_eq!(rows.len(), 21);

@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
+mod schema;
 use common::pcap_records;
 
 /// `--quick` must finish within a minute on the 2-core CI machine; allow
@@ -39,6 +40,8 @@ fn bench_quick_fetches_everything_and_counts_match_pcaps() {
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    schema::check_results_dir(&out);
+    schema::check_report_first_screen(&out, [70, 110, 180], 500);
     assert!(json["made_by"].as_str().unwrap().contains("pagewire"));
     let runs = json["runs"].as_array().expect("runs");
     // lan + wan, 4 strategies, 2 tests, 1 repetition; plus Table 3's

@@ -9,6 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
+mod schema;
 
 const TIMEOUT: Duration = Duration::from_secs(150);
 
@@ -64,6 +65,7 @@ fn surge_quick_runs_apache_limited_and_unlimited_with_monitor() {
 
     let res: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    schema::check_results_dir(&out);
     let runs = res["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4, "2 memories x 2 modes x 1 load");
     let find = |mem: &str, mode: &str| {

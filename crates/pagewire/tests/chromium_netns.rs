@@ -11,6 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
+mod schema;
 use common::{pcap_records, sha256_hex};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
@@ -97,6 +98,7 @@ fn check_bench(
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    schema::check_results_dir(&out);
     let runs = json["runs"].as_array().unwrap();
     assert_eq!(
         runs.len(),

@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
+mod schema;
 
 /// `--quick` takes about 25 s; allow three minutes on a loaded machine
 /// before calling it hung.
@@ -43,6 +44,7 @@ fn conn_length_quick_writes_points_figures_and_claims() {
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    schema::check_results_dir(&out);
     let points = json["points"].as_array().expect("points");
     // local + remote, 2 buffers, 5 lengths.
     assert_eq!(points.len(), 20, "{stdout}");

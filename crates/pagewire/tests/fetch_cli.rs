@@ -4,6 +4,7 @@
 use std::process::Command;
 
 mod common;
+mod schema;
 use common::{Serve, PW};
 
 fn fetch(args: &[&str]) -> std::process::Output {
@@ -56,6 +57,7 @@ fn fetch_cli_outputs_and_exit_codes() {
     assert_eq!(report["strategy"], "pipeline");
     assert_eq!(report["flush_counts"]["explicit"], 1);
     let har: serde_json::Value = serde_json::from_slice(&std::fs::read(&har).unwrap()).unwrap();
+    schema::check_har(&har, "fetch --har");
     assert_eq!(har["log"]["entries"].as_array().unwrap().len(), 43);
     let host = server.url.trim_start_matches("http://");
     assert_eq!(

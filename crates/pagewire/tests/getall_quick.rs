@@ -7,6 +7,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
+mod schema;
 
 /// `--quick` takes about 30 s; three minutes before calling it hung.
 const TIMEOUT: Duration = Duration::from_secs(180);
@@ -40,6 +41,7 @@ fn getall_quick_writes_cells_figures_and_claims() {
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    schema::check_results_dir(&out);
     let cells = json["cells"].as_array().expect("cells");
     // 2 networks x 2 sizes x 2 counts x 5 methods.
     assert_eq!(cells.len(), 40, "{stdout}");

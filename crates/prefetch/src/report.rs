@@ -30,6 +30,9 @@ pub struct Provenance {
     /// [`crate::variant::Variant::describe`] of the run.
     pub readings: String,
     pub created_unix_s: u64,
+    /// What every pagewire results file records: build commit, command
+    /// line, date, host, kernel, CPU, load average before and after.
+    pub run: pagewire_provenance::Provenance,
 }
 
 impl Provenance {
@@ -53,6 +56,7 @@ impl Provenance {
             ),
             format!("readings: {}", self.readings),
             format!("created: unix time {}", self.created_unix_s),
+            self.run.line(),
         ]
     }
 
@@ -637,6 +641,7 @@ mod tests {
             time_model_source: "paper".into(),
             readings: "defaults".into(),
             created_unix_s: 0,
+            run: pagewire_provenance::Provenance::default(),
         }
     }
 

@@ -231,6 +231,15 @@ impl SimulateJob {
             created_unix_s: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
+            run: {
+                let mut p = pagewire_provenance::Provenance::begin(
+                    "prefetch",
+                    pagewire_provenance::command_line(),
+                );
+                p.made_by = format!("{tool} prefetch simulate");
+                p.note = "a trace-driven simulation: no emulated link, no link lateness".into();
+                p
+            },
         };
 
         let grid = &self.grid;
@@ -346,9 +355,10 @@ impl Loaded {
 
     /// Runs the sweep in parallel; `progress` is told how many points each
     /// finished task completed.
-    pub fn run(self, progress: &(dyn Fn(u64) + Sync)) -> Finished {
+    pub fn run(mut self, progress: &(dyn Fn(u64) + Sync)) -> Finished {
         let started = Instant::now();
         let (base, results) = sweep(&self.trace, &self.job.grid, &self.opts, progress);
+        self.prov.run.finish();
         Finished {
             loaded: self,
             base,

@@ -187,6 +187,7 @@ impl Session {
             requested_ms: ms(requested),
             first_byte_ms: ms(f.started),
             done_ms: ms(now),
+            sent_ms: None,
             request_head: String::new(),
             response_headers: headers,
             http_version: "HTTP/1.1",

@@ -741,13 +741,25 @@ impl PageLoad {
                     .map(|end| (end - e.start_ts) * 1e3)
                     .unwrap_or(0.0)
                     .max(0.0);
-                let send = ms(f("sendStart"), f("sendEnd")).max(0.0);
-                let wait = ms(f("sendEnd"), f("receiveHeadersEnd")).max(0.0);
                 let req_start_ms = t["requestTime"]
                     .as_f64()
                     .map(|rt| (rt - e.start_ts) * 1e3)
-                    .unwrap_or(0.0);
-                let receive = (total_ms - req_start_ms - f("receiveHeadersEnd").max(0.0)).max(0.0);
+                    .unwrap_or(0.0)
+                    .max(0.0);
+                let dns = ms(f("dnsStart"), f("dnsEnd"));
+                let connect = ms(f("connectStart"), f("connectEnd"));
+                let ssl = ms(f("sslStart"), f("sslEnd"));
+                let send = ms(f("sendStart"), f("sendEnd")).max(0.0);
+                let wait = ms(f("sendEnd"), f("receiveHeadersEnd")).max(0.0);
+                // HAR 1.2: `time` is the sum of the timings (ssl is inside
+                // connect). Everything before the request went out that is
+                // not DNS or connect is `blocked` (queueing, stalls), and
+                // `receive` is the rest of the entry's span, so the parts
+                // add up to the span CDP reported.
+                let before_send = req_start_ms + f("sendStart").max(0.0);
+                let blocked = (before_send - dns.max(0.0) - connect.max(0.0)).max(0.0);
+                let receive = (total_ms - before_send - send - wait).max(0.0);
+                let time = blocked + dns.max(0.0) + connect.max(0.0) + send + wait + receive;
                 let http_version = match e.protocol.as_str() {
                     "h2" => "HTTP/2",
                     "h3" => "HTTP/3",
@@ -758,7 +770,7 @@ impl PageLoad {
                 json!({
                     "pageref": "page_1",
                     "startedDateTime": iso(e.start_wall),
-                    "time": total_ms,
+                    "time": time,
                     "request": {
                         "method": e.method, "url": e.url, "httpVersion": http_version,
                         "cookies": [], "headers": hdrs(&e.request_headers), "queryString": [],
@@ -780,10 +792,10 @@ impl PageLoad {
                     },
                     "cache": {},
                     "timings": {
-                        "blocked": req_start_ms.max(0.0),
-                        "dns": ms(f("dnsStart"), f("dnsEnd")),
-                        "connect": ms(f("connectStart"), f("connectEnd")),
-                        "ssl": ms(f("sslStart"), f("sslEnd")),
+                        "blocked": blocked,
+                        "dns": dns,
+                        "connect": connect,
+                        "ssl": ssl,
                         "send": send, "wait": wait, "receive": receive,
                     },
                     "connection": e.connection_id.map(|c| c.to_string()).unwrap_or_default(),

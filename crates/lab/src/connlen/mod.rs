@@ -285,6 +285,10 @@ pub struct Point {
     /// Seconds of every trial, from `connect` to the server's FIN.
     pub trial_s: Vec<f64>,
     pub tcp: &'static str,
+    /// How late packets left the emulated link over this point's trials
+    /// (see `pagewire_link::lateness`); `flagged` points are left out of
+    /// claims.
+    pub link_lateness: pagewire_link::LinkLateness,
 }
 
 pub struct RunOptions {
@@ -370,6 +374,16 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<Vec<Point>> {
     Ok(points)
 }
 
+/// What one buffer size's sweep measured: the client's SO_RCVBUF, the
+/// window, the seconds per length and trial, and the link lateness per
+/// length.
+type Measured = (
+    u32,
+    Option<u32>,
+    Vec<Vec<f64>>,
+    Vec<pagewire_link::LatenessRecorder>,
+);
+
 /// All lengths and trials of one buffer size over one configuration's link.
 fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
     let lc = config.link_config(plan.tcp1997, plan.router_queue)?;
@@ -381,58 +395,62 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
     let addr: std::net::SocketAddr = (link.server_addr(), server.ports()[0]).into();
     let lengths = plan.lengths.clone();
     let trials: Vec<u32> = lengths.iter().map(|&l| plan.trials_for(l)).collect();
-    let measured =
-        link.run_in_client(move || -> Result<(u32, Option<u32>, Vec<Vec<f64>>)> {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            let mut rcvbuf = 0;
-            // The client SO_RCVBUF whose window is the label (see
-            // `wire::calibrate`).
-            let (cal_rcvbuf, mut window) = match buffer.bytes() {
-                Some(b) => {
-                    let (r, w) = rt
-                        .block_on(wire::calibrate(addr, b, mss))
-                        .with_context(|| {
-                            format!("{config}, buffer {}: calibrate", buffer.label())
-                        })?;
-                    (Some(r), w)
-                }
-                None => (None, None),
-            };
-            let mut out: Vec<Vec<f64>> = vec![Vec::new(); lengths.len()];
-            let max_trials = trials.iter().copied().max().unwrap_or(0);
-            'trials: for t in 0..max_trials {
-                for (li, &len) in lengths.iter().enumerate() {
-                    if t >= trials[li] {
-                        continue;
-                    }
-                    // Cancelled within crate::interrupt::POLL of a Ctrl-C.
-                    let Some(m) = rt.block_on(crate::interrupt::or_cancel(wire::fetch(
-                        addr, buffer, cal_rcvbuf, len,
-                    ))) else {
-                        break 'trials;
-                    };
-                    let m = m.with_context(|| {
-                        format!("{config}, buffer {}, {len} bytes", buffer.label())
-                    })?;
-                    rcvbuf = m.client_rcvbuf;
-                    window = m.window;
-                    out[li].push(m.elapsed.as_secs_f64());
-                }
+    let one_way = link.one_way_delay();
+    let link_ref = &link;
+    let measured = link.run_in_client(move || -> Result<Measured> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let mut rcvbuf = 0;
+        // The client SO_RCVBUF whose window is the label (see
+        // `wire::calibrate`).
+        let (cal_rcvbuf, mut window) = match buffer.bytes() {
+            Some(b) => {
+                let (r, w) = rt
+                    .block_on(wire::calibrate(addr, b, mss))
+                    .with_context(|| format!("{config}, buffer {}: calibrate", buffer.label()))?;
+                (Some(r), w)
             }
-            Ok((rcvbuf, window, out))
-        })??;
+            None => (None, None),
+        };
+        let mut out: Vec<Vec<f64>> = vec![Vec::new(); lengths.len()];
+        let mut late = vec![pagewire_link::LatenessRecorder::new(); lengths.len()];
+        let max_trials = trials.iter().copied().max().unwrap_or(0);
+        // Start the lateness count here (not with the server's start
+        // nor the calibration).
+        link_ref.take_lateness()?;
+        'trials: for t in 0..max_trials {
+            for (li, &len) in lengths.iter().enumerate() {
+                if t >= trials[li] {
+                    continue;
+                }
+                // Cancelled within crate::interrupt::POLL of a Ctrl-C.
+                let Some(m) = rt.block_on(crate::interrupt::or_cancel(wire::fetch(
+                    addr, buffer, cal_rcvbuf, len,
+                ))) else {
+                    break 'trials;
+                };
+                let m =
+                    m.with_context(|| format!("{config}, buffer {}, {len} bytes", buffer.label()))?;
+                late[li].merge(&link_ref.take_lateness()?);
+                rcvbuf = m.client_rcvbuf;
+                window = m.window;
+                out[li].push(m.elapsed.as_secs_f64());
+            }
+        }
+        Ok((rcvbuf, window, out, late))
+    })??;
     server.stop();
     drop(link);
-    let (rcvbuf, window, secs) = measured;
+    let (rcvbuf, window, secs, late) = measured;
     Ok(plan
         .lengths
         .iter()
         .zip(secs)
+        .zip(late)
         // An interrupted sweep leaves lengths without a trial: not points.
-        .filter(|(_, secs)| !secs.is_empty())
-        .map(|(&length, secs)| {
+        .filter(|((_, secs), _)| !secs.is_empty())
+        .map(|((&length, secs), late)| {
             let tputs: Vec<f64> = secs.iter().map(|s| length as f64 / s).collect();
             Point {
                 config,
@@ -446,6 +464,7 @@ fn run_one(plan: &Plan, config: Config, buffer: Buffer) -> Result<Vec<Point>> {
                 throughput_trials: Estimate::of(&tputs),
                 trial_s: secs,
                 tcp: if plan.tcp1997 { "1997" } else { "today" },
+                link_lateness: late.summary(one_way),
             }
         })
         .collect())
@@ -462,7 +481,6 @@ pub struct SuiteOptions {
     pub out: std::path::PathBuf,
     pub command: Vec<String>,
     pub progress: bool,
-    pub host: String,
     /// Links at once (see `RunOptions::parallel`).
     pub parallel: usize,
 }
@@ -494,7 +512,7 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
         plan.estimate()?.as_secs_f64() / o.parallel.max(1) as f64,
         o.parallel
     );
-    let (date, _) = crate::report::utc_now();
+    let mut provenance = crate::report::Provenance::begin("conn-length", o.command.clone());
     let t0 = Instant::now();
     let points = run(
         &plan,
@@ -503,22 +521,31 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
             parallel: o.parallel,
         },
     )?;
-    let provenance = crate::report::Provenance {
-        made_by: format!(
-            "pagewire {} bench --suite conn-length",
-            env!("CARGO_PKG_VERSION")
+    provenance.finish();
+    provenance.server = "conn-length server (in-process, tokio)".into();
+    provenance.repetitions = [
+        ("trials".to_string(), plan.trials),
+        (
+            format!("trials from {} B", plan.long_from),
+            plan.long_trials,
         ),
-        command: o.command.clone(),
-        date_utc: date,
-        pagewire_version: env!("CARGO_PKG_VERSION").to_string(),
-        seed: 0,
-        server: "conn-length server (in-process, tokio)".into(),
-        host: o.host.clone(),
-        note:
-            "Client and server of Padmanabhan & Mogul section 3.2; best of the trials per point; \
+    ]
+    .into();
+    provenance.link_configs = plan
+        .configs
+        .iter()
+        .map(|c| -> Result<(String, serde_json::Value)> {
+            Ok((
+                c.name().to_string(),
+                serde_json::to_value(c.link_config(plan.tcp1997, plan.router_queue)?)?,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    provenance.link_lateness_rule = Some(crate::report::lateness_rule());
+    provenance.note =
+        "Client and server of Padmanabhan & Mogul section 3.2; best of the trials per point; \
                throughput = length / (connect to the server's FIN)."
-                .into(),
-    };
+            .into();
     let results = report::Results::new(provenance, plan, t0.elapsed().as_secs_f64(), points);
     results.write(&o.out)?;
     Ok(results)

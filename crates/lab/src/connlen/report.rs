@@ -14,6 +14,9 @@ use super::{Config, Plan, Point, QueueLimit};
 
 #[derive(Serialize)]
 pub struct Results {
+    /// See [`crate::report::SCHEMA_VERSION`].
+    pub schema_version: u32,
+    pub made_by: String,
     pub provenance: Provenance,
     pub plan: Plan,
     pub wall_s: f64,
@@ -27,6 +30,8 @@ pub struct Results {
 impl Results {
     pub fn new(provenance: Provenance, plan: Plan, wall_s: f64, points: Vec<Point>) -> Self {
         let mut r = Results {
+            schema_version: crate::report::SCHEMA_VERSION,
+            made_by: provenance.made_by.clone(),
             provenance,
             plan,
             wall_s,
@@ -50,35 +55,43 @@ impl Results {
         )
         .context("write results.json")?;
         let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
-        w.write_record([
-            "config",
-            "tcp",
-            "buffer",
-            "buffer_bytes",
-            "client_rcvbuf",
-            "window_bytes",
-            "queue",
-            "length",
-            "throughput",
-            "mean_throughput",
-            "sd_throughput",
-            "trials",
-        ])?;
+        w.write_record(
+            [
+                "config",
+                "tcp",
+                "buffer",
+                "buffer_bytes",
+                "client_rcvbuf",
+                "window_bytes",
+                "queue",
+                "length",
+                "throughput",
+                "mean_throughput",
+                "sd_throughput",
+                "trials",
+            ]
+            .into_iter()
+            .chain(crate::report::LATENESS_CSV_HEADER),
+        )?;
         for p in &self.points {
-            w.write_record([
-                p.config.name().to_string(),
-                p.tcp.to_string(),
-                p.buffer.label(),
-                p.buffer_bytes.map(|b| b.to_string()).unwrap_or_default(),
-                p.client_rcvbuf.to_string(),
-                p.window_bytes.map(|w| w.to_string()).unwrap_or_default(),
-                queue_label(p.queue),
-                p.length.to_string(),
-                format!("{:.1}", p.throughput),
-                format!("{:.1}", p.throughput_trials.mean),
-                format!("{:.1}", p.throughput_trials.sd),
-                p.throughput_trials.n.to_string(),
-            ])?;
+            w.write_record(
+                [
+                    p.config.name().to_string(),
+                    p.tcp.to_string(),
+                    p.buffer.label(),
+                    p.buffer_bytes.map(|b| b.to_string()).unwrap_or_default(),
+                    p.client_rcvbuf.to_string(),
+                    p.window_bytes.map(|w| w.to_string()).unwrap_or_default(),
+                    queue_label(p.queue),
+                    p.length.to_string(),
+                    format!("{:.1}", p.throughput),
+                    format!("{:.1}", p.throughput_trials.mean),
+                    format!("{:.1}", p.throughput_trials.sd),
+                    p.throughput_trials.n.to_string(),
+                ]
+                .into_iter()
+                .chain(crate::report::lateness_csv(&p.link_lateness)),
+            )?;
         }
         w.flush()?;
         for c in Config::ALL {
@@ -112,6 +125,29 @@ impl Results {
         }
         std::fs::write(dir.join("report.txt"), self.render_text()).context("write report.txt")?;
         files.push("report.txt".into());
+        let figures: Vec<crate::html::Figure> = files
+            .iter()
+            .filter(|f| f.ends_with(".svg"))
+            .map(|f| crate::html::Figure::file(f, f))
+            .collect();
+        let page = crate::html::Page {
+            title: "pagewire bench --suite conn-length: Padmanabhan & Mogul, \"Improving HTTP Latency\", Figures 2-3".into(),
+            provenance: &self.provenance,
+            lateness: crate::report::lateness_line(
+                self.points.iter().map(|p| &p.link_lateness),
+                "points",
+            ),
+            claims: serde_json::to_value(&self.claims)?,
+            key_plots: figures,
+            sections: vec![crate::html::Section {
+                title: "Tables".into(),
+                html: crate::html::text_tables(&self.render_text()),
+                open: true,
+            }],
+            notes: vec![self.provenance.note.clone()],
+        };
+        std::fs::write(dir.join("report.html"), page.render()).context("write report.html")?;
+        files.push("report.html".into());
         Ok(files)
     }
 
@@ -125,6 +161,12 @@ impl Results {
             s,
             "{}; {} trials per point ({} from {} B), best trial shown, bytes/s",
             self.provenance.date_utc, self.plan.trials, self.plan.long_trials, self.plan.long_from
+        );
+        let _ = writeln!(s, "{}", self.provenance.line());
+        let _ = writeln!(
+            s,
+            "{}",
+            crate::report::lateness_line(self.points.iter().map(|p| &p.link_lateness), "points")
         );
         let _ = writeln!(
             s,

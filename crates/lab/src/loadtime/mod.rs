@@ -156,6 +156,10 @@ pub struct Cell {
     /// Requests the robot sent (GETALL: 1).
     pub requests: u32,
     pub connections: usize,
+    /// How late packets left the emulated link over this cell's trials
+    /// (see `pagewire_link::lateness`); `flagged` cells are left out of
+    /// claims.
+    pub link_lateness: pagewire_link::LinkLateness,
 }
 
 fn page_path(size: usize, n: usize) -> String {
@@ -295,6 +299,10 @@ fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cel
     }
     let mut trials: Vec<Vec<(f64, u32, usize)>> =
         vec![Vec::new(); plan.counts.len() * plan.methods.len()];
+    let mut late =
+        vec![pagewire_link::LatenessRecorder::new(); plan.counts.len() * plan.methods.len()];
+    // Start the lateness count here (not with the server's start).
+    link.take_lateness()?;
     'reps: for _rep in 0..plan.reps {
         for (ci, &n) in plan.counts.iter().enumerate() {
             for (mi, &m) in plan.methods.iter().enumerate() {
@@ -308,6 +316,7 @@ fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cel
                     break 'reps;
                 };
                 let r = r.with_context(|| format!("{} {} {url}", net.name(), m.name()))?;
+                late[ci * plan.methods.len() + mi].merge(&link.take_lateness()?);
                 let ok = r.objects.iter().filter(|x| x.status == 200).count();
                 if ok != n + 1 || r.objects.iter().skip(1).any(|x| x.size != size as u64) {
                     bail!(
@@ -354,6 +363,7 @@ fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cel
                 trials_s: secs,
                 requests: t.last().map_or(0, |x| x.1),
                 connections: t.last().map_or(0, |x| x.2),
+                link_lateness: late[ci * plan.methods.len() + mi].summary(link.one_way_delay()),
             });
         }
     }
@@ -368,7 +378,6 @@ pub struct SuiteOptions {
     pub out: PathBuf,
     pub command: Vec<String>,
     pub progress: bool,
-    pub host: String,
     pub exe: PathBuf,
 }
 
@@ -397,7 +406,7 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
         plan.reps,
         plan.nets.len() * plan.sizes.len() * plan.counts.len() * plan.methods.len() * plan.reps as usize
     );
-    let (date, _) = crate::report::utc_now();
+    let mut provenance = crate::report::Provenance::begin("getall", o.command.clone());
     let t0 = Instant::now();
     let cells = run(
         &plan,
@@ -408,21 +417,31 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
             parallel: crate::connlen::DEFAULT_PARALLEL,
         },
     )?;
-    let provenance = crate::report::Provenance {
-        made_by: format!(
-            "pagewire {} bench --suite getall",
-            env!("CARGO_PKG_VERSION")
-        ),
-        command: o.command.clone(),
-        date_utc: date,
-        pagewire_version: env!("CARGO_PKG_VERSION").to_string(),
-        seed: 0,
-        server: "pagewire serve".into(),
-        host: o.host.clone(),
-        note: "Synthetic pages: N <img> of one size (GIF89a signature + pseudo-random bytes). \
+    provenance.finish();
+    provenance.server = "pagewire serve".into();
+    provenance.repetitions = [("reps".to_string(), plan.reps)].into();
+    provenance.link_configs = plan
+        .nets
+        .iter()
+        .map(|n| -> Result<(String, serde_json::Value)> {
+            Ok((
+                n.name().to_string(),
+                serde_json::to_value(n.link_config(plan.tcp1997)?)?,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    provenance.page_variant = Some("getall synthetic pages (N images of one size)".into());
+    provenance.request_profile = plan.methods.first().map(|m| {
+        m.fetch_config("http://robot/")
+            .request_profile
+            .name()
+            .to_string()
+    });
+    provenance.link_lateness_rule = Some(crate::report::lateness_rule());
+    provenance.note =
+        "Synthetic pages: N <img> of one size (GIF89a signature + pseudo-random bytes). \
                Load time = robot start to the last byte of the last object."
-            .into(),
-    };
+            .into();
     let results = report::Results::new(provenance, plan, t0.elapsed().as_secs_f64(), cells);
     results.write(&o.out)?;
     Ok(results)

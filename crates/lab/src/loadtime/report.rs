@@ -14,6 +14,9 @@ use super::{Cell, Method, Net, Plan};
 
 #[derive(Serialize)]
 pub struct Results {
+    /// See [`crate::report::SCHEMA_VERSION`].
+    pub schema_version: u32,
+    pub made_by: String,
     pub provenance: Provenance,
     pub plan: Plan,
     pub wall_s: f64,
@@ -27,6 +30,8 @@ pub struct Results {
 impl Results {
     pub fn new(provenance: Provenance, plan: Plan, wall_s: f64, cells: Vec<Cell>) -> Self {
         let mut r = Results {
+            schema_version: crate::report::SCHEMA_VERSION,
+            made_by: provenance.made_by.clone(),
             provenance,
             plan,
             wall_s,
@@ -46,35 +51,44 @@ impl Results {
     }
 
     pub fn write(&self, dir: &Path) -> Result<()> {
+        let mut figures: Vec<String> = Vec::new();
         std::fs::write(
             dir.join("results.json"),
             serde_json::to_string_pretty(self)?,
         )
         .context("write results.json")?;
         let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
-        w.write_record([
-            "net",
-            "size",
-            "images",
-            "method",
-            "load_s",
-            "sd_s",
-            "n",
-            "requests",
-            "connections",
-        ])?;
+        w.write_record(
+            [
+                "net",
+                "size",
+                "images",
+                "method",
+                "load_s",
+                "sd_s",
+                "n",
+                "requests",
+                "connections",
+            ]
+            .into_iter()
+            .chain(crate::report::LATENESS_CSV_HEADER),
+        )?;
         for c in &self.cells {
-            w.write_record([
-                c.net.name().to_string(),
-                c.size.to_string(),
-                c.images.to_string(),
-                c.method.name().to_string(),
-                format!("{:.4}", c.load_s.mean),
-                format!("{:.4}", c.load_s.sd),
-                c.load_s.n.to_string(),
-                c.requests.to_string(),
-                c.connections.to_string(),
-            ])?;
+            w.write_record(
+                [
+                    c.net.name().to_string(),
+                    c.size.to_string(),
+                    c.images.to_string(),
+                    c.method.name().to_string(),
+                    format!("{:.4}", c.load_s.mean),
+                    format!("{:.4}", c.load_s.sd),
+                    c.load_s.n.to_string(),
+                    c.requests.to_string(),
+                    c.connections.to_string(),
+                ]
+                .into_iter()
+                .chain(crate::report::lateness_csv(&c.link_lateness)),
+            )?;
         }
         w.flush()?;
         // Figures 5 and 6: load time vs number of images, remote server.
@@ -114,7 +128,8 @@ impl Results {
                     false,
                     &series,
                 )?;
-                std::fs::write(dir.join(name), svg)?;
+                std::fs::write(dir.join(&name), svg)?;
+                figures.push(name);
             }
         }
         // Figures 7 and 8: relative improvement (GETALL vs HTTP/1.0) against
@@ -153,8 +168,29 @@ impl Results {
                 &series,
             )?;
             std::fs::write(dir.join(format!("{fig}.svg")), svg)?;
+            figures.push(format!("{fig}.svg"));
         }
         std::fs::write(dir.join("report.txt"), self.render_text())?;
+        let page = crate::html::Page {
+            title: "pagewire bench --suite getall: Padmanabhan & Mogul, \"Improving HTTP Latency\", Figures 5-8".into(),
+            provenance: &self.provenance,
+            lateness: crate::report::lateness_line(
+                self.cells.iter().map(|c| &c.link_lateness),
+                "cells",
+            ),
+            claims: serde_json::to_value(&self.claims)?,
+            key_plots: figures
+                .iter()
+                .map(|f| crate::html::Figure::file(f, f))
+                .collect(),
+            sections: vec![crate::html::Section {
+                title: "Tables".into(),
+                html: crate::html::text_tables(&self.render_text()),
+                open: true,
+            }],
+            notes: vec![self.provenance.note.clone()],
+        };
+        std::fs::write(dir.join("report.html"), page.render()).context("write report.html")?;
         Ok(())
     }
 
@@ -164,6 +200,12 @@ impl Results {
             s,
             "Load time vs number and size of inline images (Padmanabhan & Mogul, Figures 5-8)\n{}; mean of {} repetitions, seconds",
             self.provenance.date_utc, self.plan.reps
+        );
+        let _ = writeln!(s, "{}", self.provenance.line());
+        let _ = writeln!(
+            s,
+            "{}",
+            crate::report::lateness_line(self.cells.iter().map(|c| &c.link_lateness), "cells")
         );
         for &net in &self.plan.nets {
             for &size in &self.plan.sizes {

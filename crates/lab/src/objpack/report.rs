@@ -814,7 +814,10 @@ pub fn attribute_table(rows: &[&RunRow], net: &str) -> Table {
 
 #[derive(Serialize)]
 struct ResultsJson<'a> {
+    /// See [`crate::report::SCHEMA_VERSION`].
+    schema_version: u32,
     made_by: String,
+    provenance: &'a crate::report::Provenance,
     command: &'a [String],
     started_utc: &'a str,
     load_average: &'a str,
@@ -856,24 +859,22 @@ pub fn write(
     let singles: Vec<&RunRow> = out.rows.iter().filter(|r| r.sets == 1).collect();
     let main_owned: Vec<RunRow> = main.iter().map(|r| (*r).clone()).collect();
     let ctxs = contexts(&main_owned);
+    let p = &out.provenance;
     let mut text = String::new();
     let mut html = String::new();
     let intro = format!(
         "pagewire bench --suite objpack: Fujinoki, Sanjay, Shah, \"Web File Transmission by Object Packaging\"\n\
-         command: {}\nstarted: {started_utc}  wall: {:.0} s  seed: {seed}  load average: {load_average}",
+         command: {}\nstarted: {started_utc}  wall: {:.0} s  seed: {seed}  load average: {load_average}\n{}\n{}",
         command.join(" "),
-        out.wall_s
+        out.wall_s,
+        p.line(),
+        crate::report::lateness_line(out.rows.iter().map(|r| &r.link_lateness), "runs")
     );
     let _ = writeln!(text, "{intro}");
     let _ = writeln!(text, "File groups (100 files per set; sizes in bytes; every set scaled to the group mean exactly):");
-    let _ = write!(
-        html,
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>pagewire objpack suite</title>\n\
-         <style>body{{font-family:sans-serif;max-width:75em}} table{{border-collapse:collapse;margin:0.5em 0}} \
-         td,th{{border:1px solid #bbb;padding:2px 6px;text-align:right}} tr>th:first-child{{text-align:left}} \
-         .note{{font-size:90%;color:#444}}</style></head>\n<body><h1>Object packaging (Fujinoki, Sanjay, Shah) - pagewire bench --suite objpack</h1>\n<pre>{}</pre>\n<ul>\n",
-        esc(&intro)
-    );
+    // The body of report.html's tables section; the page around it (summary,
+    // plots, claims) is `crate::html`'s shared shape.
+    let _ = write!(html, "<pre>{}</pre>\n<ul>\n", esc(&intro));
     for (kb, lo, med, hi) in &out.group_sizes {
         let _ = writeln!(text, "  {kb} KB mean: min {lo}, median {med}, max {hi}");
         let _ = writeln!(
@@ -919,7 +920,9 @@ pub fn write(
         fs::write(dir.join(name), svg).with_context(|| format!("write {name}"))?;
     }
     let mut json = ResultsJson {
-        made_by: format!("pagewire {} bench --suite objpack", env!("CARGO_PKG_VERSION")),
+        schema_version: crate::report::SCHEMA_VERSION,
+        made_by: p.made_by.clone(),
+        provenance: p,
         command,
         started_utc,
         load_average,
@@ -941,8 +944,11 @@ pub fn write(
     let block = format!("{}{}", judged.render(), super::claims::render_self_test());
     text.push('\n');
     text.push_str(&block);
-    let _ = writeln!(html, "<h2>Claims</h2>\n<pre>{}</pre>", esc(&block));
-    html.push_str("</body></html>\n");
+    let _ = writeln!(
+        html,
+        "<h2>Claims as judged, and the self-test</h2>\n<pre>{}</pre>",
+        esc(&block)
+    );
     json.claims = &judged.claims;
     fs::write(
         dir.join("results.json"),
@@ -950,70 +956,155 @@ pub fn write(
     )
     .context("write results.json")?;
     let mut csv = csv::Writer::from_path(dir.join("results.csv"))?;
-    csv.write_record([
-        "net",
-        "group_kb",
-        "set",
-        "sets",
-        "method",
-        "cache",
-        "resident_pct",
-        "order",
-        "server_response_ms",
-        "server_send_done_ms",
-        "server_cpu_ms",
-        "server_cpu_run_ms",
-        "client_response_ms",
-        "client_cpu_ms",
-        "client_first_file_ms",
-        "forwarder_ms",
-        "process_ms",
-        "machine_softirq_ms",
-        "machine_busy_ms",
-        "run_wall_ms",
-        "packets",
-        "packets_to_server",
-        "packets_to_client",
-        "bytes",
-        "payload_bytes",
-        "connections",
-        "retransmissions",
-    ])?;
+    csv.write_record(
+        [
+            "net",
+            "group_kb",
+            "set",
+            "sets",
+            "method",
+            "cache",
+            "resident_pct",
+            "order",
+            "server_response_ms",
+            "server_send_done_ms",
+            "server_cpu_ms",
+            "server_cpu_run_ms",
+            "client_response_ms",
+            "client_cpu_ms",
+            "client_first_file_ms",
+            "forwarder_ms",
+            "process_ms",
+            "machine_softirq_ms",
+            "machine_busy_ms",
+            "run_wall_ms",
+            "packets",
+            "packets_to_server",
+            "packets_to_client",
+            "bytes",
+            "payload_bytes",
+            "connections",
+            "retransmissions",
+        ]
+        .into_iter()
+        .chain(crate::report::LATENESS_CSV_HEADER),
+    )?;
     for r in &out.rows {
-        csv.write_record([
-            r.net.clone(),
-            r.group_kb.to_string(),
-            r.set.to_string(),
-            r.sets.to_string(),
-            r.method.name().to_string(),
-            r.cache.name().to_string(),
-            format!("{:.1}", r.resident_pct),
-            r.order.to_string(),
-            format!("{:.3}", r.server.response_ms),
-            format!("{:.3}", r.server.send_done_ms),
-            format!("{:.3}", r.server.cpu_ms),
-            format!("{:.3}", r.server.cpu_run_ms),
-            format!("{:.3}", r.client.response_ms),
-            format!("{:.3}", r.client.cpu_ms),
-            format!("{:.3}", r.client.first_file_ms),
-            format!("{:.3}", r.system.forwarder_ms),
-            format!("{:.3}", r.system.process_ms),
-            format!("{:.1}", r.system.machine_softirq_ms),
-            format!("{:.1}", r.system.machine_busy_ms),
-            format!("{:.3}", r.system.wall_ms),
-            r.packets.to_string(),
-            r.packets_to_server.to_string(),
-            r.packets_to_client.to_string(),
-            r.bytes.to_string(),
-            r.payload_bytes.to_string(),
-            r.connections.to_string(),
-            r.retransmissions.to_string(),
-        ])?;
+        csv.write_record(
+            [
+                r.net.clone(),
+                r.group_kb.to_string(),
+                r.set.to_string(),
+                r.sets.to_string(),
+                r.method.name().to_string(),
+                r.cache.name().to_string(),
+                format!("{:.1}", r.resident_pct),
+                r.order.to_string(),
+                format!("{:.3}", r.server.response_ms),
+                format!("{:.3}", r.server.send_done_ms),
+                format!("{:.3}", r.server.cpu_ms),
+                format!("{:.3}", r.server.cpu_run_ms),
+                format!("{:.3}", r.client.response_ms),
+                format!("{:.3}", r.client.cpu_ms),
+                format!("{:.3}", r.client.first_file_ms),
+                format!("{:.3}", r.system.forwarder_ms),
+                format!("{:.3}", r.system.process_ms),
+                format!("{:.1}", r.system.machine_softirq_ms),
+                format!("{:.1}", r.system.machine_busy_ms),
+                format!("{:.3}", r.system.wall_ms),
+                r.packets.to_string(),
+                r.packets_to_server.to_string(),
+                r.packets_to_client.to_string(),
+                r.bytes.to_string(),
+                r.payload_bytes.to_string(),
+                r.connections.to_string(),
+                r.retransmissions.to_string(),
+            ]
+            .into_iter()
+            .chain(crate::report::lateness_csv(&r.link_lateness)),
+        )?;
     }
     csv.flush()?;
     fs::write(dir.join("report.txt"), &text)?;
-    fs::write(dir.join("report.html"), &html)?;
+    fs::write(
+        dir.join("report.html"),
+        render_html(out, &main, methods, &judged.claims, html)?,
+    )?;
     Ok(text)
+}
+
+/// report.html in the shared shape: the client response time per method
+/// and file group (warm single sets, the paper's experiments) as the
+/// summary's plot, one per network; `tables` (the tables, figures and
+/// claims text) as its section.
+fn render_html(
+    out: &ObjpackOutcome,
+    rows: &[&RunRow],
+    methods: &[Method],
+    claims: &[Claim],
+    tables: String,
+) -> Result<String> {
+    use crate::html::{Figure, Page, Section};
+    let mut nets: Vec<&str> = rows.iter().map(|r| r.net.as_str()).collect();
+    nets.dedup();
+    let mut groups: Vec<usize> = rows.iter().map(|r| r.group_kb).collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let colors = [
+        RGBColor(70, 110, 180),
+        RGBColor(230, 150, 50),
+        RGBColor(90, 160, 90),
+    ];
+    let cats: Vec<String> = methods.iter().map(|m| m.name().to_string()).collect();
+    let mut key_plots = Vec::new();
+    for net in &nets {
+        let series: Vec<Series> = groups
+            .iter()
+            .enumerate()
+            .map(|(i, g)| Series {
+                name: format!("{g} KB files"),
+                values: methods
+                    .iter()
+                    .map(|m| {
+                        let v: Vec<f64> = rows
+                            .iter()
+                            .filter(|r| r.net == *net && r.group_kb == *g && r.method == *m)
+                            .map(|r| r.client.response_ms)
+                            .collect();
+                        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+                    })
+                    .collect(),
+                reference: vec![None; methods.len()],
+                color: colors[i % colors.len()],
+            })
+            .collect();
+        key_plots.push(Figure {
+            html: plots::bars(
+                &format!("{net}: client response time per set of 100 files"),
+                "ms (mean over sets)",
+                &cats,
+                &series,
+                "",
+            )?,
+            caption: format!(
+                "{net}: mean client response time (warm files), per method and file group"
+            ),
+        });
+    }
+    let page = Page {
+        title: "pagewire bench --suite objpack: Fujinoki, Sanjay, Shah, \"Web File Transmission by Object Packaging\" (paper 002)".into(),
+        provenance: &out.provenance,
+        lateness: crate::report::lateness_line(out.rows.iter().map(|r| &r.link_lateness), "runs"),
+        claims: serde_json::to_value(claims)?,
+        key_plots,
+        sections: vec![Section {
+            title: "Tables and figures (layout of paper 002 Tables 3-8, Figures 5-8)".into(),
+            html: tables,
+            open: true,
+        }],
+        notes: vec![out.provenance.note.clone()],
+    };
+    Ok(page.render())
 }
 
 #[cfg(test)]

@@ -95,6 +95,9 @@ pub struct RunRow {
     pub packets_to_client: u64,
     pub connections: u64,
     pub retransmissions: u64,
+    /// How late packets left the emulated link (see
+    /// `pagewire_link::lateness`); `flagged` runs are left out of claims.
+    pub link_lateness: pagewire_link::LinkLateness,
     /// Window runs: the server thread's CPU utilization per 10 ms reading
     /// from the start of the run (% of one CPU).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -113,6 +116,8 @@ pub struct IdleNoise {
 }
 
 pub struct ObjpackOutcome {
+    /// What made the results (begun when the run started).
+    pub provenance: crate::report::Provenance,
     pub rows: Vec<RunRow>,
     pub idle: Vec<IdleNoise>,
     pub wall_s: f64,
@@ -200,6 +205,7 @@ fn idle_noise(net: &str, server_clock: Option<ThreadClock>) -> IdleNoise {
 }
 
 pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
+    let mut provenance = crate::report::Provenance::begin("objpack", pagewire_emu::command_line());
     let started = Instant::now();
     let max_sets = cfg.nets.iter().map(|n| n.sets).max().unwrap_or(0);
     let sets = files::generate(&cfg.out_dir.join("files"), cfg.seed, max_sets)?;
@@ -224,6 +230,9 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
         }
         let net = &np.name;
         let lc = (cfg.link_config)(net)?;
+        provenance
+            .link_configs
+            .insert(net.clone(), serde_json::to_value(&lc)?);
         let link = Link::start(lc).with_context(|| format!("start the {net} link"))?;
         // The forwarder names itself once it runs: looked up again per run
         // until found.
@@ -320,6 +329,7 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
                 packets_to_client: counters.server_to_client.packets,
                 connections: counters.connections_opened,
                 retransmissions: counters.retransmissions,
+                link_lateness: counters.link_lateness,
                 server_cpu_10ms: trace,
             });
         }
@@ -331,7 +341,24 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
         let _ = server.join();
         drop(link);
     }
+    provenance.finish();
+    provenance.seeds = [
+        ("files".to_string(), cfg.seed),
+        ("link".to_string(), cfg.seed),
+    ]
+    .into();
+    provenance.repetitions = cfg
+        .nets
+        .iter()
+        .map(|n| (format!("{} sets per group", n.name), n.sets as u32))
+        .collect();
+    provenance.server = "objpack bench server (in-process)".into();
+    provenance.page_variant = Some("paper 002 file sets: 100 files per set, 3 size groups".into());
+    provenance.link_lateness_rule = Some(crate::report::lateness_rule());
+    provenance.note =
+        "Files are synthetic (generated from the seed to the paper's group means).".into();
     Ok(ObjpackOutcome {
+        provenance,
         rows,
         idle,
         wall_s: started.elapsed().as_secs_f64(),

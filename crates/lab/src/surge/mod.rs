@@ -146,6 +146,9 @@ pub struct Run {
     /// 1-minute load average before and after the run (shared machine).
     pub loadavg_before: f64,
     pub loadavg_after: f64,
+    /// How late packets left the emulated link (see
+    /// `pagewire_link::lateness`); `flagged` runs are left out of claims.
+    pub link_lateness: pagewire_link::LinkLateness,
     pub monitor_csv: String,
     pub cwnd_csv: String,
     pub error: Option<String>,
@@ -166,6 +169,8 @@ impl Run {
 
 /// What the suite hands to the report.
 pub struct Outcome {
+    /// What made the results (begun when the suite started).
+    pub provenance: crate::report::Provenance,
     pub runs: Vec<Run>,
     pub manifest_bytes: u64,
     pub manifest_files: usize,
@@ -266,6 +271,7 @@ pub fn file_set(dir: &Path, files: usize, seed: u64) -> Result<Manifest> {
 
 /// Runs the whole matrix.
 pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
+    let mut provenance = crate::report::Provenance::begin("surge", cfg.command.clone());
     let started = Instant::now();
     fs::create_dir_all(cfg.out_dir.join("monitor"))?;
     let root = cfg.out_dir.join("site");
@@ -399,8 +405,25 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
         drop(link);
         drop(cg);
     }
+    provenance.finish();
+    provenance.seeds = [
+        ("file set".to_string(), cfg.fileset_seed),
+        ("workload".to_string(), cfg.seed),
+        ("link".to_string(), cfg.link.seed),
+    ]
+    .into();
+    provenance.repetitions = [("runs per cell".to_string(), 1)].into();
+    provenance.link_configs = [(cfg.link.profile.clone(), serde_json::to_value(&cfg.link)?)].into();
+    provenance.server = cfg.server.label().to_string();
+    provenance.page_variant = Some(format!(
+        "SURGE file set: {} files, {} bytes",
+        manifest.files, manifest.bytes
+    ));
+    provenance.link_lateness_rule = Some(crate::report::lateness_rule());
+    provenance.note = format!("cgroup: {}", cgroup::describe());
     pb.finish_and_clear();
     Ok(Outcome {
+        provenance,
         runs,
         manifest_bytes: manifest.bytes,
         manifest_files: manifest.files,
@@ -519,6 +542,7 @@ fn one_run(
         cwnd_max: rec.cwnds.iter().copied().max().unwrap_or(0) as u64,
         loadavg_before: load_before,
         loadavg_after: loadavg(),
+        link_lateness: c.link_lateness,
         monitor_csv: mon_rel,
         cwnd_csv: cwnd_rel,
         error: None,

@@ -284,6 +284,11 @@ fn short(m: &str) -> &str {
 pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{header}");
+    let _ = writeln!(
+        s,
+        "{}\n",
+        crate::report::lateness_line(o.runs.iter().map(|r| &r.link_lateness), "runs")
+    );
     let mut mems: Vec<(String, u64)> = o
         .runs
         .iter()
@@ -605,19 +610,13 @@ fn line_plot(
     Ok(buf)
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
 /// Everything a suite run writes.
 #[derive(Serialize)]
 pub struct Results<'a> {
-    pub made_by: String,
-    pub command: &'a [String],
-    pub date_utc: &'a str,
-    pub host: &'a str,
+    /// See [`crate::report::SCHEMA_VERSION`].
+    pub schema_version: u32,
+    pub made_by: &'a str,
+    pub provenance: &'a crate::report::Provenance,
     pub cgroup: &'a str,
     pub link: serde_json::Value,
     pub file_set: serde_json::Value,
@@ -633,95 +632,99 @@ pub struct Results<'a> {
 pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
     fs::write(dir.join("results.json"), serde_json::to_string_pretty(res)?)?;
     let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
-    w.write_record([
-        "server",
-        "memory",
-        "mode",
-        "ues",
-        "duration_s",
-        "gets",
-        "gets_per_second",
-        "gps_sd",
-        "latency_mean_ms",
-        "latency_p99_ms",
-        "errors",
-        "packets",
-        "bytes",
-        "data_packets",
-        "data_bytes",
-        "syn",
-        "fin",
-        "rst",
-        "ack",
-        "connections",
-        "usr",
-        "kern",
-        "idle",
-        "iowait",
-        "pages_read",
-        "pages_written",
-        "tcp_sent",
-        "tcp_received",
-        "established",
-        "time_wait",
-        "rss_mb",
-        "cwnd_mean",
-        "cwnd_max",
-        "loadavg_before",
-        "loadavg_after",
-        "error",
-    ])?;
+    w.write_record(
+        [
+            "server",
+            "memory",
+            "mode",
+            "ues",
+            "duration_s",
+            "gets",
+            "gets_per_second",
+            "gps_sd",
+            "latency_mean_ms",
+            "latency_p99_ms",
+            "errors",
+            "packets",
+            "bytes",
+            "data_packets",
+            "data_bytes",
+            "syn",
+            "fin",
+            "rst",
+            "ack",
+            "connections",
+            "usr",
+            "kern",
+            "idle",
+            "iowait",
+            "pages_read",
+            "pages_written",
+            "tcp_sent",
+            "tcp_received",
+            "established",
+            "time_wait",
+            "rss_mb",
+            "cwnd_mean",
+            "cwnd_max",
+            "loadavg_before",
+            "loadavg_after",
+            "error",
+        ]
+        .into_iter()
+        .chain(crate::report::LATENESS_CSV_HEADER),
+    )?;
     for r in res.runs {
         let p = &r.packets;
-        w.write_record([
-            r.server.clone(),
-            r.memory.clone(),
-            r.mode.clone(),
-            r.ues.to_string(),
-            r.duration_s.to_string(),
-            r.gets.to_string(),
-            format!("{:.2}", r.gets_per_second),
-            format!("{:.2}", r.gps_sd),
-            format!("{:.2}", r.latency_mean_ms),
-            format!("{:.2}", r.latency_p99_ms),
-            r.errors.to_string(),
-            p.total.to_string(),
-            p.bytes.to_string(),
-            p.data.to_string(),
-            p.data_bytes.to_string(),
-            p.syn.to_string(),
-            p.fin.to_string(),
-            p.rst.to_string(),
-            p.ack.to_string(),
-            p.connections.to_string(),
-            format!("{:.2}", r.usr),
-            format!("{:.2}", r.kern),
-            format!("{:.2}", r.idle),
-            format!("{:.2}", r.iowait),
-            format!("{:.2}", r.pages_read),
-            format!("{:.2}", r.pages_written),
-            format!("{:.1}", r.tcp_sent),
-            format!("{:.1}", r.tcp_received),
-            format!("{:.2}", r.established),
-            format!("{:.2}", r.time_wait),
-            format!("{:.2}", r.rss_mean / 1048576.0),
-            format!("{:.2}", r.cwnd_mean),
-            r.cwnd_max.to_string(),
-            format!("{:.2}", r.loadavg_before),
-            format!("{:.2}", r.loadavg_after),
-            r.error.clone().unwrap_or_default(),
-        ])?;
+        w.write_record(
+            [
+                r.server.clone(),
+                r.memory.clone(),
+                r.mode.clone(),
+                r.ues.to_string(),
+                r.duration_s.to_string(),
+                r.gets.to_string(),
+                format!("{:.2}", r.gets_per_second),
+                format!("{:.2}", r.gps_sd),
+                format!("{:.2}", r.latency_mean_ms),
+                format!("{:.2}", r.latency_p99_ms),
+                r.errors.to_string(),
+                p.total.to_string(),
+                p.bytes.to_string(),
+                p.data.to_string(),
+                p.data_bytes.to_string(),
+                p.syn.to_string(),
+                p.fin.to_string(),
+                p.rst.to_string(),
+                p.ack.to_string(),
+                p.connections.to_string(),
+                format!("{:.2}", r.usr),
+                format!("{:.2}", r.kern),
+                format!("{:.2}", r.idle),
+                format!("{:.2}", r.iowait),
+                format!("{:.2}", r.pages_read),
+                format!("{:.2}", r.pages_written),
+                format!("{:.1}", r.tcp_sent),
+                format!("{:.1}", r.tcp_received),
+                format!("{:.2}", r.established),
+                format!("{:.2}", r.time_wait),
+                format!("{:.2}", r.rss_mean / 1048576.0),
+                format!("{:.2}", r.cwnd_mean),
+                r.cwnd_max.to_string(),
+                format!("{:.2}", r.loadavg_before),
+                format!("{:.2}", r.loadavg_after),
+                r.error.clone().unwrap_or_default(),
+            ]
+            .into_iter()
+            .chain(crate::report::lateness_csv(&r.link_lateness)),
+        )?;
     }
     w.flush()?;
     fs::write(dir.join("report.txt"), text)?;
-    // HTML: the text tables, then the figures.
+    // HTML: the shared report shape; throughput and latency first.
+    use crate::html::{Figure, Page, Section};
+    let mut curves: Vec<Figure> = Vec::new();
     let mut h = String::new();
-    let _ = write!(
-        h,
-        "<!doctype html><meta charset=utf-8><title>pagewire bench --suite surge</title>\
-         <style>body{{font-family:sans-serif;max-width:1300px;margin:auto}}pre{{font-size:12px;overflow-x:auto}}</style>\
-         <h1>Paper 004 (Barford &amp; Crovella) on today's servers</h1>"
-    );
     let mut mems: Vec<(String, u64)> = res
         .runs
         .iter()
@@ -733,7 +736,6 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
     modes.dedup();
     modes.sort();
     modes.dedup();
-    h.push_str("<h2>Throughput and latency against load (Figures 3, 5, 6, 11, 12)</h2>");
     for (mem, _) in &mems {
         let curve = |f: &dyn Fn(&Run) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {
             modes
@@ -750,20 +752,37 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
                 })
                 .collect()
         };
-        h.push_str(&line_plot(
-            &format!("Throughput, memory {mem}"),
-            "user equivalents",
-            "GETs/s",
-            &curve(&|r| r.gets_per_second),
-        )?);
-        h.push_str(&line_plot(
-            &format!("Mean GET latency, memory {mem}"),
-            "user equivalents",
-            "seconds",
-            &curve(&|r| r.latency_mean_ms / 1000.0),
-        )?);
+        curves.push(Figure {
+            html: line_plot(
+                &format!("Throughput, memory {mem}"),
+                "user equivalents",
+                "GETs/s",
+                &curve(&|r| r.gets_per_second),
+            )?,
+            caption: format!("GETs/s against load, memory {mem} (Figures 3, 11)"),
+        });
+        curves.push(Figure {
+            html: line_plot(
+                &format!("Mean GET latency, memory {mem}"),
+                "user equivalents",
+                "seconds",
+                &curve(&|r| r.latency_mean_ms / 1000.0),
+            )?,
+            caption: format!("mean GET latency against load, memory {mem} (Figures 5, 6, 12)"),
+        });
     }
-    h.push_str("<h2>CWND CDFs (Figure 2)</h2>");
+    let more_curves = curves.split_off(curves.len().min(2));
+    let mut curves_html = String::from("<div class=plots>");
+    for f in &more_curves {
+        let _ = write!(
+            curves_html,
+            "<figure>{}<figcaption>{}</figcaption></figure>",
+            f.html,
+            crate::html::esc(&f.caption)
+        );
+    }
+    curves_html.push_str("</div>");
+    h.push_str("<div class=plots>");
     let mut ues: Vec<u64> = res.runs.iter().map(|r| r.ues).collect();
     ues.sort();
     ues.dedup();
@@ -796,7 +815,7 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
             }
         }
     }
-    h.push_str("<h2>Server memory against ESTABLISHED (Figure 9)</h2>");
+    h.push_str("</div><h3>Server memory against ESTABLISHED (Figure 9)</h3>");
     if let Some((mem, _)) = mems.first() {
         let series: Vec<(String, Vec<(f64, f64)>)> = modes
             .iter()
@@ -818,8 +837,32 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
             &series,
         )?);
     }
-    let _ = write!(h, "<h2>Tables and claims</h2><pre>{}</pre>", esc(text));
-    fs::write(dir.join("report.html"), h)?;
+    let page = Page {
+        title: "pagewire bench --suite surge: Barford & Crovella, \"A Performance Evaluation of HTTP/1.1\" (paper 004), on today's servers".into(),
+        provenance: res.provenance,
+        lateness: crate::report::lateness_line(res.runs.iter().map(|r| &r.link_lateness), "runs"),
+        claims: serde_json::to_value(res.claims)?,
+        key_plots: curves,
+        sections: vec![
+            Section {
+                title: "Throughput and latency, other memory sizes".into(),
+                html: curves_html,
+                open: true,
+            },
+            Section {
+                title: "CWND CDFs (Figure 2) and server memory (Figure 9)".into(),
+                html: h,
+                open: true,
+            },
+            Section {
+                title: "Tables".into(),
+                html: crate::html::text_tables(text),
+                open: true,
+            },
+        ],
+        notes: vec![format!("cgroup: {}", res.cgroup)],
+    };
+    fs::write(dir.join("report.html"), page.render())?;
     Ok(())
 }
 

@@ -549,7 +549,6 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         }
     };
     let link_config = link_factory(&a)?;
-    let (date, _) = utc_now();
     let request_profile: pagewire_client::RequestProfile = a
         .request_profile
         .parse()
@@ -622,7 +621,9 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         page: a.page,
         range_first: a.range_first,
     };
+    let mut provenance = Provenance::begin("microscape", command);
     let outcomes = runner::run(&cfg)?;
+    provenance.finish();
     let interrupted_by = outcomes.interrupted_by;
     let comp = outcomes.site.composition();
     let css = match a.page {
@@ -681,20 +682,24 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
             ),
         },
     };
-    let provenance = Provenance {
-        made_by: format!(
-            "pagewire {} bench --suite microscape{}",
-            env!("CARGO_PKG_VERSION"),
-            if replay.is_some() { " --replay" } else { "" }
-        ),
-        command,
-        date_utc: date,
-        pagewire_version: env!("CARGO_PKG_VERSION").to_string(),
-        seed: a.seed,
-        server: server.label(),
-        host: host_description(),
-        note,
-    };
+    if replay.is_some() {
+        provenance.made_by.push_str(" --replay");
+    }
+    provenance.seeds = [("page".to_string(), a.seed), ("link".to_string(), a.seed)].into();
+    provenance.repetitions = plan
+        .nets
+        .iter()
+        .map(|n| (n.name().to_string(), plan.reps.get(*n)))
+        .collect();
+    provenance.link_configs = outcomes.link_configs.clone();
+    provenance.request_profile = Some(request_profile.name().to_string());
+    provenance.page_variant = Some(match &replay {
+        Some(r) => format!("replay of {}", r.url),
+        None => a.page.name().to_string(),
+    });
+    provenance.server = server.label();
+    provenance.link_lateness_rule = Some(pagewire_lab::report::lateness_rule());
+    provenance.note = note;
     let results = Results::new(
         provenance,
         page_table,
@@ -784,7 +789,6 @@ fn conn_length(a: &ConnLengthArgs) -> Result<ExitCode> {
         out: out.clone(),
         command: pagewire_emu::command_line(),
         progress: !a.common.no_progress,
-        host: host_description(),
         parallel: pagewire_lab::connlen::DEFAULT_PARALLEL,
     })?;
     a.common.emit(&out, &r.render_text())?;
@@ -809,7 +813,6 @@ fn getall(a: &GetallArgs) -> Result<ExitCode> {
         out: out.clone(),
         command: pagewire_emu::command_line(),
         progress: !a.common.no_progress,
-        host: host_description(),
         exe: std::env::current_exe().context("find this pagewire binary")?,
     })?;
     a.common.emit(&out, &r.render_text())?;
@@ -827,12 +830,4 @@ fn parse_tcp(s: &str) -> Result<bool> {
         "linux" | "default" => Ok(false),
         other => crate::usage_bail!("--tcp {other:?}: expected 1997 or linux"),
     }
-}
-
-fn host_description() -> String {
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
-    format!("Linux {}, {cpus} CPUs", kernel.trim())
 }

@@ -163,20 +163,12 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
     let fits = report::fits(&o.runs);
     let claims = report::check(&o.runs, &fits);
     let calibration = surge::suite_calibration(&o.runs);
-    let host = format!(
-        "Linux {}, {} CPUs",
-        std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .unwrap_or_default()
-            .trim(),
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(0)
-    );
     let header = format!(
-        "pagewire {} bench --suite surge — {date}\ncommand: {}\nhost: {host}; {}; load average at the end {:.2}\n\
+        "pagewire {} bench --suite surge — {date}\ncommand: {}\n{}\n{}; load average at the end {:.2}\n\
          server: {}; file set: {} files, {:.1} MB; link: lan100 (100 Mbit/s, RTT 0.2 ms); {} runs in {:.0} s\n",
         env!("CARGO_PKG_VERSION"),
         command.join(" "),
+        o.provenance.line(),
         o.cgroup,
         surge::loadavg(),
         server.label(),
@@ -192,10 +184,9 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         text += "The load is off calibration: paper 004's claims are not testable on these runs.\n";
     }
     let res = report::Results {
-        made_by: format!("pagewire {} bench --suite surge", env!("CARGO_PKG_VERSION")),
-        command: &command,
-        date_utc: &date,
-        host: &host,
+        schema_version: pagewire_lab::report::SCHEMA_VERSION,
+        made_by: &o.provenance.made_by,
+        provenance: &o.provenance,
         cgroup: &o.cgroup,
         link: serde_json::to_value(&link)?,
         file_set: serde_json::json!({"files": o.manifest_files, "bytes": o.manifest_bytes, "seed": cfg.fileset_seed, "stream_seed": cfg.seed, "warmup_s": cfg.warmup.as_secs_f64()}),
