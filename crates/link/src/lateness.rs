@@ -29,16 +29,19 @@ use serde::{Deserialize, Serialize};
 pub const LATE_FRACTION_OF_ONE_WAY: f64 = 0.10;
 
 /// The absolute floor of the threshold. On fast links a tenth of the
-/// one-way delay is below what any user-space forwarder can hold: `lan`'s
+/// one-way delay is below what a user-space forwarder can hold: `lan`'s
 /// one-way delay is 0.25 ms, a tenth of it 25 µs, about one wake-up of a
-/// normal thread on a loaded Linux machine. The endpoints' own kernel TCP
+/// normal thread. Measured on this project's 2-core VM with the machine
+/// nearly idle (load average 0.78), the forwarder's p99 lateness on `lan`
+/// was 0.29 ms in two of three pipelined runs (`constructed_verdicts`), so
+/// any floor below that flags healthy runs. The endpoints' own kernel TCP
 /// and the robot wake up with the same latencies whether or not the link is
-/// emulated, so lateness below 0.2 ms is the host's scheduling, not a
-/// failure of the link model; 0.2 ms is also well under the smallest time
-/// difference any claim on `lan` reads (milliseconds). On `lan` this floor
-/// is the threshold: an allowance of 80% of the one-way delay at p99,
-/// stated here so a reader of `lan` timings knows it.
-pub const LATE_FLOOR: Duration = Duration::from_micros(200);
+/// emulated. The floor is 1 ms, the scale of `share_over_1ms`: a p99 tail of
+/// 1 ms per packet is still well under the smallest time differences a
+/// claim on `lan` reads (10% of runs of 60-160 ms). It is a limitation,
+/// stated so a reader of `lan` timings knows it: on `lan` the monitor flags
+/// only lateness of four times the one-way delay and more.
+pub const LATE_FLOOR: Duration = Duration::from_millis(1);
 
 /// The p99 lateness above which a run on a link with this one-way delay is
 /// flagged: `max(LATE_FRACTION_OF_ONE_WAY * one_way, LATE_FLOOR)`.
@@ -204,7 +207,12 @@ mod tests {
         assert!((s.share_over_1ms - 0.005).abs() < 1e-12, "{s:?}");
         // WAN (45 ms one way): threshold 4.5 ms, not flagged.
         assert!(!s.flagged);
-        // LAN (0.25 ms one way): threshold is the 0.2 ms floor, flagged.
+        // LAN (0.25 ms one way): threshold is the 1 ms floor, not flagged.
+        assert!(!r.summary(us(250)).flagged);
+        // A tail of 2% at 3 ms puts p99 past the floor: flagged on LAN.
+        for _ in 0..20 {
+            r.record_late(us(3_000));
+        }
         assert!(r.summary(us(250)).flagged);
     }
 
