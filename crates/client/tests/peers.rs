@@ -601,19 +601,21 @@ fn save_and_har_outputs() {
             .iter()
             .any(|h| h["name"] == "Host"));
         assert!(e["startedDateTime"].as_str().unwrap().ends_with('Z'));
-        // HAR 1.2: `time` is the sum of the timings that apply (here send,
-        // wait and receive); a response cannot arrive before its request,
-        // so wait is >= 0; the whole fetch bounds every entry.
+        // HAR 1.2: `time` is the sum of the timings that apply (blocked,
+        // dns, connect, send, wait, receive; -1 = does not apply, and ssl is
+        // already inside connect); a response cannot arrive before its
+        // request, so wait is >= 0; the whole fetch bounds every entry.
         let t = e["time"].as_f64().unwrap();
         let timings = &e["timings"];
-        let (send, wait, receive) = (
-            timings["send"].as_f64().unwrap(),
-            timings["wait"].as_f64().unwrap(),
-            timings["receive"].as_f64().unwrap(),
-        );
+        let get = |k: &str| timings[k].as_f64().unwrap_or(-1.0);
+        let (wait, receive) = (get("wait"), get("receive"));
+        let sum: f64 = ["blocked", "dns", "connect", "send", "wait", "receive"]
+            .iter()
+            .map(|k| get(k).max(0.0))
+            .sum();
         assert!(
-            (t - (send + wait + receive)).abs() < 1e-6,
-            "time {t} is not send {send} + wait {wait} + receive {receive}"
+            (t - sum).abs() < 1e-6,
+            "time {t} is not the sum {sum} of the timings {timings}"
         );
         assert!(wait >= 0.0 && receive >= 0.0, "{timings}");
         assert!(

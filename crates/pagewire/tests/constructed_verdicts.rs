@@ -17,10 +17,18 @@ use serde_json::Value;
 mod common;
 use common::{run_bounded, PW};
 
-/// Each bench below takes ~10 s here; three minutes before calling it hung.
+/// The benches below take 10-75 s on a loaded 2-core machine; three
+/// minutes before calling one hung.
 const TIMEOUT: Duration = Duration::from_secs(180);
 
+/// One bench at a time: two suites over emulated links at once on a
+/// 2-core machine make the forwarder late, and the engine leaves late runs
+/// out (`link_lateness.flagged`), which can turn a verdict known by
+/// construction into "n < 3".
+static ONE_BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn bench(args: &[&str], out: &Path) -> Value {
+    let _one = ONE_BENCH.lock().unwrap_or_else(|e| e.into_inner());
     let (o, elapsed, _) = run_bounded(
         Command::new(PW)
             .arg("bench")
@@ -212,4 +220,109 @@ fn prefetching_helps_exactly_when_the_log_is_predictable() {
         with, without,
         "prefetching changed the miss rate of an unpredictable log"
     );
+}
+
+/// Paper 003, Figure 6: "using 45566-byte images and the remote server, the
+/// new protocol improves latency by about 22%" (`getall-fig6-22pct`, band
+/// [16.5%, 27.5%]). On the emulated remote link (T1: 1.544 Mbit/s, 70 ms
+/// round trip) the quick run's 10-image page is, by construction, far
+/// outside that band: both methods move the same ~456 KB (at least 2.36 s
+/// at 1.544 Mbit/s, GETALL little more: one connection, and the link's
+/// bandwidth-delay product, ~13 KB, fits in Linux's first window), while
+/// HTTP/1.0 pays at least two more round trips per image (a connection and
+/// a request: 10 x 140 ms = 1.4 s). The improvement is then at least
+/// 1.4 / (2.4 + 1.4) + a little ~ 0.35 > 0.275: the claim must be
+/// contradicted (the paper's 1994 TCP and hosts made per-image costs
+/// relatively smaller). In the same run, Figure 5's "cuts the latency by more
+/// than half" (`getall-fig5-half`) with 2544-byte images is true by the
+/// same arithmetic (22 round trips against ~2 plus 25 KB): confirmed, so a
+/// rule that never confirmed fails too. Pipelining's share of the gain
+/// needs a host model the quick run does not have: "not testable here".
+#[test]
+fn getall_round_trips_decide_the_figure_claims() {
+    if !pagewire_testreq::require_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = bench(
+        &["getall", "--quick", "--reps", "3"],
+        &dir.path().join("getall"),
+    );
+    let load = |size: u64, method: &str| {
+        json["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| {
+                c["net"] == "remote"
+                    && c["size"] == size
+                    && c["images"] == 10
+                    && c["method"] == method
+            })
+            .unwrap_or_else(|| panic!("no remote {size} x 10 {method} cell"))["load_s"]["mean"]
+            .as_f64()
+            .unwrap()
+    };
+    // Construction: HTTP/1.0's extra 20 round trips of 70 ms are there.
+    let extra = load(45566, "http10") - load(45566, "getall");
+    assert!(
+        extra > 1.3,
+        "construction: HTTP/1.0 only {extra:.2} s slower"
+    );
+
+    let (v, c) = verdict(&json, "getall-fig6-22pct");
+    assert_eq!(v, "contradicted", "{c}");
+    let (v, c) = verdict(&json, "getall-fig5-half");
+    assert_eq!(v, "confirmed", "{c}");
+    let (v, c) = verdict(&json, "getall-fig5-pipelining-share");
+    assert_eq!(v, "not testable here", "{c}");
+}
+
+/// Paper 002: "Object Packaging resulted in less client response time ...
+/// than HTTP 1.1 Persistent Connection by up to 48.6%"
+/// (`client-time-vs-http11`: the largest group's saving in [36.45%,
+/// 60.75%]). On the 100 Mbit/s LAN given a 2 ms round trip, the saving is
+/// far above that band by construction: the HTTP/1.1 client asks for the
+/// set's 100 files one at a time, so it waits 99 more request round trips
+/// (>= 198 ms) than the package's one request, while both move the same
+/// bytes (the 4 KB group's ~410 KB: ~33 ms at 100 Mbit/s). The 4 KB
+/// group's saving is then >= 198 / (198 + 33 + a few ms) ~ 0.85 > 0.6075:
+/// contradicted. In the same run "reduces the response time at the server
+/// by up to 92.0% ... from HTTP 1.0" (`server-time-vs-http10`, band
+/// [69%, 100%], every group's saving above zero) holds by the same
+/// arithmetic (100 connections of >= 2 round trips each against one):
+/// confirmed, so a rule that never confirmed fails too.
+#[test]
+fn objpack_round_trips_decide_the_http11_claims() {
+    if !pagewire_testreq::require_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let json = bench(
+        &["objpack", "--net", "lan100", "--reps", "3", "--rtt", "2ms"],
+        &dir.path().join("objpack"),
+    );
+    // Construction: the 99 request round trips are there (mean client
+    // response time, 4 KB group, warm cache).
+    let client_ms = |method: &str| {
+        let xs: Vec<f64> = json["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["method"] == method && r["group_kb"] == 4)
+            .map(|r| r["client"]["response_ms"].as_f64().unwrap())
+            .collect();
+        assert_eq!(xs.len(), 3, "{method}: 3 sets");
+        xs.iter().sum::<f64>() / 3.0
+    };
+    let extra = client_ms("http11") - client_ms("objpack");
+    assert!(
+        extra > 150.0,
+        "construction: HTTP/1.1 only {extra:.0} ms slower"
+    );
+
+    let (v, c) = verdict(&json, "client-time-vs-http11");
+    assert_eq!(v, "contradicted", "{c}");
+    let (v, c) = verdict(&json, "server-time-vs-http10");
+    assert_eq!(v, "confirmed", "{c}");
 }

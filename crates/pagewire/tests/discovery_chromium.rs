@@ -40,24 +40,13 @@ impl Drop for Browser {
     }
 }
 
-/// Paths (with query) of the GETs in a Common Log Format access log, once
-/// the log has stopped growing (the server writes it off the hot path).
-fn logged_paths(log: &Path) -> Vec<String> {
-    // Workers hand their lines to the writer every second: wait until the
-    // log has not changed for 2.5 s (at most 15 s).
-    let mut last = String::new();
-    let mut changed = Instant::now();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(250));
-        let now = std::fs::read_to_string(log).unwrap_or_default();
-        if now != last {
-            last = now;
-            changed = Instant::now();
-        } else if changed.elapsed() > Duration::from_millis(2500) {
-            break;
-        }
-    }
+/// Paths (with query) of the GETs in the Common Log Format access log of
+/// `serve`, read once the server has exited: workers hand their lines to a
+/// writer thread off the hot path, and a graceful stop (SIGTERM) writes and
+/// flushes every line before the process exits.
+fn logged_paths(serve: Serve, log: &Path) -> Vec<String> {
+    serve.stop();
+    let last = std::fs::read_to_string(log).expect("read the access log");
     last.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
@@ -107,9 +96,7 @@ fn chromium_fetches(chromium: &Path, root: &Path, page: &str, scratch: &Path) ->
         }
     }
     drop(browser);
-    let paths = logged_paths(&log);
-    drop(serve);
-    paths
+    logged_paths(serve, &log)
 }
 
 /// What `pagewire fetch` fetched for `page` of `root`, and its JSON report.
@@ -135,9 +122,7 @@ fn robot_fetches(
         String::from_utf8_lossy(&out.stderr)
     );
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("fetch --json");
-    let paths = logged_paths(&log);
-    drop(serve);
-    (paths, report)
+    (logged_paths(serve, &log), report)
 }
 
 /// Size of the file a path names (query removed).

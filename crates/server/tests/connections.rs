@@ -3,6 +3,7 @@
 mod common;
 
 use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -44,11 +45,29 @@ fn limit_reached_with_requests_in_flight(close: ClosePolicy) -> (usize, bool, us
     let mut s = server.connect();
     s.write_all(format!("{}{}", req("/big1", ""), req("/big2", "")).as_bytes())
         .unwrap();
-    // Let the server fill the pipe; then pipeline more requests behind.
-    std::thread::sleep(Duration::from_millis(200));
+    // Once the server is writing the first response (its bytes wait in
+    // our receive queue), it has read the two requests; pipeline more
+    // behind, and wait until they sit unread in the server's receive queue.
+    let (client, server_port) = (s.local_addr().unwrap(), server.addr.port());
+    let queue = |local: SocketAddr| {
+        tcp_sockets(server_port)
+            .into_iter()
+            .find(|x| x.local == local && x.state == 1)
+            .map_or(0, |x| x.rx_queue)
+    };
+    wait_for(
+        "the first response arriving",
+        Duration::from_secs(20),
+        || queue(client) > 0,
+    );
     let more: String = (0..10).map(|_| req("/big1", "")).collect();
     s.write_all(more.as_bytes()).unwrap();
-    std::thread::sleep(Duration::from_millis(100));
+    let server_side = s.peer_addr().unwrap();
+    wait_for(
+        "the later requests queued at the server",
+        Duration::from_secs(20),
+        || queue(server_side) >= more.len() as u64,
+    );
     let mut received = 0usize;
     let mut reset = false;
     let mut buf = vec![0u8; 256 * 1024];

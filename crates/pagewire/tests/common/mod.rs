@@ -39,6 +39,27 @@ impl Serve {
             .to_string();
         Serve { child, url }
     }
+
+    /// A graceful stop: SIGTERM, then wait (at most 15 s) for the server to
+    /// exit, which it does only after its access-log writer has written and
+    /// flushed every line handed to it. Read the access log after this, not
+    /// after some time: the exit is the event.
+    pub fn stop(mut self) {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("pid");
+        // SAFETY: kill(2) on our own child, which has not been waited for.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0, "SIGTERM");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        loop {
+            match self.child.try_wait().expect("wait for pagewire serve") {
+                Some(_) => return,
+                None if std::time::Instant::now() > deadline => {
+                    panic!("pagewire serve did not exit within 15 s of SIGTERM")
+                }
+                // Polling for the exit (the event), not sleeping in its place.
+                None => std::thread::sleep(std::time::Duration::from_millis(20)),
+            }
+        }
+    }
 }
 
 impl Drop for Serve {

@@ -245,3 +245,58 @@ pub fn req(path: &str, extra: &str) -> String {
 pub fn now() -> SystemTime {
     SystemTime::now()
 }
+
+/// One IPv4 TCP socket of this network namespace as `/proc/net/tcp` shows
+/// it: local and remote address, state (1 established, 3 SYN received,
+/// 8 close-wait, 10 listen, ...), send and receive queue in bytes (for a
+/// listening socket the receive queue is the number of connections waiting
+/// in its accept queue).
+#[derive(Clone, Copy, Debug)]
+pub struct TcpSock {
+    pub local: SocketAddr,
+    pub remote: SocketAddr,
+    pub state: u8,
+    pub tx_queue: u64,
+    pub rx_queue: u64,
+}
+
+fn proc_addr(s: &str) -> Option<SocketAddr> {
+    let (ip, port) = s.split_once(':')?;
+    let ip = u32::from_str_radix(ip, 16).ok()?.to_ne_bytes();
+    Some(SocketAddr::from((ip, u16::from_str_radix(port, 16).ok()?)))
+}
+
+/// Every IPv4 TCP socket whose local or remote port is `port`.
+pub fn tcp_sockets(port: u16) -> Vec<TcpSock> {
+    std::fs::read_to_string("/proc/net/tcp")
+        .expect("read /proc/net/tcp")
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (tx, rx) = f.get(4)?.split_once(':')?;
+            Some(TcpSock {
+                local: proc_addr(f.get(1)?)?,
+                remote: proc_addr(f.get(2)?)?,
+                state: u8::from_str_radix(f.get(3)?, 16).ok()?,
+                tx_queue: u64::from_str_radix(tx, 16).ok()?,
+                rx_queue: u64::from_str_radix(rx, 16).ok()?,
+            })
+        })
+        .filter(|s| s.local.port() == port || s.remote.port() == port)
+        .collect()
+}
+
+/// Polls `cond` (every 5 ms) until it holds; fails the test naming `what`
+/// after `budget`. The condition is the event; the poll interval only
+/// bounds how late it is seen.
+pub fn wait_for(what: &str, budget: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + budget;
+    while !cond() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not within {budget:?}: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
