@@ -299,7 +299,9 @@ fn objpack_round_trips_decide_the_http11_claims() {
     }
     let dir = tempfile::tempdir().unwrap();
     let json = bench(
-        &["objpack", "--net", "lan100", "--reps", "3", "--rtt", "2ms"],
+        // 4 sets: one run left out for link lateness on a busy machine
+        // still leaves the rule its 3 repetitions.
+        &["objpack", "--net", "lan100", "--reps", "4", "--rtt", "2ms"],
         &dir.path().join("objpack"),
     );
     // Construction: the 99 request round trips are there (mean client
@@ -312,8 +314,8 @@ fn objpack_round_trips_decide_the_http11_claims() {
             .filter(|r| r["method"] == method && r["group_kb"] == 4)
             .map(|r| r["client"]["response_ms"].as_f64().unwrap())
             .collect();
-        assert_eq!(xs.len(), 3, "{method}: 3 sets");
-        xs.iter().sum::<f64>() / 3.0
+        assert_eq!(xs.len(), 4, "{method}: 4 sets");
+        xs.iter().sum::<f64>() / 4.0
     };
     let extra = client_ms("http11") - client_ms("objpack");
     assert!(
