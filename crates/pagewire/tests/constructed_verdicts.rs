@@ -4,7 +4,7 @@
 //! where the claim must hold with one where it must fail, so a rule that
 //! always confirmed (or never did) fails the test.
 //!
-//! Every quantity comes from 3 repetitions (the claims rule decides nothing
+//! Every quantity comes from at least 3 kept repetitions (the claims rule decides nothing
 //! from fewer) and every effect is far outside the noise of a loaded
 //! machine. Needs root (network namespaces).
 
@@ -60,16 +60,53 @@ fn verdict<'a>(json: &'a Value, id: &str) -> (&'a str, &'a Value) {
     (c["verdict"].as_str().expect("verdict string"), c)
 }
 
-/// Mean packets of every run of `strategy` (one network, one test).
-fn mean_packets(json: &Value, strategy: &str) -> f64 {
-    let p: Vec<f64> = json["runs"]
+/// Whether the link fidelity monitor flagged this run (the engine leaves
+/// flagged runs out; same definition as `claims::flagged`).
+fn late(run: &Value) -> bool {
+    run["link_lateness"]["flagged"].as_bool().unwrap_or(false)
+}
+
+/// The runs of `strategy` the engine keeps (not flagged late).
+fn kept_runs<'a>(json: &'a Value, strategy: &str) -> Vec<&'a Value> {
+    json["runs"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["strategy"] == strategy)
+        .filter(|r| r["strategy"] == strategy && !late(r))
+        .collect()
+}
+
+/// A microscape bench of `strategies` whose every strategy keeps at least
+/// 3 runs after the engine leaves late ones out. Five repetitions leave
+/// room for two flagged runs; on a machine busy enough to flag more (a CI
+/// runner building beside the test once left fewer than 3), the bench is
+/// run again, at most three times, so that the verdict asserted is the
+/// construction's and not "n < 3".
+fn bench_kept(args: &[&str], out: &Path, strategies: &[&str]) -> Value {
+    let mut short = String::new();
+    for attempt in 1..=3 {
+        let dir = out.join(format!("attempt-{attempt}"));
+        let json = bench(args, &dir);
+        let counts: Vec<(&str, usize)> = strategies
+            .iter()
+            .map(|s| (*s, kept_runs(&json, s).len()))
+            .collect();
+        if counts.iter().all(|(_, n)| *n >= 3) {
+            return json;
+        }
+        short = format!("{counts:?}");
+        eprintln!("attempt {attempt}: runs kept after link lateness {short}; running again");
+    }
+    panic!("three benches each left fewer than 3 unflagged runs: {short}");
+}
+
+/// Mean packets of the kept runs of `strategy` (one network, one test).
+fn mean_packets(json: &Value, strategy: &str) -> f64 {
+    let p: Vec<f64> = kept_runs(json, strategy)
+        .iter()
         .map(|r| r["packets_total"].as_f64().unwrap())
         .collect();
-    assert_eq!(p.len(), 3, "{strategy}: 3 repetitions");
+    assert!(p.len() >= 3, "{strategy}: at least 3 kept repetitions");
     p.iter().sum::<f64>() / p.len() as f64
 }
 
@@ -96,11 +133,12 @@ fn microscape_pipelining_packet_claim_follows_the_server() {
         "--tests",
         "first",
         "--reps",
-        "3",
+        "5",
         "--no-initial",
     ];
+    let both = ["http10", "pipeline"];
 
-    let kept = bench(&base, &dir.path().join("kept"));
+    let kept = bench_kept(&base, &dir.path().join("kept"), &both);
     let ratio = mean_packets(&kept, "http10") / mean_packets(&kept, "pipeline");
     assert!(ratio > 2.5, "construction: persistent ratio {ratio:.2}");
     // Only the LAN's first retrieval is run, so the sentence cannot be
@@ -122,7 +160,7 @@ fn microscape_pipelining_packet_claim_follows_the_server() {
         format!("exec {PW} serve --root {{root}} --addr {{addr}}:{{port}} --max-requests 1");
     let mut args = base.to_vec();
     args.extend(["--server-cmd", &closing]);
-    let closed = bench(&args, &dir.path().join("closed"));
+    let closed = bench_kept(&args, &dir.path().join("closed"), &both);
     let ratio = mean_packets(&closed, "http10") / mean_packets(&closed, "pipeline");
     assert!(
         ratio < 1.5,
