@@ -8,7 +8,8 @@
 //! |-------------|-------------------------------------------------------------------|
 //! | [`head`]    | `parse_request` / `parse_response`: incremental, zero-copy heads;  |
 //! |             | RFC 9112 framing rules (§6.1, §6.3); limits; fault diagnosis      |
-//! | [`parser`]  | [`RequestParser`]: the same, stateful, O(head) over many reads   |
+//! | [`parser`]  | [`RequestParser`], [`ResponseParser`]: the same, stateful,        |
+//! |             | O(head) over many reads                                           |
 //! | [`decode`]  | body [`Decoder`]: Content-Length, chunked (extensions, trailers),  |
 //! |             | close-delimited; yields `Bytes` split off the read buffer         |
 //! | [`encode`]  | head writers, chunked encoder, onto `Vec<u8>` or `BytesMut`        |
@@ -65,6 +66,6 @@ pub use head::{
     ResponseHead,
 };
 pub use limits::Limits;
-pub use parser::{HeadScanner, RequestParser};
+pub use parser::{HeadScanner, RequestParser, ResponseParser};
 pub use status::reason_phrase;
 pub use types::{BodyFraming, Method, Version};
