@@ -42,6 +42,8 @@
 //! assert_eq!(next.body_framing().unwrap(), BodyFraming::Empty);
 //! ```
 
+// The README's examples are compiled and run with the doctests.
+#![cfg_attr(doctest, doc = include_str!("../README.md"))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -330,7 +330,10 @@ mod count {
 
     /// (bytes examined, full parses) since the last call.
     pub(super) fn take() -> (u64, u64) {
-        (EXAMINED.with(|c| c.replace(0)), FULL_PARSES.with(|c| c.replace(0)))
+        (
+            EXAMINED.with(|c| c.replace(0)),
+            FULL_PARSES.with(|c| c.replace(0)),
+        )
     }
 }
 

@@ -443,7 +443,12 @@ fn response_parser_matches_parse_response_at_every_split() {
         for at in 0..=input.len() {
             let (a, b) = input.split_at(at);
             let split = response_heads(&[a, b], true);
-            assert_eq!(split, whole, "{:?} split at {at}", String::from_utf8_lossy(input));
+            assert_eq!(
+                split,
+                whole,
+                "{:?} split at {at}",
+                String::from_utf8_lossy(input)
+            );
         }
         let bytes: Vec<&[u8]> = input.chunks(1).collect();
         assert_eq!(

@@ -11,7 +11,6 @@ use pagewire_lab::runner::{self, BenchConfig, ServerKind};
 use pagewire_lab::{Net, Strategy, Test};
 use pagewire_site::microscape::Variant;
 
-#[path = "bench_objpack.rs"]
 mod objpack;
 
 /// `pagewire bench [SUITE]`: one subcommand per suite, each with its own
