@@ -30,10 +30,13 @@ use pagewire_client::{fetch_blocking, FetchConfig, Strategy};
 const PAGE: &str = "/index.html";
 const GOLDEN: &str = "tests/data/request_streams.txt";
 
+/// One connection's bytes from the client, as they arrive.
+type Record = Arc<Mutex<Vec<u8>>>;
+
 /// A loopback TCP proxy that records what clients send, per connection.
 struct Recorder {
     addr: SocketAddr,
-    streams: Arc<Mutex<Vec<Arc<Mutex<Vec<u8>>>>>>,
+    streams: Arc<Mutex<Vec<Record>>>,
     stop: Arc<AtomicBool>,
     accept: Option<JoinHandle<()>>,
     pumps: Arc<Mutex<Vec<JoinHandle<()>>>>,
@@ -43,7 +46,7 @@ impl Recorder {
     fn start(upstream: SocketAddr) -> Recorder {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let streams: Arc<Mutex<Vec<Arc<Mutex<Vec<u8>>>>>> = Default::default();
+        let streams: Arc<Mutex<Vec<Record>>> = Default::default();
         let stop = Arc::new(AtomicBool::new(false));
         let pumps: Arc<Mutex<Vec<JoinHandle<()>>>> = Default::default();
         let accept = {
@@ -113,11 +116,7 @@ impl Drop for Recorder {
 
 /// Copies `from` to `to` until EOF or an error, recording if asked; then
 /// passes the end on (FIN).
-fn pump(
-    mut from: TcpStream,
-    mut to: TcpStream,
-    record: Option<Arc<Mutex<Vec<u8>>>>,
-) -> JoinHandle<()> {
+fn pump(mut from: TcpStream, mut to: TcpStream, record: Option<Record>) -> JoinHandle<()> {
     std::thread::spawn(move || {
         // A stalled peer cannot hold the test: the robot's own deadlines
         // end its connections well within this.
