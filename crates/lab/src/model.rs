@@ -254,6 +254,11 @@ pub struct RunRecord {
     /// The link configuration (profile and overrides) as the emulator
     /// recorded it.
     pub link: serde_json::Value,
+    /// Set on the runs of a WAN round-trip-time sweep (`bench --rtt-sweep`):
+    /// the RTT of this run's link, ms. Sweep runs are extra runs: tables and
+    /// every claim but the latency sentence leave them out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_rtt_ms: Option<f64>,
     /// Set if the run failed; its numbers are then not used in tables.
     pub error: Option<String>,
     /// A browser run's own numbers (load event, last byte, requests sent,

@@ -902,6 +902,7 @@ fn one_run(
         pcap: pcap_rel,
         har,
         link: link_json.clone(),
+        sweep_rtt_ms: None,
         error,
         browser: None,
     })

@@ -233,6 +233,7 @@ pub fn one_run(
         pcap: pcap_rel,
         har: cfg.out_dir.join(&har_rel).exists().then(|| har_rel.clone()),
         link: link_json.clone(),
+        sweep_rtt_ms: None,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         browser,
     })
