@@ -271,4 +271,10 @@ impl RunRecord {
     pub fn ok(&self) -> bool {
         self.error.is_none() && self.objects_ok == self.objects_expected
     }
+
+    /// A run of the WAN RTT sweep (`bench --rtt-sweep`): outside the
+    /// tables and every claim but the latency sentence's.
+    pub fn is_sweep(&self) -> bool {
+        self.sweep_rtt_ms.is_some()
+    }
 }

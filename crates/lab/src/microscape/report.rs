@@ -192,6 +192,11 @@ impl Results {
                 let _ = writeln!(s);
             }
         }
+        let sweep = super::extras::rtt_sweep_table(&self.runs);
+        if !sweep.is_empty() {
+            s.push_str(&sweep);
+            let _ = writeln!(s);
+        }
         let failed: Vec<&RunRecord> = self.runs.iter().filter(|r| !r.ok()).collect();
         if !failed.is_empty() {
             let _ = writeln!(
@@ -281,6 +286,7 @@ impl Results {
                 "request_profile",
                 "revalidation",
                 "nagle",
+                "sweep_rtt_ms",
                 "pcap",
                 "error",
             ]
@@ -320,6 +326,7 @@ impl Results {
                     r.robot.request_profile.clone(),
                     r.robot.revalidation.clone(),
                     r.robot.nagle.to_string(),
+                    r.sweep_rtt_ms.map(|x| x.to_string()).unwrap_or_default(),
                     r.pcap.clone(),
                     r.error.clone().unwrap_or_default(),
                 ]
@@ -415,6 +422,7 @@ impl Results {
             for st in &self.plan.strategies {
                 let run = self.runs.iter().find(|r| {
                     r.net == net
+                        && !r.is_sweep()
                         && r.strategy == *st
                         && r.test == Test::First
                         && r.robot.tuning == super::model::Tuning::Tuned

@@ -453,7 +453,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
         tls: tls.as_ref(),
         live: &live,
     };
-    for &net in &cfg.plan.nets {
+    for (net, sweep_us) in cfg.plan.link_groups() {
         // Plan order, so results come back in it whatever the lanes do.
         let specs: Vec<(usize, RunSpec)> = cfg
             .plan
@@ -461,17 +461,35 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
             .iter()
             .copied()
             .enumerate()
-            .filter(|(_, r)| r.net == net)
+            .filter(|(_, r)| r.net == net && r.sweep_rtt_us == sweep_us)
             .collect();
         if specs.is_empty() {
             continue;
         }
-        let lc = (cfg.link_config)(net)?;
-        link_configs.insert(net.name().to_string(), serde_json::to_value(&lc)?);
-        let lanes = cfg.plan.lanes(net) as usize;
+        let mut lc = (cfg.link_config)(net)?;
+        let group = match sweep_us {
+            // The RTT sweep: the network's profile (and the user's other
+            // overrides) at this RTT.
+            Some(us) => {
+                lc.rtt = Duration::from_micros(u64::from(us));
+                format!(
+                    "{}@{}ms",
+                    net.name(),
+                    crate::claims::spec::fmt_num(f64::from(us) / 1000.0)
+                )
+            }
+            None => net.name().to_string(),
+        };
+        link_configs.insert(group, serde_json::to_value(&lc)?);
+        let lanes = if sweep_us.is_some() {
+            1
+        } else {
+            cfg.plan.lanes(net) as usize
+        };
         let mut done: Vec<(usize, RunRecord)> = Vec::new();
         if lanes <= 1 {
-            let (recs, sig) = run_lane(&ctx, net, lc, "", &specs)?;
+            let suffix = sweep_us.map(|us| format!("-rtt{us}us")).unwrap_or_default();
+            let (recs, sig) = run_lane(&ctx, net, lc, &suffix, &specs)?;
             done.extend(recs);
             interrupted_by = interrupted_by.or(sig);
         } else {
@@ -739,10 +757,14 @@ fn one_run(
         );
     }
     // Initial (Table 3) runs have their own caches and pcaps.
-    let tag = match spec.tuning {
+    let mut tag = match spec.tuning {
         Tuning::Tuned => String::new(),
         Tuning::Initial => "-initial".to_string(),
     };
+    // So have the RTT sweep's runs.
+    if let Some(us) = spec.sweep_rtt_us {
+        tag.push_str(&format!("-rtt{}us", us));
+    }
     let cache = caches.join(format!("{}-{}{tag}-r{}", spec.net, spec.strategy, spec.rep));
     if spec.test == Test::First {
         // First-time retrieval starts from an empty cache.
@@ -902,7 +924,7 @@ fn one_run(
         pcap: pcap_rel,
         har,
         link: link_json.clone(),
-        sweep_rtt_ms: None,
+        sweep_rtt_ms: spec.sweep_rtt_us.map(|us| f64::from(us) / 1000.0),
         error,
         browser: None,
     })

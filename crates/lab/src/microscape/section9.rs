@@ -41,6 +41,7 @@ fn samples(
     runs.iter()
         .filter(|r| {
             r.ok()
+                && !r.is_sweep()
                 && r.net == net
                 && r.strategy == st
                 && r.test == test
@@ -81,6 +82,7 @@ fn payload_est(runs: &[RunRecord], net: Net, st: Strategy, test: Test) -> Option
         .iter()
         .filter(|r| {
             r.ok()
+                && !r.is_sweep()
                 && r.net == net
                 && r.strategy == st
                 && r.test == test

@@ -39,7 +39,10 @@ pub fn row_strategies(net: Net, summaries: &BTreeMap<Key, Summary>) -> Vec<Strat
 
 /// One network's table: for each strategy, our row (mean±sd) and the
 /// paper's Apache and Jigsaw rows, first-time and cache validation side by
-/// side as in Tables 4-9.
+/// side as in Tables 4-9. Bytes is the paper's unit, TCP payload ("-" for
+/// runs made before it was recorded); IP bytes (headers included) beside
+/// it, the paper's from its Bytes + 40·Pa (its %ov is 40·Pa / (Bytes +
+/// 40·Pa) in every cell).
 pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label: &str) -> String {
     let mut s = String::new();
     let (tj, ta) = (
@@ -51,33 +54,31 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
         "{} — layout of paper 001 Tables {tj} (Jigsaw) and {ta} (Apache)",
         net.describe()
     );
-    let w = [40usize, 13, 15, 11, 9];
+    let w = [40usize, 13, 15, 15, 11, 9];
+    let span = w[1] + w[2] + w[3] + w[4] + w[5] + 4;
     let _ = writeln!(
         s,
-        "{:<w0$} {:^w$} | {:^w$}",
+        "{:<w0$} {:^span$} | {:^span$}",
         "",
         Test::First.paper_label(),
         Test::Revalidate.paper_label(),
         w0 = w[0],
-        w = w[1] + w[2] + w[3] + w[4] + 3
     );
     let head = format!(
-        "{:>w1$} {:>w2$} {:>w3$} {:>w4$}",
+        "{:>w1$} {:>w2$} {:>w3$} {:>w4$} {:>w5$}",
         "Pa",
         "Bytes",
+        "IP bytes",
         "Sec",
         "%ov",
         w1 = w[1],
         w2 = w[2],
         w3 = w[3],
-        w4 = w[4]
+        w4 = w[4],
+        w5 = w[5]
     );
     let _ = writeln!(s, "{:<w0$} {head} | {head}", "", w0 = w[0]);
-    let _ = writeln!(
-        s,
-        "{}",
-        "-".repeat(w[0] + 2 * (w[1] + w[2] + w[3] + w[4] + 3) + 4)
-    );
+    let _ = writeln!(s, "{}", "-".repeat(w[0] + 2 * span + 4));
     for st in row_strategies(net, summaries) {
         let mine: Vec<Option<&Summary>> = Test::ALL
             .iter()
@@ -98,32 +99,28 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
                 Some(m) if m.runs_ok > 0 => {
                     let _ = write!(
                         line,
-                        " {:>w1$} {:>w2$} {:>w3$} {:>w4$}",
+                        " {:>w1$} {:>w2$} {:>w3$} {:>w4$} {:>w5$}",
                         fmt_ms(&m.packets, 1),
+                        fmt_ms(&m.payload, 0),
                         fmt_ms(&m.bytes, 0),
                         fmt_ms(&m.seconds, sec_decimals(net)),
                         fmt_ms(&m.overhead_pct, 1),
                         w1 = w[1],
                         w2 = w[2],
                         w3 = w[3],
-                        w4 = w[4]
+                        w4 = w[4],
+                        w5 = w[5]
                     );
                 }
                 Some(m) => {
                     let _ = write!(
                         line,
-                        " {:>width$}",
+                        " {:>span$}",
                         format!("all {} runs failed", m.runs_failed),
-                        width = w[1] + w[2] + w[3] + w[4] + 3
                     );
                 }
                 None => {
-                    let _ = write!(
-                        line,
-                        " {:>width$}",
-                        "not run",
-                        width = w[1] + w[2] + w[3] + w[4] + 3
-                    );
+                    let _ = write!(line, " {:>span$}", "not run");
                 }
             }
             let _ = t;
@@ -160,25 +157,22 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
                     Some(r) => {
                         let _ = write!(
                             line,
-                            " {:>w1$.1} {:>w2$.0} {:>w3$.*} {:>w4$.1}",
+                            " {:>w1$.1} {:>w2$.0} {:>w3$.0} {:>w4$.*} {:>w5$.1}",
                             r.packets,
                             r.bytes,
+                            r.bytes + 40.0 * r.packets,
                             sec_decimals(net),
                             r.seconds,
                             r.overhead_pct,
                             w1 = w[1],
                             w2 = w[2],
                             w3 = w[3],
-                            w4 = w[4]
+                            w4 = w[4],
+                            w5 = w[5]
                         );
                     }
                     None => {
-                        let _ = write!(
-                            line,
-                            " {:>width$}",
-                            "not measured in the paper",
-                            width = w[1] + w[2] + w[3] + w[4] + 3
-                        );
+                        let _ = write!(line, " {:>span$}", "not measured in the paper");
                     }
                 }
             }
@@ -295,7 +289,7 @@ pub fn table3(net: Net, initial: &BTreeMap<Key, Summary>, server_label: &str) ->
 
 /// Bytes as paper 001 counted them: its Bytes column is transport payload
 /// only (in every cell of Tables 4-9 its %ov equals 40·Pa / (Bytes +
-/// 40·Pa)), ours above is IP bytes with headers. This table puts our
+/// 40·Pa)), as is the main tables' Bytes column. This table puts our
 /// payload (mean over the good runs) beside the paper's Bytes. Empty when
 /// the runs predate the payload counter.
 pub fn payload_table(net: Net, runs: &[super::model::RunRecord]) -> String {
@@ -303,7 +297,9 @@ pub fn payload_table(net: Net, runs: &[super::model::RunRecord]) -> String {
     let mean = |st: Strategy, t: Test| {
         let m = MeanSd::of(
             runs.iter()
-                .filter(|r| r.net == net && r.strategy == st && r.test == t && r.ok())
+                .filter(|r| {
+                    r.net == net && r.strategy == st && r.test == t && r.ok() && !r.is_sweep()
+                })
                 .filter(|r| r.robot.tuning == super::model::Tuning::Tuned)
                 .filter(|r| r.payload_bytes_total > 0)
                 .map(|r| r.payload_bytes_total as f64),

@@ -235,6 +235,13 @@ pub struct MicroscapeArgs {
     /// to all metadata is recorded (metadata_s).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     range_first: Option<u64>,
+    /// WAN round-trip-time sweep, e.g. 20ms,50ms,90ms,200ms,400ms: after
+    /// the plan, http10 and pipeline (of --strategy) on the WAN profile at
+    /// each RTT, --reps repetitions (default 5) of each of --tests. Extra
+    /// runs tagged `sweep_rtt_ms`, read only by the claim "the higher the
+    /// latency, the better HTTP/1.1 performed" and the sweep table.
+    #[arg(long, value_name = "RTTS", value_delimiter = ',', value_parser = super::positive_duration, allow_hyphen_values = true)]
+    rtt_sweep: Vec<std::time::Duration>,
     /// Measure a recorded site (WARC or HAR with bodies, e.g. from
     /// `pagewire record`) instead of the Microscape page: served by
     /// `pagewire serve --replay FILE --replay-deflate`, every recorded name
@@ -596,6 +603,26 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
     let mut plan = Plan::new(&nets, &strategies, &tests, reps).with_ppp_parallel(a.ppp_parallel);
     if !a.no_initial && nets.contains(&Net::Lan) {
         plan = plan.with_initial(&[Net::Lan]);
+    }
+    if !a.rtt_sweep.is_empty() {
+        if !strategies
+            .iter()
+            .any(|s| pagewire_lab::microscape::plan::SWEEP_STRATEGIES.contains(s))
+        {
+            crate::usage_bail!("--rtt-sweep runs http10 and pipeline: --strategy has neither");
+        }
+        if a.replay.is_some() {
+            crate::usage_bail!("--rtt-sweep measures the Microscape page; drop --replay");
+        }
+        let mut us = Vec::new();
+        for d in &a.rtt_sweep {
+            let x = d.as_micros();
+            if x == 0 || x > 10_000_000 {
+                crate::usage_bail!("--rtt-sweep {d:?}: each RTT must be above 0 and at most 10 s");
+            }
+            us.push(x as u32);
+        }
+        plan = plan.with_rtt_sweep(&us, reps.wan);
     }
     eprint!("{}", plan.describe());
     eprintln!("results: {}", out.display());
