@@ -79,6 +79,7 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
     );
     let _ = writeln!(s, "{:<w0$} {head} | {head}", "", w0 = w[0]);
     let _ = writeln!(s, "{}", "-".repeat(w[0] + 2 * span + 4));
+    let mut browsers_shown = false;
     for st in row_strategies(net, summaries) {
         let mine: Vec<Option<&Summary>> = Test::ALL
             .iter()
@@ -135,7 +136,12 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
             let _ = write!(line, "   req {} B", req.join("/"));
         }
         let _ = writeln!(s, "{}", line.trim_end());
-        // The paper's rows (none for the extra rows).
+        // The paper's rows: Tables 10-11's browsers (PPP only) under the
+        // first browser row; none for other extra rows.
+        if st.is_browser() && !browsers_shown {
+            browsers_shown = true;
+            s.push_str(&paper_browser_rows(net, &w));
+        }
         if !Strategy::PAPER_001.contains(&st) {
             continue;
         }
@@ -174,6 +180,61 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
                     None => {
                         let _ = write!(line, " {:>span$}", "not measured in the paper");
                     }
+                }
+            }
+            let _ = writeln!(s, "{}", line.trim_end());
+        }
+    }
+    s
+}
+
+/// The paper's browser rows (Tables 10-11: Netscape Navigator and Internet
+/// Explorer of 1997, Jigsaw and Apache, 3 runs each) in the layout of
+/// [`network_table`]; they exist for PPP only, elsewhere one line says so.
+fn paper_browser_rows(net: Net, w: &[usize; 6]) -> String {
+    let mut s = String::new();
+    if net != Net::Ppp {
+        let _ = writeln!(
+            s,
+            "  {:<w0$} (the paper measured browsers on PPP only: Tables 10-11)",
+            "paper browsers",
+            w0 = w[0] - 2
+        );
+        return s;
+    }
+    for server in [Server::Apache, Server::Jigsaw] {
+        for browser in ["Netscape Navigator", "Internet Explorer"] {
+            let rows: Vec<&reference::BrowserRow> = reference::TABLES_10_11
+                .iter()
+                .filter(|r| r.server == server && r.browser == browser)
+                .collect();
+            let Some(first) = rows.first() else {
+                continue;
+            };
+            let mut line = format!(
+                "  {:<w0$}",
+                format!("paper {browser}, {} (T{})", server.name(), first.table),
+                w0 = w[0] - 2
+            );
+            for (i, t) in Test::ALL.iter().enumerate() {
+                if i == 1 {
+                    line.push_str(" |");
+                }
+                if let Some(r) = rows.iter().find(|r| r.test == *t) {
+                    let _ = write!(
+                        line,
+                        " {:>w1$.1} {:>w2$.0} {:>w3$.0} {:>w4$.1} {:>w5$.1}",
+                        r.packets,
+                        r.bytes,
+                        r.bytes + 40.0 * r.packets,
+                        r.seconds,
+                        r.overhead_pct,
+                        w1 = w[1],
+                        w2 = w[2],
+                        w3 = w[3],
+                        w4 = w[4],
+                        w5 = w[5]
+                    );
                 }
             }
             let _ = writeln!(s, "{}", line.trim_end());
@@ -341,4 +402,43 @@ pub fn payload_table(net: Net, runs: &[super::model::RunRecord]) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn browser_runs() -> Vec<crate::model::RunRecord> {
+        let path = format!(
+            "{}/../../docs/bench-results/2026-11-22-browsers/results.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        serde_json::from_value(v["runs"].clone()).unwrap()
+    }
+
+    /// On PPP the paper's Navigator and Explorer rows (Tables 10-11) follow
+    /// the first Chromium row; on the LAN one line says the paper has none.
+    #[test]
+    fn paper_browser_rows_beside_chromium() {
+        let runs = browser_runs();
+        let sums = crate::stats::summarize(&runs);
+        let ppp = network_table(Net::Ppp, &sums, "measured (pagewire)");
+        let chromium = ppp
+            .find("Chromium")
+            .or_else(|| ppp.find("chromium"))
+            .unwrap();
+        let nav = ppp
+            .find("paper Netscape Navigator, Apache (T11)")
+            .expect(&ppp);
+        assert!(nav > chromium, "{ppp}");
+        // Table 11, Navigator: 334.3 packets, 199243 bytes first-time.
+        let line = ppp[nav..].lines().next().unwrap();
+        assert!(line.contains("334.3") && line.contains("199243"), "{line}");
+        assert_eq!(ppp.matches("paper Internet Explorer").count(), 2, "{ppp}");
+        let lan = network_table(Net::Lan, &sums, "measured (pagewire)");
+        assert!(lan.contains("browsers on PPP only"), "{lan}");
+        assert!(!lan.contains("paper Netscape"), "{lan}");
+    }
 }
