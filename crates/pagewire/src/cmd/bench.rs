@@ -599,11 +599,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let out = a.common.out_dir("bench")?;
-    let mut plan = Plan::new(&nets, &strategies, &tests, reps).with_ppp_parallel(a.ppp_parallel);
-    if !a.no_initial && nets.contains(&Net::Lan) {
-        plan = plan.with_initial(&[Net::Lan]);
-    }
+    let mut sweep_us = Vec::new();
     if !a.rtt_sweep.is_empty() {
         if !strategies
             .iter()
@@ -614,15 +610,21 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         if a.replay.is_some() {
             crate::usage_bail!("--rtt-sweep measures the Microscape page; drop --replay");
         }
-        let mut us = Vec::new();
         for d in &a.rtt_sweep {
             let x = d.as_micros();
             if x == 0 || x > 10_000_000 {
                 crate::usage_bail!("--rtt-sweep {d:?}: each RTT must be above 0 and at most 10 s");
             }
-            us.push(x as u32);
+            sweep_us.push(x as u32);
         }
-        plan = plan.with_rtt_sweep(&us, reps.wan);
+    }
+    let out = a.common.out_dir("bench")?;
+    let mut plan = Plan::new(&nets, &strategies, &tests, reps).with_ppp_parallel(a.ppp_parallel);
+    if !a.no_initial && nets.contains(&Net::Lan) {
+        plan = plan.with_initial(&[Net::Lan]);
+    }
+    if !sweep_us.is_empty() {
+        plan = plan.with_rtt_sweep(&sweep_us, reps.wan);
     }
     eprint!("{}", plan.describe());
     eprintln!("results: {}", out.display());
