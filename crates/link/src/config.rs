@@ -7,6 +7,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::loss::LossModel;
+use crate::qdisc::Aqm;
+use crate::reorder::Reorder;
+
 /// Errors in a configuration value or a trace file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -163,8 +167,13 @@ pub struct PipeConfig {
     pub delay: Duration,
     pub rate: Rate,
     pub queue: QueueLimit,
-    /// Probability in [0, 1) that a packet entering the link is lost.
-    pub loss: f64,
+    /// The queue discipline under that limit (drop-tail by default).
+    pub aqm: Aqm,
+    /// How packets entering the link are lost (Bernoulli with probability
+    /// 0 by default).
+    pub loss: LossModel,
+    /// Packets held back on purpose so later ones overtake them.
+    pub reorder: Option<Reorder>,
     /// Extra delay drawn uniformly from [0, jitter] per packet; never
     /// reorders (a packet never leaves before the one ahead of it).
     #[serde(serialize_with = "ser_duration_ms")]
@@ -210,7 +219,7 @@ impl std::str::FromStr for LinkCompression {
     }
 }
 
-fn ser_duration_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn ser_duration_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
 }
 
@@ -232,7 +241,12 @@ pub struct LinkConfig {
     /// Advertised MSS (route `advmss`); None = kernel default from the MTU.
     pub mss: Option<u32>,
     pub queue: QueueLimit,
-    pub loss: f64,
+    /// Queue discipline of both directions (`--aqm`).
+    pub aqm: Aqm,
+    /// Loss model of both directions (`--loss`).
+    pub loss: LossModel,
+    /// Reordering in both directions (`--reorder`).
+    pub reorder: Option<Reorder>,
     #[serde(rename = "jitter_ms", serialize_with = "ser_duration_ms")]
     pub jitter: Duration,
     pub framing_bytes: u32,
@@ -277,7 +291,9 @@ impl LinkConfig {
             mtu: 1500,
             mss: None,
             queue: DEFAULT_QUEUE,
-            loss: 0.0,
+            aqm: Aqm::DropTail,
+            loss: LossModel::default(),
+            reorder: None,
             jitter: Duration::ZERO,
             framing_bytes: 0,
             compression: LinkCompression::None,
@@ -288,8 +304,10 @@ impl LinkConfig {
 
     /// Checks ranges the parsers cannot see.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(0.0..1.0).contains(&self.loss) || self.loss.is_nan() {
-            return Err(invalid("loss", &self.loss.to_string(), "must be in [0, 1)"));
+        self.loss.validate()?;
+        self.aqm.validate()?;
+        if let Some(r) = &self.reorder {
+            r.validate()?;
         }
         // 68: the IPv4 minimum MTU (RFC 791); 65535: the IPv4 maximum.
         if !(68..=65_535).contains(&self.mtu) {
@@ -323,7 +341,9 @@ impl LinkConfig {
             delay: self.rtt / 2,
             rate: rate.clone(),
             queue: self.queue,
+            aqm: self.aqm,
             loss: self.loss,
+            reorder: self.reorder,
             jitter: self.jitter,
             framing_bytes: self.framing_bytes,
             compression: self.compression,
@@ -444,19 +464,21 @@ pub fn parse_queue(s: &str) -> Result<QueueLimit, ConfigError> {
     Ok(QueueLimit::Bytes(n.saturating_mul(mult)))
 }
 
-/// Parses a loss probability: `0.02` or `2%`.
-pub fn parse_loss(s: &str) -> Result<f64, ConfigError> {
-    let t = s.trim();
-    let v = if let Some(p) = t.strip_suffix('%') {
-        p.trim().parse::<f64>().map(|v| v / 100.0)
-    } else {
-        t.parse::<f64>()
-    }
-    .map_err(|_| invalid("loss", s, "expected e.g. 0.02 or 2%"))?;
-    if !(0.0..1.0).contains(&v) {
-        return Err(invalid("loss", s, "must be in [0, 1)"));
-    }
-    Ok(v)
+/// Parses a loss model: `0.02` or `2%` (independent loss) or
+/// `ge:p=..,r=..[,h=..][,k=..]` (Gilbert-Elliott, [`crate::loss`]).
+pub fn parse_loss(s: &str) -> Result<LossModel, ConfigError> {
+    LossModel::parse(s)
+}
+
+/// Parses a queue discipline: `droptail`, `codel`, `pie`, `fq-codel`, each
+/// with optional `:key=value,...` parameters ([`crate::qdisc`]).
+pub fn parse_aqm(s: &str) -> Result<Aqm, ConfigError> {
+    s.parse()
+}
+
+/// Parses reordering: `1%,5ms` (probability, hold-back delay) or `none`.
+pub fn parse_reorder(s: &str) -> Result<Option<Reorder>, ConfigError> {
+    Reorder::parse(s)
 }
 
 /// Loads a trace file as a rate.
@@ -501,8 +523,8 @@ mod tests {
         assert_eq!(parse_queue("64KB").unwrap(), QueueLimit::Bytes(65536));
         assert_eq!(parse_queue("3000b").unwrap(), QueueLimit::Bytes(3000));
         assert!(parse_queue("lots").is_err());
-        assert_eq!(parse_loss("2%").unwrap(), 0.02);
-        assert_eq!(parse_loss("0.02").unwrap(), 0.02);
+        assert_eq!(parse_loss("2%").unwrap(), LossModel::Bernoulli(0.02));
+        assert_eq!(parse_loss("0.02").unwrap(), LossModel::Bernoulli(0.02));
         assert!(parse_loss("1").is_err());
     }
 
@@ -519,7 +541,13 @@ mod tests {
         assert!(bad.validate().is_err());
         bad.mss = Some(536);
         bad.validate().unwrap();
-        bad.loss = 1.0;
+        bad.loss = LossModel::Bernoulli(1.0);
+        assert!(bad.validate().is_err());
+        bad.loss = LossModel::default();
+        bad.aqm = Aqm::Codel(crate::qdisc::codel::CodelParams {
+            target: Duration::ZERO,
+            interval: Duration::from_millis(100),
+        });
         assert!(bad.validate().is_err());
     }
 
