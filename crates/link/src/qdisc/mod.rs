@@ -155,7 +155,10 @@ impl std::str::FromStr for Aqm {
                 ))
             }
         };
-        aqm.validate()?;
+        aqm.validate().map_err(|e| match e {
+            ConfigError::Invalid { why, .. } => invalid_aqm(s, why),
+            e => e,
+        })?;
         Ok(aqm)
     }
 }
