@@ -152,7 +152,12 @@ impl LossModel {
             h: h.unwrap_or(0.0),
             k: k.unwrap_or(1.0),
         };
-        LossModel::GilbertElliott(g).validate()?;
+        LossModel::GilbertElliott(g)
+            .validate()
+            .map_err(|e| match e {
+                ConfigError::Invalid { why, .. } => invalid(s, why),
+                e => e,
+            })?;
         Ok(LossModel::GilbertElliott(g))
     }
 

@@ -48,7 +48,10 @@ impl Reorder {
         let delay = parse_duration(d)
             .map_err(|_| invalid(s, "the delay needs a unit, e.g. 5ms"))?;
         let r = Self { probability, delay };
-        r.validate()?;
+        r.validate().map_err(|e| match e {
+            ConfigError::Invalid { why, .. } => invalid(s, why),
+            e => e,
+        })?;
         Ok(Some(r))
     }
 
