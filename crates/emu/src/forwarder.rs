@@ -246,7 +246,8 @@ impl Forwarder {
             let i = dir.index();
             let total = self.pipes[i].stats().dropped_aqm;
             if total > self.aqm_drops_seen[i] {
-                self.meter.record_drop_aqm(dir, total - self.aqm_drops_seen[i]);
+                self.meter
+                    .record_drop_aqm(dir, total - self.aqm_drops_seen[i]);
                 self.aqm_drops_seen[i] = total;
             }
         }

@@ -39,6 +39,6 @@ pub use counters::{DirectionCounters, KindCounts, LinkCounters, Meter, PacketsBy
 pub use lateness::{lateness_threshold, LatenessRecorder, LinkLateness};
 pub use loss::{GilbertElliott, LossModel};
 pub use pcap::PcapSink;
+pub use pipe::{Pipe, PipeStats, Verdict};
 pub use qdisc::Aqm;
 pub use reorder::Reorder;
-pub use pipe::{Pipe, PipeStats, Verdict};

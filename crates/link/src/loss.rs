@@ -126,7 +126,10 @@ impl LossModel {
         let (mut p, mut r, mut h, mut k) = (None, None, None, None);
         for part in params.split(',').map(str::trim).filter(|x| !x.is_empty()) {
             let Some((key, v)) = part.split_once('=') else {
-                return Err(invalid(s, "Gilbert-Elliott parameters are key=value: p, r, h, k"));
+                return Err(invalid(
+                    s,
+                    "Gilbert-Elliott parameters are key=value: p, r, h, k",
+                ));
             };
             let slot = match key.trim() {
                 "p" => &mut p,
@@ -286,7 +289,10 @@ mod tests {
         let want = 0.01 / 0.26;
         // ~9600 bursts of variance (1-r)/r^2 = 12: the rate's standard
         // error is ~1.4% of it; the bounds are ~4 standard errors.
-        assert!((rate - want).abs() / want < 0.06, "loss rate {rate}, want {want}");
+        assert!(
+            (rate - want).abs() / want < 0.06,
+            "loss rate {rate}, want {want}"
+        );
         let b = bursts(&v);
         let mean = b.iter().sum::<usize>() as f64 / b.len() as f64;
         assert!((mean - 4.0).abs() < 0.15, "mean burst {mean}, want 4");
@@ -312,7 +318,10 @@ mod tests {
         let rate = v.iter().filter(|&&x| x).count() as f64 / n as f64;
         let want = g.loss_rate();
         assert!((want - (0.01 * 5.0 / 6.0 + 0.6 / 6.0)).abs() < 1e-12);
-        assert!((rate - want).abs() / want < 0.05, "loss {rate}, want {want}");
+        assert!(
+            (rate - want).abs() / want < 0.05,
+            "loss {rate}, want {want}"
+        );
         // Bursty: losses cluster, so P(loss | previous lost) is far above
         // the mean rate (it would equal it for independent loss).
         let pairs = v.windows(2).filter(|w| w[0]).count() as f64;

@@ -45,8 +45,8 @@ impl Reorder {
             p.parse::<f64>()
         }
         .map_err(|_| invalid(s, "the probability is e.g. 1% or 0.01"))?;
-        let delay = parse_duration(d)
-            .map_err(|_| invalid(s, "the delay needs a unit, e.g. 5ms"))?;
+        let delay =
+            parse_duration(d).map_err(|_| invalid(s, "the delay needs a unit, e.g. 5ms"))?;
         let r = Self { probability, delay };
         r.validate().map_err(|e| match e {
             ConfigError::Invalid { why, .. } => invalid(s, why),

@@ -79,14 +79,34 @@ fn link_rejects_bad_flags_clearly() {
 #[test]
 fn aqm_loss_model_and_reorder_flags_reject_bad_values_clearly() {
     for (cmd, flag, value, says) in [
-        ("link", "--aqm", "red", "expected droptail, codel, pie or fq-codel"),
+        (
+            "link",
+            "--aqm",
+            "red",
+            "expected droptail, codel, pie or fq-codel",
+        ),
         ("link", "--aqm", "codel:target=5", "needs a unit"),
-        ("link", "--aqm", "codel:target=200ms", "target must be below interval"),
+        (
+            "link",
+            "--aqm",
+            "codel:target=200ms",
+            "target must be below interval",
+        ),
         ("bench", "--aqm", "pie:alpha=x", "not a number"),
         ("bench", "--aqm", "fq-codel:flows=0", "flows must be"),
-        ("link", "--loss", "ge:p=1%", "needs p (good->bad) and r (bad->good)"),
+        (
+            "link",
+            "--loss",
+            "ge:p=1%",
+            "needs p (good->bad) and r (bad->good)",
+        ),
         ("bench", "--loss", "ge:p=1%,r=0", "r must be > 0"),
-        ("link", "--loss", "ge:p=1%,r=20%,q=3", "parameters are p, r, h and k"),
+        (
+            "link",
+            "--loss",
+            "ge:p=1%,r=20%,q=3",
+            "parameters are p, r, h and k",
+        ),
         ("link", "--reorder", "5%", "expected PROBABILITY,DELAY"),
         ("bench", "--reorder", "5%,5", "needs a unit"),
         ("link", "--reorder", "100%,5ms", "must be in (0, 1)"),

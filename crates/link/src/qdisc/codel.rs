@@ -22,11 +22,17 @@ use crate::config::ConfigError;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CodelParams {
     /// Acceptable standing queue delay (RFC 8289: 5 ms).
-    #[serde(rename = "target_ms", serialize_with = "crate::config::ser_duration_ms")]
+    #[serde(
+        rename = "target_ms",
+        serialize_with = "crate::config::ser_duration_ms"
+    )]
     pub target: Duration,
     /// Sliding window for the minimum sojourn time, of the order of a
     /// worst-case RTT (RFC 8289: 100 ms).
-    #[serde(rename = "interval_ms", serialize_with = "crate::config::ser_duration_ms")]
+    #[serde(
+        rename = "interval_ms",
+        serialize_with = "crate::config::ser_duration_ms"
+    )]
     pub interval: Duration,
 }
 
@@ -46,7 +52,12 @@ impl CodelParams {
             match k.as_str() {
                 "target" => p.target = kv_duration(whole, v)?,
                 "interval" => p.interval = kv_duration(whole, v)?,
-                _ => return Err(invalid_aqm(whole, "codel parameters are target and interval")),
+                _ => {
+                    return Err(invalid_aqm(
+                        whole,
+                        "codel parameters are target and interval",
+                    ))
+                }
             }
         }
         Ok(p)
@@ -298,7 +309,10 @@ mod tests {
         for (k, w) in drops.windows(2).enumerate().take(20) {
             let gap = (w[1] - w[0]).as_secs_f64() * 1000.0;
             let want = 100.0 / ((k + 1) as f64).sqrt();
-            assert!((gap - want).abs() <= 1.01, "gap {k}: {gap} ms, want {want} ms");
+            assert!(
+                (gap - want).abs() <= 1.01,
+                "gap {k}: {gap} ms, want {want} ms"
+            );
         }
         assert_eq!(deps.len() + drops.len(), 300);
     }
@@ -351,9 +365,7 @@ mod tests {
         // A slow link (28.8 kbit/s: 417 ms per packet) with a packet queued
         // behind one in service: the sojourn is far above target, but CoDel
         // never drops while at most one maximum packet waits.
-        let arrivals: Vec<_> = (0..40u64)
-            .map(|i| (ms(i * 417), i, 1500, 0))
-            .collect();
+        let arrivals: Vec<_> = (0..40u64).map(|i| (ms(i * 417), i, 1500, 0)).collect();
         let mut q = Codel::new(CodelParams::default());
         let (deps, drops, _) = run(&mut q, 28_800, &arrivals);
         assert!(drops.is_empty());

@@ -63,7 +63,8 @@ mod tests {
         }
         assert_eq!((q.len(), q.bytes()), (5, 1500));
         let mut d = 0;
-        let ids: Vec<_> = std::iter::from_fn(|| q.dequeue(ms(10), &mut d).map(|p| p.item)).collect();
+        let ids: Vec<_> =
+            std::iter::from_fn(|| q.dequeue(ms(10), &mut d).map(|p| p.item)).collect();
         assert_eq!(ids, vec![0, 1, 2, 3, 4]);
         assert_eq!((q.len(), q.bytes(), d), (0, 0, 0));
         // Overflow drops the arrival.

@@ -68,7 +68,10 @@ impl FqCodelParams {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.codel.validate()?;
         if !(64..=1_048_576).contains(&self.quantum) {
-            return Err(invalid_aqm("fq-codel", "quantum must be 64..=1048576 bytes"));
+            return Err(invalid_aqm(
+                "fq-codel",
+                "quantum must be 64..=1048576 bytes",
+            ));
         }
         if !(1..=65_536).contains(&self.flows) {
             return Err(invalid_aqm("fq-codel", "flows must be 1..=65536"));
@@ -192,7 +195,9 @@ impl<P: Send> Qdisc<P> for FqCodel<P> {
             .max_by_key(|&i| self.flows[i].bytes)
             .expect("at least one flow");
         let f = &mut self.flows[fattest];
-        let p = f.q.pop_front().expect("the fattest flow holds the arrival at least");
+        let p =
+            f.q.pop_front()
+                .expect("the fattest flow holds the arrival at least");
         f.bytes -= p.size;
         self.bytes -= p.size;
         self.len -= 1;
@@ -309,7 +314,11 @@ mod tests {
         // A deep drop-tail queue: hundreds of ms (bounded only by the
         // 1000-packet limit the pipe would enforce; unbounded here).
         let dt = sparse_delays_ms(&mut DropTail::new());
-        assert!(dt[dt.len() / 2] > 1000.0, "drop-tail sparse median {}", dt[dt.len() / 2]);
+        assert!(
+            dt[dt.len() / 2] > 1000.0,
+            "drop-tail sparse median {}",
+            dt[dt.len() / 2]
+        );
     }
 
     #[test]
@@ -357,7 +366,11 @@ mod tests {
             panic!("{a:?}")
         };
         assert_eq!((p.quantum, p.flows, p.codel.target), (300, 16, ms(2)));
-        for bad in ["fq-codel:flows=0", "fq-codel:quantum=1.5", "fq-codel:bands=3"] {
+        for bad in [
+            "fq-codel:flows=0",
+            "fq-codel:quantum=1.5",
+            "fq-codel:bands=3",
+        ] {
             assert!(bad.parse::<super::super::Aqm>().is_err(), "{bad}");
         }
     }

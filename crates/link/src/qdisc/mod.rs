@@ -176,7 +176,10 @@ pub(crate) fn parse_kv(whole: &str, s: &str) -> Result<Vec<(String, String)>, Co
     let mut out: Vec<(String, String)> = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let Some((k, v)) = part.split_once('=') else {
-            return Err(invalid_aqm(whole, "parameters are key=value, comma-separated"));
+            return Err(invalid_aqm(
+                whole,
+                "parameters are key=value, comma-separated",
+            ));
         };
         let k = k.trim().to_string();
         if out.iter().any(|(o, _)| *o == k) {

@@ -32,17 +32,26 @@ use crate::config::ConfigError;
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct PieParams {
     /// Target queue delay, QDELAY_REF (RFC 8033: 15 ms).
-    #[serde(rename = "target_ms", serialize_with = "crate::config::ser_duration_ms")]
+    #[serde(
+        rename = "target_ms",
+        serialize_with = "crate::config::ser_duration_ms"
+    )]
     pub target: Duration,
     /// Update period, T_UPDATE (15 ms).
-    #[serde(rename = "tupdate_ms", serialize_with = "crate::config::ser_duration_ms")]
+    #[serde(
+        rename = "tupdate_ms",
+        serialize_with = "crate::config::ser_duration_ms"
+    )]
     pub t_update: Duration,
     /// Proportional gain per second of delay (0.125).
     pub alpha: f64,
     /// Integral gain per second of delay change (1.25).
     pub beta: f64,
     /// Burst allowance, MAX_BURST (150 ms).
-    #[serde(rename = "max_burst_ms", serialize_with = "crate::config::ser_duration_ms")]
+    #[serde(
+        rename = "max_burst_ms",
+        serialize_with = "crate::config::ser_duration_ms"
+    )]
     pub max_burst: Duration,
 }
 
@@ -117,7 +126,7 @@ pub struct Pie<P> {
 impl<P> Pie<P> {
     pub fn new(params: PieParams, seed: u64) -> Self {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        rng.set_stream(0x5049_45); // "PIE"
+        rng.set_stream(0x0050_4945); // "PIE"
         Self {
             params,
             q: VecDeque::new(),
@@ -279,9 +288,17 @@ mod tests {
         // an arrival 10 s later finds the probability decayed to ~0.
         assert_eq!(q.len(), 0);
         let p_before = q.drop_prob();
-        q.enqueue(Duration::from_secs(40), pkt(1, 1500, 0, Duration::from_secs(40)))
-            .unwrap();
-        assert!(q.drop_prob() < p_before / 100.0, "{} -> {}", p_before, q.drop_prob());
+        q.enqueue(
+            Duration::from_secs(40),
+            pkt(1, 1500, 0, Duration::from_secs(40)),
+        )
+        .unwrap();
+        assert!(
+            q.drop_prob() < p_before / 100.0,
+            "{} -> {}",
+            p_before,
+            q.drop_prob()
+        );
     }
 
     #[test]
@@ -318,7 +335,12 @@ mod tests {
         };
         assert_eq!((p.target, p.t_update, p.max_burst), (ms(20), ms(30), ms(0)));
         assert_eq!((p.alpha, p.beta), (0.25, 2.0));
-        for bad in ["pie:alpha=x", "pie:tupdate=0ms", "pie:alpha=-1", "pie:interval=5ms"] {
+        for bad in [
+            "pie:alpha=x",
+            "pie:tupdate=0ms",
+            "pie:alpha=-1",
+            "pie:interval=5ms",
+        ] {
             assert!(bad.parse::<super::super::Aqm>().is_err(), "{bad}");
         }
     }
