@@ -14,7 +14,7 @@ use crate::reorder::Reorder;
 /// Errors in a configuration value or a trace file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("unknown profile {0:?} (known: lan, lan100, t1, wan, ppp, none)")]
+    #[error("unknown profile {0:?} (known: lan, lan100, t1, wan, ppp, none; +codel, +pie or +fq-codel adds a queue discipline)")]
     UnknownProfile(String),
     #[error("invalid {what} {value:?}: {why}")]
     Invalid {
@@ -266,7 +266,26 @@ pub const DEFAULT_QUEUE: QueueLimit = QueueLimit::Packets(1000);
 impl LinkConfig {
     /// The named profiles. Which numbers come from the papers and which are
     /// assumptions is in docs/architecture.md ("Network profiles").
+    ///
+    /// A profile name may carry queue disciplines after `+`:
+    /// `ppp+fq-codel`, `wan+codel:target=10ms,interval=200ms` (the label a
+    /// run with `--aqm` records, so it can be given back as a profile).
     pub fn profile(name: &str) -> Result<Self, ConfigError> {
+        if let Some((base, mods)) = name.split_once('+') {
+            let mut c = Self::profile(base)?;
+            for m in mods.split('+') {
+                c.aqm = m.parse().map_err(|e| match e {
+                    ConfigError::Invalid { why, .. } => ConfigError::Invalid {
+                        what: "profile",
+                        value: name.to_string(),
+                        why,
+                    },
+                    e => e,
+                })?;
+            }
+            c.profile = name.to_string();
+            return Ok(c);
+        }
         let (rtt_us, rate) = match name {
             // Paper 001 Table 1: 10 Mbit Ethernet, RTT "< 1 ms".
             "lan" => (500, Rate::Bps(10_000_000)),
@@ -536,6 +555,22 @@ mod tests {
         assert_eq!(wan.down_rate, Rate::Bps(1_500_000));
         wan.validate().unwrap();
         assert!(LinkConfig::profile("isdn").is_err());
+        // Profiles with a queue discipline.
+        let p = LinkConfig::profile("ppp+fq-codel").unwrap();
+        assert_eq!(p.profile, "ppp+fq-codel");
+        assert_eq!(p.down_rate, Rate::Bps(28_800));
+        assert_eq!(p.up_pipe().aqm, Aqm::FqCodel(Default::default()));
+        let p = LinkConfig::profile("wan+codel:target=10ms,interval=200ms").unwrap();
+        assert_eq!(
+            p.aqm,
+            Aqm::Codel(crate::qdisc::codel::CodelParams {
+                target: Duration::from_millis(10),
+                interval: Duration::from_millis(200),
+            })
+        );
+        let e = LinkConfig::profile("wan+red").unwrap_err().to_string();
+        assert!(e.contains("profile \"wan+red\""), "{e}");
+        assert!(LinkConfig::profile("isdn+codel").is_err());
         let mut bad = wan.clone();
         bad.mss = Some(1500);
         assert!(bad.validate().is_err());
