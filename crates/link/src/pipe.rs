@@ -865,6 +865,88 @@ mod tests {
         }
     }
 
+    /// Four Reno-like (AIMD) flows through the pipe for `secs` of virtual
+    /// time at 12 Mbit/s (1 ms per 1500-byte packet), 50 ms base RTT: each
+    /// keeps `cwnd` packets in flight, grows it by one per window, halves it
+    /// once per window when its receiver sees a sequence gap (a drop).
+    /// Returns each delivered packet's delay beyond the base one-way delay
+    /// and serialization (its queueing delay), after the first 10 s, and the
+    /// share of the link's capacity delivered.
+    fn aimd(aqm: Aqm, secs: u64) -> (Vec<f64>, f64) {
+        const FLOWS: usize = 4;
+        let mut c = cfg(ms(25), Rate::Bps(12_000_000));
+        c.aqm = aqm;
+        let mut p: Pipe<(usize, u64, Duration)> = Pipe::new(c, 1);
+        let mut cwnd = [2.0f64; FLOWS];
+        let mut next_seq = [0u64; FLOWS];
+        let mut expected = [0u64; FLOWS];
+        let mut inflight = [0u64; FLOWS];
+        // When each flow may cut its window again (once per RTT).
+        let mut recover_until = [Duration::ZERO; FLOWS];
+        // ACKs on their way back: (arrival time, flow, packets acknowledged).
+        let mut acks: VecDeque<(Duration, usize, u64)> = VecDeque::new();
+        let mut delays = Vec::new();
+        let mut delivered_late = 0u64;
+        let step = Duration::from_micros(100);
+        let mut t = Duration::ZERO;
+        while t < Duration::from_secs(secs) {
+            while acks.front().is_some_and(|a| a.0 <= t) {
+                let (_, f, n) = acks.pop_front().unwrap();
+                inflight[f] -= n;
+                cwnd[f] += n as f64 / cwnd[f];
+            }
+            for f in 0..FLOWS {
+                while (inflight[f] as f64) < cwnd[f].floor() {
+                    p.enqueue_flow(t, 1500, None, f as u64, (f, next_seq[f], t));
+                    next_seq[f] += 1;
+                    inflight[f] += 1;
+                }
+            }
+            while let Some((r, (f, seq, sent))) = p.poll(t) {
+                // Packets skipped were dropped: they leave the window now.
+                let lost = seq - expected[f];
+                expected[f] = seq + 1;
+                if lost > 0 && r >= recover_until[f] {
+                    cwnd[f] = (cwnd[f] / 2.0).max(2.0);
+                    recover_until[f] = r + ms(50);
+                }
+                acks.push_back((r + ms(25), f, lost + 1));
+                if r >= Duration::from_secs(10) {
+                    let q = (r - sent).saturating_sub(ms(26));
+                    delays.push(q.as_secs_f64() * 1000.0);
+                    delivered_late += 1;
+                }
+            }
+            t += step;
+        }
+        delays.sort_by(f64::total_cmp);
+        let capacity = (secs - 10) as f64 * 1000.0;
+        (delays, delivered_late as f64 / capacity)
+    }
+
+    #[test]
+    fn codel_holds_responsive_flows_near_target_at_full_utilisation() {
+        let (dt, dt_util) = aimd(Aqm::DropTail, 40);
+        let (cd, cd_util) = aimd(Aqm::Codel(CodelParams::default()), 40);
+        let (fq, fq_util) = aimd(Aqm::FqCodel(FqCodelParams::default()), 40);
+        let med = |v: &[f64]| v[v.len() / 2];
+        // Drop-tail: the flows fill the 1000-packet queue (up to a second).
+        assert!(
+            med(&dt) > 300.0,
+            "drop-tail median queueing {} ms",
+            med(&dt)
+        );
+        // CoDel and FQ-CoDel: around the 5 ms target, link still busy.
+        for (name, v, util) in [("codel", &cd, cd_util), ("fq-codel", &fq, fq_util)] {
+            let m = med(v);
+            let p95 = v[v.len() * 95 / 100];
+            assert!((1.0..=12.0).contains(&m), "{name} median queueing {m} ms");
+            assert!(p95 < 40.0, "{name} p95 queueing {p95} ms");
+            assert!(util > 0.9, "{name} utilisation {util}");
+        }
+        assert!(dt_util > 0.9, "drop-tail utilisation {dt_util}");
+    }
+
     #[test]
     fn trace_replay_mahimahi_semantics() {
         // Opportunities at 0, 10, 10, 20 ms; period 20 ms.
