@@ -237,8 +237,6 @@ pub(crate) mod testutil {
     /// One departure of a bottleneck simulation.
     pub struct Departure {
         pub at: Duration,
-        #[allow(dead_code)]
-        pub id: u64,
         pub flow: u64,
         pub sojourn: Duration,
     }
@@ -275,7 +273,6 @@ pub(crate) mod testutil {
                     Some(p) => {
                         deps.push(Departure {
                             at: now,
-                            id: p.item,
                             flow: p.flow,
                             sojourn: now - p.enqueued,
                         });
@@ -307,7 +304,6 @@ pub(crate) mod testutil {
                     Some(p) => {
                         deps.push(Departure {
                             at: t,
-                            id: p.item,
                             flow: p.flow,
                             sojourn: t - p.enqueued,
                         });

@@ -315,14 +315,42 @@ mod tests {
     }
 
     #[test]
-    fn a_short_burst_passes_within_the_burst_allowance() {
-        // 100 packets at once on an idle 12 Mbit/s link: 100 ms of queue,
-        // within the 150 ms burst allowance: nothing is dropped.
-        let arrivals: Vec<_> = (0..100u64).map(|i| (ms(1000), i, 1500, 0)).collect();
-        let mut q = Pie::new(PieParams::default(), 3);
-        let (deps, _, dropped) = run(&mut q, 12_000_000, &arrivals);
-        assert!(dropped.is_empty());
-        assert_eq!(deps.len(), 100);
+    fn the_burst_allowance_delays_the_first_drop() {
+        // A 3x overload starting on an idle 12 Mbit/s link at t = 1 s: with
+        // the 150 ms allowance nothing is dropped before it has run out;
+        // with none, PIE drops as soon as its probability has risen enough
+        // (113 ms here, seed 3).
+        // (The allowance is spent in whole updates of 15 ms, the first one
+        // up to 15 ms after the burst begins.)
+        let arrivals: Vec<_> = (0..1500u64)
+            .map(|i| {
+                (
+                    ms(1000) + Duration::from_nanos(i * 1_000_000_000 / 3000),
+                    i,
+                    1500,
+                    0,
+                )
+            })
+            .collect();
+        let first_drop = |burst: Duration| {
+            let mut q = Pie::new(
+                PieParams {
+                    max_burst: burst,
+                    ..PieParams::default()
+                },
+                3,
+            );
+            let (_, _, dropped) = run(&mut q, 12_000_000, &arrivals);
+            let id = *dropped.first().expect("some drop");
+            arrivals[id as usize].0 - ms(1000)
+        };
+        let with = first_drop(ms(150));
+        let without = first_drop(Duration::ZERO);
+        assert!(with >= ms(135), "first drop {with:?} into the burst");
+        assert!(
+            without < ms(135),
+            "first drop {without:?} without allowance"
+        );
     }
 
     #[test]
