@@ -19,6 +19,11 @@ pub struct ObjpackArgs {
     /// File sets per group (1..=10; the paper: 10).
     #[arg(long)]
     reps: Option<u32>,
+    /// Methods, comma-separated (default all): http10, http11, objpack,
+    /// pipeline, multipart, tar, objpack-1b. A claim whose methods are not
+    /// run is left inconclusive (not measured).
+    #[arg(long, value_delimiter = ',', value_name = "METHODS")]
+    methods: Vec<String>,
     /// Quick check: two sets on lan100 only (under a minute).
     #[arg(long)]
     quick: bool,
@@ -76,6 +81,21 @@ pub fn run(a: &ObjpackArgs) -> Result<ExitCode> {
             n.1 = r as usize;
         }
     }
+    let mut methods = Vec::new();
+    for m in &a.methods {
+        let m = m.trim();
+        let Some(me) = Method::ALL.into_iter().find(|x| x.name() == m) else {
+            crate::usage_bail!(
+                "--methods: unknown method {m:?} (http10, http11, objpack, pipeline, multipart, tar, objpack-1b)"
+            );
+        };
+        if !methods.contains(&me) {
+            methods.push(me);
+        }
+    }
+    if methods.is_empty() {
+        methods = Method::ALL.to_vec();
+    }
     let overrides = a.link.parse().map_err(crate::cmd::usage_from)?;
     let seed = a.seed;
     for (n, _) in &nets {
@@ -87,13 +107,13 @@ pub fn run(a: &ObjpackArgs) -> Result<ExitCode> {
     let out = a.common.out_dir("bench-objpack")?;
     eprintln!(
         "objpack suite: {} methods x 3 groups x sets {:?}; results: {}",
-        Method::ALL.len(),
+        methods.len(),
         nets,
         out.display()
     );
     let cfg = ObjpackConfig {
         nets: nets.iter().map(|(n, s)| plan(n, *s)).collect(),
-        methods: Method::ALL.to_vec(),
+        methods,
         seed,
         out_dir: out.clone(),
         link_config: Box::new(move |n| overrides.config(n, seed)),
