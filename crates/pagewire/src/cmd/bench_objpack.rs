@@ -24,6 +24,12 @@ pub struct ObjpackArgs {
     /// run is left inconclusive (not measured).
     #[arg(long, value_delimiter = ',', value_name = "METHODS")]
     methods: Vec<String>,
+    /// Cache states of the runs on the LANs, comma-separated: warm, cold
+    /// (default both: the cold runs give the disk's share; the other
+    /// networks are link-bound and run warm only). The claims read the
+    /// warm runs.
+    #[arg(long, value_delimiter = ',', value_name = "STATES")]
+    caches: Vec<String>,
     /// Quick check: two sets on lan100 only (under a minute).
     #[arg(long)]
     quick: bool,
@@ -47,13 +53,13 @@ const QUICK_SETS: usize = 1;
 /// The plan of one network: cold runs and the windows of five sets where
 /// the link is fast enough for the disk to matter (the LANs), warm only on
 /// the others (link-bound).
-fn plan(name: &str, sets: usize) -> NetPlan {
+fn plan(name: &str, sets: usize, lan_caches: &[Cache]) -> NetPlan {
     let lan = name.starts_with("lan");
     NetPlan {
         name: name.to_string(),
         sets,
         caches: if lan {
-            vec![Cache::Warm, Cache::Cold]
+            lan_caches.to_vec()
         } else {
             vec![Cache::Warm]
         },
@@ -96,6 +102,20 @@ pub fn run(a: &ObjpackArgs) -> Result<ExitCode> {
     if methods.is_empty() {
         methods = Method::ALL.to_vec();
     }
+    let mut caches = Vec::new();
+    for c in &a.caches {
+        let c = match c.trim() {
+            "warm" => Cache::Warm,
+            "cold" => Cache::Cold,
+            other => crate::usage_bail!("--caches: unknown cache state {other:?} (warm, cold)"),
+        };
+        if !caches.contains(&c) {
+            caches.push(c);
+        }
+    }
+    if caches.is_empty() {
+        caches = vec![Cache::Warm, Cache::Cold];
+    }
     let overrides = a.link.parse().map_err(crate::cmd::usage_from)?;
     let seed = a.seed;
     for (n, _) in &nets {
@@ -112,7 +132,7 @@ pub fn run(a: &ObjpackArgs) -> Result<ExitCode> {
         out.display()
     );
     let cfg = ObjpackConfig {
-        nets: nets.iter().map(|(n, s)| plan(n, *s)).collect(),
+        nets: nets.iter().map(|(n, s)| plan(n, *s, &caches)).collect(),
         methods,
         seed,
         out_dir: out.clone(),
