@@ -1,9 +1,9 @@
 //! Experiment suites, run matrix, statistics, reference values and reports.
 //!
-//! `pagewire bench` (suite `microscape`) reproduces paper 001's Tables 3-9:
-//! [`plan`] lays out the matrix, [`runner`] runs it over emulated links,
-//! [`stats`] summarises repetitions, [`reference`] holds the paper's values,
-//! [`tables`] and [`claims`] compare, [`report`] writes the files.
+//! `pagewire bench` (suite `microscape`, in [`microscape`]) reproduces
+//! paper 001's Tables 3-9; [`objpack`], [`connlen`], [`loadtime`] and
+//! [`surge`] are the other papers' suites; [`claims`] judges them all,
+//! [`stats`] summarises repetitions.
 
 // `unsafe` only where a system call has no safe wrapper in our dependencies:
 // `objpack::methods` (getrusage(RUSAGE_THREAD) and poll(2)) and `connlen::wire`
@@ -13,23 +13,17 @@
 pub mod chromium;
 pub mod claims;
 pub mod connlen;
-pub mod extras;
 pub mod html;
 pub mod interrupt;
 pub mod loadtime;
-pub mod model;
+pub mod microscape;
 pub mod objpack;
 pub mod pcapread;
-pub mod plan;
 pub mod plots;
-pub mod reference;
-pub mod replay;
-pub mod report;
-pub mod runner;
-pub mod section9;
 pub mod stats;
 pub mod surge;
-pub mod tables;
-pub mod wanfit;
 
+// Paper 001's model, reference values and section-9 comparison, where the
+// claims engine and the other suites' writers name them.
+pub use microscape::{model, reference, report, section9};
 pub use model::{Net, RunRecord, Strategy, Test};

@@ -115,3 +115,134 @@ fn bad_input_is_a_clear_error() {
     let (ok, _, err) = claims(tmp.path(), false);
     assert!(!ok && err.contains("not JSON"), "{err}");
 }
+
+/// `--write` records the verdicts judged now in results.json with the
+/// judgement's own build and command (`judged_by`), leaves the run's
+/// `provenance` as it was, writes claims.txt, and afterwards `claims`
+/// prints exactly what the file records. A prefetch directory, which
+/// records no claims, is refused without touching anything.
+#[test]
+fn write_records_the_rejudged_claims_beside_the_runs_provenance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = docs().join("getall-results/results.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&src).unwrap()).unwrap();
+    let provenance = v["provenance"].clone();
+    // A stale record: the recorded claims say something else.
+    v["claims"] = Value::Array(Vec::new());
+    std::fs::write(tmp.path().join("results.json"), v.to_string()).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args(["claims", "--write", "--json"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let printed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("results.json")).unwrap())
+            .unwrap();
+    assert!(!written["claims"].as_array().unwrap().is_empty());
+    assert_eq!(written["claims"], printed["claims"]);
+    assert_eq!(
+        written["provenance"], provenance,
+        "the run's provenance is kept"
+    );
+    let commit = written["judged_by"]["git_commit"].as_str().unwrap();
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{commit}"
+    );
+    assert_eq!(written["judged_by"]["tally"], printed["tally"]);
+    let table = std::fs::read_to_string(tmp.path().join("claims.txt")).unwrap();
+    assert!(table.contains("tally:"), "{table}");
+    let (ok, again, _) = claims(tmp.path(), true);
+    assert!(ok);
+    let again: Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(again["claims"], written["claims"]);
+
+    let pre = tempfile::tempdir().unwrap();
+    for f in ["summary.json", "results.jsonl"] {
+        std::fs::copy(docs().join("prefetch").join(f), pre.path().join(f)).unwrap();
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args(["claims", "--write"])
+        .arg(pre.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.code() == Some(2) && err.contains("re-run `pagewire prefetch simulate`"),
+        "{err}"
+    );
+    assert!(!pre.path().join("claims.txt").exists());
+}
+
+/// Every results.json under docs/, found by walking the tree.
+fn committed_results(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            committed_results(&p, out);
+        } else if p.file_name().is_some_and(|n| n == "results.json") {
+            out.push(p);
+        }
+    }
+}
+
+/// The done-when of the verdict engine, as a test: every committed results
+/// directory names the clean build that measured it (40-hex commit, not
+/// dirty) and records the verdicts `pagewire claims` prints for it today,
+/// or else it is one of the historical directories made before provenance
+/// existed, which docs/results.md lists by path and which still re-judge
+/// without error. A prefetch directory's provenance is its summary.json's.
+#[test]
+fn every_committed_results_dir_names_its_commit_and_records_its_verdicts() {
+    let historical = std::fs::read_to_string(docs().join("results.md")).unwrap();
+    let historical = historical
+        .split("## Historical results")
+        .nth(1)
+        .expect("docs/results.md has a \"## Historical results\" section");
+    let hex40 = |c: &str| c.len() == 40 && c.bytes().all(|b| b.is_ascii_hexdigit());
+    let mut files = Vec::new();
+    committed_results(&docs(), &mut files);
+    assert!(files.len() >= 8, "{files:?}");
+    for file in files {
+        let dir = file.parent().unwrap();
+        let rel = dir
+            .strip_prefix(docs())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let commit = v["provenance"]["git_commit"].as_str().unwrap_or("");
+        let (ok, out, err) = claims(dir, true);
+        assert!(ok, "{rel}: {err}");
+        if !hex40(commit) {
+            assert!(
+                historical.contains(&format!("`{rel}`")),
+                "{rel}: no commit in its provenance and not listed under docs/results.md's \
+                 \"Historical results\""
+            );
+            continue;
+        }
+        assert_eq!(v["provenance"]["git_dirty"], false, "{rel}: a dirty build");
+        let printed: Value = serde_json::from_str(&out).unwrap();
+        assert!(
+            printed["claims"] == v["claims"],
+            "{rel}: results.json records other verdicts than `pagewire claims` prints \
+             (re-judge with `pagewire claims {rel} --write` after a rule change)"
+        );
+    }
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(docs().join("prefetch/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let commit = summary["provenance"]["run"]["git_commit"]
+        .as_str()
+        .or(summary["run"]["git_commit"].as_str())
+        .unwrap_or("");
+    assert!(
+        hex40(commit) || historical.contains("`prefetch`"),
+        "prefetch: no commit in summary.json"
+    );
+}

@@ -12,9 +12,9 @@ use pagewire_emu::Link;
 use pagewire_site::microscape;
 
 use super::{find_chromium, pcap_audit, Browser, Protocol, Visit};
-use crate::model::{Net, RobotConfig, RunRecord, Strategy, Test};
-use crate::plan::RunSpec;
-use crate::runner::{BenchConfig, SERVER_PORT, TLS_PORT};
+use crate::microscape::model::{Net, RobotConfig, RunRecord, Strategy, Test};
+use crate::microscape::plan::RunSpec;
+use crate::microscape::runner::{BenchConfig, SERVER_PORT, TLS_PORT};
 
 /// The protocol of a browser strategy. `tls`: the run's throwaway CA
 /// (`ca.pem` beside the server's key) and the TLS listener's `host:port`,

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use pagewire_emu::LinkConfig;
 use pagewire_lab::claims::PageFacts;
-use pagewire_lab::plan::{Plan, Reps};
-use pagewire_lab::report::{utc_now, Provenance, Results};
-use pagewire_lab::runner::{self, BenchConfig, ServerKind};
+use pagewire_lab::microscape::plan::{Plan, Reps};
+use pagewire_lab::microscape::report::{utc_now, Provenance, Results};
+use pagewire_lab::microscape::runner::{self, BenchConfig, ServerKind};
 use pagewire_lab::{Net, Strategy, Test};
 use pagewire_site::microscape::Variant;
 
@@ -482,7 +482,7 @@ fn section9(a: &Section9Args) -> Result<ExitCode> {
     };
     let (_, c) = pagewire_site::microscape::css::generate(options)?;
     let original = pagewire_site::microscape::generate(options);
-    let s9 = pagewire_lab::section9::Section9 {
+    let s9 = pagewire_lab::microscape::section9::Section9 {
         original: &base,
         css: &css_runs,
         composition: &c,
@@ -500,7 +500,7 @@ fn section9(a: &Section9Args) -> Result<ExitCode> {
 }
 
 /// The runs of an earlier bench's results.json.
-fn load_runs(path: &std::path::Path) -> Result<Vec<pagewire_lab::model::RunRecord>> {
+fn load_runs(path: &std::path::Path) -> Result<Vec<pagewire_lab::microscape::model::RunRecord>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("--baseline {}", path.display()))?;
     let mut v: serde_json::Value = serde_json::from_str(&text)
@@ -574,8 +574,9 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
             if !matches!(server, ServerKind::Pagewire { .. }) {
                 crate::usage_bail!("--replay serves the archive with pagewire serve --replay; drop --server/--server-cmd");
             }
-            let page = pagewire_lab::replay::ReplayPage::load(file, a.replay_page.as_deref())
-                .with_context(|| format!("--replay {}", file.display()))?;
+            let page =
+                pagewire_lab::microscape::replay::ReplayPage::load(file, a.replay_page.as_deref())
+                    .with_context(|| format!("--replay {}", file.display()))?;
             eprintln!(
                 "replaying {}: page {}, {} objects of its origin",
                 file.display(),
@@ -704,7 +705,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         None => a.page.name().to_string(),
     });
     provenance.server = server.label();
-    provenance.link_lateness_rule = Some(pagewire_lab::report::lateness_rule());
+    provenance.link_lateness_rule = Some(pagewire_lab::microscape::report::lateness_rule());
     provenance.note = note;
     let results = Results::new(
         provenance,
@@ -718,7 +719,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
     results.write(&out)?;
     let mut report = results.render_text();
     if let Some(n) = a.range_first {
-        let text = pagewire_lab::extras::range_table(&results.runs, n);
+        let text = pagewire_lab::microscape::extras::range_table(&results.runs, n);
         std::fs::write(out.join("range.txt"), &text)
             .with_context(|| format!("write {}/range.txt", out.display()))?;
         report.push('\n');
@@ -726,7 +727,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
     }
     let compression = link_factory(&a)?(Net::Ppp)?.compression;
     if compression != pagewire_link::LinkCompression::None {
-        let text = pagewire_lab::extras::line_table(&results.runs, compression.name());
+        let text = pagewire_lab::microscape::extras::line_table(&results.runs, compression.name());
         std::fs::write(out.join("line.txt"), &text)
             .with_context(|| format!("write {}/line.txt", out.display()))?;
         report.push('\n');
@@ -737,7 +738,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
             seed: a.seed,
             lowercase: false,
         });
-        let s9 = pagewire_lab::section9::Section9 {
+        let s9 = pagewire_lab::microscape::section9::Section9 {
             original: base,
             css: &results.runs,
             composition: c,

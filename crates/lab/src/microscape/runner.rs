@@ -16,8 +16,8 @@ use pagewire_emu::{Link, LinkConfig};
 use pagewire_site::microscape::{self, Microscape};
 use sha2::{Digest, Sha256};
 
-use crate::model::{Net, RobotConfig, RunRecord, Test, Tuning};
-use crate::plan::{Plan, RunSpec};
+use super::model::{Net, RobotConfig, RunRecord, Test, Tuning};
+use super::plan::{Plan, RunSpec};
 
 /// Port the server listens on inside the server namespace.
 pub const SERVER_PORT: u16 = 80;
@@ -76,7 +76,7 @@ pub struct BenchConfig {
     /// A recorded site in place of the Microscape page (`bench --replay`):
     /// served by `pagewire serve --replay`, every recorded name connected
     /// to the server namespace.
-    pub replay: Option<crate::replay::ReplayPage>,
+    pub replay: Option<super::replay::ReplayPage>,
     /// The page: the paper's test page or its section-9 CSS+PNG variant.
     pub page: microscape::Variant,
     /// Range mode of the pipelining strategies (`--range-first N`).

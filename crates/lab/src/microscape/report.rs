@@ -11,13 +11,14 @@ use anyhow::{Context, Result};
 use plotters::style::RGBColor;
 use serde::Serialize;
 
+use super::model::{Net, RunRecord, Test};
+use super::plan::Plan;
+use super::reference::{self, Server};
+use super::tables;
 use crate::claims::{self, Claim, Judged, PageFacts, Suite};
-use crate::model::{Net, RunRecord, Test};
-use crate::plan::Plan;
+use crate::pcapread;
 use crate::plots::{self, Series};
-use crate::reference::{self, Server};
 use crate::stats::{self, Key, Summary};
-use crate::{pcapread, tables};
 
 /// What made the results: one record for every suite (see
 /// `pagewire_provenance`).
@@ -120,7 +121,7 @@ impl Results {
         runs: Vec<RunRecord>,
     ) -> Results {
         let summaries = stats::summarize(&runs);
-        let initial = stats::summarize_tuning(&runs, crate::model::Tuning::Initial);
+        let initial = stats::summarize_tuning(&runs, super::model::Tuning::Initial);
         let mut r = Results {
             provenance,
             page_composition,
@@ -416,7 +417,7 @@ impl Results {
                     r.net == net
                         && r.strategy == *st
                         && r.test == Test::First
-                        && r.robot.tuning == crate::model::Tuning::Tuned
+                        && r.robot.tuning == super::model::Tuning::Tuned
                         && r.ok()
                 });
                 if let Some(r) = run {
@@ -507,7 +508,7 @@ impl Results {
             let Ok(har) = serde_json::from_str::<serde_json::Value>(&text) else {
                 continue;
             };
-            let initial = if r.robot.tuning == crate::model::Tuning::Initial {
+            let initial = if r.robot.tuning == super::model::Tuning::Initial {
                 " (initial robot)"
             } else {
                 ""
