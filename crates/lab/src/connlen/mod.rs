@@ -478,6 +478,8 @@ pub struct SuiteOptions {
     pub router_queue: Option<QueueLimit>,
     /// Override of the trials per point (all lengths).
     pub trials: Option<u32>,
+    /// Override of the plan's buffer sizes (ascending, fixed sizes first).
+    pub buffers: Option<Vec<Buffer>>,
     pub out: std::path::PathBuf,
     pub command: Vec<String>,
     pub progress: bool,
@@ -498,6 +500,12 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
         }
         plan.trials = t;
         plan.long_trials = t;
+    }
+    if let Some(b) = &o.buffers {
+        if b.is_empty() {
+            bail!("--buffers: nothing to run");
+        }
+        plan.buffers = b.clone();
     }
     std::fs::create_dir_all(&o.out).with_context(|| format!("create {}", o.out.display()))?;
     eprintln!(

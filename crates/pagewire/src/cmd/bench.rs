@@ -288,6 +288,12 @@ pub struct ConnLengthArgs {
     /// `64kb`; the local link keeps its own. Default: the profile's.
     #[arg(long)]
     queue: Option<String>,
+    /// Socket buffer (maximum window) sizes, comma-separated, e.g.
+    /// `4K,64K,default` (1K..64M or `default`, the kernel's autotuned
+    /// buffer). Default: the plan's (4K-64K and default; --quick: 4K and
+    /// default).
+    #[arg(long, value_delimiter = ',', value_name = "SIZES")]
+    buffers: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -810,12 +816,24 @@ fn conn_length(a: &ConnLengthArgs) -> Result<ExitCode> {
         .map(pagewire_link::config::parse_queue)
         .transpose()
         .map_err(|e| crate::cmd::usage(format!("--queue: {e}")))?;
+    let mut buffers = Vec::new();
+    for b in &a.buffers {
+        let b: pagewire_lab::connlen::Buffer = b
+            .trim()
+            .parse()
+            .map_err(|e: String| crate::cmd::usage(format!("--buffers: {e}")))?;
+        if !buffers.contains(&b) {
+            buffers.push(b);
+        }
+    }
+    buffers.sort();
     let out = a.common.out_dir("bench-conn-length")?;
     let r = pagewire_lab::connlen::suite(&pagewire_lab::connlen::SuiteOptions {
         quick: a.quick,
         tcp1997,
         router_queue,
         trials: a.reps,
+        buffers: (!buffers.is_empty()).then_some(buffers),
         out: out.clone(),
         command: pagewire_emu::command_line(),
         progress: !a.common.no_progress,
