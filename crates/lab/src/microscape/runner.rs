@@ -72,7 +72,7 @@ pub struct BenchConfig {
     pub nagle: bool,
     /// How browser strategies revalidate (every object, or Chromium's own
     /// heuristic).
-    pub browser_revalidation: crate::chromium::BrowserRevalidation,
+    pub browser_revalidation: super::chromium::BrowserRevalidation,
     /// A recorded site in place of the Microscape page (`bench --replay`):
     /// served by `pagewire serve --replay`, every recorded name connected
     /// to the server namespace.
@@ -734,7 +734,7 @@ fn one_run(
     link_json: &serde_json::Value,
 ) -> Result<RunRecord> {
     if spec.strategy.is_browser() {
-        return crate::chromium::run::one_run(
+        return super::chromium::one_run(
             cfg, link, url, tls_ca, caches, spec, expected, link_json,
         );
     }

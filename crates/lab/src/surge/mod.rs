@@ -170,7 +170,7 @@ impl Run {
 /// What the suite hands to the report.
 pub struct Outcome {
     /// What made the results (begun when the suite started).
-    pub provenance: crate::report::Provenance,
+    pub provenance: crate::results::Provenance,
     pub runs: Vec<Run>,
     pub manifest_bytes: u64,
     pub manifest_files: usize,
@@ -271,7 +271,7 @@ pub fn file_set(dir: &Path, files: usize, seed: u64) -> Result<Manifest> {
 
 /// Runs the whole matrix.
 pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
-    let mut provenance = crate::report::Provenance::begin("surge", cfg.command.clone());
+    let mut provenance = crate::results::Provenance::begin("surge", cfg.command.clone());
     let started = Instant::now();
     fs::create_dir_all(cfg.out_dir.join("monitor"))?;
     let root = cfg.out_dir.join("site");
@@ -405,7 +405,7 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
         drop(link);
         drop(cg);
     }
-    provenance.finish();
+    crate::results::finish(&mut provenance);
     provenance.seeds = [
         ("file set".to_string(), cfg.fileset_seed),
         ("workload".to_string(), cfg.seed),
@@ -419,7 +419,6 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
         "SURGE file set: {} files, {} bytes",
         manifest.files, manifest.bytes
     ));
-    provenance.link_lateness_rule = Some(crate::report::lateness_rule());
     provenance.note = format!("cgroup: {}", cgroup::describe());
     pb.finish_and_clear();
     Ok(Outcome {
@@ -642,5 +641,17 @@ mod tests {
         // So does an unlimited run outside a band, and no run at all.
         assert!(!suite_calibration(&[run("http11", "none", 100, false)]).within_bands);
         assert!(!suite_calibration(&[]).within_bands);
+    }
+}
+
+/// The SURGE suite.
+pub struct Surge;
+
+impl crate::suite::Suite for Surge {
+    const KIND: crate::claims::Suite = crate::claims::Suite::Surge;
+    const RUNS: &'static str = "Barford & Crovella, SURGE: load on a memory-limited server";
+    type Ctx = claims::Ctx;
+    fn claims() -> &'static [crate::claims::spec::ClaimSpec<Self::Ctx>] {
+        claims::CLAIMS
     }
 }

@@ -287,7 +287,7 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
     let _ = writeln!(
         s,
         "{}\n",
-        crate::report::lateness_line(o.runs.iter().map(|r| &r.link_lateness), "runs")
+        crate::results::lateness_line(o.runs.iter().map(|r| &r.link_lateness), "runs")
     );
     let mut mems: Vec<(String, u64)> = o
         .runs
@@ -613,10 +613,10 @@ fn line_plot(
 /// Everything a suite run writes.
 #[derive(Serialize)]
 pub struct Results<'a> {
-    /// See [`crate::report::SCHEMA_VERSION`].
+    /// See [`crate::results::SCHEMA_VERSION`].
     pub schema_version: u32,
     pub made_by: &'a str,
-    pub provenance: &'a crate::report::Provenance,
+    pub provenance: &'a crate::results::Provenance,
     pub cgroup: &'a str,
     pub link: serde_json::Value,
     pub file_set: serde_json::Value,
@@ -630,7 +630,7 @@ pub struct Results<'a> {
 
 /// Writes results.json, results.csv, report.txt and report.html into `dir`.
 pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
-    fs::write(dir.join("results.json"), serde_json::to_string_pretty(res)?)?;
+    crate::results::write_json(dir, res)?;
     let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
     w.write_record(
         [
@@ -672,7 +672,7 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
             "error",
         ]
         .into_iter()
-        .chain(crate::report::LATENESS_CSV_HEADER),
+        .chain(crate::results::LATENESS_CSV_HEADER),
     )?;
     for r in res.runs {
         let p = &r.packets;
@@ -716,7 +716,7 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
                 r.error.clone().unwrap_or_default(),
             ]
             .into_iter()
-            .chain(crate::report::lateness_csv(&r.link_lateness)),
+            .chain(crate::results::lateness_csv(&r.link_lateness)),
         )?;
     }
     w.flush()?;
@@ -840,7 +840,7 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
     let page = Page {
         title: "pagewire bench --suite surge: Barford & Crovella, \"A Performance Evaluation of HTTP/1.1\" (paper 004), on today's servers".into(),
         provenance: res.provenance,
-        lateness: crate::report::lateness_line(res.runs.iter().map(|r| &r.link_lateness), "runs"),
+        lateness: crate::results::lateness_line(res.runs.iter().map(|r| &r.link_lateness), "runs"),
         claims: serde_json::to_value(res.claims)?,
         key_plots: curves,
         sections: vec![
