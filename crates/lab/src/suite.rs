@@ -70,7 +70,8 @@ pub fn catalogue() -> Vec<Entry> {
         Entry {
             suite: "section9",
             paper: "001",
-            runs: "section 9 (CSS and PNG) from two finished microscape runs; claims printed with it",
+            runs:
+                "section 9 (CSS and PNG) from two finished microscape runs; claims printed with it",
             claims: Vec::new(),
         },
         entry::<crate::objpack::Objpack>(),
@@ -89,13 +90,23 @@ mod tests {
     fn every_suite_is_listed_once_with_its_claims() {
         let c = catalogue();
         let names: Vec<&str> = c.iter().map(|e| e.suite).collect();
-        for n in ["microscape", "objpack", "conn-length", "getall", "prefetch", "surge"] {
+        for n in [
+            "microscape",
+            "objpack",
+            "conn-length",
+            "getall",
+            "prefetch",
+            "surge",
+        ] {
             assert_eq!(names.iter().filter(|&&x| x == n).count(), 1, "{n}");
             let e = c.iter().find(|e| e.suite == n).unwrap();
             assert!(!e.claims.is_empty(), "{n} lists no claims");
         }
         // Claim ids are unique across suites (pagewire claims reads them).
-        let mut ids: Vec<&str> = c.iter().flat_map(|e| e.claims.iter().map(|r| r.id)).collect();
+        let mut ids: Vec<&str> = c
+            .iter()
+            .flat_map(|e| e.claims.iter().map(|r| r.id))
+            .collect();
         let n = ids.len();
         ids.sort_unstable();
         ids.dedup();

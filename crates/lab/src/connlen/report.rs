@@ -43,7 +43,6 @@ impl Results {
         r.claims = r.judged.claims.clone();
         r
     }
-
 }
 
 impl Report for Results {
@@ -151,11 +150,7 @@ impl Report for Results {
             self.provenance.date_utc, self.plan.trials, self.plan.long_trials, self.plan.long_from
         );
         let _ = writeln!(s, "{}", self.provenance.line());
-        let _ = writeln!(
-            s,
-            "{}",
-            self.lateness_line()
-        );
+        let _ = writeln!(s, "{}", self.lateness_line());
         let _ = writeln!(
             s,
             "TCP: {}; remote links' drop-tail queue: {}",

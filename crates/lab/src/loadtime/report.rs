@@ -49,7 +49,6 @@ impl Results {
             .iter()
             .find(|c| c.net == net && c.size == size && c.images == n && c.method == m)
     }
-
 }
 
 impl Report for Results {
@@ -196,11 +195,7 @@ impl Report for Results {
             self.provenance.date_utc, self.plan.reps
         );
         let _ = writeln!(s, "{}", self.provenance.line());
-        let _ = writeln!(
-            s,
-            "{}",
-            self.lateness_line()
-        );
+        let _ = writeln!(s, "{}", self.lateness_line());
         for &net in &self.plan.nets {
             for &size in &self.plan.sizes {
                 let _ = writeln!(s, "\n{}, {size} B images:", net.name());

@@ -17,7 +17,7 @@ use pagewire_site::microscape;
 pub use pagewire_chromium::{find_chromium, BrowserRevalidation, BrowserSummary};
 use pagewire_chromium::{pcap_audit, Browser, PageLoad, Protocol, Visit};
 
-use super::model::{Net, RobotConfig, RunRecord, Strategy, Test};
+use super::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Strategy, Test};
 use super::plan::RunSpec;
 use super::runner::{BenchConfig, SERVER_PORT, TLS_PORT};
 
@@ -111,14 +111,12 @@ pub fn one_run(
         .join("logs")
         .join(format!("chromium-{name}.log"));
     let robot = RobotConfig {
-        request_profile: "chromium".into(),
+        request_profile: Requests::Chromium,
         revalidation: match spec.test {
-            Test::First => "fresh-profile".into(),
+            Test::First => Revalidating::BrowserFreshProfile,
             Test::Revalidate => match cfg.browser_revalidation {
-                BrowserRevalidation::Validate => {
-                    "same-profile, cache-control max-age=0".into()
-                }
-                BrowserRevalidation::Heuristic => "same-profile, heuristic".into(),
+                BrowserRevalidation::Validate => Revalidating::BrowserMaxAge0,
+                BrowserRevalidation::Heuristic => Revalidating::BrowserHeuristic,
             },
         },
         ..RobotConfig::default()
@@ -248,8 +246,7 @@ pub fn one_run(
 /// byte, and what Chromium sent (means over the good runs).
 pub fn render_browser_rows(net: Net, runs: &[RunRecord]) -> String {
     use std::fmt::Write as _;
-    let mut groups: BTreeMap<(Strategy, Test), Vec<&BrowserSummary>> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<(Strategy, Test), Vec<&BrowserSummary>> = BTreeMap::new();
     for r in runs.iter().filter(|r| r.net == net && r.ok()) {
         if let Some(b) = &r.browser {
             groups.entry((r.strategy, r.test)).or_default().push(b);

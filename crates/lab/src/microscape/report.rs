@@ -20,8 +20,8 @@ use crate::pcapread;
 use crate::plots::{self, Series};
 use crate::stats::{self, Key, Summary};
 
-pub use crate::results::{lateness_rule, utc_now, Provenance, SCHEMA_VERSION};
 use crate::results::{lateness_csv, Report, LATENESS_CSV_HEADER};
+pub use crate::results::{lateness_rule, utc_now, Provenance, SCHEMA_VERSION};
 
 /// Everything a report is made from.
 #[derive(Serialize)]
@@ -164,8 +164,8 @@ impl Results {
                     r.robot.tuning.name().to_string(),
                     format!("{}", r.robot.flush_after_ms),
                     r.robot.explicit_flush.to_string(),
-                    r.robot.request_profile.clone(),
-                    r.robot.revalidation.clone(),
+                    r.robot.request_profile.to_string(),
+                    r.robot.revalidation.to_string(),
                     r.robot.nagle.to_string(),
                     r.pcap.clone(),
                     r.error.clone().unwrap_or_default(),
@@ -489,11 +489,7 @@ impl Report for Results {
             }
             let _ = writeln!(s);
         }
-        let _ = writeln!(
-            s,
-            "{}\n",
-            self.lateness_line()
-        );
+        let _ = writeln!(s, "{}\n", self.lateness_line());
         s.push_str(&self.judged.render());
         let _ = writeln!(s);
         s.push_str(&claims::microscape::render_self_test());

@@ -16,7 +16,7 @@ use pagewire_emu::{Link, LinkConfig};
 use pagewire_site::microscape::{self, Microscape};
 use sha2::{Digest, Sha256};
 
-use super::model::{Net, RobotConfig, RunRecord, Test, Tuning};
+use super::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Test, Tuning};
 use super::plan::{Plan, RunSpec};
 
 /// Port the server listens on inside the server namespace.
@@ -734,9 +734,7 @@ fn one_run(
     link_json: &serde_json::Value,
 ) -> Result<RunRecord> {
     if spec.strategy.is_browser() {
-        return super::chromium::one_run(
-            cfg, link, url, tls_ca, caches, spec, expected, link_json,
-        );
+        return super::chromium::one_run(cfg, link, url, tls_ca, caches, spec, expected, link_json);
     }
     // Initial (Table 3) runs have their own caches and pcaps.
     let tag = match spec.tuning {
@@ -794,8 +792,8 @@ fn one_run(
         flush_after_ms: fc.flush_after.as_secs_f64() * 1e3,
         explicit_flush: fc.explicit_flush,
         out_buffer_bytes: fc.out_buffer_bytes,
-        request_profile: fc.request_profile.name().to_string(),
-        revalidation: fc.revalidation.name().to_string(),
+        request_profile: Requests::Robot(fc.request_profile),
+        revalidation: Revalidating::Robot(fc.revalidation),
         nagle: cfg.nagle,
         range_first: fc.range_first,
     };

@@ -7,8 +7,8 @@ use pagewire_emu::LinkConfig;
 use pagewire_lab::claims::PageFacts;
 use pagewire_lab::microscape::plan::{Plan, Reps};
 use pagewire_lab::microscape::report::Results;
-use pagewire_lab::results::{utc_now, Provenance, Report};
 use pagewire_lab::microscape::runner::{self, BenchConfig, ServerKind};
+use pagewire_lab::results::{utc_now, Provenance, Report};
 use pagewire_lab::{Net, Strategy, Test};
 use pagewire_site::microscape::Variant;
 
