@@ -115,3 +115,64 @@ fn bad_input_is_a_clear_error() {
     let (ok, _, err) = claims(tmp.path(), false);
     assert!(!ok && err.contains("not JSON"), "{err}");
 }
+
+/// `--write` records the verdicts judged now in results.json with the
+/// judgement's own build and command (`judged_by`), leaves the run's
+/// `provenance` as it was, writes claims.txt, and afterwards `claims`
+/// prints exactly what the file records. A prefetch directory, which
+/// records no claims, is refused without touching anything.
+#[test]
+fn write_records_the_rejudged_claims_beside_the_runs_provenance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = docs().join("getall-results/results.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&src).unwrap()).unwrap();
+    let provenance = v["provenance"].clone();
+    // A stale record: the recorded claims say something else.
+    v["claims"] = Value::Array(Vec::new());
+    std::fs::write(tmp.path().join("results.json"), v.to_string()).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args(["claims", "--write", "--json"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let printed: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("results.json")).unwrap())
+            .unwrap();
+    assert!(!written["claims"].as_array().unwrap().is_empty());
+    assert_eq!(written["claims"], printed["claims"]);
+    assert_eq!(
+        written["provenance"], provenance,
+        "the run's provenance is kept"
+    );
+    let commit = written["judged_by"]["git_commit"].as_str().unwrap();
+    assert!(
+        commit == "unknown"
+            || (commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{commit}"
+    );
+    assert_eq!(written["judged_by"]["tally"], printed["tally"]);
+    let table = std::fs::read_to_string(tmp.path().join("claims.txt")).unwrap();
+    assert!(table.contains("tally:"), "{table}");
+    let (ok, again, _) = claims(tmp.path(), true);
+    assert!(ok);
+    let again: Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(again["claims"], written["claims"]);
+
+    let pre = tempfile::tempdir().unwrap();
+    for f in ["summary.json", "results.jsonl"] {
+        std::fs::copy(docs().join("prefetch").join(f), pre.path().join(f)).unwrap();
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args(["claims", "--write"])
+        .arg(pre.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.code() == Some(2) && err.contains("re-run `pagewire prefetch simulate`"),
+        "{err}"
+    );
+    assert!(!pre.path().join("claims.txt").exists());
+}

@@ -1,10 +1,20 @@
-//! `pagewire claims DIR [--json]`: re-judge any results directory of any
-//! suite (microscape, its section-9 CSS page, objpack, conn-length, getall,
-//! surge, a prefetch simulator's output) from its run records alone, by the
-//! one decision rule of docs/claims.md, and print the claims table the
-//! bench prints (or the same as JSON).
-use std::path::PathBuf;
+//! `pagewire claims DIR [--json] [--write]`: re-judge any results directory
+//! of any suite (microscape, its section-9 CSS page, objpack, conn-length,
+//! getall, surge, a prefetch simulator's output) from its run records
+//! alone, by the one decision rule of docs/claims.md, and print the claims
+//! table the bench prints (or the same as JSON).
+//!
+//! With `--write`, the re-judged claims replace the `claims` recorded in
+//! results.json, beside a `judged_by` record (the build, command and date
+//! of this judgement; the run's own `provenance` is left as it was: it
+//! says what measured), and the table is written to `claims.txt`. That is
+//! how a results directory made before a rule changed is brought under the
+//! current rule without pretending it was re-measured.
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::{json, Value};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -15,6 +25,12 @@ pub struct Args {
     /// claims with cells, bands and verdicts, the four-number tally).
     #[arg(long)]
     pub json: bool,
+    /// Record the verdicts: replace results.json's `claims` with the ones
+    /// judged now, add `judged_by` (this build's commit, the command, the
+    /// date), and write the table to claims.txt in the directory. Not for
+    /// a prefetch simulator's directory (re-run the simulator instead).
+    #[arg(long)]
+    pub write: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -25,10 +41,63 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    if args.write {
+        if let Err(e) = write(&args.dir, &judged) {
+            eprintln!("pagewire claims: {}: {e:#}", args.dir.display());
+            return Ok(ExitCode::from(2));
+        }
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&judged)?);
     } else {
         print!("{}", judged.render());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Replace the recorded claims of the results.json at (or in) `path` by
+/// `judged`'s, with the judgement's own provenance; the file is replaced
+/// atomically (written beside it, then renamed), so an interrupted write
+/// loses nothing.
+fn write(path: &Path, judged: &pagewire_lab::claims::Judged) -> anyhow::Result<()> {
+    let file = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_path_buf()
+    };
+    if !file.is_file() {
+        anyhow::bail!(
+            "--write needs a results.json; a prefetch simulator's directory records no claims \
+             (re-run `pagewire prefetch simulate` to refresh it)"
+        );
+    }
+    let dir = file.parent().unwrap_or(Path::new("."));
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("read {}", file.display()))?;
+    let mut v: Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+    let obj = v
+        .as_object_mut()
+        .with_context(|| format!("{} is not a JSON object", file.display()))?;
+    let p = pagewire_provenance::Provenance::begin("claims", pagewire_provenance::command_line());
+    obj.insert("claims".into(), serde_json::to_value(&judged.claims)?);
+    obj.insert(
+        "judged_by".into(),
+        json!({
+            "pagewire_version": p.pagewire_version,
+            "git_commit": p.git_commit,
+            "git_dirty": p.git_dirty,
+            "command": p.command,
+            "date_utc": p.date_utc,
+            "tally": judged.tally,
+        }),
+    );
+    let tmp = dir.join(".results.json.claims-tmp");
+    std::fs::write(&tmp, serde_json::to_string_pretty(&v)? + "\n")
+        .with_context(|| format!("write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &file).with_context(|| format!("replace {}", file.display()))?;
+    let table = dir.join("claims.txt");
+    std::fs::write(&table, judged.render())
+        .with_context(|| format!("write {}", table.display()))?;
+    Ok(())
 }
