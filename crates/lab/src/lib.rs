@@ -5,7 +5,8 @@
 //! bench`), [`objpack`] (002), [`connlen`], [`loadtime`] and [`prefetch`]
 //! (003), [`surge`] (004). [`claims`] judges them all; [`results`] writes
 //! every suite's results.json and reports; [`pool`] is the run pool of the
-//! suites whose runs are independent links; [`stats`] summarises
+//! suites whose runs are independent links, [`server`] the one server
+//! launcher; [`stats`] summarises
 //! repetitions.
 
 // `unsafe` only where a system call has no safe wrapper in our dependencies:
@@ -25,6 +26,7 @@ pub mod plots;
 pub mod pool;
 pub mod prefetch;
 pub mod results;
+pub mod server;
 pub mod stats;
 pub mod suite;
 pub mod surge;

@@ -14,8 +14,7 @@ pub mod claims;
 pub mod report;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use pagewire_client::{FetchConfig, Strategy};
@@ -232,32 +231,11 @@ pub fn run(plan: &Plan, o: &RunOptions) -> Result<Vec<Cell>> {
     Ok(cells)
 }
 
-/// Stops the server's process group when dropped, also on error paths.
-struct ServerGuard(std::process::Child);
-
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        pagewire_emu::cli::stop_process_group(&mut self.0, Duration::from_secs(2));
-    }
-}
-
 fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cell>> {
     let link = Link::start(net.link_config(plan.tcp1997)?)
         .with_context(|| format!("start the {} link", net.name()))?;
     let addr = format!("{}:80", link.server_addr());
-    let mut cmd = Command::new(&o.exe);
-    cmd.arg("serve")
-        .arg("--root")
-        .arg(&o.root)
-        .arg("--addr")
-        .arg(&addr)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let _server = ServerGuard(link.spawn_in_server(cmd)?);
-    if !link.wait_server_listening(Duration::from_secs(20))? {
-        bail!("pagewire serve did not listen within 20 s");
-    }
+    let _server = crate::server::pagewire_serve(&link, &o.exe, &o.root, &addr)?;
     let mut trials: Vec<Vec<(f64, u32, usize)>> =
         vec![Vec::new(); plan.counts.len() * plan.methods.len()];
     let mut late =

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Test, Tuning};
 use super::plan::{Plan, RunSpec};
+use crate::server::ServerGuard;
 
 /// Port the server listens on inside the server namespace.
 pub const SERVER_PORT: u16 = 80;
@@ -99,23 +100,6 @@ fn sha256_hex(b: &[u8]) -> String {
         .iter()
         .map(|x| format!("{x:02x}"))
         .collect()
-}
-
-/// Kills the server process (and its process group) when dropped, also on
-/// error paths; the link's own Drop kills anything left in the namespace.
-struct ServerGuard(Child);
-
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        // SIGTERM to its process group, SIGKILL after the grace period
-        // (short after a Ctrl-C: the user is waiting).
-        let grace = if crate::interrupt::signalled() {
-            Duration::from_millis(200)
-        } else {
-            Duration::from_secs(2)
-        };
-        pagewire_emu::cli::stop_process_group(&mut self.0, grace);
-    }
 }
 
 fn nginx_conf(root: &Path, dir: &Path, addr: &str) -> String {
