@@ -4,7 +4,6 @@
 //! 11, 12), CWND CDFs (Figure 2), the claims table, and the files.
 
 use std::fmt::Write as _;
-use std::fs;
 use std::path::Path;
 
 use anyhow::Result;
@@ -741,11 +740,45 @@ pub struct Results<'a> {
     /// The load beside paper 004's (see `surge::suite_calibration`).
     pub calibration: &'a pagewire_load::calibration::Calibration,
     pub claims: &'a [Claim],
+    /// The text report (report.txt; the tables section of report.html).
+    #[serde(skip)]
+    pub text: &'a str,
 }
 
-/// Writes results.json, results.csv, report.txt and report.html into `dir`.
-pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
-    crate::results::write_json(dir, res)?;
+impl crate::results::Report for Results<'_> {
+    type Suite = super::Surge;
+    const RECORDS: &'static str = "runs";
+    const HTML_TITLE: &'static str = "pagewire bench --suite surge: Barford & Crovella, \"A Performance Evaluation of HTTP/1.1\" (paper 004), on today's servers";
+
+    fn provenance(&self) -> &crate::results::Provenance {
+        self.provenance
+    }
+
+    fn claims(&self) -> &[Claim] {
+        self.claims
+    }
+
+    fn lateness(&self) -> Vec<&pagewire_link::LinkLateness> {
+        self.runs.iter().map(|r| &r.link_lateness).collect()
+    }
+
+    fn render_text(&self) -> String {
+        self.text.to_string()
+    }
+
+    /// results.csv (the figures are inline SVG in report.html).
+    fn write_data(&self, dir: &Path) -> Result<Vec<String>> {
+        write_csv(dir, self)?;
+        Ok(Vec::new())
+    }
+
+    /// report.html: throughput and latency first, CWND CDFs, Figure 9.
+    fn render_html(&self, _dir: &Path, _figures: &[String]) -> Result<String> {
+        html(self)
+    }
+}
+
+fn write_csv(dir: &Path, res: &Results) -> Result<()> {
     let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
     w.write_record(
         [
@@ -835,9 +868,13 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
         )?;
     }
     w.flush()?;
-    fs::write(dir.join("report.txt"), text)?;
-    // HTML: the shared report shape; throughput and latency first.
+    Ok(())
+}
+
+/// report.html in the shared report shape; throughput and latency first.
+fn html(res: &Results) -> Result<String> {
     use crate::html::{Figure, Page, Section};
+    use crate::results::Report as _;
     let mut curves: Vec<Figure> = Vec::new();
     let mut h = String::new();
     let mut mems: Vec<(String, u64)> = res
@@ -953,9 +990,9 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
         )?);
     }
     let page = Page {
-        title: "pagewire bench --suite surge: Barford & Crovella, \"A Performance Evaluation of HTTP/1.1\" (paper 004), on today's servers".into(),
+        title: Results::HTML_TITLE.into(),
         provenance: res.provenance,
-        lateness: crate::results::lateness_line(res.runs.iter().map(|r| &r.link_lateness), "runs"),
+        lateness: res.lateness_line(),
         claims: serde_json::to_value(res.claims)?,
         key_plots: curves,
         sections: vec![
@@ -971,14 +1008,13 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
             },
             Section {
                 title: "Tables".into(),
-                html: crate::html::text_tables(text),
+                html: crate::html::text_tables(res.text),
                 open: true,
             },
         ],
         notes: vec![format!("cgroup: {}", res.cgroup)],
     };
-    fs::write(dir.join("report.html"), page.render())?;
-    Ok(())
+    Ok(page.render())
 }
 
 #[cfg(test)]

@@ -195,8 +195,9 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         per_connection_memory: &fits,
         calibration: &calibration,
         claims: &claims,
+        text: &text,
     };
-    report::write(&out, &res, &text)?;
+    pagewire_lab::results::Report::write(&res, &out)?;
     a.common.emit(&out, &text)?;
     a.common.wrote(&format!(
         "Wrote {0}/results.json, results.csv, report.txt, report.html and the monitor CSVs in {0}/monitor/.",
