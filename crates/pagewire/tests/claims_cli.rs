@@ -176,3 +176,93 @@ fn write_records_the_rejudged_claims_beside_the_runs_provenance() {
     );
     assert!(!pre.path().join("claims.txt").exists());
 }
+
+/// Every results.json under docs/, found by walking the tree.
+fn committed_results(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            committed_results(&p, out);
+        } else if p.file_name().is_some_and(|n| n == "results.json") {
+            out.push(p);
+        }
+    }
+}
+
+/// The done-when of the verdict engine, as a test: every committed results
+/// directory names the clean build that measured it (40-hex commit, not
+/// dirty) and records the verdicts `pagewire claims` prints for it today,
+/// or else it is one of the historical directories made before provenance
+/// existed, which docs/results.md lists by path and which still re-judge
+/// without error. A prefetch directory's provenance is its summary.json's.
+#[test]
+fn every_committed_results_dir_names_its_commit_and_records_its_verdicts() {
+    let historical = std::fs::read_to_string(docs().join("results.md")).unwrap();
+    let historical = historical
+        .split("## Historical results")
+        .nth(1)
+        .expect("docs/results.md has a \"## Historical results\" section");
+    let hex40 = |c: &str| c.len() == 40 && c.bytes().all(|b| b.is_ascii_hexdigit());
+    let mut files = Vec::new();
+    committed_results(&docs(), &mut files);
+    assert!(files.len() >= 8, "{files:?}");
+    for file in files {
+        let dir = file.parent().unwrap();
+        let rel = dir
+            .strip_prefix(docs())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let commit = v["provenance"]["git_commit"].as_str().unwrap_or("");
+        let (ok, out, err) = claims(dir, true);
+        assert!(ok, "{rel}: {err}");
+        if !hex40(commit) {
+            assert!(
+                historical.contains(&format!("`{rel}`")),
+                "{rel}: no commit in its provenance and not listed under docs/results.md's \
+                 \"Historical results\""
+            );
+            continue;
+        }
+        assert_eq!(v["provenance"]["git_dirty"], false, "{rel}: a dirty build");
+        let printed: Value = serde_json::from_str(&out).unwrap();
+        assert!(
+            printed["claims"] == v["claims"],
+            "{rel}: results.json records other verdicts than `pagewire claims` prints \
+             (re-judge with `pagewire claims {rel} --write` after a rule change)"
+        );
+    }
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(docs().join("prefetch/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let commit = summary["provenance"]["run"]["git_commit"]
+        .as_str()
+        .or(summary["run"]["git_commit"].as_str())
+        .unwrap_or("");
+    assert!(
+        hex40(commit) || historical.contains("`prefetch`"),
+        "prefetch: no commit in summary.json"
+    );
+}
+
+/// docs/claims.md's per-claim table and tally are what the committed
+/// results give today (`scripts/claims-table --check`, run with this
+/// build): a rule change or a new run that moves a verdict without the doc
+/// being regenerated fails here.
+#[test]
+fn docs_claims_table_is_what_the_committed_results_give() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let o = Command::new("python3")
+        .arg(root.join("scripts/claims-table"))
+        .args(["--check", "--pagewire", env!("CARGO_BIN_EXE_pagewire")])
+        .output()
+        .expect("python3 runs scripts/claims-table");
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
