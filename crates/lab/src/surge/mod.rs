@@ -665,6 +665,18 @@ fn one_run(
     Ok(run)
 }
 
+/// The SURGE suite.
+pub struct Surge;
+
+impl crate::suite::Suite for Surge {
+    const KIND: crate::claims::Suite = crate::claims::Suite::Surge;
+    const RUNS: &'static str = "Barford & Crovella, SURGE: load on a memory-limited server";
+    type Ctx = claims::Ctx;
+    fn claims() -> &'static [crate::claims::spec::ClaimSpec<Self::Ctx>] {
+        claims::CLAIMS
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -713,17 +725,5 @@ mod tests {
         // So does an unlimited run outside a band, and no run at all.
         assert!(!suite_calibration(&[run("http11", "none", 100, false)]).within_bands);
         assert!(!suite_calibration(&[]).within_bands);
-    }
-}
-
-/// The SURGE suite.
-pub struct Surge;
-
-impl crate::suite::Suite for Surge {
-    const KIND: crate::claims::Suite = crate::claims::Suite::Surge;
-    const RUNS: &'static str = "Barford & Crovella, SURGE: load on a memory-limited server";
-    type Ctx = claims::Ctx;
-    fn claims() -> &'static [crate::claims::spec::ClaimSpec<Self::Ctx>] {
-        claims::CLAIMS
     }
 }
