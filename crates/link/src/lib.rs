@@ -32,6 +32,7 @@ pub mod pcap;
 pub mod pipe;
 pub mod qdisc;
 pub mod reorder;
+pub mod units;
 pub mod v42bis;
 pub mod wire;
 

@@ -19,7 +19,7 @@
 use rand::RngExt;
 use serde::Serialize;
 
-use crate::config::ConfigError;
+use crate::units::ConfigError;
 
 /// A loss model (`--loss`).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::{parse_duration, ConfigError};
+use crate::units::{parse_duration, ConfigError};
 
 /// `--reorder`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -15,7 +15,7 @@ pub struct Reorder {
     /// Probability in (0, 1) that a packet is held back.
     pub probability: f64,
     /// How long it is held back.
-    #[serde(rename = "delay_ms", serialize_with = "crate::config::ser_duration_ms")]
+    #[serde(rename = "delay_ms", serialize_with = "crate::units::ser_duration_ms")]
     pub delay: Duration,
 }
 

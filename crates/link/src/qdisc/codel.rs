@@ -16,22 +16,19 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{invalid_aqm, kv_duration, Packet, Qdisc};
-use crate::config::ConfigError;
+use crate::units::ConfigError;
 
 /// CoDel's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct CodelParams {
     /// Acceptable standing queue delay (RFC 8289: 5 ms).
-    #[serde(
-        rename = "target_ms",
-        serialize_with = "crate::config::ser_duration_ms"
-    )]
+    #[serde(rename = "target_ms", serialize_with = "crate::units::ser_duration_ms")]
     pub target: Duration,
     /// Sliding window for the minimum sojourn time, of the order of a
     /// worst-case RTT (RFC 8289: 100 ms).
     #[serde(
         rename = "interval_ms",
-        serialize_with = "crate::config::ser_duration_ms"
+        serialize_with = "crate::units::ser_duration_ms"
     )]
     pub interval: Duration,
 }

@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use super::codel::{CodelParams, CodelQueue, CodelState};
 use super::{invalid_aqm, kv_duration, kv_usize, Packet, Qdisc};
-use crate::config::ConfigError;
+use crate::units::ConfigError;
 
 /// FQ-CoDel's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

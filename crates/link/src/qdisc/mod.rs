@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::config::ConfigError;
+use crate::units::ConfigError;
 
 pub mod codel;
 pub mod droptail;
@@ -192,7 +192,7 @@ pub(crate) fn parse_kv(whole: &str, s: &str) -> Result<Vec<(String, String)>, Co
 
 /// A duration parameter of a discipline.
 pub(crate) fn kv_duration(whole: &str, v: &str) -> Result<Duration, ConfigError> {
-    crate::config::parse_duration(v).map_err(|_| {
+    crate::units::parse_duration(v).map_err(|_| {
         invalid_aqm(
             whole,
             "a time parameter needs a unit (e.g. target=5ms, interval=100ms)",

@@ -26,21 +26,18 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::{invalid_aqm, kv_duration, kv_f64, Packet, Qdisc};
-use crate::config::ConfigError;
+use crate::units::ConfigError;
 
 /// PIE's parameters.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct PieParams {
     /// Target queue delay, QDELAY_REF (RFC 8033: 15 ms).
-    #[serde(
-        rename = "target_ms",
-        serialize_with = "crate::config::ser_duration_ms"
-    )]
+    #[serde(rename = "target_ms", serialize_with = "crate::units::ser_duration_ms")]
     pub target: Duration,
     /// Update period, T_UPDATE (15 ms).
     #[serde(
         rename = "tupdate_ms",
-        serialize_with = "crate::config::ser_duration_ms"
+        serialize_with = "crate::units::ser_duration_ms"
     )]
     pub t_update: Duration,
     /// Proportional gain per second of delay (0.125).
@@ -50,7 +47,7 @@ pub struct PieParams {
     /// Burst allowance, MAX_BURST (150 ms).
     #[serde(
         rename = "max_burst_ms",
-        serialize_with = "crate::config::ser_duration_ms"
+        serialize_with = "crate::units::ser_duration_ms"
     )]
     pub max_burst: Duration,
 }
