@@ -246,3 +246,23 @@ fn every_committed_results_dir_names_its_commit_and_records_its_verdicts() {
         "prefetch: no commit in summary.json"
     );
 }
+
+/// docs/claims.md's per-claim table and tally are what the committed
+/// results give today (`scripts/claims-table --check`, run with this
+/// build): a rule change or a new run that moves a verdict without the doc
+/// being regenerated fails here.
+#[test]
+fn docs_claims_table_is_what_the_committed_results_give() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let o = Command::new("python3")
+        .arg(root.join("scripts/claims-table"))
+        .args(["--check", "--pagewire", env!("CARGO_BIN_EXE_pagewire")])
+        .output()
+        .expect("python3 runs scripts/claims-table");
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

@@ -115,14 +115,11 @@ const CSV_COLUMNS: &str =
 prefetches,useful,wasted,too_late,accesses,blocks_accessed,block_misses,file_misses,demand_bytes,\
 prefetch_bytes,advised_cached,advised_too_big,baseline_miss_rate,baseline_avg_access_time_s";
 
-/// CSV text with a `#` provenance preamble (read it with `comment='#'`).
-pub fn csv(results: &[PointResult], prov: &Provenance) -> String {
+/// CSV text: one header line, one row per point, nothing else (any CSV
+/// reader takes it as is). The provenance is in summary.json and the first
+/// line of results.jsonl.
+pub fn csv(results: &[PointResult]) -> String {
     let mut out = String::new();
-    for l in prov.lines() {
-        out.push_str("# ");
-        out.push_str(&l);
-        out.push('\n');
-    }
     out.push_str(CSV_COLUMNS);
     out.push('\n');
     for r in results {
@@ -699,12 +696,10 @@ mod tests {
         assert!(svg.contains("<text"));
         assert!(svg.contains("w = 4"));
         assert!(svg.contains("<desc>made by: pagewire test"));
-        let csv_text = csv(&results, &prov());
-        assert!(csv_text.starts_with("# made by: pagewire test\n"));
-        assert_eq!(
-            csv_text.lines().filter(|l| !l.starts_with('#')).count(),
-            1 + results.len()
-        );
+        let csv_text = csv(&results);
+        assert!(csv_text.starts_with("model,w,i,p,"), "{csv_text}");
+        assert_eq!(csv_text.lines().count(), 1 + results.len());
+        assert!(!csv_text.lines().any(|l| l.starts_with('#')));
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -431,7 +431,7 @@ impl Finished {
             path: dir.to_path_buf(),
             source,
         })?;
-        fs::write(dir.join("results.csv"), csv(results, prov))?;
+        fs::write(dir.join("results.csv"), csv(results))?;
         // First line: what made the file; then one record per point, as --json.
         let mut jsonl = provenance_json_line(prov);
         for r in results {
