@@ -23,8 +23,12 @@ fn surge_quick_runs_apache_limited_and_unlimited_with_monitor() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("results");
+    // A relative --out, as users type it: Apache reads a relative -f path
+    // against its own ServerRoot, so the suite must hand it absolute paths
+    // (it once failed with "Could not open configuration file").
     let (o, elapsed, pid) = common::run_bounded(
         Command::new(env!("CARGO_BIN_EXE_pagewire"))
+            .current_dir(dir.path())
             .args([
                 "bench",
                 "--suite",
@@ -46,8 +50,8 @@ fn surge_quick_runs_apache_limited_and_unlimited_with_monitor() {
                 "400",
                 "--no-progress",
                 "--out",
-            ])
-            .arg(&out),
+                "results",
+            ]),
         TIMEOUT,
         "bench --suite surge --quick",
     );

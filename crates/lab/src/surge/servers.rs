@@ -159,6 +159,11 @@ pub fn start(
     addr: &str,
 ) -> Result<Running> {
     fs::create_dir_all(dir)?;
+    // Peers read relative paths against their own roots (nginx's -p prefix,
+    // Apache's compiled ServerRoot), not our working directory: a relative
+    // `--out` must reach them absolute.
+    let dir = &std::path::absolute(dir).with_context(|| format!("{}", dir.display()))?;
+    let root = &std::path::absolute(root).with_context(|| format!("{}", root.display()))?;
     let log = dir.join("server.log");
     let logf = fs::File::create(&log).with_context(|| format!("create {}", log.display()))?;
     let exec = match server {
