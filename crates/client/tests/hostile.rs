@@ -126,6 +126,8 @@ async fn run(script: Script, s: &mut TcpStream) {
             let mut r = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_vec();
             r.extend(std::iter::repeat_n(b'x', 1000));
             let _ = s.write_all(&r).await;
+            // The script's behaviour: the reset comes after part of the
+            // body (mid-body), not with the head.
             tokio::time::sleep(Duration::from_millis(50)).await;
             // SO_LINGER 0: close sends RST.
             let _ = s.set_zero_linger();
@@ -583,6 +585,8 @@ async fn not_modified_with_new_validators_updates_metadata_only() {
             .collect::<Vec<_>>()
     };
     let before = bodies();
+    // Part of the check, not a synchronisation: a rewrite after 20 ms
+    // would show in the mtime even with a coarse (jiffy) file clock.
     std::thread::sleep(Duration::from_millis(20));
     c.revalidate = true;
     let r = fetch(c).await.unwrap();

@@ -558,7 +558,9 @@ fn flush_at_page_end_replaces_the_last_timer_flush() {
     assert_eq!(r.objects.len(), 43);
     assert_eq!(r.flush_counts.get("timer"), None, "{:?}", r.flush_counts);
     assert_eq!(r.flush_counts.get("explicit"), Some(&2));
-    assert!(r.total_ms < 4000.0);
+    // Relative to the event the option removes, not a wall-clock budget:
+    // the fetch took less than one 5 s timer wait.
+    assert!(r.total_ms < 5000.0, "{} ms", r.total_ms);
 }
 
 /// `--save` writes the objects like `wget -p`, byte-exact; `--har` is a

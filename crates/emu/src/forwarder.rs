@@ -88,6 +88,8 @@ pub struct Forwarder {
     taken_lateness: LatenessRecorder,
     /// The link's one-way delay, against which lateness is judged.
     one_way: Duration,
+    /// Each pipe's AQM drops already counted in the meter.
+    aqm_drops_seen: [u64; 2],
 }
 
 fn now_unix() -> Duration {
@@ -127,6 +129,7 @@ impl Forwarder {
             run_lateness: LatenessRecorder::new(),
             taken_lateness: LatenessRecorder::new(),
             one_way: cfg.one_way_delay(),
+            aqm_drops_seen: [0; 2],
         }
     }
 
@@ -224,11 +227,28 @@ impl Forwarder {
             let pipe = &mut self.pipes[dir.index()];
             let len = data.len();
             let line = pipe.line_size(&data);
+            let flow = pagewire_link::wire::flow_hash(&data);
             let packet = Packet { data, class, line };
-            match pipe.enqueue_line(now, len, Some(line), packet) {
-                Verdict::Queued { .. } => {}
+            match pipe.enqueue_flow(now, len, Some(line), flow, packet) {
+                // AQM drops (on arrival or later, at dequeue) are counted
+                // from the pipe's statistics.
+                Verdict::Queued | Verdict::DroppedAqm => {}
                 Verdict::DroppedQueue => self.meter.record_drop_queue(dir),
                 Verdict::DroppedLoss => self.meter.record_drop_loss(dir),
+            }
+        }
+        self.count_aqm_drops();
+    }
+
+    /// Moves the pipes' new AQM drops into the meter.
+    fn count_aqm_drops(&mut self) {
+        for dir in [Direction::Up, Direction::Down] {
+            let i = dir.index();
+            let total = self.pipes[i].stats().dropped_aqm;
+            if total > self.aqm_drops_seen[i] {
+                self.meter
+                    .record_drop_aqm(dir, total - self.aqm_drops_seen[i]);
+                self.aqm_drops_seen[i] = total;
             }
         }
     }
@@ -264,6 +284,7 @@ impl Forwarder {
                 }
             }
         }
+        self.count_aqm_drops();
     }
 
     /// Handles control messages; false = stop.

@@ -96,7 +96,7 @@ fn two_percent_loss_is_byte_exact_with_retransmissions_counted() {
         return;
     }
     let mut cfg = profile("lan");
-    cfg.loss = 0.02;
+    cfg.loss = pagewire_link::LossModel::Bernoulli(0.02);
     cfg.seed = 42;
     let link = start(cfg);
     let listener = listen(&link);
@@ -193,4 +193,40 @@ fn tcp1997_settings_apply_inside_the_namespaces_only() {
         d.kinds.data.bytes - d.payload_bytes,
         40 * d.kinds.data.packets
     );
+}
+
+#[test]
+fn codel_and_fq_codel_drop_in_the_forwarder_and_the_transfer_stays_exact() {
+    if !can_run() {
+        return;
+    }
+    for aqm in ["codel", "fq-codel"] {
+        // 4 Mbit/s, 20 ms RTT, the default 1000-packet queue: a 1 MB
+        // download's slow start builds a standing queue far above 5 ms for
+        // more than 100 ms, so the discipline must drop.
+        let mut cfg = profile("lan");
+        cfg.rtt = std::time::Duration::from_millis(20);
+        cfg.up_rate = pagewire_link::Rate::Bps(4_000_000);
+        cfg.down_rate = pagewire_link::Rate::Bps(4_000_000);
+        cfg.aqm = aqm.parse().unwrap();
+        let link = start(cfg);
+        let listener = listen(&link);
+        let port = listener.local_addr().unwrap().port();
+        let data = payload(1_000_000);
+        let server = serve(listener, data.clone(), 1);
+        link.begin_run(None).unwrap();
+        let d = download(&link, port, 0);
+        server.join().unwrap();
+        let c = link.end_run().unwrap();
+        assert!(d.data == data, "{aqm}: transfer not byte-exact");
+        let aqm_drops = c.server_to_client.dropped_aqm_packets;
+        eprintln!(
+            "{aqm}: {} packets, {aqm_drops} AQM drops, {} retransmissions",
+            c.packets_total, c.retransmissions
+        );
+        assert!(aqm_drops > 0, "{aqm}: no AQM drop");
+        assert_eq!(c.server_to_client.dropped_queue_packets, 0);
+        assert!(c.dropped_total >= aqm_drops);
+        assert!(c.retransmissions > 0);
+    }
 }

@@ -146,25 +146,37 @@ fn trace_driven_downlink_replays_its_rate() {
     cfg.rtt = std::time::Duration::from_millis(20);
     cfg.down_rate = Rate::Trace(std::sync::Arc::new(trace));
     let link = start(cfg);
-    let listener = listen(&link);
-    let port = listener.local_addr().unwrap().port();
     let bytes = 1_500_000;
     let data = payload(bytes);
-    let server = serve(listener, data.clone(), 1);
-    link.begin_run(None).unwrap();
-    let d = download(&link, port, 300_000);
-    server.join().unwrap();
-    let c = link.end_run().unwrap();
-    assert!(d.data == data);
-    assert_eq!(c.retransmissions, 0);
-    let down = &c.server_to_client;
-    let expected = mean * down.payload_bytes as f64 / down.kinds.data.bytes as f64;
-    let (t_mark, got) = d.at_mark;
-    let measured = (bytes - got) as f64 * 8.0 / (d.total - t_mark).as_secs_f64();
-    let err = measured / expected - 1.0;
-    eprintln!(
-        "trace: measured {measured:.0} bit/s payload, expected {expected:.0}, error {:+.3}%",
-        err * 100.0
-    );
-    assert!(err.abs() <= 0.03, "trace rate error {:.3}%", err * 100.0);
+    let mut errors = Vec::new();
+    // As the bulk rates: faster than the trace is a bug on every attempt;
+    // slower is retried (load only adds time), up to ATTEMPTS downloads.
+    for _ in 0..ATTEMPTS {
+        let listener = listen(&link);
+        let port = listener.local_addr().unwrap().port();
+        let server = serve(listener, data.clone(), 1);
+        link.begin_run(None).unwrap();
+        let d = download(&link, port, 300_000);
+        server.join().unwrap();
+        let c = link.end_run().unwrap();
+        assert!(d.data == data);
+        assert_eq!(c.retransmissions, 0);
+        let down = &c.server_to_client;
+        let expected = mean * down.payload_bytes as f64 / down.kinds.data.bytes as f64;
+        let (t_mark, got) = d.at_mark;
+        let measured = (bytes - got) as f64 * 8.0 / (d.total - t_mark).as_secs_f64();
+        let err = measured / expected - 1.0;
+        eprintln!(
+            "trace: measured {measured:.0} bit/s payload, expected {expected:.0}, error {:+.3}%",
+            err * 100.0
+        );
+        // Within 3% above: the 10 ms gaps every 100 ms put at most about
+        // 1% of phase error into a 1.2 MB (~0.9 s) measurement.
+        assert!(err <= 0.03, "trace rate error {:+.3}% > 3%", err * 100.0);
+        if err >= -0.03 {
+            return;
+        }
+        errors.push(err * 100.0);
+    }
+    panic!("trace: rate more than 3% below the trace's in all {ATTEMPTS} attempts: {errors:?} %");
 }

@@ -56,7 +56,11 @@ pub struct Summary {
     /// Runs that failed (error or missing objects); not in the statistics.
     pub runs_failed: usize,
     pub packets: MeanSd,
+    /// IP bytes on the link (headers included).
     pub bytes: MeanSd,
+    /// TCP payload, paper 001's Bytes (none when a run predates
+    /// `payload_bytes_total`: n = 0).
+    pub payload: MeanSd,
     pub seconds: MeanSd,
     pub overhead_pct: MeanSd,
     pub packets_client_to_server: MeanSd,
@@ -78,7 +82,10 @@ pub fn summarize(runs: &[RunRecord]) -> BTreeMap<Key, Summary> {
 /// Group the runs of one robot configuration by (net, strategy, test).
 pub fn summarize_tuning(runs: &[RunRecord], tuning: Tuning) -> BTreeMap<Key, Summary> {
     let mut groups: BTreeMap<Key, Vec<&RunRecord>> = BTreeMap::new();
-    for r in runs.iter().filter(|r| r.robot.tuning == tuning) {
+    for r in runs
+        .iter()
+        .filter(|r| r.robot.tuning == tuning && !r.is_sweep())
+    {
         groups
             .entry((r.net, r.strategy, r.test))
             .or_default()
@@ -97,6 +104,11 @@ pub fn summarize_tuning(runs: &[RunRecord], tuning: Tuning) -> BTreeMap<Key, Sum
                 runs_failed: rs.len() - ok.len(),
                 packets: f(|r| r.packets_total as f64),
                 bytes: f(|r| r.bytes_total as f64),
+                payload: if ok.iter().all(|r| r.payload_bytes_total > 0) {
+                    f(|r| r.payload_bytes_total as f64)
+                } else {
+                    MeanSd::of([])
+                },
                 seconds: f(|r| r.elapsed_s),
                 overhead_pct: f(|r| r.overhead_pct),
                 packets_client_to_server: f(|r| r.packets_client_to_server as f64),

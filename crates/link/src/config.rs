@@ -7,10 +7,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::loss::LossModel;
+use crate::qdisc::Aqm;
+use crate::reorder::Reorder;
+
 /// Errors in a configuration value or a trace file.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("unknown profile {0:?} (known: lan, lan100, t1, wan, ppp, none)")]
+    #[error("unknown profile {0:?} (known: lan, lan100, t1, wan, ppp, none; +codel, +pie or +fq-codel adds a queue discipline)")]
     UnknownProfile(String),
     #[error("invalid {what} {value:?}: {why}")]
     Invalid {
@@ -163,8 +167,13 @@ pub struct PipeConfig {
     pub delay: Duration,
     pub rate: Rate,
     pub queue: QueueLimit,
-    /// Probability in [0, 1) that a packet entering the link is lost.
-    pub loss: f64,
+    /// The queue discipline under that limit (drop-tail by default).
+    pub aqm: Aqm,
+    /// How packets entering the link are lost (Bernoulli with probability
+    /// 0 by default).
+    pub loss: LossModel,
+    /// Packets held back on purpose so later ones overtake them.
+    pub reorder: Option<Reorder>,
     /// Extra delay drawn uniformly from [0, jitter] per packet; never
     /// reorders (a packet never leaves before the one ahead of it).
     #[serde(serialize_with = "ser_duration_ms")]
@@ -210,7 +219,7 @@ impl std::str::FromStr for LinkCompression {
     }
 }
 
-fn ser_duration_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn ser_duration_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
 }
 
@@ -232,7 +241,12 @@ pub struct LinkConfig {
     /// Advertised MSS (route `advmss`); None = kernel default from the MTU.
     pub mss: Option<u32>,
     pub queue: QueueLimit,
-    pub loss: f64,
+    /// Queue discipline of both directions (`--aqm`).
+    pub aqm: Aqm,
+    /// Loss model of both directions (`--loss`).
+    pub loss: LossModel,
+    /// Reordering in both directions (`--reorder`).
+    pub reorder: Option<Reorder>,
     #[serde(rename = "jitter_ms", serialize_with = "ser_duration_ms")]
     pub jitter: Duration,
     pub framing_bytes: u32,
@@ -252,7 +266,26 @@ pub const DEFAULT_QUEUE: QueueLimit = QueueLimit::Packets(1000);
 impl LinkConfig {
     /// The named profiles. Which numbers come from the papers and which are
     /// assumptions is in docs/architecture.md ("Network profiles").
+    ///
+    /// A profile name may carry queue disciplines after `+`:
+    /// `ppp+fq-codel`, `wan+codel:target=10ms,interval=200ms` (the label a
+    /// run with `--aqm` records, so it can be given back as a profile).
     pub fn profile(name: &str) -> Result<Self, ConfigError> {
+        if let Some((base, mods)) = name.split_once('+') {
+            let mut c = Self::profile(base)?;
+            for m in mods.split('+') {
+                c.aqm = m.parse().map_err(|e| match e {
+                    ConfigError::Invalid { why, .. } => ConfigError::Invalid {
+                        what: "profile",
+                        value: name.to_string(),
+                        why,
+                    },
+                    e => e,
+                })?;
+            }
+            c.profile = name.to_string();
+            return Ok(c);
+        }
         let (rtt_us, rate) = match name {
             // Paper 001 Table 1: 10 Mbit Ethernet, RTT "< 1 ms".
             "lan" => (500, Rate::Bps(10_000_000)),
@@ -277,7 +310,9 @@ impl LinkConfig {
             mtu: 1500,
             mss: None,
             queue: DEFAULT_QUEUE,
-            loss: 0.0,
+            aqm: Aqm::DropTail,
+            loss: LossModel::default(),
+            reorder: None,
             jitter: Duration::ZERO,
             framing_bytes: 0,
             compression: LinkCompression::None,
@@ -288,8 +323,10 @@ impl LinkConfig {
 
     /// Checks ranges the parsers cannot see.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(0.0..1.0).contains(&self.loss) || self.loss.is_nan() {
-            return Err(invalid("loss", &self.loss.to_string(), "must be in [0, 1)"));
+        self.loss.validate()?;
+        self.aqm.validate()?;
+        if let Some(r) = &self.reorder {
+            r.validate()?;
         }
         // 68: the IPv4 minimum MTU (RFC 791); 65535: the IPv4 maximum.
         if !(68..=65_535).contains(&self.mtu) {
@@ -323,7 +360,9 @@ impl LinkConfig {
             delay: self.rtt / 2,
             rate: rate.clone(),
             queue: self.queue,
+            aqm: self.aqm,
             loss: self.loss,
+            reorder: self.reorder,
             jitter: self.jitter,
             framing_bytes: self.framing_bytes,
             compression: self.compression,
@@ -444,19 +483,21 @@ pub fn parse_queue(s: &str) -> Result<QueueLimit, ConfigError> {
     Ok(QueueLimit::Bytes(n.saturating_mul(mult)))
 }
 
-/// Parses a loss probability: `0.02` or `2%`.
-pub fn parse_loss(s: &str) -> Result<f64, ConfigError> {
-    let t = s.trim();
-    let v = if let Some(p) = t.strip_suffix('%') {
-        p.trim().parse::<f64>().map(|v| v / 100.0)
-    } else {
-        t.parse::<f64>()
-    }
-    .map_err(|_| invalid("loss", s, "expected e.g. 0.02 or 2%"))?;
-    if !(0.0..1.0).contains(&v) {
-        return Err(invalid("loss", s, "must be in [0, 1)"));
-    }
-    Ok(v)
+/// Parses a loss model: `0.02` or `2%` (independent loss) or
+/// `ge:p=..,r=..[,h=..][,k=..]` (Gilbert-Elliott, [`crate::loss`]).
+pub fn parse_loss(s: &str) -> Result<LossModel, ConfigError> {
+    LossModel::parse(s)
+}
+
+/// Parses a queue discipline: `droptail`, `codel`, `pie`, `fq-codel`, each
+/// with optional `:key=value,...` parameters ([`crate::qdisc`]).
+pub fn parse_aqm(s: &str) -> Result<Aqm, ConfigError> {
+    s.parse()
+}
+
+/// Parses reordering: `1%,5ms` (probability, hold-back delay) or `none`.
+pub fn parse_reorder(s: &str) -> Result<Option<Reorder>, ConfigError> {
+    Reorder::parse(s)
 }
 
 /// Loads a trace file as a rate.
@@ -501,8 +542,8 @@ mod tests {
         assert_eq!(parse_queue("64KB").unwrap(), QueueLimit::Bytes(65536));
         assert_eq!(parse_queue("3000b").unwrap(), QueueLimit::Bytes(3000));
         assert!(parse_queue("lots").is_err());
-        assert_eq!(parse_loss("2%").unwrap(), 0.02);
-        assert_eq!(parse_loss("0.02").unwrap(), 0.02);
+        assert_eq!(parse_loss("2%").unwrap(), LossModel::Bernoulli(0.02));
+        assert_eq!(parse_loss("0.02").unwrap(), LossModel::Bernoulli(0.02));
         assert!(parse_loss("1").is_err());
     }
 
@@ -514,12 +555,34 @@ mod tests {
         assert_eq!(wan.down_rate, Rate::Bps(1_500_000));
         wan.validate().unwrap();
         assert!(LinkConfig::profile("isdn").is_err());
+        // Profiles with a queue discipline.
+        let p = LinkConfig::profile("ppp+fq-codel").unwrap();
+        assert_eq!(p.profile, "ppp+fq-codel");
+        assert_eq!(p.down_rate, Rate::Bps(28_800));
+        assert_eq!(p.up_pipe().aqm, Aqm::FqCodel(Default::default()));
+        let p = LinkConfig::profile("wan+codel:target=10ms,interval=200ms").unwrap();
+        assert_eq!(
+            p.aqm,
+            Aqm::Codel(crate::qdisc::codel::CodelParams {
+                target: Duration::from_millis(10),
+                interval: Duration::from_millis(200),
+            })
+        );
+        let e = LinkConfig::profile("wan+red").unwrap_err().to_string();
+        assert!(e.contains("profile \"wan+red\""), "{e}");
+        assert!(LinkConfig::profile("isdn+codel").is_err());
         let mut bad = wan.clone();
         bad.mss = Some(1500);
         assert!(bad.validate().is_err());
         bad.mss = Some(536);
         bad.validate().unwrap();
-        bad.loss = 1.0;
+        bad.loss = LossModel::Bernoulli(1.0);
+        assert!(bad.validate().is_err());
+        bad.loss = LossModel::default();
+        bad.aqm = Aqm::Codel(crate::qdisc::codel::CodelParams {
+            target: Duration::ZERO,
+            interval: Duration::from_millis(100),
+        });
         assert!(bad.validate().is_err());
     }
 

@@ -112,6 +112,10 @@ pub struct DirectionCounters {
     pub connections_opened: u64,
     pub dropped_queue_packets: u64,
     pub dropped_loss_packets: u64,
+    /// Packets the queue discipline dropped by its own rule (CoDel, PIE,
+    /// FQ-CoDel; `--aqm`); 0 with drop-tail.
+    #[serde(default)]
+    pub dropped_aqm_packets: u64,
     /// Octets the packets took on the serial line: `bytes` without link
     /// compression, the compressed octets with `--link-compress`.
     #[serde(default)]
@@ -134,6 +138,7 @@ impl DirectionCounters {
         self.connections_opened += o.connections_opened;
         self.dropped_queue_packets += o.dropped_queue_packets;
         self.dropped_loss_packets += o.dropped_loss_packets;
+        self.dropped_aqm_packets += o.dropped_aqm_packets;
         self.line_bytes += o.line_bytes;
         self.first_packet_s = match (self.first_packet_s, o.first_packet_s) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -243,6 +248,11 @@ impl Meter {
         self.dirs[dir.index()].dropped_loss_packets += 1;
     }
 
+    /// `n` packets the queue discipline dropped (AQM).
+    pub fn record_drop_aqm(&mut self, dir: Direction, n: u64) {
+        self.dirs[dir.index()].dropped_aqm_packets += n;
+    }
+
     /// Adds what another meter of the same run counted (the forwarder runs
     /// one per direction).
     pub fn absorb(&mut self, o: &Meter) {
@@ -283,8 +293,10 @@ impl Meter {
             kinds,
             dropped_total: up.dropped_queue_packets
                 + up.dropped_loss_packets
+                + up.dropped_aqm_packets
                 + down.dropped_queue_packets
-                + down.dropped_loss_packets,
+                + down.dropped_loss_packets
+                + down.dropped_aqm_packets,
             first_packet_s: min_opt(up.first_packet_s, down.first_packet_s),
             last_packet_s: max_opt(up.last_packet_s, down.last_packet_s),
             client_to_server: up.clone(),

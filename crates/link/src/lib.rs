@@ -7,8 +7,11 @@
 //! - [`wire`]: typed views of IPv4 / TCP headers;
 //! - [`classify`]: packet kinds (SYN, SYN-ACK, FIN, RST, pure ACK, data,
 //!   retransmission) with per-flow sequence tracking;
-//! - [`pipe`]: one direction of the link: loss, drop-tail queue,
-//!   serialization at a constant or trace-driven rate, delay and jitter;
+//! - [`pipe`]: one direction of the link: loss, queue, serialization at a
+//!   constant or trace-driven rate, delay, jitter and reordering;
+//! - [`qdisc`]: the queue disciplines behind one contract, one file each:
+//!   drop-tail, CoDel, PIE, FQ-CoDel;
+//! - [`loss`]: Bernoulli and Gilbert-Elliott loss; [`reorder`]: reordering;
 //! - [`counters`]: per-run accounting (paper 001's Pa, Bytes, %ov);
 //! - [`lateness`]: link fidelity, how late packets left against their
 //!   scheduled departure (the per-run `link_lateness` record);
@@ -22,8 +25,11 @@ pub mod classify;
 pub mod config;
 pub mod counters;
 pub mod lateness;
+pub mod loss;
 pub mod pcap;
 pub mod pipe;
+pub mod qdisc;
+pub mod reorder;
 pub mod v42bis;
 pub mod wire;
 
@@ -31,5 +37,8 @@ pub use classify::{Classified, Classifier, Direction, Kind};
 pub use config::{ConfigError, LinkCompression, LinkConfig, PipeConfig, QueueLimit, Rate, Trace};
 pub use counters::{DirectionCounters, KindCounts, LinkCounters, Meter, PacketsBytes};
 pub use lateness::{lateness_threshold, LatenessRecorder, LinkLateness};
+pub use loss::{GilbertElliott, LossModel};
 pub use pcap::PcapSink;
 pub use pipe::{Pipe, PipeStats, Verdict};
+pub use qdisc::Aqm;
+pub use reorder::Reorder;

@@ -186,3 +186,37 @@ impl<'a> Tcp<'a> {
         self.buf.len() - self.header_len
     }
 }
+
+/// A packet's flow identity for FQ-CoDel: its 5-tuple (addresses, protocol
+/// and, for TCP/UDP first fragments, ports) packed into 64 bits (the queue
+/// discipline hashes it with its own seeded perturbation). Unparsable
+/// packets share flow 0; later fragments share their addresses' flow.
+pub fn flow_hash(buf: &[u8]) -> u64 {
+    let Ok(ip) = Ipv4::new_checked(buf) else {
+        return 0;
+    };
+    let proto = ip.protocol();
+    let ports = match proto {
+        IPPROTO_TCP | IPPROTO_UDP if !ip.is_later_fragment() => {
+            let p = ip.payload();
+            if p.len() >= 4 {
+                u32::from_be_bytes([p[0], p[1], p[2], p[3]])
+            } else {
+                0
+            }
+        }
+        _ => 0,
+    };
+    let src = u64::from(u32::from(ip.src()));
+    let dst = u64::from(u32::from(ip.dst()));
+    // FNV-1a over the fields: cheap, deterministic, good enough before the
+    // discipline's own mixing.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for v in [src, dst, u64::from(proto), u64::from(ports)] {
+        for b in v.to_le_bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}

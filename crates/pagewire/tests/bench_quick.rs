@@ -137,6 +137,11 @@ fn bench_rejects_bad_flags_clearly() {
         (vec!["--rate", "fast"], "rate"),
         (vec!["--suite", "moon"], "--suite"),
         (vec!["--request-profile", "netscape"], "--request-profile"),
+        (vec!["--rtt-sweep", "20ms,0ms"], "--rtt-sweep"),
+        (
+            vec!["--rtt-sweep", "20ms", "--strategy", "http11"],
+            "--rtt-sweep",
+        ),
         (
             vec!["--http10-revalidation", "never"],
             "--http10-revalidation",

@@ -76,28 +76,37 @@ fn kept_runs<'a>(json: &'a Value, strategy: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-/// A microscape bench of `strategies` whose every strategy keeps at least
-/// 3 runs after the engine leaves late ones out. Five repetitions leave
-/// room for two flagged runs; on a machine busy enough to flag more (a CI
-/// runner building beside the test once left fewer than 3), the bench is
-/// run again, at most three times, so that the verdict asserted is the
-/// construction's and not "n < 3".
-fn bench_kept(args: &[&str], out: &Path, strategies: &[&str]) -> Value {
+/// A bench whose results satisfy `enough` (which names what is short
+/// otherwise). The engine leaves link-lateness-flagged records out, and on
+/// a machine busy enough to flag many (a CI runner building beside the
+/// test once left fewer than 3) the bench is run again, at most three
+/// times, so that the verdict asserted is the construction's and not
+/// "n < 3" or "not measured".
+fn bench_until(args: &[&str], out: &Path, enough: impl Fn(&Value) -> Option<String>) -> Value {
     let mut short = String::new();
     for attempt in 1..=3 {
         let dir = out.join(format!("attempt-{attempt}"));
         let json = bench(args, &dir);
+        match enough(&json) {
+            None => return json,
+            Some(s) => short = s,
+        }
+        eprintln!("attempt {attempt}: after link lateness {short}; running again");
+    }
+    panic!("three benches each left too few unflagged records: {short}");
+}
+
+/// A microscape bench of `strategies` whose every strategy keeps at least
+/// 3 runs after the engine leaves late ones out. Five repetitions leave
+/// room for two flagged runs; see `bench_until` for the bounded re-run.
+fn bench_kept(args: &[&str], out: &Path, strategies: &[&str]) -> Value {
+    bench_until(args, out, |json| {
         let counts: Vec<(&str, usize)> = strategies
             .iter()
-            .map(|s| (*s, kept_runs(&json, s).len()))
+            .map(|s| (*s, kept_runs(json, s).len()))
             .collect();
-        if counts.iter().all(|(_, n)| *n >= 3) {
-            return json;
-        }
-        short = format!("{counts:?}");
-        eprintln!("attempt {attempt}: runs kept after link lateness {short}; running again");
-    }
-    panic!("three benches each left fewer than 3 unflagged runs: {short}");
+        (!counts.iter().all(|(_, n)| *n >= 3)).then(|| format!("runs kept {counts:?}"))
+    })
 }
 
 /// Mean packets of the kept runs of `strategy` (one network, one test).
@@ -282,9 +291,26 @@ fn getall_round_trips_decide_the_figure_claims() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let json = bench(
+    // The rules read every remote cell of HTTP/1.0 and GETALL (each a
+    // method's repetitions at one size and image count, flagged as a whole
+    // when its link was late): all must be kept.
+    let json = bench_until(
         &["getall", "--quick", "--reps", "3"],
         &dir.path().join("getall"),
+        |json| {
+            let late: Vec<String> = json["cells"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| {
+                    c["net"] == "remote"
+                        && (c["method"] == "http10" || c["method"] == "getall")
+                        && late(c)
+                })
+                .map(|c| format!("{} x {} {}", c["size"], c["images"], c["method"]))
+                .collect();
+            (!late.is_empty()).then(|| format!("remote cells flagged: {late:?}"))
+        },
     );
     let load = |size: u64, method: &str| {
         json["cells"]
@@ -336,11 +362,45 @@ fn objpack_round_trips_decide_the_http11_claims() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let json = bench(
-        // 4 sets: one run left out for link lateness on a busy machine
-        // still leaves the rule its 3 repetitions.
-        &["objpack", "--net", "lan100", "--reps", "4", "--rtt", "2ms"],
+    // Only what the two claims read: the three methods they compare (the
+    // other four would more than double the run; their claims are left
+    // "not measured") and the warm runs (the cold ones, as many again, feed
+    // the cache table only): 36 runs instead of 168, about 30 s instead of
+    // 80-95 s, with the same 99 round trips per set. 4 sets per group, and a
+    // bounded re-run should link lateness leave a (group, method) cell
+    // fewer than 3 of them.
+    let json = bench_until(
+        &[
+            "objpack",
+            "--net",
+            "lan100",
+            "--reps",
+            "4",
+            "--rtt",
+            "2ms",
+            "--methods",
+            "http10,http11,objpack",
+            "--caches",
+            "warm",
+        ],
         &dir.path().join("objpack"),
+        |json| {
+            let short: Vec<String> = [4, 16, 32]
+                .iter()
+                .flat_map(|g| ["http10", "http11", "objpack"].map(|m| (*g, m)))
+                .filter(|(g, m)| {
+                    json["rows"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|r| r["method"] == *m && r["group_kb"] == *g && !late(r))
+                        .count()
+                        < 3
+                })
+                .map(|(g, m)| format!("{g} KB {m}"))
+                .collect();
+            (!short.is_empty()).then(|| format!("cells under 3 kept sets: {short:?}"))
+        },
     );
     // Construction: the 99 request round trips are there (mean client
     // response time, 4 KB group, warm cache).
@@ -349,11 +409,11 @@ fn objpack_round_trips_decide_the_http11_claims() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|r| r["method"] == method && r["group_kb"] == 4)
+            .filter(|r| r["method"] == method && r["group_kb"] == 4 && !late(r))
             .map(|r| r["client"]["response_ms"].as_f64().unwrap())
             .collect();
-        assert_eq!(xs.len(), 4, "{method}: 4 sets");
-        xs.iter().sum::<f64>() / 4.0
+        assert!(xs.len() >= 3, "{method}: at least 3 kept sets");
+        xs.iter().sum::<f64>() / xs.len() as f64
     };
     let extra = client_ms("http11") - client_ms("objpack");
     assert!(
@@ -365,4 +425,89 @@ fn objpack_round_trips_decide_the_http11_claims() {
     assert_eq!(v, "contradicted", "{c}");
     let (v, c) = verdict(&json, "server-time-vs-http10");
     assert_eq!(v, "confirmed", "{c}");
+}
+
+/// The conn-length points of the remote configuration at `length` bytes,
+/// by buffer label, that the engine keeps (not flagged late).
+fn remote_point<'a>(json: &'a Value, buffer: &str, length: u64) -> Option<&'a Value> {
+    json["points"].as_array().unwrap().iter().find(|p| {
+        p["config"] == "remote" && p["buffer"] == buffer && p["length"] == length && !late(p)
+    })
+}
+
+/// A conn-length `--quick` bench over `buffers` (the first a fixed size),
+/// run again (bounded) until the points the small-window rule reads are
+/// all kept: the smallest buffer's and the default buffer's at 128 KB, the
+/// longest length. (Every point is one link's trials: the lateness monitor
+/// flags a point as a whole.)
+fn conn_length(buffers: &str, out: &Path) -> Value {
+    let args = [
+        "conn-length",
+        "--quick",
+        "--reps",
+        "3",
+        "--buffers",
+        buffers,
+    ];
+    let small = buffers.split(',').next().unwrap().to_string();
+    bench_until(&args, out, |json| {
+        let missing: Vec<&str> = [small.as_str(), "default"]
+            .into_iter()
+            .filter(|b| remote_point(json, b, LONGEST).is_none())
+            .collect();
+        (!missing.is_empty()).then(|| format!("remote 128 KB points of {missing:?} flagged"))
+    })
+}
+
+/// `--quick`'s longest transfer.
+const LONGEST: u64 = 128 * 1024;
+
+/// Mean throughput (bytes/s) over the trials of a kept remote point.
+fn remote_tput(json: &Value, buffer: &str) -> f64 {
+    let p = remote_point(json, buffer, LONGEST).unwrap();
+    assert_eq!(p["throughput_trials"]["n"], 3, "{p}");
+    p["throughput_trials"]["mean"].as_f64().unwrap()
+}
+
+/// Paper 003 section 3.2: "for this 70 msec RTT, use of too small a window
+/// size limits the throughput no matter how many bytes are transferred"
+/// (`conn-small-window`: the smallest fixed buffer's throughput at the
+/// longest transfer over the best-case buffer's, band below 0.9). On the
+/// emulated remote link (T1: 1.544 Mbit/s = 193 KB/s, 70 ms round trip,
+/// the paper's TCP: no window scaling) a 4 KB buffer advertises at most two
+/// 1460-byte segments, so at most 2920 B per round trip: <= 41.7 KB/s
+/// whatever the length, while the default buffer's 128 KB transfer is
+/// bound by the T1 and slow start (~130 KB/s: ~0.7 s of serialisation and
+/// a few round trips): a ratio near 0.3, far below 0.9. Confirmed. With
+/// 32 KB the smallest buffer, its window (22 segments, 32120 B) is 2.4
+/// times the link's bandwidth-delay product (193 KB/s x 70 ms = 13.5 KB):
+/// it never limits, both buffers move the 128 KB alike and the ratio is ~1,
+/// outside the band: contradicted, so a rule that always confirmed fails.
+/// (32 KB rather than 64 KB: the window calibration transfers 16 windows
+/// per round, and 1 MB rounds over the T1 would cost up to 27 s.)
+#[test]
+fn conn_length_small_window_claim_follows_the_window() {
+    if !pagewire_testreq::require_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+
+    let small = conn_length("4K,default", &dir.path().join("small"));
+    let ratio = remote_tput(&small, "4K") / remote_tput(&small, "default");
+    // Construction: 41.7 KB/s at most against the T1's ~130 KB/s.
+    assert!(
+        remote_tput(&small, "4K") < 2920.0 / 0.070 * 1.05 && ratio < 0.5,
+        "construction: the 4 KB window at {ratio:.2} of the default buffer"
+    );
+    let (v, c) = verdict(&small, "conn-small-window");
+    assert_eq!(v, "confirmed", "{c}");
+
+    let large = conn_length("32K,default", &dir.path().join("large"));
+    let ratio = remote_tput(&large, "32K") / remote_tput(&large, "default");
+    assert!(
+        ratio > 0.95,
+        "construction: a 32 KB window does not limit a T1, ratio {ratio:.2}"
+    );
+    let (v, c) = verdict(&large, "conn-small-window");
+    assert_eq!(v, "contradicted", "{c}");
 }

@@ -7,7 +7,8 @@
 //!
 //! * `<!--fig EXPR as FMT-->TEXT<!--/fig-->`: TEXT must equal EXPR printed
 //!   with FMT (no `|`: a marker may sit in a table cell). EXPR is one term `FILE#SELECTOR`, or arithmetic (`+ - * /`,
-//!   parentheses, numbers) over terms written `{FILE#SELECTOR}`.
+//!   parentheses, numbers) over terms written `{FILE#SELECTOR}`, or
+//!   `{count FILE#SELECTOR}` for how many elements matched.
 //! * `<!--fig-lines FILE-->` just before a fenced block: every non-empty
 //!   line of the block is a line of FILE (trailing spaces aside), so a
 //!   pasted table cannot drift from the committed output.
@@ -379,7 +380,10 @@ impl Calc<'_> {
                         .ok_or("unclosed {")?;
                 self.i = end + 1;
                 let t = std::str::from_utf8(&self.s[start..end]).unwrap();
-                number(&one(term(data, t)?, t)?)
+                match t.trim_start().strip_prefix("count ") {
+                    Some(t) => Ok(term(data, t)?.len() as f64),
+                    None => number(&one(term(data, t)?, t)?),
+                }
             }
             Some(b'-') => {
                 self.i += 1;
@@ -708,6 +712,10 @@ fn selectors_formats_and_arithmetic() {
     assert_eq!(
         expected(&mut data, "r.json#.rows[n=3]", "count").unwrap(),
         "2"
+    );
+    assert_eq!(
+        expected(&mut data, "{count r.json#.rows[n=3]} + 1", ".0").unwrap(),
+        "3"
     );
     let doc = "a <!--fig r.json#.rows[net=lan].s.mean as .2-->0.20<!--/fig--> b";
     assert!(check(doc, &mut data).0.is_empty());

@@ -85,6 +85,7 @@ fn hostile(how: Hostile) -> String {
                             while t0.elapsed() < Duration::from_secs(20)
                                 && s.write_all(b"g").is_ok()
                             {
+                                // The attack itself: one byte every 200 ms.
                                 std::thread::sleep(Duration::from_millis(200));
                             }
                         }

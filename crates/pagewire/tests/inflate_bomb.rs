@@ -93,6 +93,8 @@ fn serve_one(mut s: TcpStream, bomb: &[u8]) {
                 if s.write_all(piece).is_err() {
                     return;
                 }
+                // The behaviour: a slow body, so the client is still
+                // spooling it when the test kills it.
                 std::thread::sleep(Duration::from_millis(100));
             }
             continue;

@@ -76,6 +76,54 @@ fn link_rejects_bad_flags_clearly() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("loss"));
 }
 
+#[test]
+fn aqm_loss_model_and_reorder_flags_reject_bad_values_clearly() {
+    for (cmd, flag, value, says) in [
+        (
+            "link",
+            "--aqm",
+            "red",
+            "expected droptail, codel, pie or fq-codel",
+        ),
+        ("link", "--aqm", "codel:target=5", "needs a unit"),
+        (
+            "link",
+            "--aqm",
+            "codel:target=200ms",
+            "target must be below interval",
+        ),
+        ("bench", "--aqm", "pie:alpha=x", "not a number"),
+        ("bench", "--aqm", "fq-codel:flows=0", "flows must be"),
+        (
+            "link",
+            "--loss",
+            "ge:p=1%",
+            "needs p (good->bad) and r (bad->good)",
+        ),
+        ("bench", "--loss", "ge:p=1%,r=0", "r must be > 0"),
+        (
+            "link",
+            "--loss",
+            "ge:p=1%,r=20%,q=3",
+            "parameters are p, r, h and k",
+        ),
+        ("link", "--reorder", "5%", "expected PROBABILITY,DELAY"),
+        ("bench", "--reorder", "5%,5", "needs a unit"),
+        ("link", "--reorder", "100%,5ms", "must be in (0, 1)"),
+    ] {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_pagewire"));
+        c.args([cmd, flag, value]);
+        if cmd == "link" {
+            c.args(["--", "true"]);
+        }
+        let out = c.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{cmd} {flag} {value}: {err}");
+        assert!(err.contains(says), "{cmd} {flag} {value}: {err}");
+        assert!(err.contains(value.split(':').next().unwrap()), "{err}");
+    }
+}
+
 /// Processes whose command line is exactly `sleep <secs>`.
 fn sleepers(secs: &str) -> usize {
     std::fs::read_dir("/proc")

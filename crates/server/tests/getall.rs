@@ -204,6 +204,10 @@ fn getlist_body_arriving_later_is_waited_for() {
         list.len()
     );
     r.stream.write_all(head.as_bytes()).unwrap();
+    // The pauses are the behaviour under test (a body arriving in pieces,
+    // after the head), not a synchronisation: nothing below depends on
+    // their length, and a server that answered from a partial list would
+    // fail the status and body checks whatever they were.
     std::thread::sleep(std::time::Duration::from_millis(50));
     let (a, b) = list.split_at(list.len() / 2);
     r.stream.write_all(a.as_bytes()).unwrap();

@@ -12,7 +12,6 @@ mod common;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
 use common::*;
 use pagewire_site::microscape;
@@ -220,7 +219,6 @@ fn redbot_finds_no_problem_in_validation_ranges_and_compression() {
             );
         }
     }
-    std::thread::sleep(Duration::from_millis(10));
 }
 
 /// (category, level, note_id) of every `_red_messages` entry, read with a

@@ -118,6 +118,8 @@ fn request_split_across_writes_and_mixed_batches() {
     let (first, rest) = two.as_bytes().split_at(30);
     for b in first {
         s.write_all(&[*b]).unwrap();
+        // Behaviour, not synchronisation: a pause per byte so the server's
+        // reads see the request in pieces.
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
     s.write_all(rest).unwrap();

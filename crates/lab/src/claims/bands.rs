@@ -81,6 +81,11 @@ pub static HEDGES: &[Hedge] = &[
         sides: "one-sided",
     },
     Hedge {
+        words: "very (\"very significant\")",
+        band: "no band of its own: it intensifies the word it qualifies, whose band applies (\"very significant\" = significant)",
+        sides: "-",
+    },
+    Hedge {
         words: "only",
         band: "no band of its own: it marks the value as small; the number or hedge it qualifies sets the band",
         sides: "-",

@@ -11,6 +11,7 @@ fn cell(runs: &[RunRecord], net: Net, st: Strategy, test: Test) -> Vec<&RunRecor
     runs.iter()
         .filter(|r| {
             r.ok()
+                && !r.is_sweep()
                 && r.net == net
                 && r.strategy == st
                 && r.test == test
@@ -109,6 +110,61 @@ pub fn line_table(runs: &[RunRecord], compression: &str) -> String {
                     show(&sec, 2)
                 );
             }
+        }
+    }
+    s
+}
+
+/// The WAN RTT sweep (`--rtt-sweep`): per test and RTT, HTTP/1.0's and
+/// pipelining's seconds (means [95% CI]) and their ratio; empty without
+/// sweep runs.
+pub fn rtt_sweep_table(runs: &[RunRecord]) -> String {
+    let mut rtts: Vec<f64> = runs.iter().filter_map(|r| r.sweep_rtt_ms).collect();
+    rtts.sort_by(f64::total_cmp);
+    rtts.dedup();
+    if rtts.is_empty() {
+        return String::new();
+    }
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "WAN round-trip-time sweep (WAN profile at each RTT; seconds, means [95% CI]): \"the higher the latency, the better HTTP/1.1 performed\""
+    );
+    let _ = writeln!(
+        s,
+        "  {:<11} {:>8} {:>22} {:>22} {:>16}",
+        "test", "RTT ms", "http10 s", "pipeline s", "pipeline/http10"
+    );
+    for test in Test::ALL {
+        for &rtt in &rtts {
+            let est = |st: Strategy| {
+                let xs: Vec<f64> = runs
+                    .iter()
+                    .filter(|r| {
+                        r.ok() && r.sweep_rtt_ms == Some(rtt) && r.strategy == st && r.test == test
+                    })
+                    .map(|r| r.elapsed_s)
+                    .collect();
+                (!xs.is_empty()).then(|| Estimate::of(&xs))
+            };
+            let (h, p) = (est(Strategy::Http10), est(Strategy::Pipeline));
+            if h.is_none() && p.is_none() {
+                continue;
+            }
+            let f = |e: &Option<Estimate>| e.as_ref().map_or("-".to_string(), |e| show(e, 3));
+            let ratio = match (&h, &p) {
+                (Some(h), Some(p)) => (p.interval() / h.interval()).show(2),
+                _ => "-".into(),
+            };
+            let _ = writeln!(
+                s,
+                "  {:<11} {:>8} {:>22} {:>22} {:>16}",
+                test.name(),
+                crate::claims::spec::fmt_num(rtt),
+                f(&h),
+                f(&p),
+                ratio
+            );
         }
     }
     s

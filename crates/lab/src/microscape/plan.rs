@@ -57,7 +57,15 @@ pub struct RunSpec {
     pub rep: u32,
     /// The paper's tuned robot (Tables 4-9) or its initial one (Table 3).
     pub tuning: Tuning,
+    /// A run of the WAN round-trip-time sweep (`bench --rtt-sweep`): the
+    /// link's RTT in microseconds (the WAN profile otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_rtt_us: Option<u32>,
 }
+
+/// The strategies a WAN RTT sweep runs: the two the latency sentence
+/// compares (paper 001's final HTTP/1.1, pipelined, against HTTP/1.0).
+pub const SWEEP_STRATEGIES: [Strategy; 2] = [Strategy::Http10, Strategy::Pipeline];
 
 impl RunSpec {
     /// Rough seconds the run takes on this machine, for the plan and the
@@ -66,6 +74,16 @@ impl RunSpec {
     pub fn estimate_s(&self) -> f64 {
         use Strategy::*;
         use Test::*;
+        if let Some(us) = self.sweep_rtt_us {
+            // WAN runs are RTT-bound: the profile's estimate scaled from its
+            // 90 ms, never below the bandwidth-bound part (~1 s first-time).
+            let base = RunSpec {
+                sweep_rtt_us: None,
+                ..*self
+            }
+            .estimate_s();
+            return (base * f64::from(us) / 90_000.0).max(base.min(1.2));
+        }
         let settle = match self.net {
             Net::Lan => 0.25,
             Net::Wan => 0.35,
@@ -123,6 +141,8 @@ pub struct Plan {
     pub reps: Reps,
     /// Networks that also run the initial configuration (Table 3).
     pub initial_nets: Vec<Net>,
+    /// The WAN round-trip-time sweep's RTTs, microseconds (empty: none).
+    pub rtt_sweep_us: Vec<u32>,
     /// Repetitions run at once on PPP, each on its own link (namespace
     /// pair) and server; 1 = one after another. LAN and WAN runs are
     /// always sequential (CPU and timing matter there).
@@ -143,6 +163,7 @@ impl Plan {
                             test,
                             rep,
                             tuning: Tuning::Tuned,
+                            sweep_rtt_us: None,
                         });
                     }
                 }
@@ -154,6 +175,7 @@ impl Plan {
             tests: tests.to_vec(),
             reps,
             initial_nets: Vec::new(),
+            rtt_sweep_us: Vec::new(),
             ppp_parallel: 1,
             runs,
         }
@@ -170,7 +192,7 @@ impl Plan {
                 .runs
                 .get(i + 1)
                 .is_none_or(|n| n.net != r.net || n.rep != r.rep);
-            if last_of_rep && nets.contains(&r.net) {
+            if last_of_rep && nets.contains(&r.net) && r.sweep_rtt_us.is_none() {
                 for &strategy in &self.strategies {
                     // Table 3's three: no deflate, nor later strategies.
                     if !matches!(
@@ -195,6 +217,52 @@ impl Plan {
         self
     }
 
+    /// Adds a WAN round-trip-time sweep after everything else: at each RTT
+    /// (microseconds, ascending, duplicates dropped), the WAN profile with
+    /// that RTT, `reps` repetitions of http10 and pipeline (those of the
+    /// plan's strategies) and each of the plan's tests, tuned robot. The
+    /// runs are tagged (`sweep_rtt_us`): the latency sentence reads them,
+    /// no table or other claim does.
+    pub fn with_rtt_sweep(mut self, rtts_us: &[u32], reps: u32) -> Plan {
+        let mut rtts = rtts_us.to_vec();
+        rtts.sort_unstable();
+        rtts.dedup();
+        for &us in &rtts {
+            for rep in 0..reps {
+                for &strategy in self
+                    .strategies
+                    .iter()
+                    .filter(|s| SWEEP_STRATEGIES.contains(s))
+                {
+                    for &test in &self.tests {
+                        self.runs.push(RunSpec {
+                            net: Net::Wan,
+                            strategy,
+                            test,
+                            rep,
+                            tuning: Tuning::Tuned,
+                            sweep_rtt_us: Some(us),
+                        });
+                    }
+                }
+            }
+        }
+        self.rtt_sweep_us = rtts;
+        self
+    }
+
+    /// The links the plan runs on, in plan order: each network, then each
+    /// RTT of the sweep (on the WAN profile).
+    pub fn link_groups(&self) -> Vec<(Net, Option<u32>)> {
+        let mut v: Vec<(Net, Option<u32>)> = Vec::new();
+        for r in &self.runs {
+            if !v.contains(&(r.net, r.sweep_rtt_us)) {
+                v.push((r.net, r.sweep_rtt_us));
+            }
+        }
+        v
+    }
+
     /// Runs `n` repetitions of PPP at once (each on its own link).
     pub fn with_ppp_parallel(mut self, n: u32) -> Plan {
         self.ppp_parallel = n.max(1);
@@ -213,10 +281,24 @@ impl Plan {
     pub fn net_estimate_s(&self, net: Net) -> f64 {
         let lanes = self.lanes(net);
         let mut per_lane = vec![0.0; lanes as usize];
-        for r in self.runs.iter().filter(|r| r.net == net) {
+        for r in self
+            .runs
+            .iter()
+            .filter(|r| r.net == net && r.sweep_rtt_us.is_none())
+        {
             per_lane[(r.rep % lanes) as usize] += r.estimate_s();
         }
         per_lane.into_iter().fold(0.0, f64::max)
+    }
+
+    /// Wall-clock estimate of the RTT sweep's runs (one after another).
+    pub fn sweep_estimate_s(&self) -> f64 {
+        self.runs
+            .iter()
+            .filter(|r| r.sweep_rtt_us.is_some())
+            .map(RunSpec::estimate_s)
+            .sum::<f64>()
+            + self.rtt_sweep_us.len() as f64
     }
 
     pub fn estimate_s(&self) -> f64 {
@@ -226,6 +308,7 @@ impl Plan {
             .map(|&n| self.net_estimate_s(n))
             .sum::<f64>()
             + self.nets.len() as f64
+            + self.sweep_estimate_s()
     }
 
     /// Printed before the runs start.
@@ -247,7 +330,11 @@ impl Plan {
                 .join(", ")
         );
         for &net in &self.nets {
-            let runs: Vec<&RunSpec> = self.runs.iter().filter(|r| r.net == net).collect();
+            let runs: Vec<&RunSpec> = self
+                .runs
+                .iter()
+                .filter(|r| r.net == net && r.sweep_rtt_us.is_none())
+                .collect();
             let est = self.net_estimate_s(net);
             let lanes = self.lanes(net);
             let _ = writeln!(
@@ -274,6 +361,23 @@ impl Plan {
                     .map(|n| n.name())
                     .collect::<Vec<_>>()
                     .join(", ")
+            );
+        }
+        if !self.rtt_sweep_us.is_empty() {
+            let n = self
+                .runs
+                .iter()
+                .filter(|r| r.sweep_rtt_us.is_some())
+                .count();
+            let _ = writeln!(
+                s,
+                "  + WAN RTT sweep at {} ms (WAN profile, http10 and pipeline): {n} runs ~{:.0} s",
+                self.rtt_sweep_us
+                    .iter()
+                    .map(|us| crate::claims::spec::fmt_num(f64::from(*us) / 1000.0))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.sweep_estimate_s()
             );
         }
         let _ = writeln!(s, "  estimated total ~{:.0} s", self.estimate_s());
@@ -316,5 +420,45 @@ mod tests {
         let i = q.runs.iter().position(|r| r.test == Test::First).unwrap();
         assert_eq!(q.runs[i + 1].test, Test::Revalidate);
         assert_eq!(q.runs[i + 1].strategy, q.runs[i].strategy);
+    }
+
+    #[test]
+    fn rtt_sweep_runs_after_the_plan_on_wan() {
+        let p = Plan::new(&[Net::Lan], &Strategy::PAPER_001, &Test::ALL, Reps::QUICK)
+            .with_rtt_sweep(&[400_000, 20_000, 90_000, 20_000], 3);
+        assert_eq!(p.rtt_sweep_us, vec![20_000, 90_000, 400_000]);
+        // 3 RTTs x 3 reps x (http10, pipeline) x 2 tests, after the 8.
+        assert_eq!(p.runs.len(), 8 + 3 * 3 * 2 * 2);
+        assert!(p.runs[..8].iter().all(|r| r.sweep_rtt_us.is_none()));
+        assert!(p.runs[8..]
+            .iter()
+            .all(|r| r.net == Net::Wan && SWEEP_STRATEGIES.contains(&r.strategy)));
+        assert_eq!(
+            p.link_groups(),
+            vec![
+                (Net::Lan, None),
+                (Net::Wan, Some(20_000)),
+                (Net::Wan, Some(90_000)),
+                (Net::Wan, Some(400_000))
+            ]
+        );
+        // A first-time run precedes its revalidation at every RTT.
+        let i = p
+            .runs
+            .iter()
+            .position(|r| r.sweep_rtt_us.is_some())
+            .unwrap();
+        assert_eq!(p.runs[i].test, Test::First);
+        assert_eq!(p.runs[i + 1].test, Test::Revalidate);
+        // Longer RTTs are estimated longer; the sweep is in the total.
+        let at = |us| {
+            p.runs
+                .iter()
+                .find(|r| r.sweep_rtt_us == Some(us) && r.strategy == Strategy::Http10)
+                .unwrap()
+                .estimate_s()
+        };
+        assert!(at(400_000) > at(90_000) && at(90_000) > at(20_000));
+        assert!(p.estimate_s() > p.sweep_estimate_s());
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -16,8 +16,9 @@ use pagewire_emu::{Link, LinkConfig};
 use pagewire_site::microscape::{self, Microscape};
 use sha2::{Digest, Sha256};
 
-use super::model::{Net, RobotConfig, RunRecord, Test, Tuning};
+use super::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Test, Tuning};
 use super::plan::{Plan, RunSpec};
+use crate::server::ServerGuard;
 
 /// Port the server listens on inside the server namespace.
 pub const SERVER_PORT: u16 = 80;
@@ -72,7 +73,7 @@ pub struct BenchConfig {
     pub nagle: bool,
     /// How browser strategies revalidate (every object, or Chromium's own
     /// heuristic).
-    pub browser_revalidation: crate::chromium::BrowserRevalidation,
+    pub browser_revalidation: super::chromium::BrowserRevalidation,
     /// A recorded site in place of the Microscape page (`bench --replay`):
     /// served by `pagewire serve --replay`, every recorded name connected
     /// to the server namespace.
@@ -99,23 +100,6 @@ fn sha256_hex(b: &[u8]) -> String {
         .iter()
         .map(|x| format!("{x:02x}"))
         .collect()
-}
-
-/// Kills the server process (and its process group) when dropped, also on
-/// error paths; the link's own Drop kills anything left in the namespace.
-struct ServerGuard(Child);
-
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        // SIGTERM to its process group, SIGKILL after the grace period
-        // (short after a Ctrl-C: the user is waiting).
-        let grace = if crate::interrupt::signalled() {
-            Duration::from_millis(200)
-        } else {
-            Duration::from_secs(2)
-        };
-        pagewire_emu::cli::stop_process_group(&mut self.0, grace);
-    }
 }
 
 fn nginx_conf(root: &Path, dir: &Path, addr: &str) -> String {
@@ -453,7 +437,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
         tls: tls.as_ref(),
         live: &live,
     };
-    for &net in &cfg.plan.nets {
+    for (net, sweep_us) in cfg.plan.link_groups() {
         // Plan order, so results come back in it whatever the lanes do.
         let specs: Vec<(usize, RunSpec)> = cfg
             .plan
@@ -461,17 +445,35 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
             .iter()
             .copied()
             .enumerate()
-            .filter(|(_, r)| r.net == net)
+            .filter(|(_, r)| r.net == net && r.sweep_rtt_us == sweep_us)
             .collect();
         if specs.is_empty() {
             continue;
         }
-        let lc = (cfg.link_config)(net)?;
-        link_configs.insert(net.name().to_string(), serde_json::to_value(&lc)?);
-        let lanes = cfg.plan.lanes(net) as usize;
+        let mut lc = (cfg.link_config)(net)?;
+        let group = match sweep_us {
+            // The RTT sweep: the network's profile (and the user's other
+            // overrides) at this RTT.
+            Some(us) => {
+                lc.rtt = Duration::from_micros(u64::from(us));
+                format!(
+                    "{}@{}ms",
+                    net.name(),
+                    crate::claims::spec::fmt_num(f64::from(us) / 1000.0)
+                )
+            }
+            None => net.name().to_string(),
+        };
+        link_configs.insert(group, serde_json::to_value(&lc)?);
+        let lanes = if sweep_us.is_some() {
+            1
+        } else {
+            cfg.plan.lanes(net) as usize
+        };
         let mut done: Vec<(usize, RunRecord)> = Vec::new();
         if lanes <= 1 {
-            let (recs, sig) = run_lane(&ctx, net, lc, "", &specs)?;
+            let suffix = sweep_us.map(|us| format!("-rtt{us}us")).unwrap_or_default();
+            let (recs, sig) = run_lane(&ctx, net, lc, &suffix, &specs)?;
             done.extend(recs);
             interrupted_by = interrupted_by.or(sig);
         } else {
@@ -734,15 +736,17 @@ fn one_run(
     link_json: &serde_json::Value,
 ) -> Result<RunRecord> {
     if spec.strategy.is_browser() {
-        return crate::chromium::run::one_run(
-            cfg, link, url, tls_ca, caches, spec, expected, link_json,
-        );
+        return super::chromium::one_run(cfg, link, url, tls_ca, caches, spec, expected, link_json);
     }
     // Initial (Table 3) runs have their own caches and pcaps.
-    let tag = match spec.tuning {
+    let mut tag = match spec.tuning {
         Tuning::Tuned => String::new(),
         Tuning::Initial => "-initial".to_string(),
     };
+    // So have the RTT sweep's runs.
+    if let Some(us) = spec.sweep_rtt_us {
+        tag.push_str(&format!("-rtt{}us", us));
+    }
     let cache = caches.join(format!("{}-{}{tag}-r{}", spec.net, spec.strategy, spec.rep));
     if spec.test == Test::First {
         // First-time retrieval starts from an empty cache.
@@ -794,8 +798,8 @@ fn one_run(
         flush_after_ms: fc.flush_after.as_secs_f64() * 1e3,
         explicit_flush: fc.explicit_flush,
         out_buffer_bytes: fc.out_buffer_bytes,
-        request_profile: fc.request_profile.name().to_string(),
-        revalidation: fc.revalidation.name().to_string(),
+        request_profile: Requests::Robot(fc.request_profile),
+        revalidation: Revalidating::Robot(fc.revalidation),
         nagle: cfg.nagle,
         range_first: fc.range_first,
     };
@@ -902,6 +906,7 @@ fn one_run(
         pcap: pcap_rel,
         har,
         link: link_json.clone(),
+        sweep_rtt_ms: spec.sweep_rtt_us.map(|us| f64::from(us) / 1000.0),
         error,
         browser: None,
     })

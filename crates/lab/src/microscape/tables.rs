@@ -39,7 +39,10 @@ pub fn row_strategies(net: Net, summaries: &BTreeMap<Key, Summary>) -> Vec<Strat
 
 /// One network's table: for each strategy, our row (mean±sd) and the
 /// paper's Apache and Jigsaw rows, first-time and cache validation side by
-/// side as in Tables 4-9.
+/// side as in Tables 4-9. Bytes is the paper's unit, TCP payload ("-" for
+/// runs made before it was recorded); IP bytes (headers included) beside
+/// it, the paper's from its Bytes + 40·Pa (its %ov is 40·Pa / (Bytes +
+/// 40·Pa) in every cell).
 pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label: &str) -> String {
     let mut s = String::new();
     let (tj, ta) = (
@@ -51,33 +54,32 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
         "{} — layout of paper 001 Tables {tj} (Jigsaw) and {ta} (Apache)",
         net.describe()
     );
-    let w = [40usize, 13, 15, 11, 9];
+    let w = [40usize, 13, 15, 15, 11, 9];
+    let span = w[1] + w[2] + w[3] + w[4] + w[5] + 4;
     let _ = writeln!(
         s,
-        "{:<w0$} {:^w$} | {:^w$}",
+        "{:<w0$} {:^span$} | {:^span$}",
         "",
         Test::First.paper_label(),
         Test::Revalidate.paper_label(),
         w0 = w[0],
-        w = w[1] + w[2] + w[3] + w[4] + 3
     );
     let head = format!(
-        "{:>w1$} {:>w2$} {:>w3$} {:>w4$}",
+        "{:>w1$} {:>w2$} {:>w3$} {:>w4$} {:>w5$}",
         "Pa",
         "Bytes",
+        "IP bytes",
         "Sec",
         "%ov",
         w1 = w[1],
         w2 = w[2],
         w3 = w[3],
-        w4 = w[4]
+        w4 = w[4],
+        w5 = w[5]
     );
     let _ = writeln!(s, "{:<w0$} {head} | {head}", "", w0 = w[0]);
-    let _ = writeln!(
-        s,
-        "{}",
-        "-".repeat(w[0] + 2 * (w[1] + w[2] + w[3] + w[4] + 3) + 4)
-    );
+    let _ = writeln!(s, "{}", "-".repeat(w[0] + 2 * span + 4));
+    let mut browsers_shown = false;
     for st in row_strategies(net, summaries) {
         let mine: Vec<Option<&Summary>> = Test::ALL
             .iter()
@@ -98,32 +100,28 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
                 Some(m) if m.runs_ok > 0 => {
                     let _ = write!(
                         line,
-                        " {:>w1$} {:>w2$} {:>w3$} {:>w4$}",
+                        " {:>w1$} {:>w2$} {:>w3$} {:>w4$} {:>w5$}",
                         fmt_ms(&m.packets, 1),
+                        fmt_ms(&m.payload, 0),
                         fmt_ms(&m.bytes, 0),
                         fmt_ms(&m.seconds, sec_decimals(net)),
                         fmt_ms(&m.overhead_pct, 1),
                         w1 = w[1],
                         w2 = w[2],
                         w3 = w[3],
-                        w4 = w[4]
+                        w4 = w[4],
+                        w5 = w[5]
                     );
                 }
                 Some(m) => {
                     let _ = write!(
                         line,
-                        " {:>width$}",
+                        " {:>span$}",
                         format!("all {} runs failed", m.runs_failed),
-                        width = w[1] + w[2] + w[3] + w[4] + 3
                     );
                 }
                 None => {
-                    let _ = write!(
-                        line,
-                        " {:>width$}",
-                        "not run",
-                        width = w[1] + w[2] + w[3] + w[4] + 3
-                    );
+                    let _ = write!(line, " {:>span$}", "not run");
                 }
             }
             let _ = t;
@@ -138,7 +136,12 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
             let _ = write!(line, "   req {} B", req.join("/"));
         }
         let _ = writeln!(s, "{}", line.trim_end());
-        // The paper's rows (none for the extra rows).
+        // The paper's rows: Tables 10-11's browsers (PPP only) under the
+        // first browser row; none for other extra rows.
+        if st.is_browser() && !browsers_shown {
+            browsers_shown = true;
+            s.push_str(&paper_browser_rows(net, &w));
+        }
         if !Strategy::PAPER_001.contains(&st) {
             continue;
         }
@@ -160,26 +163,78 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
                     Some(r) => {
                         let _ = write!(
                             line,
-                            " {:>w1$.1} {:>w2$.0} {:>w3$.*} {:>w4$.1}",
+                            " {:>w1$.1} {:>w2$.0} {:>w3$.0} {:>w4$.*} {:>w5$.1}",
                             r.packets,
                             r.bytes,
+                            r.bytes + 40.0 * r.packets,
                             sec_decimals(net),
                             r.seconds,
                             r.overhead_pct,
                             w1 = w[1],
                             w2 = w[2],
                             w3 = w[3],
-                            w4 = w[4]
+                            w4 = w[4],
+                            w5 = w[5]
                         );
                     }
                     None => {
-                        let _ = write!(
-                            line,
-                            " {:>width$}",
-                            "not measured in the paper",
-                            width = w[1] + w[2] + w[3] + w[4] + 3
-                        );
+                        let _ = write!(line, " {:>span$}", "not measured in the paper");
                     }
+                }
+            }
+            let _ = writeln!(s, "{}", line.trim_end());
+        }
+    }
+    s
+}
+
+/// The paper's browser rows (Tables 10-11: Netscape Navigator and Internet
+/// Explorer of 1997, Jigsaw and Apache, 3 runs each) in the layout of
+/// [`network_table`]; they exist for PPP only, elsewhere one line says so.
+fn paper_browser_rows(net: Net, w: &[usize; 6]) -> String {
+    let mut s = String::new();
+    if net != Net::Ppp {
+        let _ = writeln!(
+            s,
+            "  {:<w0$} (the paper measured browsers on PPP only: Tables 10-11)",
+            "paper browsers",
+            w0 = w[0] - 2
+        );
+        return s;
+    }
+    for server in [Server::Apache, Server::Jigsaw] {
+        for browser in ["Netscape Navigator", "Internet Explorer"] {
+            let rows: Vec<&reference::BrowserRow> = reference::TABLES_10_11
+                .iter()
+                .filter(|r| r.server == server && r.browser == browser)
+                .collect();
+            let Some(first) = rows.first() else {
+                continue;
+            };
+            let mut line = format!(
+                "  {:<w0$}",
+                format!("paper {browser}, {} (T{})", server.name(), first.table),
+                w0 = w[0] - 2
+            );
+            for (i, t) in Test::ALL.iter().enumerate() {
+                if i == 1 {
+                    line.push_str(" |");
+                }
+                if let Some(r) = rows.iter().find(|r| r.test == *t) {
+                    let _ = write!(
+                        line,
+                        " {:>w1$.1} {:>w2$.0} {:>w3$.0} {:>w4$.1} {:>w5$.1}",
+                        r.packets,
+                        r.bytes,
+                        r.bytes + 40.0 * r.packets,
+                        r.seconds,
+                        r.overhead_pct,
+                        w1 = w[1],
+                        w2 = w[2],
+                        w3 = w[3],
+                        w4 = w[4],
+                        w5 = w[5]
+                    );
                 }
             }
             let _ = writeln!(s, "{}", line.trim_end());
@@ -295,7 +350,7 @@ pub fn table3(net: Net, initial: &BTreeMap<Key, Summary>, server_label: &str) ->
 
 /// Bytes as paper 001 counted them: its Bytes column is transport payload
 /// only (in every cell of Tables 4-9 its %ov equals 40·Pa / (Bytes +
-/// 40·Pa)), ours above is IP bytes with headers. This table puts our
+/// 40·Pa)), as is the main tables' Bytes column. This table puts our
 /// payload (mean over the good runs) beside the paper's Bytes. Empty when
 /// the runs predate the payload counter.
 pub fn payload_table(net: Net, runs: &[super::model::RunRecord]) -> String {
@@ -303,7 +358,9 @@ pub fn payload_table(net: Net, runs: &[super::model::RunRecord]) -> String {
     let mean = |st: Strategy, t: Test| {
         let m = MeanSd::of(
             runs.iter()
-                .filter(|r| r.net == net && r.strategy == st && r.test == t && r.ok())
+                .filter(|r| {
+                    r.net == net && r.strategy == st && r.test == t && r.ok() && !r.is_sweep()
+                })
                 .filter(|r| r.robot.tuning == super::model::Tuning::Tuned)
                 .filter(|r| r.payload_bytes_total > 0)
                 .map(|r| r.payload_bytes_total as f64),
@@ -345,4 +402,43 @@ pub fn payload_table(net: Net, runs: &[super::model::RunRecord]) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn browser_runs() -> Vec<crate::model::RunRecord> {
+        let path = format!(
+            "{}/../../docs/bench-results/2026-11-22-browsers/results.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        serde_json::from_value(v["runs"].clone()).unwrap()
+    }
+
+    /// On PPP the paper's Navigator and Explorer rows (Tables 10-11) follow
+    /// the first Chromium row; on the LAN one line says the paper has none.
+    #[test]
+    fn paper_browser_rows_beside_chromium() {
+        let runs = browser_runs();
+        let sums = crate::stats::summarize(&runs);
+        let ppp = network_table(Net::Ppp, &sums, "measured (pagewire)");
+        let chromium = ppp
+            .find("Chromium")
+            .or_else(|| ppp.find("chromium"))
+            .unwrap();
+        let nav = ppp
+            .find("paper Netscape Navigator, Apache (T11)")
+            .expect(&ppp);
+        assert!(nav > chromium, "{ppp}");
+        // Table 11, Navigator: 334.3 packets, 199243 bytes first-time.
+        let line = ppp[nav..].lines().next().unwrap();
+        assert!(line.contains("334.3") && line.contains("199243"), "{line}");
+        assert_eq!(ppp.matches("paper Internet Explorer").count(), 2, "{ppp}");
+        let lan = network_table(Net::Lan, &sums, "measured (pagewire)");
+        assert!(lan.contains("browsers on PPP only"), "{lan}");
+        assert!(!lan.contains("paper Netscape"), "{lan}");
+    }
 }

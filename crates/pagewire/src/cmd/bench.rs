@@ -6,8 +6,9 @@ use anyhow::{Context, Result};
 use pagewire_emu::LinkConfig;
 use pagewire_lab::claims::PageFacts;
 use pagewire_lab::microscape::plan::{Plan, Reps};
-use pagewire_lab::microscape::report::{utc_now, Provenance, Results};
+use pagewire_lab::microscape::report::Results;
 use pagewire_lab::microscape::runner::{self, BenchConfig, ServerKind};
+use pagewire_lab::results::{utc_now, Provenance, Report};
 use pagewire_lab::{Net, Strategy, Test};
 use pagewire_site::microscape::Variant;
 
@@ -235,6 +236,13 @@ pub struct MicroscapeArgs {
     /// to all metadata is recorded (metadata_s).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     range_first: Option<u64>,
+    /// WAN round-trip-time sweep, e.g. 20ms,50ms,90ms,200ms,400ms: after
+    /// the plan, http10 and pipeline (of --strategy) on the WAN profile at
+    /// each RTT, --reps repetitions (default 5) of each of --tests. Extra
+    /// runs tagged `sweep_rtt_ms`, read only by the claim "the higher the
+    /// latency, the better HTTP/1.1 performed" and the sweep table.
+    #[arg(long, value_name = "RTTS", value_delimiter = ',', value_parser = super::positive_duration, allow_hyphen_values = true)]
+    rtt_sweep: Vec<std::time::Duration>,
     /// Measure a recorded site (WARC or HAR with bodies, e.g. from
     /// `pagewire record`) instead of the Microscape page: served by
     /// `pagewire serve --replay FILE --replay-deflate`, every recorded name
@@ -281,6 +289,12 @@ pub struct ConnLengthArgs {
     /// `64kb`; the local link keeps its own. Default: the profile's.
     #[arg(long)]
     queue: Option<String>,
+    /// Socket buffer (maximum window) sizes, comma-separated, e.g.
+    /// `4K,64K,default` (1K..64M or `default`, the kernel's autotuned
+    /// buffer). Default: the plan's (4K-64K and default; --quick: 4K and
+    /// default).
+    #[arg(long, value_delimiter = ',', value_name = "SIZES")]
+    buffers: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -330,27 +344,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
 }
 
-/// Suite, paper and the claim table of each suite.
-type ClaimRow = (&'static str, &'static str, &'static str);
-
-/// The claims a suite checks, read from the lab's claim tables: (id,
-/// source, quote).
-fn suite_claims(suite: &str) -> Vec<ClaimRow> {
-    use pagewire_lab::claims::spec::ClaimSpec;
-    fn rows<C>(t: &[ClaimSpec<C>]) -> Vec<ClaimRow> {
-        t.iter().map(|c| (c.id, c.section, c.quote)).collect()
-    }
-    match suite {
-        "microscape" => rows(pagewire_lab::claims::microscape::CLAIMS),
-        "objpack" => rows(pagewire_lab::objpack::claims::CLAIMS),
-        "conn-length" => rows(pagewire_lab::connlen::claims::CLAIMS),
-        "getall" => rows(pagewire_lab::loadtime::claims::CLAIMS),
-        "surge" => rows(pagewire_lab::surge::claims::CLAIMS),
-        "prefetch" => rows(pagewire_lab::claims::prefetch::CLAIMS),
-        _ => Vec::new(),
-    }
-}
-
 /// What `--suite` (the alias of `bench SUITE`) accepts.
 pub const SUITE_NAMES: &[&str] = &[
     "microscape",
@@ -364,59 +357,20 @@ pub const SUITE_NAMES: &[&str] = &[
     "list",
 ];
 
-/// Every suite: name, paper, what it runs.
-const SUITES: &[(&str, &str, &str)] = &[
-    (
-        "microscape",
-        "001",
-        "Nielsen, Gettys et al., SIGCOMM '97: Tables 3-9 on lan, wan, ppp (default)",
-    ),
-    (
-        "section9",
-        "001",
-        "section 9 (CSS and PNG) from two finished microscape runs; claims printed with it",
-    ),
-    (
-        "objpack",
-        "002",
-        "Fujinoki, Sanjay, Shah, object packaging: Tables 3-7 on lan100 and wan",
-    ),
-    (
-        "conn-length",
-        "003",
-        "Padmanabhan & Mogul: connection length vs throughput, Figures 2-3",
-    ),
-    (
-        "getall",
-        "003",
-        "Padmanabhan & Mogul: GETALL/GETLIST load time, Figures 5-8 (alias load-time)",
-    ),
-    (
-        "prefetch",
-        "003",
-        "Padmanabhan & Mogul section 8: prefetching simulator over an access log",
-    ),
-    (
-        "surge",
-        "004",
-        "Barford & Crovella, SURGE: load on a memory-limited server",
-    ),
-];
-
 fn list(l: &ListArgs) -> Result<ExitCode> {
     use std::io::Write;
     let mut so = std::io::stdout().lock();
     if l.json {
-        let v: Vec<serde_json::Value> = SUITES
+        let v: Vec<serde_json::Value> = pagewire_lab::suite::catalogue()
             .iter()
-            .map(|(name, paper, what)| {
+            .map(|e| {
                 serde_json::json!({
-                    "suite": name,
-                    "paper": paper,
-                    "runs": what,
-                    "claims": suite_claims(name)
-                        .into_iter()
-                        .map(|(id, source, quote)| serde_json::json!({"id": id, "source": source, "quote": quote}))
+                    "suite": e.suite,
+                    "paper": e.paper,
+                    "runs": e.runs,
+                    "claims": e.claims
+                        .iter()
+                        .map(|c| serde_json::json!({"id": c.id, "source": c.source, "quote": c.quote}))
                         .collect::<Vec<_>>(),
                 })
             })
@@ -424,13 +378,13 @@ fn list(l: &ListArgs) -> Result<ExitCode> {
         writeln!(so, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    for (name, paper, what) in SUITES {
-        let claims = suite_claims(name);
-        writeln!(so, "{name:<12} paper {paper}: {what}")?;
-        if claims.is_empty() {
+    for e in pagewire_lab::suite::catalogue() {
+        writeln!(so, "{:<12} paper {}: {}", e.suite, e.paper, e.runs)?;
+        if e.claims.is_empty() {
             writeln!(so, "    (no claim table of its own)")?;
         }
-        for (id, source, quote) in claims {
+        for c in e.claims {
+            let (id, source, quote) = (c.id, c.source, c.quote);
             let q: String = quote.split_whitespace().collect::<Vec<_>>().join(" ");
             let q = if q.chars().count() > 100 {
                 format!("{}...", q.chars().take(97).collect::<String>())
@@ -525,7 +479,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         }
     }
     let strategies: Vec<Strategy> = parse_list("strategy", &a.strategy)?;
-    pagewire_lab::chromium::run::preflight(&strategies)?;
+    pagewire_lab::microscape::chromium::preflight(&strategies)?;
     let tests: Vec<Test> = parse_list("tests", &a.tests)?;
     if tests.contains(&Test::Revalidate) && !tests.contains(&Test::First) {
         crate::usage_bail!("--tests revalidate needs first as well: revalidation runs on the cache the first-time run filled");
@@ -592,10 +546,32 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         }
         None => None,
     };
+    let mut sweep_us = Vec::new();
+    if !a.rtt_sweep.is_empty() {
+        if !strategies
+            .iter()
+            .any(|s| pagewire_lab::microscape::plan::SWEEP_STRATEGIES.contains(s))
+        {
+            crate::usage_bail!("--rtt-sweep runs http10 and pipeline: --strategy has neither");
+        }
+        if a.replay.is_some() {
+            crate::usage_bail!("--rtt-sweep measures the Microscape page; drop --replay");
+        }
+        for d in &a.rtt_sweep {
+            let x = d.as_micros();
+            if x == 0 || x > 10_000_000 {
+                crate::usage_bail!("--rtt-sweep {d:?}: each RTT must be above 0 and at most 10 s");
+            }
+            sweep_us.push(x as u32);
+        }
+    }
     let out = a.common.out_dir("bench")?;
     let mut plan = Plan::new(&nets, &strategies, &tests, reps).with_ppp_parallel(a.ppp_parallel);
     if !a.no_initial && nets.contains(&Net::Lan) {
         plan = plan.with_initial(&[Net::Lan]);
+    }
+    if !sweep_us.is_empty() {
+        plan = plan.with_rtt_sweep(&sweep_us, reps.wan);
     }
     eprint!("{}", plan.describe());
     eprintln!("results: {}", out.display());
@@ -699,7 +675,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         None => a.page.name().to_string(),
     });
     provenance.server = server.label();
-    provenance.link_lateness_rule = Some(pagewire_lab::microscape::report::lateness_rule());
+    provenance.link_lateness_rule = Some(pagewire_lab::results::lateness_rule());
     provenance.note = note;
     let results = Results::new(
         provenance,
@@ -781,12 +757,24 @@ fn conn_length(a: &ConnLengthArgs) -> Result<ExitCode> {
         .map(pagewire_link::config::parse_queue)
         .transpose()
         .map_err(|e| crate::cmd::usage(format!("--queue: {e}")))?;
+    let mut buffers = Vec::new();
+    for b in &a.buffers {
+        let b: pagewire_lab::connlen::Buffer = b
+            .trim()
+            .parse()
+            .map_err(|e: String| crate::cmd::usage(format!("--buffers: {e}")))?;
+        if !buffers.contains(&b) {
+            buffers.push(b);
+        }
+    }
+    buffers.sort();
     let out = a.common.out_dir("bench-conn-length")?;
     let r = pagewire_lab::connlen::suite(&pagewire_lab::connlen::SuiteOptions {
         quick: a.quick,
         tcp1997,
         router_queue,
         trials: a.reps,
+        buffers: (!buffers.is_empty()).then_some(buffers),
         out: out.clone(),
         command: pagewire_emu::command_line(),
         progress: !a.common.no_progress,

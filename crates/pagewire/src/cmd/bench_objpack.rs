@@ -7,7 +7,7 @@ use pagewire_lab::objpack::methods::Method;
 use pagewire_lab::objpack::run::{NetPlan, WINDOW_SETS};
 use pagewire_lab::objpack::sys::Cache;
 use pagewire_lab::objpack::{self as suite, ObjpackConfig};
-use pagewire_lab::report::utc_now;
+use pagewire_lab::results::utc_now;
 
 /// `bench objpack`'s flags.
 #[derive(clap::Args)]
@@ -19,6 +19,17 @@ pub struct ObjpackArgs {
     /// File sets per group (1..=10; the paper: 10).
     #[arg(long)]
     reps: Option<u32>,
+    /// Methods, comma-separated (default all): http10, http11, objpack,
+    /// pipeline, multipart, tar, objpack-1b. A claim whose methods are not
+    /// run is left inconclusive (not measured).
+    #[arg(long, value_delimiter = ',', value_name = "METHODS")]
+    methods: Vec<String>,
+    /// Cache states of the runs on the LANs, comma-separated: warm, cold
+    /// (default both: the cold runs give the disk's share; the other
+    /// networks are link-bound and run warm only). The claims read the
+    /// warm runs.
+    #[arg(long, value_delimiter = ',', value_name = "STATES")]
+    caches: Vec<String>,
     /// Quick check: two sets on lan100 only (under a minute).
     #[arg(long)]
     quick: bool,
@@ -42,13 +53,13 @@ const QUICK_SETS: usize = 1;
 /// The plan of one network: cold runs and the windows of five sets where
 /// the link is fast enough for the disk to matter (the LANs), warm only on
 /// the others (link-bound).
-fn plan(name: &str, sets: usize) -> NetPlan {
+fn plan(name: &str, sets: usize, lan_caches: &[Cache]) -> NetPlan {
     let lan = name.starts_with("lan");
     NetPlan {
         name: name.to_string(),
         sets,
         caches: if lan {
-            vec![Cache::Warm, Cache::Cold]
+            lan_caches.to_vec()
         } else {
             vec![Cache::Warm]
         },
@@ -76,6 +87,35 @@ pub fn run(a: &ObjpackArgs) -> Result<ExitCode> {
             n.1 = r as usize;
         }
     }
+    let mut methods = Vec::new();
+    for m in &a.methods {
+        let m = m.trim();
+        let Some(me) = Method::ALL.into_iter().find(|x| x.name() == m) else {
+            crate::usage_bail!(
+                "--methods: unknown method {m:?} (http10, http11, objpack, pipeline, multipart, tar, objpack-1b)"
+            );
+        };
+        if !methods.contains(&me) {
+            methods.push(me);
+        }
+    }
+    if methods.is_empty() {
+        methods = Method::ALL.to_vec();
+    }
+    let mut caches = Vec::new();
+    for c in &a.caches {
+        let c = match c.trim() {
+            "warm" => Cache::Warm,
+            "cold" => Cache::Cold,
+            other => crate::usage_bail!("--caches: unknown cache state {other:?} (warm, cold)"),
+        };
+        if !caches.contains(&c) {
+            caches.push(c);
+        }
+    }
+    if caches.is_empty() {
+        caches = vec![Cache::Warm, Cache::Cold];
+    }
     let overrides = a.link.parse().map_err(crate::cmd::usage_from)?;
     let seed = a.seed;
     for (n, _) in &nets {
@@ -87,13 +127,13 @@ pub fn run(a: &ObjpackArgs) -> Result<ExitCode> {
     let out = a.common.out_dir("bench-objpack")?;
     eprintln!(
         "objpack suite: {} methods x 3 groups x sets {:?}; results: {}",
-        Method::ALL.len(),
+        methods.len(),
         nets,
         out.display()
     );
     let cfg = ObjpackConfig {
-        nets: nets.iter().map(|(n, s)| plan(n, *s)).collect(),
-        methods: Method::ALL.to_vec(),
+        nets: nets.iter().map(|(n, s)| plan(n, *s, &caches)).collect(),
+        methods,
         seed,
         out_dir: out.clone(),
         link_config: Box::new(move |n| overrides.config(n, seed)),

@@ -19,7 +19,9 @@ use pagewire_emu::{Link, LinkConfig};
 pub struct Args {
     /// Network profile: lan (10 Mbit/s, 0.5 ms), lan100 (100 Mbit/s, 0.2 ms),
     /// t1 (1.544 Mbit/s, 70 ms), wan (1.5 Mbit/s, 90 ms), ppp (28.8 kbit/s,
-    /// 150 ms), none (no delay, no rate limit).
+    /// 150 ms), none (no delay, no rate limit); `+codel`, `+pie` or
+    /// `+fq-codel` (with optional `:key=value,...`) adds a queue discipline,
+    /// e.g. ppp+fq-codel.
     #[arg(long, default_value = "none")]
     net: String,
     #[command(flatten)]

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use pagewire_emu::LinkConfig;
-use pagewire_link::config::{parse_loss, parse_queue, parse_rate, trace_rate};
+use pagewire_link::config::{
+    parse_aqm, parse_loss, parse_queue, parse_rate, parse_reorder, trace_rate,
+};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct LinkOptions {
@@ -33,12 +35,25 @@ pub struct LinkOptions {
     /// Advertised TCP MSS (route advmss), e.g. 536.
     #[arg(long)]
     mss: Option<u32>,
-    /// Drop-tail queue per direction: 100p (packets) or 64kb (bytes).
+    /// Hard queue limit per direction: 100p (packets) or 64kb (bytes).
     #[arg(long)]
     queue: Option<String>,
-    /// Random loss per packet, each direction: 0.02 or 2%.
-    #[arg(long)]
+    /// Queue discipline per direction under that limit: droptail (default),
+    /// codel, pie or fq-codel, with optional parameters, e.g.
+    /// codel:target=5ms,interval=100ms; pie:target=15ms,tupdate=15ms,
+    /// alpha=0.125,beta=1.25,burst=150ms; fq-codel:quantum=1514,flows=1024
+    /// (docs/link.md).
+    #[arg(long, value_name = "DISCIPLINE[:K=V,...]")]
+    aqm: Option<String>,
+    /// Loss per packet, each direction: independent (0.02 or 2%) or bursty
+    /// Gilbert-Elliott, ge:p=1%,r=25%[,h=0][,k=1] (p good->bad, r bad->good,
+    /// h and k delivery probabilities in the bad and good states).
+    #[arg(long, value_name = "P|ge:p=..,r=..")]
     loss: Option<String>,
+    /// Reordering per direction: PROBABILITY,DELAY, e.g. 1%,5ms (that share
+    /// of packets is held back DELAY so later ones overtake it).
+    #[arg(long, value_name = "P,DELAY")]
+    reorder: Option<String>,
     /// Extra delay per packet, uniform in [0, JITTER], e.g. 5ms; never
     /// reorders.
     #[arg(long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
@@ -69,7 +84,9 @@ pub struct LinkOverrides {
     mtu: Option<u32>,
     mss: Option<u32>,
     queue: Option<pagewire_link::config::QueueLimit>,
-    loss: Option<f64>,
+    aqm: Option<pagewire_link::Aqm>,
+    loss: Option<pagewire_link::LossModel>,
+    reorder: Option<Option<pagewire_link::Reorder>>,
     jitter: Option<Duration>,
     framing_bytes: Option<u32>,
     compression: Option<pagewire_link::config::LinkCompression>,
@@ -107,7 +124,9 @@ impl LinkOptions {
             mtu: self.mtu,
             mss: self.mss,
             queue: self.queue.as_deref().map(parse_queue).transpose()?,
+            aqm: self.aqm.as_deref().map(parse_aqm).transpose()?,
             loss: self.loss.as_deref().map(parse_loss).transpose()?,
+            reorder: self.reorder.as_deref().map(parse_reorder).transpose()?,
             jitter: self.jitter,
             framing_bytes: self.framing_bytes,
             compression: self.link_compress.as_deref().map(str::parse).transpose()?,
@@ -141,8 +160,17 @@ impl LinkOverrides {
         if let Some(v) = self.queue {
             c.queue = v;
         }
+        if let Some(v) = self.aqm {
+            c.aqm = v;
+            if v != pagewire_link::Aqm::DropTail {
+                c.profile = format!("{}+{}", c.profile, v.name());
+            }
+        }
         if let Some(v) = self.loss {
             c.loss = v;
+        }
+        if let Some(v) = self.reorder {
+            c.reorder = v;
         }
         if let Some(v) = self.jitter {
             c.jitter = v;
