@@ -321,7 +321,9 @@ pub struct RunRecord {
     #[serde(default)]
     pub link_lateness: pagewire_link::LinkLateness,
     /// Sec: from the client's first packet to the last byte of the last
-    /// object (the robot's clock).
+    /// object (the robot's clock). NaN for a failed run, which JSON writes
+    /// as null and reads back as NaN.
+    #[serde(deserialize_with = "nan_if_null")]
     pub elapsed_s: f64,
     /// Range mode: seconds until the first part of every image was in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -343,7 +345,7 @@ pub struct RunRecord {
     /// headers, bytes).
     #[serde(default)]
     pub requests: u32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nan_if_null")]
     pub mean_request_bytes: f64,
     /// The robot configuration of this run (absent in results made before
     /// issue 17: those were tuned runs with the minimal request profile).
@@ -419,4 +421,12 @@ mod tests {
         let e = serde_json::from_str::<Revalidating>("\"sometimes\"").unwrap_err();
         assert!(e.to_string().contains("sometimes"), "{e}");
     }
+}
+
+/// A number that serde_json wrote as `null` (it writes NaN, e.g. the time
+/// of a run that failed, as null) reads back as NaN, so a results
+/// directory with a failed run can be re-judged.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }
