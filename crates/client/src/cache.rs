@@ -8,8 +8,8 @@
 //! validators and the body's length and SHA-256). Each is written under a
 //! temporary name in the same directory, then renamed, body first: the
 //! meta file is the commit point. A 304 that brings new validators
-//! rewrites the meta file only (issue 18: an all-304 revalidation used to
-//! rewrite every body). Every read checks the body against the meta file
+//! rewrites the meta file only (an all-304 revalidation must not rewrite
+//! every body). Every read checks the body against the meta file
 //! (length, SHA-256), so whatever a crash or kill -9 leaves — a body
 //! without meta, meta without body, a new body under old meta — is
 //! discarded or reported, never served.
@@ -348,7 +348,7 @@ impl Cache {
 }
 
 /// Removes, from `dir`, `.tmp*` files last modified more than `age` ago
-/// (writes cut short by a crash or kill -9; issue 18), body files as old
+/// (writes cut short by a crash or kill -9), body files as old
 /// whose meta file is missing (a put cut between its two renames) and
 /// entries of the earlier one-file format (`.entry`). Best effort: a file
 /// that cannot be removed stays for the next time.
@@ -412,7 +412,7 @@ mod tests {
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 
-    /// Issue 18: kill -9 between create and rename left `.tmp*` files
+    /// kill -9 between create and rename must not leave `.tmp*` files
     /// forever. Stale ones go when the cache opens; fresh ones (a write in
     /// progress) and entries stay.
     #[test]
@@ -524,7 +524,7 @@ mod tests {
         assert!(!c.path_of("http://h/a").exists());
     }
 
-    /// Issue 18 #5: new validators on a 304 rewrite the meta file only.
+    /// New validators on a 304 rewrite the meta file only.
     #[test]
     fn put_meta_leaves_the_body_alone() {
         use std::os::unix::fs::MetadataExt;

@@ -8,6 +8,14 @@ use std::time::Duration;
 
 use crate::error::FetchError;
 
+/// Serializes a `Duration` as milliseconds (f64), for the reports.
+pub(crate) mod duration_ms {
+    use std::time::Duration;
+    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1e3)
+    }
+}
+
 /// The robot's transfer strategies: one type for the robot, the CLI and the
 /// lab's run records (paper 001's four are [`Strategy::PAPER_001`]).
 #[derive(
@@ -186,8 +194,8 @@ pub enum Revalidation {
     /// initial tests (Table 3).
     GetHead,
     /// A conditional GET of the page (If-Modified-Since; If-None-Match too
-    /// on HTTP/1.1), HEAD of each image: pagewire's HTTP/1.0 robot before
-    /// issue 17, kept as a named option.
+    /// on HTTP/1.1), HEAD of each image: pagewire's first HTTP/1.0 robot
+    /// (before it requested as the paper's did), kept as a named option.
     ConditionalGetHead,
     /// libwww 5.1's persistent cache: a conditional GET for every object
     /// (If-None-Match and If-Modified-Since; HTTP/1.0: dates only). The
@@ -326,19 +334,19 @@ impl FromStr for RequestProfile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Timeouts {
     /// TCP connect (SYN to established).
-    #[serde(with = "crate::report::duration_ms")]
+    #[serde(with = "duration_ms")]
     pub connect: Duration,
     /// No byte received for this long while a response is awaited.
-    #[serde(with = "crate::report::duration_ms")]
+    #[serde(with = "duration_ms")]
     pub read: Duration,
     /// The whole fetch, all objects and retries.
-    #[serde(with = "crate::report::duration_ms")]
+    #[serde(with = "duration_ms")]
     pub total: Duration,
     /// One response, from when it is the one awaited on its connection (its
     /// request sent and every earlier response on the connection complete)
     /// to its last byte. Bytes that trickle in or endless interim
     /// `100 Continue`s do not extend it.
-    #[serde(with = "crate::report::duration_ms")]
+    #[serde(with = "duration_ms")]
     pub object: Duration,
     /// Least progress while a response is awaited, in bytes per second,
     /// over consecutive windows as long as `read`: a connection that brings

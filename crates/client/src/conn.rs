@@ -11,7 +11,7 @@ use std::io::ErrorKind;
 use std::time::Instant;
 
 use bytes::BytesMut;
-use pagewire_h1::{parse_response, Decoded, Decoder, Limits};
+use pagewire_h1::{Decoded, Decoder, Limits, ResponseParser};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -27,7 +27,7 @@ const READ_CHUNK_BYTES: usize = 64 * 1024;
 
 /// Interim (1xx) responses accepted before one final response. RFC 9110
 /// §15.2 sets no limit; a server that sends more than this is flooding
-/// (issue 32: a fast `103` flood held the robot forever). A real server
+/// (a fast `103` flood must not hold the robot forever). A real server
 /// sends one `100 Continue` or a few `103 Early Hints`.
 pub const MAX_INTERIM_RESPONSES: u32 = 100;
 
@@ -73,7 +73,9 @@ struct Conn<'s> {
     sess: &'s Session,
     id: usize,
     stream: TcpStream,
-    limits: Limits,
+    /// Response heads, scanned incrementally: a head dripped a byte per
+    /// read costs O(head), not O(head²).
+    heads: ResponseParser,
     rbuf: BytesMut,
     out: OutBuffer,
     /// Flushed bytes not yet accepted by the kernel.
@@ -153,7 +155,7 @@ pub async fn drive(
         sess,
         id,
         stream,
-        limits: Limits::default(),
+        heads: ResponseParser::new(Limits::default()),
         rbuf: BytesMut::with_capacity(READ_CHUNK_BYTES),
         out: OutBuffer::new(sess.cfg.out_buffer_bytes, sess.cfg.flush_after),
         wire: Vec::new(),
@@ -365,7 +367,7 @@ impl Conn<'_> {
                 // The guards are checked here, on the read path, and not
                 // only in the timer branches below: a socket that is always
                 // readable (a 1xx flood, an endless chunked body) may never
-                // let those branches run (issue 32).
+                // let those branches run.
                 if !self.eof && (!self.in_flight.is_empty() || self.resp.is_some()) {
                     self.check_guards(Instant::now())?;
                 }
@@ -412,7 +414,7 @@ impl Conn<'_> {
         }
     }
 
-    /// Enforces the object deadline and the minimum rate (issue 18: a byte
+    /// Enforces the object deadline and the minimum rate (a byte
     /// every few seconds, or endless `100 Continue`s, must not hold a fetch).
     fn check_guards(&mut self, now: Instant) -> Result<(), FetchError> {
         let t = self.sess.cfg.timeouts;
@@ -510,7 +512,7 @@ impl Conn<'_> {
                     return Err(self.unexpected_bytes());
                 };
                 let method = self.sess.method_of(id);
-                let head = match parse_response(&mut self.rbuf, &self.limits, &method) {
+                let head = match self.heads.parse(&mut self.rbuf, &method) {
                     Ok(None) => return Ok(()),
                     Ok(Some(h)) => h,
                     Err(e) => {
@@ -551,7 +553,7 @@ impl Conn<'_> {
                 if info.closing {
                     self.closing = true;
                 }
-                self.resp = Some((id, Decoder::new(head.body_framing(), &self.limits)));
+                self.resp = Some((id, Decoder::new(head.body_framing(), self.heads.limits())));
             }
             let (id, dec) = self.resp.as_mut().expect("set above");
             let id = *id;
@@ -598,6 +600,9 @@ impl Conn<'_> {
 
     /// The server closed its side (FIN).
     fn on_eof(&mut self, queue: &mut VecDeque<ObjId>, sink: &Sink) -> Result<(), FetchError> {
+        // No more bytes will come: the head parser's verdict on a partial
+        // head is due now (a fault it had not been asked about yet).
+        self.heads.reset();
         self.process(queue, sink)?;
         // Bounded: each pass consumes buffered body bytes or ends the response.
         while let Some((id, dec)) = self.resp.as_mut() {

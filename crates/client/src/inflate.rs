@@ -253,7 +253,7 @@ mod tests {
         ));
     }
 
-    /// Issue 18: a 1 MB body of zeros inflating far past the limit fails
+    /// A 1 MB body of zeros inflating far past the limit fails
     /// as soon as the limit is passed, with memory near the limit.
     #[test]
     fn bomb_stops_at_the_limit() {

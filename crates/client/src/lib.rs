@@ -16,6 +16,8 @@
 //! connection, a stream per object), `cache`, `inflate`, `report` (+ `har`,
 //! `save` for output).
 
+// The README's examples are compiled and run with the doctests.
+#![cfg_attr(doctest, doc = include_str!("../README.md"))]
 #![forbid(unsafe_code)]
 
 pub mod cache;
@@ -75,7 +77,7 @@ pub async fn fetch(mut config: FetchConfig) -> Result<FetchReport, FetchError> {
             return Ok(fetch_cross_origin(report, &config).await);
         };
         if chain.len() >= max {
-            // Say which chain stopped where (issue 32 #5): the URLs
+            // Say which chain stopped where: the URLs
             // followed, the one that redirected again, and where to.
             let mut hops: Vec<&str> = chain.iter().map(String::as_str).collect();
             hops.push(&report.url);

@@ -274,7 +274,7 @@ async fn dispatch<S: Streams>(sess: &Arc<Session>, s: S, conn: usize) -> Result<
     }
 }
 
-/// Runs one stream's exchange under the object deadline (issue 32: an
+/// Runs one stream's exchange under the object deadline (an
 /// endless body, a trickle or a flood of interim heads on one stream must
 /// end the fetch on time, as on HTTP/1.x). The deadline counts from when
 /// the stream is open (a stream waiting for the server's concurrency limit

@@ -7,15 +7,8 @@ use std::fmt::Write as _;
 
 use bytes::Bytes;
 
-use crate::config::{Strategy, Timeouts};
+use crate::config::{duration_ms, Strategy, Timeouts};
 use crate::outbuf::FlushReason;
-
-pub(crate) mod duration_ms {
-    use std::time::Duration;
-    pub fn serialize<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64() * 1e3)
-    }
-}
 
 /// What happened to one object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -73,7 +73,7 @@ const NAME_MAX: usize = 255;
 
 /// Writes every object with a body. One object that cannot be saved (its
 /// name is too long for the file system, or maps outside `dir`) is skipped
-/// with a line in `Saved::skipped`; the others are saved (issue 32 #5).
+/// with a line in `Saved::skipped`; the others are saved.
 /// Local failures that concern the directory itself (read-only, full) stop
 /// the save.
 pub fn save(report: &FetchReport, dir: &Path) -> Result<Saved, FetchError> {

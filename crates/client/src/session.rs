@@ -50,7 +50,7 @@ struct InProgress {
     wire_bytes: u64,
     inflater: Option<Inflater>,
     /// An inflated body kept for the cache only goes to a file of the
-    /// cache as it is inflated, never whole into memory (issue 18 #4).
+    /// cache as it is inflated, never whole into memory.
     spool: Option<Spool>,
     content_encoding: Option<String>,
     content_type: Option<String>,
@@ -810,7 +810,7 @@ impl Session {
             Some(e) if !asked => {
                 // RFC 9110 §12.5.3 lets a server send a coding not asked
                 // for; decoding it would trust what the robot never
-                // negotiated (issue 18: a deflate bomb to a plain GET).
+                // negotiated (a deflate bomb to a plain GET).
                 unasked_warning = Some(format!(
                     "{}: Content-Encoding {e:?} not asked for: body kept as sent, not decoded{}",
                     o.url,
@@ -1384,7 +1384,7 @@ impl Session {
         }
         let parse = id == PAGE && r.status == 200 && r.getall_boundary.is_none();
         // The page's text goes to the parser step by step as it is
-        // inflated, never collected beside the body (issue 18 #4); a
+        // inflated, never collected beside the body; a
         // stylesheet's references are requested while it arrives.
         let mut refs = Vec::new();
         let mut css_refs = Vec::new();
@@ -1853,8 +1853,8 @@ impl Session {
                 };
                 let cached = o.cached.as_ref().map(|c| &c.meta);
                 if rec.outcome == Outcome::NotModified && cached == Some(&meta) {
-                    // Issue 18: a 304 that changes nothing rewrites nothing
-                    // (an all-304 revalidation used to rewrite every entry).
+                    // A 304 that changes nothing rewrites nothing (an
+                    // all-304 revalidation must not rewrite every entry).
                     continue;
                 }
                 let same_body = cached.is_some_and(|c| {

@@ -1,5 +1,5 @@
 //! A stylesheet's references leave while the stylesheet is still arriving
-//! (issue 15, "Streaming, as today"): a scripted server sends the first part
+//! (as a browser streams them): a scripted server sends the first part
 //! of `/a.css`, which `@import`s `/b.css`, and holds the rest back until the
 //! robot has asked for `/b.css` (or 5 s passed).
 

@@ -139,7 +139,7 @@ fn nginx_refuses_getlist_and_the_robot_falls_back_to_gets() {
 }
 
 /// A page whose stylesheet names images (`url()`, `@import` of a sheet
-/// with its own image) and a font the text uses: issue 25 #17-18.
+/// with its own image) and a font the text uses: GETALL must carry what a browser fetches.
 fn styled_site() -> SiteDir {
     let dir = tempfile::tempdir().unwrap();
     // Apache's children run as www-data: the document root must be readable.

@@ -1,4 +1,4 @@
-//! The robot's HAR (issue 29 item 9): HAR 1.2 valid, `time` the sum of the
+//! The robot's HAR: HAR 1.2 valid, `time` the sum of the
 //! timings, the connection's setup as `connect` on its first request, the
 //! robot's own wait for its pipeline flush timer as `blocked` / `_queued`
 //! (not the server's `wait`), and text bodies kept as text.

@@ -1,4 +1,4 @@
-//! The robot against hostile servers (issue 18): scripted byte streams on
+//! The robot against hostile servers: scripted byte streams on
 //! loopback that trickle, send endless interim responses, reset mid-body,
 //! or answer with heads no client should take.
 
@@ -17,8 +17,8 @@ enum Script {
     Continues { every: Duration },
     /// A head promising 100,000 bytes, 1000 of them, then a TCP reset.
     ResetMidBody,
-    /// `103 Early Hints` heads as fast as the socket takes them (issue 32:
-    /// the robot used to spin on these forever).
+    /// `103 Early Hints` heads as fast as the socket takes them (the
+    /// robot must not spin on these forever).
     FastInterim,
     /// A chunked 200 whose chunks never end, as fast as the socket takes
     /// them.
@@ -253,7 +253,7 @@ async fn endless_continues_are_not_progress() {
     assert!(err.to_string().contains("/slow.gif"), "{err}");
 }
 
-/// Issue 18 #8: a client's error says what the server did, never the
+/// A client's error says what the server did, never the
 /// status a server would have answered with.
 #[tokio::test]
 async fn errors_do_not_quote_server_status_codes() {
@@ -343,7 +343,7 @@ fn moved(to: &str) -> Vec<u8> {
         .into_bytes()
 }
 
-/// Issue 18 #7: a redirected page is followed only on request, the chain
+/// A redirected page is followed only on request, the chain
 /// is in the report, and a loop is an error naming the URL.
 #[tokio::test]
 async fn page_redirects_are_followed_on_request() {
@@ -403,7 +403,7 @@ async fn page_redirects_are_followed_on_request() {
     h.abort();
 }
 
-/// Issue 18 #6: a page with more references than the object limit is cut
+/// A page with more references than the object limit is cut
 /// short, and the report says so (warning and JSON field). Duplicates do
 /// not count toward the limit.
 #[tokio::test]
@@ -437,7 +437,7 @@ async fn object_limit_is_reported() {
     assert!(r.to_json().contains("\"references_not_fetched\":52"));
 }
 
-/// Issue 18 #4: deflate the robot did not ask for is kept as sent (not
+/// Deflate the robot did not ask for is kept as sent (not
 /// inflated) unless told; when inflated, the size limit holds.
 #[tokio::test]
 async fn unasked_and_oversized_deflate() {
@@ -486,7 +486,7 @@ async fn unasked_and_oversized_deflate() {
     h.abort();
 }
 
-/// Issue 18 #5: an all-304 revalidation rewrites no cache entry.
+/// An all-304 revalidation rewrites no cache entry.
 #[tokio::test]
 async fn not_modified_rewrites_nothing() {
     use std::os::unix::fs::MetadataExt;
@@ -536,7 +536,7 @@ async fn not_modified_rewrites_nothing() {
     assert_eq!(r.cache_bytes_written, 0);
 }
 
-/// Issue 18 #5: a 304 with new validators updates the meta files only:
+/// A 304 with new validators updates the meta files only:
 /// every body file keeps its inode and modification time, and the bytes
 /// written are the meta files' (before: every entry, bodies included, was
 /// written again — 40 MB for the Microscape page's 50 revalidations).
@@ -623,7 +623,7 @@ async fn total_timeout_names_the_object() {
     );
 }
 
-/// Issue 18 #4: an inflated object kept for the cache goes to a cache file
+/// An inflated object kept for the cache goes to a cache file
 /// as it is inflated; the entry is whole and checked, and no temporary
 /// file is left.
 #[tokio::test]
@@ -680,7 +680,7 @@ async fn inflated_objects_are_spooled_into_the_cache() {
     assert_eq!(tmp, 0);
 }
 
-/// Issue 32 #1: a flood of `103` heads as fast as the socket takes them
+/// A flood of `103` heads as fast as the socket takes them
 /// ends at the interim bound, at once, naming the object; on a
 /// current-thread runtime, as the CLI runs the robot.
 #[tokio::test(flavor = "current_thread")]
@@ -700,7 +700,7 @@ async fn fast_interim_flood_ends_at_the_interim_bound() {
     }
 }
 
-/// Issue 32 #1: an endless chunked body as fast as the socket takes it
+/// An endless chunked body as fast as the socket takes it
 /// ends at the object deadline (checked on the read path: the socket is
 /// never empty, so a timer branch alone may never run).
 #[tokio::test(flavor = "current_thread")]
@@ -716,6 +716,6 @@ async fn endless_chunked_body_ends_at_the_object_deadline() {
     let took = t0.elapsed();
     assert!(err.to_string().contains("/slow.gif"), "{err}");
     assert!(took >= Duration::from_millis(1400), "{took:?}");
-    // Issue 32: "within 1 s of the deadline"; loose for a loaded machine.
+    // Bound: within 1 s of the deadline; loose for a loaded machine.
     assert!(took < Duration::from_millis(1500 + 2500), "{took:?}");
 }

@@ -22,6 +22,8 @@
 //! `data:` and other non-HTTP URLs are skipped. [`same_server_path`]
 //! filters them to the page's own server.
 
+// The README's examples are compiled and run with the doctests.
+#![cfg_attr(doctest, doc = include_str!("../README.md"))]
 #![forbid(unsafe_code)]
 
 use std::sync::{Arc, Mutex};

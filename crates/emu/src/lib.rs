@@ -17,6 +17,9 @@
 //! # Ok::<(), anyhow::Error>(())
 //! ```
 
+// The README's examples are compiled and run with the doctests.
+#![cfg_attr(doctest, doc = include_str!("../README.md"))]
+
 pub mod cli;
 mod forwarder;
 pub mod ns;

@@ -1,4 +1,4 @@
-//! Fidelity of the emulated link against its configuration (issue 3):
+//! Fidelity of the emulated link against its configuration:
 //! connect time over `wan` within 2% of 90 ms (the fastest of 5); bulk transfers over `wan`,
 //! `t1` and `ppp` within 3% of the configured rate once past slow start.
 //!

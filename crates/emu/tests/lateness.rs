@@ -1,4 +1,4 @@
-//! The link fidelity monitor (issue 22 item 7): the forwarder records how
+//! The link fidelity monitor: the forwarder records how
 //! late every packet it delivers leaves against the model's departure
 //! time; a run's counters carry the summary, and `take_lateness` hands the
 //! raw recorder over independently of runs.

@@ -1,4 +1,4 @@
-//! The forwarder must never limit the LAN experiments. Issue 3's target is
+//! The forwarder must never limit the LAN experiments. The target is
 //! at least 1 Gbit/s with no rate limit on this 2-core machine; that is measured
 //! by `bench/link-throughput.sh` (a benchmark, run on a quiet machine).
 //! This test runs in CI: it streams 100 MB through the link, checks every

@@ -8,7 +8,8 @@
 //! |-------------|-------------------------------------------------------------------|
 //! | [`head`]    | `parse_request` / `parse_response`: incremental, zero-copy heads;  |
 //! |             | RFC 9112 framing rules (§6.1, §6.3); limits; fault diagnosis      |
-//! | [`parser`]  | [`RequestParser`]: the same, stateful, O(head) over many reads   |
+//! | [`parser`]  | [`RequestParser`], [`ResponseParser`]: the same, stateful,        |
+//! |             | O(head) over many reads                                           |
 //! | [`decode`]  | body [`Decoder`]: Content-Length, chunked (extensions, trailers),  |
 //! |             | close-delimited; yields `Bytes` split off the read buffer         |
 //! | [`encode`]  | head writers, chunked encoder, onto `Vec<u8>` or `BytesMut`        |
@@ -41,6 +42,8 @@
 //! assert_eq!(next.body_framing().unwrap(), BodyFraming::Empty);
 //! ```
 
+// The README's examples are compiled and run with the doctests.
+#![cfg_attr(doctest, doc = include_str!("../README.md"))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -65,6 +68,6 @@ pub use head::{
     ResponseHead,
 };
 pub use limits::Limits;
-pub use parser::{HeadScanner, RequestParser};
+pub use parser::{HeadScanner, RequestParser, ResponseParser};
 pub use status::reason_phrase;
 pub use types::{BodyFraming, Method, Version};

@@ -382,3 +382,80 @@ fn bad_status_code_at_every_split(input: &[u8]) {
         "byte by byte"
     );
 }
+
+/// Response heads (no bodies) fed in `pieces`, through the stateless
+/// `parse_response` or the stateful `ResponseParser` (asked once more at
+/// the end of the stream): every head's status and raw bytes, then the
+/// error, if any.
+fn response_heads(pieces: &[&[u8]], stateful: bool) -> (Vec<(u16, Vec<u8>)>, Option<ErrorKind>) {
+    let limits = Limits {
+        max_request_line_bytes: 64,
+        max_header_line_bytes: 64,
+        max_headers: 8,
+        max_head_bytes: 256,
+        ..Limits::default()
+    };
+    let mut parser = ResponseParser::new(limits.clone());
+    let mut buf = BytesMut::new();
+    let mut heads = Vec::new();
+    let last = pieces.len();
+    for (i, piece) in pieces.iter().chain(std::iter::once(&&b""[..])).enumerate() {
+        buf.extend_from_slice(piece);
+        // Bounded: each pass takes a head off `buf` or stops.
+        loop {
+            let r = match (stateful, i == last) {
+                (false, _) => parse_response(&mut buf, &limits, &Method::Get),
+                (true, false) => parser.parse(&mut buf, &Method::Get),
+                (true, true) => parser.parse_at_eof(&mut buf, &Method::Get),
+            };
+            match r {
+                Ok(Some(h)) => heads.push((h.status(), h.raw().to_vec())),
+                Ok(None) => break,
+                Err(e) => return (heads, Some(e.kind())),
+            }
+        }
+    }
+    (heads, None)
+}
+
+#[test]
+fn response_parser_matches_parse_response_at_every_split() {
+    let long_field = format!("HTTP/1.1 200 OK\r\nX: {}\r\n\r\n", "a".repeat(80));
+    let too_large = format!(
+        "HTTP/1.1 200 OK\r\n{}\r\n",
+        "X-Field: 0123456789012345678901234567890123456789\r\n".repeat(6)
+    );
+    let inputs: Vec<&[u8]> = vec![
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\nHTTP/1.0 304 Not Modified\r\nETag: \"x\"\r\n\r\n",
+        b"\r\n\nHTTP/1.1 204 No Content\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nBad Name: x\r\nContent-Length: 3\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n",
+        b"HTTP/1.1 020 Odd\r\nA: b\r\n\r\n",
+        b"SSH-2.0-OpenSSH_9.2p1\r\n",
+        b"HTTP/1.1 200 OK\r\nA: b\rc\r\n\r\n",
+        b"\r\rHTTP/1.1 200 OK\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+        long_field.as_bytes(),
+        too_large.as_bytes(),
+    ];
+    for input in inputs {
+        let whole = response_heads(&[input], false);
+        for at in 0..=input.len() {
+            let (a, b) = input.split_at(at);
+            let split = response_heads(&[a, b], true);
+            assert_eq!(
+                split,
+                whole,
+                "{:?} split at {at}",
+                String::from_utf8_lossy(input)
+            );
+        }
+        let bytes: Vec<&[u8]> = input.chunks(1).collect();
+        assert_eq!(
+            response_heads(&bytes, true),
+            whole,
+            "{:?} byte by byte",
+            String::from_utf8_lossy(input)
+        );
+    }
+}

@@ -19,6 +19,8 @@
 //! - [`config`]: profiles (paper 001 Table 1; docs/architecture.md) and flag
 //!   parsers.
 
+// The README's examples are compiled and run with the doctests.
+#![cfg_attr(doctest, doc = include_str!("../README.md"))]
 #![forbid(unsafe_code)]
 
 pub mod classify;

@@ -179,24 +179,25 @@ pub fn parse_target(url: &str) -> anyhow::Result<Target> {
 /// Raises RLIMIT_NOFILE's soft limit to the hard limit and checks that
 /// `needed` descriptors fit; says so before the run, not midway.
 pub fn ensure_fd_limit(needed: u64) -> anyhow::Result<u64> {
-    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
-    // SAFETY: plain syscalls on a struct we own.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            bail!("getrlimit: {}", std::io::Error::last_os_error());
-        }
-        if lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
-        }
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    // `None` is RLIM_INFINITY, which the kernel reports as the largest value.
+    let value = |v: Option<u64>| v.unwrap_or(u64::MAX);
+    let mut lim = getrlimit(Resource::Nofile);
+    if value(lim.current) < value(lim.maximum) {
+        let raised = Rlimit {
+            current: lim.maximum,
+            maximum: lim.maximum,
+        };
+        // A refusal leaves the soft limit as it was: checked below.
+        let _ = setrlimit(Resource::Nofile, raised);
+        lim = getrlimit(Resource::Nofile);
     }
-    let have = lim.rlim_cur;
+    let have = value(lim.current);
     if needed > have {
         bail!(
             "these UEs need up to {needed} open files at once but the limit is {have} (hard limit {}): \
              raise it (ulimit -n, LimitNOFILE=) or split the UEs with --shard K/N over processes or machines",
-            lim.rlim_max
+            value(lim.maximum)
         );
     }
     Ok(have)
@@ -943,9 +944,10 @@ pub fn parse_rfc3339(s: &str) -> Result<std::time::SystemTime, String> {
 
 /// (user, system) CPU seconds of this process.
 pub fn cpu_times() -> (f64, f64) {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage fills a struct we own.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let s = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (s(ru.ru_utime), s(ru.ru_stime))
+    use nix::sys::resource::{getrusage, UsageWho};
+    let Ok(ru) = getrusage(UsageWho::RUSAGE_SELF) else {
+        return (0.0, 0.0);
+    };
+    let s = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+    (s(ru.user_time()), s(ru.system_time()))
 }

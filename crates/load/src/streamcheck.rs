@@ -10,8 +10,29 @@ use std::collections::HashMap;
 
 use crate::calibration::{BYTES_PER_GET, FILES_PER_OBJECT, GETS_PER_UE, OBJECTS_PER_CONN};
 use crate::fileset::Manifest;
-use crate::model::{ks_critical_001, ks_statistic, CheckLine, Model, Params};
+use crate::model::{ks_critical_001, ks_statistic, zipf_slope, CheckLine, Model, Params};
 use crate::stream::{NameSequence, User};
+
+/// `--check-model`'s popularity line: `n` object references over 1000
+/// objects drawn through the same name sequence the load generator uses,
+/// and the Zipf slope fitted to their counts.
+pub fn popularity(p: &Params, n: usize, seed: u64) -> CheckLine {
+    let objects = 1000;
+    let seq = NameSequence::generate(objects, n, p, seed);
+    let mut counts = vec![0u64; objects];
+    for &o in seq.as_slice() {
+        counts[o as usize] += 1;
+    }
+    let slope = zipf_slope(&counts);
+    CheckLine {
+        model: "popularity (Zipf slope, log-log fit)".into(),
+        distribution: format!("Zipf(s {}) over {objects} objects", p.zipf_s),
+        samples: seq.as_slice().len(),
+        statistic: slope,
+        bound: -p.zipf_s,
+        pass: (slope + p.zipf_s).abs() < 0.1,
+    }
+}
 
 /// What the simulated stream did.
 #[derive(Debug, Clone, Default)]

@@ -118,7 +118,13 @@ fn go(cfg: Config, m: &Manifest) -> (Summary, Metrics) {
 
 #[test]
 fn the_models_pass_their_checks() {
-    for line in model::check(&Params::default(), 100_000, 3) {
+    let mut lines = model::check(&Params::default(), 100_000, 3);
+    lines.push(pagewire_load::streamcheck::popularity(
+        &Params::default(),
+        100_000,
+        3,
+    ));
+    for line in lines {
         println!("{line:?}");
         assert!(line.pass, "{line:?}");
     }

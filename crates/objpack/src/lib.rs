@@ -1,32 +1,5 @@
-//! Object packages: every file of a web page in one uncompressed stream that
-//! a receiver can unpack file by file while it arrives.
-//!
-//! The technique and the layout are those of Fujinoki, Sanjay and Shah, "Web
-//! File Transmission by Object Packaging — Performance Comparison with HTTP
-//! 1.0 and HTTP 1.1 Persistent Connection" (Figures 1-3): a header with an
-//! integrity check of the *object information field*, then that field (the
-//! number of files, the NUL-terminated file names, the fixed-width file sizes
-//! and the fixed-width attributes), then the files' contents, uncompressed
-//! and in order. Unpacking is O(n) in the number of files: the reader keeps
-//! the paper's "object package management table" and two counters (the file
-//! entry pointer and the local file pointer).
-//!
-//! The byte-level layout is in `docs/objpack.md`; in short (all integers
-//! big-endian):
-//!
-//! | offset | size | field |
-//! |---|---|---|
-//! | 0 | 4 | magic `OBJP` |
-//! | 4 | 2 | version, 1 |
-//! | 6 | 2 | flags, 0 (a reader rejects unknown bits) |
-//! | 8 | 4 | length of the object information field, bytes |
-//! | 12 | 4 | CRC-32 (IEEE) of the object information field |
-//! | 16 | .. | object information field: count (u32), count names each ended by NUL, count sizes (u64), count attribute records (128 bytes) |
-//! | .. | .. | data: the files' bytes, in table order, no padding |
-//!
-//! [`Manifest`] writes the header and table; [`Reader`] is a sans-I/O
-//! streaming decoder: push bytes in, get [`Event`]s out, in memory bounded by
-//! [`Limits`] whatever the package's size.
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
 
 mod attrs;
 mod name;

@@ -8,7 +8,7 @@
 //! with `O_NOFOLLOW`, and temporary files are created with `O_CREAT |
 //! O_EXCL | O_NOFOLLOW`: a symbolic link planted anywhere under the output
 //! directory (`images -> /etc`, or at a temporary name) is refused, never
-//! followed, so nothing is written outside it (issue 32). The temporary
+//! followed, so nothing is written outside it. The temporary
 //! name is short and independent of the file's name, so every name a file
 //! system allows (255-byte segments) unpacks.
 

@@ -1,5 +1,4 @@
-//! `unpack_to_dir` against hostile packages and planted links (issue 32 #2,
-//! issue 24 paper-002 #11): nothing is ever written outside the output
+//! `unpack_to_dir` against hostile packages and planted links: nothing is ever written outside the output
 //! directory, names up to 255 bytes unpack, and names that would collide
 //! on some file system are refused before anything is written.
 

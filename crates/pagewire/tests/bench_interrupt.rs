@@ -1,4 +1,4 @@
-//! Ctrl-C during a bench (issue 29 item 4): the first SIGINT is
+//! Ctrl-C during a bench: the first SIGINT is
 //! acknowledged at once, the PPP run in flight is cancelled (not waited
 //! for: a PPP first-time run takes about a minute), the runs done are
 //! written and the exit status is 130; a second SIGINT aborts at once.
@@ -137,7 +137,7 @@ fn sigint_during_a_ppp_run_acknowledges_cancels_writes_and_exits_130() {
     eprintln!("acknowledged after {ack_s:.3} s, exited after {exit_s:.3} s");
     assert_eq!(code, Some(130), "{log}");
     assert!(log.contains("stopping 1 in-flight run"), "{log}");
-    // Issue 29's bounds: a PPP run left to finish would take ~60 s.
+    // The bounds: acknowledged within 1 s; a PPP run left to finish would take ~60 s.
     assert!(ack_s <= 1.0, "acknowledged after {ack_s:.3} s:\n{log}");
     assert!(exit_s <= 5.0, "exited after {exit_s:.3} s:\n{log}");
     // Partial results: the LAN run, not the cancelled PPP run.

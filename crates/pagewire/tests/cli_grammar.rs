@@ -1,4 +1,4 @@
-//! One grammar across commands (issue 29 items 3 and 7, issue 22 item 8):
+//! One grammar across commands:
 //! `bench SUITE` subcommands with their own flags, `--suite` as an alias,
 //! `bench list`, `--out` that refuses to overwrite, shell completions and
 //! the man page. No root needed: nothing here starts a link.

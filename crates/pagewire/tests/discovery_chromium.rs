@@ -1,4 +1,4 @@
-//! The robot's discovery against a real browser (issue 15): headless
+//! The robot's discovery against a real browser: headless
 //! Chromium and `pagewire fetch` each load a page from their own `pagewire
 //! serve` on loopback, and the servers' access logs say what each fetched.
 //! The robot must fetch every object Chromium fetched (the favicon aside)
@@ -290,7 +290,7 @@ fn robot_fetches_what_chromium_fetches_on_a_sphinx_site() {
         "the robot missed what chromium fetched: {:?}",
         c.missing
     );
-    // Fonts by use (issue 15): a face is fetched only when rendered text
+    // Fonts by use: a face is fetched only when rendered text
     // needs it, as Chromium does; at most a few percent extra bytes.
     assert!(
         c.extra_bytes * 100 <= c.browser_bytes * 5,

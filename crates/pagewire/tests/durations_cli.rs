@@ -76,7 +76,7 @@ fn units_are_accepted() {
 }
 
 /// A duration with a minus sign is "must be positive" (exit 2), not a flag
-/// that clap would suggest escaping with `--` (issue 29 item 7).
+/// that clap would suggest escaping with `--`.
 #[test]
 fn negative_durations_must_be_positive() {
     let url = "http://127.0.0.1:9/";

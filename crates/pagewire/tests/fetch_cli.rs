@@ -122,7 +122,7 @@ fn fetch_cli_outputs_and_exit_codes() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--cache"));
 }
 
-/// Issue 18 #7 and #3: a directory's 301 exits 1 (not followed, said so)
+/// A directory's 301 exits 1 (not followed, said so)
 /// unless `--max-redirects` follows it; `--help` states the exit codes and
 /// the deadline flags take units.
 #[test]

@@ -1,4 +1,4 @@
-//! `pagewire fetch` against hostile servers on loopback (issue 32 #1, #5):
+//! `pagewire fetch` against hostile servers on loopback:
 //! a flood of interim heads, an endless chunked body and an endless trickle
 //! each end by the deadlines with exit status 2 and one line on stderr;
 //! `--max-redirects` says which chain it cut.
@@ -143,7 +143,7 @@ fn hostile_streams_end_by_the_deadline_with_exit_1_and_one_line() {
             lines[0].contains("/x.gif") && lines[0].contains(what),
             "{lines:?}"
         );
-        // Issue 32: within 1 s of the deadline; loose for a loaded machine
+        // Bound: within 1 s of the deadline; loose for a loaded machine
         // (it used to run until killed).
         assert!(took < Duration::from_secs(2 + 4), "{what}: {took:?}");
     }
@@ -183,7 +183,7 @@ fn a_cut_redirect_chain_is_named() {
     );
 }
 
-/// Issue 32 #5: one name the file system refuses (a 300-byte segment)
+/// One name the file system refuses (a 300-byte segment)
 /// skips that object with a warning; the rest of `--save` is written.
 #[test]
 fn save_skips_an_over_long_name_with_a_warning() {

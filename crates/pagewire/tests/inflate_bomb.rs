@@ -1,4 +1,4 @@
-//! Issue 18 #4, decompression amplification: a hostile local server sends
+//! Decompression amplification: a hostile local server sends
 //! the robot binary deflate bombs (about 1 MB that inflates to 1 GiB) and
 //! the robot's peak memory (the child's `ru_maxrss`, from wait4) must stay
 //! bounded whatever the inflated-size limit, the error must name the object

@@ -1,7 +1,7 @@
 //! `pagewire load --shard K/3` from three client network namespaces against
 //! one `pagewire serve` in a server namespace, merged with `pagewire load
 //! merge` and compared with one unsharded run of the same UEs: the local
-//! stand-in for shards on several machines (paper 004's SURGE, issue 13).
+//! stand-in for shards on several machines (paper 004's SURGE).
 //!
 //! Topology (all inside namespaces this test creates; addresses from
 //! 198.18.0.0/15): the server namespace holds 198.18.100.1 on `lo` and one

@@ -1,4 +1,4 @@
-//! Record and replay (issue 15): `pagewire record` against a local nginx,
+//! Record and replay: `pagewire record` against a local nginx,
 //! `pagewire serve --replay` to the robot (byte-exact, every strategy) and
 //! to headless Chromium, and the replay server's matching (Host, query,
 //! HEAD, conditional requests, unknown URLs) over several origins.

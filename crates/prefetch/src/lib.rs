@@ -13,6 +13,8 @@
 //! * [`variant`]: readings of the paper's open points; [`stats`]: log
 //!   statistics that bear on prediction; [`markov`]: a log with a known answer.
 
+// The README's examples are compiled and run with the doctests.
+#![cfg_attr(doctest, doc = include_str!("../README.md"))]
 #![forbid(unsafe_code)]
 
 pub mod fit;

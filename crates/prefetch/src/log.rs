@@ -781,7 +781,7 @@ mod tests {
                 b"h\0 - - [29/Aug/1995:23:53:25 -0400] \"GET /\" 200 1",
                 SkipReason::Binary,
             ),
-            // Issue 32 #7: the form of a date, but no such moment.
+            // The form of a date, but no such moment (a hostile log line).
             (
                 b"h - - [31/Feb/1995:23:53:25 -0400] \"GET /\" 200 1",
                 SkipReason::ImpossibleDate,

@@ -14,6 +14,8 @@
 //! as sent). Any number of origins live in one archive; the server tells
 //! them apart by `Host`.
 
+// The README's examples are compiled and run with the doctests.
+#![cfg_attr(doctest, doc = include_str!("../README.md"))]
 #![forbid(unsafe_code)]
 
 pub mod har;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use pagewire_prefetch::OnlinePredictor;
 
-use crate::handler::StaticSite;
+use crate::answer::Handler;
 use crate::io::Pools;
 use crate::log::LogBuffer;
 use crate::policy::ServerConfig;
@@ -18,7 +18,7 @@ use crate::stats::{ServerStats, WorkerStats};
 
 /// State shared by all workers.
 pub(crate) struct Shared {
-    pub site: StaticSite,
+    pub handler: Handler,
     pub config: ServerConfig,
     pub registry: Registry,
     pub predictor: Option<OnlinePredictor>,

@@ -24,13 +24,13 @@ use pagewire_h1::{BodyFraming, Decoded, Decoder, HeadScanner, Method, RequestHea
 use tokio::net::TcpStream;
 
 use crate::context::Worker;
-use crate::handler::{self, Answered, ConnHeader, Ctx};
 use crate::io::{WriteBuf, WriteStep};
 use crate::policy::{
     ClosePolicy, FlushPolicy, FlushReason, MAX_PREFETCH_HINTS, MAX_SKIPPED_BODY_BYTES,
     READ_CHUNK_BYTES,
 };
 use crate::registry::{Phase, Reason, Slot};
+use crate::respond::{self, Answered, ConnHeader, Ctx};
 use crate::stats::bump;
 use crate::target::{self, Target};
 
@@ -142,7 +142,7 @@ fn count_reason(w: &Worker, r: Reason) {
 fn write_link_hints<'a>(link: &mut Vec<u8>, hints: impl Iterator<Item = &'a String>) {
     for (n, hint) in hints.take(MAX_PREFETCH_HINTS).enumerate() {
         link.extend_from_slice(if n == 0 { b"<" } else { b", <" });
-        handler::encode_link_target(hint, link);
+        respond::encode_link_target(hint, link);
         link.extend_from_slice(b">; rel=prefetch");
     }
 }
@@ -313,7 +313,7 @@ impl Conn {
                         // RFC 9110 §15.5.9: 408 tells the client why.
                         self.out.ensure(&self.w.pools, flush_bytes);
                         let a =
-                            handler::simple(&mut self.out, 408, ConnHeader::Close, &[], why, false);
+                            respond::simple(&mut self.out, 408, ConnHeader::Close, &[], why, false);
                         self.account(&a, b"-");
                         let counter = if reason == Reason::BodyTimeout {
                             &self.w.stats.body_timeouts
@@ -380,7 +380,7 @@ impl Conn {
         let mut body = String::with_capacity(64);
         body.push_str(e.reason());
         body.push('\n');
-        let a = handler::simple(
+        let a = respond::simple(
             &mut self.out,
             e.status(),
             ConnHeader::Close,
@@ -532,12 +532,7 @@ impl Conn {
 
         self.link.clear();
         if let Some(predictor) = &shared.predictor {
-            let getall = cfg
-                .replay
-                .is_none()
-                .then(|| crate::getall::kind(head))
-                .flatten();
-            if let Some(kind) = getall {
+            if let Some(sent) = shared.handler.getall_sent_paths(head, &body) {
                 // Paper 003 §7.3: "In case of a GETALL or GETLIST request,
                 // the modified httpd will convey this fact to prefetchd so
                 // that the latter is aware that all the files corresponding
@@ -545,7 +540,6 @@ impl Conn {
                 // client and hence need not be considered as candidates for
                 // being prefetched": every object of the answer is an access
                 // the predictor learns from, and none of them is hinted.
-                let sent = crate::getall::sent_paths(&shared.site, kind, head, &body);
                 let mut hints: Vec<String> = Vec::new();
                 for p in &sent {
                     for h in predictor.observe(self.peer.ip(), p) {
@@ -556,12 +550,12 @@ impl Conn {
                 }
                 let hints = hints
                     .iter()
-                    .filter(|h| !sent.contains(h) && shared.site.contains(h));
+                    .filter(|h| !sent.contains(h) && shared.handler.contains(h));
                 write_link_hints(&mut self.link, hints);
             } else if matches!(head.method(), Method::Get | Method::Head) {
                 let mut scratch = String::new();
                 if let Ok(Target::Path { path, .. }) = target::parse(head.target(), &mut scratch) {
-                    if shared.site.contains(path) {
+                    if shared.handler.contains(path) {
                         let hints = if is_prefetch(head) {
                             predictor.advise(path)
                         } else {
@@ -569,7 +563,7 @@ impl Conn {
                         };
                         let hints = hints
                             .iter()
-                            .filter(|h| h.as_str() != path && shared.site.contains(h));
+                            .filter(|h| h.as_str() != path && shared.handler.contains(h));
                         write_link_hints(&mut self.link, hints);
                     }
                 }
@@ -582,10 +576,7 @@ impl Conn {
             scratch: &mut self.scratch,
             body: &body,
         };
-        let answered = match &cfg.replay {
-            Some(replay) => replay.answer(head, ctx, &mut self.out),
-            None => shared.site.answer(head, ctx, &mut self.out),
-        };
+        let answered = shared.handler.answer(head, ctx, &mut self.out);
         let raw = head.raw();
         let line_end = raw
             .iter()
@@ -674,8 +665,8 @@ impl Conn {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::answer::Handler;
     use crate::context::Shared;
-    use crate::handler::StaticSite;
     use crate::io::Pools;
     use crate::policy::ServerConfig;
     use crate::registry::{Deadlines, Registry};
@@ -701,7 +692,7 @@ mod tests {
             let (stream, peer) = listener.accept().await.unwrap();
             let d = Duration::from_secs(1);
             let shared = Arc::new(Shared {
-                site: StaticSite::new(Arc::new(Default::default())),
+                handler: Handler::from(Arc::new(pagewire_site::store::Site::default())),
                 config: ServerConfig::default(),
                 registry: Registry::new(Deadlines {
                     idle: d,

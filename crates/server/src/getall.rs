@@ -15,21 +15,22 @@
 //! request even when a stylesheet names images. The result is kept.
 
 use std::collections::{HashMap, HashSet};
-use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use pagewire_discover::{CssDiscoverer, Reference, Rule, Viewport};
 use pagewire_h1::{
-    write_header, write_header_u64, write_status_line, BodyFraming, Method, RequestHead, Version,
+    end_head, write_header, write_header_u64, write_status_line, BodyFraming, Method, RequestHead,
+    Version,
 };
 use pagewire_site::store::Resource;
 
-use crate::handler::{
-    encode_location, etag_matches, finish_head, parse_date, simple, Answered, Ctx, StaticSite,
-    SERVER,
-};
+use crate::handler::StaticSite;
 use crate::io::WriteBuf;
+use crate::respond::{
+    encode_location, etag_matches, field, finish_head, parse_date, simple, Answered, ConnHeader,
+    Ctx, SERVER,
+};
 use crate::target::{self, Target};
 
 /// The compatible variant's request field: an ordinary GET carrying
@@ -288,12 +289,13 @@ enum Part<'a> {
 /// Answers a GETALL / GETLIST / GET+Getall request.
 pub fn answer(
     site: &StaticSite,
+    index: &Index,
     kind: Kind,
     req: &RequestHead,
     ctx: Ctx<'_>,
     out: &mut WriteBuf,
 ) -> Answered {
-    match collect(site, kind, req, ctx.body, ctx.scratch) {
+    match collect(site, index, kind, req, ctx.body, ctx.scratch) {
         Ok((parts, first)) => write_multipart(out, kind, &parts, ctx.conn, ctx.extra, first),
         Err((status, why)) => simple(out, status, ctx.conn, &[], &why, false),
     }
@@ -303,9 +305,15 @@ pub fn answer(
 /// 200 or 304 parts), in answer order: what the prefetch predictor is told
 /// was accessed, and what its hints must not repeat (paper 003 §7.3).
 /// Empty for a request that is refused.
-pub fn sent_paths(site: &StaticSite, kind: Kind, req: &RequestHead, body: &[u8]) -> Vec<String> {
+pub fn sent_paths(
+    site: &StaticSite,
+    index: &Index,
+    kind: Kind,
+    req: &RequestHead,
+    body: &[u8],
+) -> Vec<String> {
     let mut scratch = String::new();
-    match collect(site, kind, req, body, &mut scratch) {
+    match collect(site, index, kind, req, body, &mut scratch) {
         Ok((parts, _)) => parts
             .iter()
             .filter_map(|p| match p {
@@ -323,6 +331,7 @@ type Refusal = (u16, String);
 /// The parts of the answer, and the resource it is logged as.
 fn collect<'a>(
     site: &'a StaticSite,
+    index: &Index,
     kind: Kind,
     req: &RequestHead,
     body: &[u8],
@@ -351,7 +360,7 @@ fn collect<'a>(
             };
             let mut seen = HashSet::new();
             seen.insert(i);
-            for t in site.getall_index().targets(site, i, &base).iter() {
+            for t in index.targets(site, i, &base).iter() {
                 if parts.len() >= MAX_PARTS {
                     break;
                 }
@@ -473,7 +482,7 @@ fn write_multipart(
     out: &mut WriteBuf,
     kind: Kind,
     parts: &[Part],
-    conn: crate::handler::ConnHeader,
+    conn: ConnHeader,
     extra: &[u8],
     first: Option<usize>,
 ) -> Answered {
@@ -483,39 +492,42 @@ fn write_multipart(
     let mut total = 0usize;
     for p in parts {
         let mut h = Vec::with_capacity(256);
-        let _ = write!(h, "--{b}\r\n");
+        // The boundary line is ours (hex digits); the part's fields go
+        // through the h1 writer like every other head's.
+        h.extend_from_slice(b"--");
+        h.extend_from_slice(b.as_bytes());
+        h.extend_from_slice(b"\r\n");
         let body_len = match p {
             Part::Object { r, not_modified } => {
                 let loc = encode_location(&r.path);
                 if *not_modified {
-                    let _ = write!(
-                        h,
-                        "Status: 304 Not Modified\r\nContent-Location: {loc}\r\nETag: {}\r\nContent-Length: 0\r\n\r\n",
-                        r.etag
-                    );
+                    field(&mut h, "Status", b"304 Not Modified");
+                    field(&mut h, "Content-Location", loc.as_bytes());
+                    field(&mut h, "ETag", r.etag.as_bytes());
+                    field(&mut h, "Content-Length", b"0");
                     0
                 } else {
-                    let _ = write!(
-                        h,
-                        "Content-Location: {loc}\r\nContent-Type: {}\r\nContent-Length: {}\r\nETag: {}\r\nLast-Modified: {}\r\n\r\n",
-                        r.media_type,
-                        r.body.len(),
-                        r.etag,
-                        r.last_modified_http
-                    );
+                    field(&mut h, "Content-Location", loc.as_bytes());
+                    field(&mut h, "Content-Type", r.media_type.as_bytes());
+                    let _ = write_header_u64(&mut h, "Content-Length", r.body.len() as u64);
+                    field(&mut h, "ETag", r.etag.as_bytes());
+                    field(&mut h, "Last-Modified", r.last_modified_http.as_bytes());
                     r.body.len()
                 }
             }
             Part::Missing { location, status } => {
-                let _ = write!(
-                    h,
-                    "Status: {status} {}\r\nContent-Location: {}\r\nContent-Length: 0\r\n\r\n",
-                    pagewire_h1::reason_phrase(*status),
-                    encode_location(location)
+                let status_field = format!("{status} {}", pagewire_h1::reason_phrase(*status));
+                field(&mut h, "Status", status_field.as_bytes());
+                field(
+                    &mut h,
+                    "Content-Location",
+                    encode_location(location).as_bytes(),
                 );
+                field(&mut h, "Content-Length", b"0");
                 0
             }
         };
+        end_head(&mut h);
         total += h.len() + body_len + 2;
         heads.push(h);
     }

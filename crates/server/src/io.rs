@@ -222,7 +222,7 @@ impl WriteBuf {
             if let Seg::Shared(b) = &self.segs[self.head_seg] {
                 if b.len() as u64 >= pagewire_site::mapped::MAP_MIN_BYTES {
                     // A large body is mapped from its file: what was sent
-                    // leaves the resident set (issue 32 #3).
+                    // leaves the resident set.
                     let sent = n.min(len);
                     pagewire_site::mapped::release(&b[self.head_off..self.head_off + sent]);
                 }

@@ -9,9 +9,13 @@
 //! | `policy`   | flush / close / limit policies and their constants              |
 //! | `io`       | output queue (one `writev` per flush), buffer pools             |
 //! | `dispatch` | the connection loop: read, answer in order, flush, close        |
+//! | `answer`   | [`Handler`]: which handler answers (static site or recorded)    |
 //! | `handler`  | the static handler: what the bytes of a response are            |
+//! | `getall`   | GETALL / GETLIST answers (paper 003), one multipart response     |
 //! | `objpack`  | object packages of the pages (paper 002), chosen by `Accept`     |
 //! | `replay`   | a recorded site (WARC/HAR) answered by method, Host and target  |
+//! | `respond`  | what every handler's responses are made of: context, fields,    |
+//! |            | small responses, preconditions                                  |
 //! | `negotiate`, `range`, `target` | Accept-Encoding, Range, request targets     |
 //! | `registry` | open connections, deadlines (sweeper), eviction at max_conns    |
 //! | `worker`   | one single-threaded runtime per thread, the accept loop         |
@@ -31,6 +35,7 @@
 //! # Ok(()) }
 //! ```
 
+mod answer;
 mod context;
 mod dispatch;
 pub mod getall;
@@ -40,10 +45,12 @@ mod log;
 pub mod modern;
 pub mod negotiate;
 pub mod objpack;
+mod os;
 pub mod policy;
 pub mod range;
 mod registry;
 pub mod replay;
+mod respond;
 mod stats;
 pub mod target;
 pub mod time;
@@ -54,20 +61,21 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use pagewire_prefetch::OnlinePredictor;
-use pagewire_site::store::Site;
 use tokio::net::TcpListener;
 
+pub use answer::Handler;
 pub use modern::{serve_tls, TlsServe};
+pub use os::{cpu_times, fd_budget, FdBudget};
 pub use policy::{ClosePolicy, FlushPolicy, FlushReason, Linger, ServerConfig};
 pub use registry::INCOMPLETE_HEAD_EVICT_MS;
 pub use stats::ServerStats;
 
 use crate::context::Shared;
-use crate::handler::StaticSite;
 use crate::policy::SWEEP_INTERVAL;
 use crate::registry::{Deadlines, Registry};
 
-/// Serves `site` on an already-bound `listener` until `shutdown` completes,
+/// Serves `handler` (an `Arc<Site>`, or a recorded site: [`Handler`]) on an
+/// already-bound `listener` until `shutdown` completes,
 /// then stops accepting, lets open connections finish (idle ones close at
 /// once, busy ones within `policy::SHUTDOWN_GRACE`) and returns the counters.
 ///
@@ -75,13 +83,14 @@ use crate::registry::{Deadlines, Registry};
 /// runtime; the caller's runtime only waits.
 pub async fn serve<F>(
     listener: TcpListener,
-    site: Arc<Site>,
+    handler: impl Into<Handler>,
     config: ServerConfig,
     shutdown: F,
 ) -> std::io::Result<ServerStats>
 where
     F: Future<Output = ()>,
 {
+    let handler = handler.into();
     let started = Instant::now();
     let cpu_before = cpu_times();
     let budget = fd_budget();
@@ -114,7 +123,7 @@ where
     let predictor = config.prefetch.map(OnlinePredictor::new);
     let threads = config.threads.max(1);
     let shared = Arc::new(Shared {
-        site: StaticSite::new(site),
+        handler,
         registry: Registry::new(Deadlines {
             idle: config.idle_timeout,
             header: config.header_timeout,
@@ -201,77 +210,4 @@ where
     stats.cpu_system_seconds = cpu_after.1 - cpu_before.1;
     stats.wall_seconds = started.elapsed().as_secs_f64();
     Ok(stats)
-}
-
-/// Process CPU time so far (user, system) in seconds, all threads.
-pub fn cpu_times() -> (f64, f64) {
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes into the struct we own.
-    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
-        return (0.0, 0.0);
-    }
-    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    (secs(ru.ru_utime), secs(ru.ru_stime))
-}
-
-/// The open-files limit and the connection cap derived from it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FdBudget {
-    /// Soft RLIMIT_NOFILE before and after raising it to the hard limit.
-    pub soft_before: u64,
-    pub soft: u64,
-    pub hard: u64,
-    /// Kept back for files, the log and the runtime (`policy::FD_RESERVE`,
-    /// at most half the limit).
-    pub reserve: usize,
-    /// `soft - reserve`: the default `max_conns`.
-    pub max_conns: usize,
-}
-
-impl std::fmt::Display for FdBudget {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "open files: soft limit {} (", self.soft)?;
-        if self.soft_before < self.soft {
-            write!(f, "raised from {}; ", self.soft_before)?;
-        }
-        write!(
-            f,
-            "hard {}); connection cap {} = limit - {} kept for files and the log",
-            self.hard, self.max_conns, self.reserve
-        )
-    }
-}
-
-/// Raises the soft open-files limit to the hard limit (every connection is
-/// a file descriptor, and the default soft limit, 1024, is far below the
-/// 10,000 idle connections the memory test holds) and derives the default
-/// connection cap from it, so that at the cap there are still descriptors
-/// to accept with: at the cap the server evicts an idle connection, while
-/// at the descriptor limit `accept` could only fail.
-pub fn fd_budget() -> FdBudget {
-    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
-    // SAFETY: plain syscalls on a struct we own.
-    let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0;
-    let soft_before = if ok { lim.rlim_cur } else { 1024 };
-    if ok && lim.rlim_cur < lim.rlim_max {
-        let raised = libc::rlimit {
-            rlim_cur: lim.rlim_max,
-            rlim_max: lim.rlim_max,
-        };
-        // SAFETY: as above.
-        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            lim.rlim_cur = lim.rlim_max;
-        }
-    }
-    let soft = if ok { lim.rlim_cur } else { 1024 };
-    // RLIM_INFINITY or huge limits: the cap stays a usize that fits `admit`.
-    let usable = soft.min(u32::MAX as u64) as usize;
-    let reserve = policy::FD_RESERVE.min(usable / 2);
-    FdBudget {
-        soft_before,
-        soft,
-        hard: if ok { lim.rlim_max } else { soft },
-        reserve,
-        max_conns: (usable - reserve).max(1),
-    }
 }

@@ -3,7 +3,7 @@
 //! Separate listeners, not threaded through the HTTP/1 dispatch: a TLS
 //! listener on TCP that accepts ALPN `h2` (the `h2` crate frames), and a
 //! QUIC endpoint on the same port over UDP (`quinn` + `h3`). Both answer
-//! from the same [`StaticSite`] as HTTP/1, through one bridge: the request's
+//! from the same [`Handler`] as HTTP/1, through one bridge: the request's
 //! pseudo-headers and fields become an HTTP/1.1 request head, the static
 //! handler answers it exactly as on HTTP/1 (validators, 304, deflate by
 //! `Accept-Encoding`, ranges, packages), and the response head is parsed
@@ -35,9 +35,10 @@ use pagewire_site::store::Site;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use crate::handler::{ConnHeader, Ctx, StaticSite};
+use crate::answer::Handler;
 use crate::io::{Pools, WriteBuf, WriteStep, Writev};
-use crate::ServerStats;
+use crate::respond::{ConnHeader, Ctx};
+use crate::stats::ServerStats;
 
 /// Most concurrent streams a client may open on one connection (HTTP/2
 /// SETTINGS_MAX_CONCURRENT_STREAMS, QUIC's bidirectional stream limit).
@@ -105,7 +106,7 @@ impl Writev for Collect {
 /// `fields` are the request's regular fields (no pseudo-headers);
 /// `authority` is `:authority`.
 pub fn bridge<'a>(
-    site: &StaticSite,
+    site: &Handler,
     method: &str,
     path: &str,
     authority: Option<&str>,
@@ -244,8 +245,8 @@ where
     F: Future<Output = ()>,
 {
     let started = Instant::now();
-    let cpu_before = crate::cpu_times();
-    let site = Arc::new(StaticSite::new(site));
+    let cpu_before = crate::os::cpu_times();
+    let site = Arc::new(Handler::from(site));
     let counters = Arc::new(Counters::default());
     let mut tcp_tls = tls.tls.clone();
     tcp_tls.alpn_protocols = vec![pagewire_tls::ALPN_H2.to_vec()];
@@ -312,7 +313,7 @@ where
         let _ = tokio::time::timeout(grace, ep.wait_idle()).await;
     }
     let mut stats = std::mem::take(&mut *counters.0.lock().unwrap_or_else(|e| e.into_inner()));
-    let cpu_after = crate::cpu_times();
+    let cpu_after = crate::os::cpu_times();
     stats.cpu_user_seconds = cpu_after.0 - cpu_before.0;
     stats.cpu_system_seconds = cpu_after.1 - cpu_before.1;
     stats.wall_seconds = started.elapsed().as_secs_f64();
@@ -331,7 +332,7 @@ fn h2_builder() -> h2::server::Builder {
 async fn h2_conn(
     acceptor: tokio_rustls::TlsAcceptor,
     stream: tokio::net::TcpStream,
-    site: Arc<StaticSite>,
+    site: Arc<Handler>,
     counters: &Counters,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -413,7 +414,7 @@ impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Returned<T> {
 async fn h2_serve(
     acceptor: tokio_rustls::TlsAcceptor,
     stream: Returned<tokio::net::TcpStream>,
-    site: Arc<StaticSite>,
+    site: Arc<Handler>,
     counters: &Counters,
     stop: &mut tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
@@ -498,7 +499,7 @@ fn quic_endpoint(
 
 async fn h3_accept_loop(
     ep: quinn::Endpoint,
-    site: Arc<StaticSite>,
+    site: Arc<Handler>,
     counters: Arc<Counters>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
@@ -522,7 +523,7 @@ async fn h3_accept_loop(
 
 async fn h3_conn(
     incoming: quinn::Incoming,
-    site: Arc<StaticSite>,
+    site: Arc<Handler>,
     counters: &Counters,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {

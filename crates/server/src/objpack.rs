@@ -21,8 +21,8 @@ use pagewire_objpack::{page_package, Limits, MEDIA_TYPE};
 use pagewire_site::store::Site;
 use sha2::{Digest, Sha256};
 
-use crate::handler::{finish_head, preconditions, Answered, Ctx, Precondition, SERVER};
 use crate::io::WriteBuf;
+use crate::respond::{finish_head, preconditions, Answered, Ctx, Precondition, SERVER};
 
 /// Most memory all packages of a site may take. Packages copy the bodies
 /// of the objects they hold; beyond this, later pages get none (and are
@@ -146,7 +146,7 @@ impl Package {
                 return answered;
             }
             Precondition::Failed => {
-                let mut a = crate::handler::simple(
+                let mut a = crate::respond::simple(
                     out,
                     412,
                     ctx.conn,

@@ -204,7 +204,7 @@ pub struct ServerConfig {
     pub body_min_rate: u64,
     /// Most open connections; at the limit the least recently active idle
     /// connection is closed (paper 003 §4); if none is idle the new one waits.
-    /// `None`: derived from the open-files limit (`crate::fd_budget`).
+    /// `None`: derived from the open-files limit (`crate::os::fd_budget`).
     pub max_conns: Option<usize>,
     pub limits: Limits,
     /// Common Log Format access log (appended to; reopened on SIGUSR1).
@@ -216,8 +216,6 @@ pub struct ServerConfig {
     /// The command line that started the server, for the caller's records
     /// (the access log is plain Common Log Format and carries none).
     pub command_line: String,
-    /// Serve this recorded site instead of the static one (`serve --replay`).
-    pub replay: Option<std::sync::Arc<crate::replay::ReplaySite>>,
 }
 
 impl Default for ServerConfig {
@@ -242,7 +240,6 @@ impl Default for ServerConfig {
             prefetch: None,
             out_buffer_bytes: OUT_BUFFER_FLUSH_BYTES,
             command_line: String::new(),
-            replay: None,
         }
     }
 }

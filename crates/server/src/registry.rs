@@ -248,7 +248,7 @@ impl Registry {
     /// incomplete longest (accepted and silent, or a head still arriving:
     /// slowloris holds its places this way) if that has lasted
     /// `INCOMPLETE_HEAD_EVICT_MS`, or else the least recently active idle
-    /// one (issue 32 #4). A connection being answered is never closed, nor
+    /// one. A connection being answered is never closed, nor
     /// one accepted a moment ago whose request is still on its way.
     pub fn evict_for_new(&self) -> bool {
         self.evict(&[

@@ -43,8 +43,8 @@ use pagewire_h1::{
 };
 use pagewire_replay::{key, normalize_authority, Archive, Key};
 
-use crate::handler::{finish_head, preconditions, simple, Answered, Ctx, Precondition};
 use crate::io::WriteBuf;
+use crate::respond::{finish_head, preconditions, simple, Answered, Ctx, Precondition};
 
 /// Lines on stderr for requests without a recorded answer, at most.
 pub const MAX_MISS_LINES: u64 = 100;

@@ -109,8 +109,8 @@ async fn accept_loop(w: &Rc<Worker>, listener: &TcpListener, mut stop: watch::Re
         // At the limit: close the connection whose head has been incomplete
         // longest (slowloris), else the least recently active idle one
         // (paper 003 §4); if none can go, a client whose request has
-        // already arrived is answered 503 with `Connection: close` (issue
-        // 32 #4), and one that has sent nothing yet waits (and so does the
+        // already arrived is answered 503 with `Connection: close`,
+        // and one that has sent nothing yet waits (and so does the
         // kernel's accept queue behind it). `admit` takes the place
         // atomically, so the cap is exact across accept threads.
         let mut refused = false;

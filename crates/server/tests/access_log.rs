@@ -1,4 +1,4 @@
-//! The access log (issue 25 #19): plain Common Log Format, one request per
+//! The access log: plain Common Log Format, one request per
 //! line and nothing else; appended with `O_APPEND`, so a truncation by log
 //! rotation leaves no hole of NUL bytes; reopened by name on `SIGUSR1`, as
 //! nginx does; and read as it is by the prefetch simulator's log reader.

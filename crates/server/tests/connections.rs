@@ -258,7 +258,7 @@ fn at_max_conns_the_least_recently_active_idle_connection_is_closed() {
     assert_eq!(server.stop().evictions, 1);
 }
 
-/// Issue 32 #4: at the cap, slowloris connections (heads incomplete for
+/// At the cap, slowloris connections (heads incomplete for
 /// longer than `INCOMPLETE_HEAD_EVICT_MS`) go first, before idle
 /// keep-alive clients: a new client is answered, one of the incomplete
 /// heads is closed, the idle client keeps its connection.
@@ -314,7 +314,7 @@ fn at_max_conns_an_incomplete_head_is_evicted_first() {
     assert_eq!(stats.evictions, 1, "{stats}");
 }
 
-/// Issue 32 #4: at the cap with nothing that may be closed (the only
+/// At the cap with nothing that may be closed (the only
 /// connection is being answered), a client whose request has arrived is
 /// answered 503 with `Connection: close` at once, not left waiting or
 /// closed unanswered.
@@ -403,7 +403,7 @@ fn access_log_is_common_log_format() {
     let log = std::fs::read_to_string(&path).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
     let lines: Vec<&str> = log.lines().collect();
-    // Plain CLF: no header line (issue 25 #19).
+    // Plain CLF: no header line (log analysers read every line as a request).
     assert_eq!(lines.len(), 2, "{log}");
     assert!(lines[0].starts_with("127.0.0.1 - - ["));
     assert!(

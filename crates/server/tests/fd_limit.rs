@@ -114,12 +114,12 @@ fn at_the_descriptor_limit_idle_connections_make_room() {
     // own soft limit to their hard one).
     let mut derived = Holder::start();
     let mut explicit = Holder::start();
-    let lim = libc::rlimit {
-        rlim_cur: LIMIT,
-        rlim_max: LIMIT,
+    // Lowers this process's limit (soft and hard).
+    let lim = rustix::process::Rlimit {
+        current: Some(LIMIT),
+        maximum: Some(LIMIT),
     };
-    // SAFETY: setrlimit on a struct we own; lowers this process's limit.
-    assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) }, 0);
+    rustix::process::setrlimit(rustix::process::Resource::Nofile, lim).expect("setrlimit");
 
     let budget = pagewire_server::fd_budget();
     assert_eq!(budget.soft, LIMIT);

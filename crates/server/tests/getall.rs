@@ -226,7 +226,7 @@ fn getlist_body_arriving_later_is_waited_for() {
     assert_eq!(after.body, files[0].1);
 }
 
-/// Issue 25 #17: GETALL returns what a browser fetches for the page, found
+/// GETALL returns what a browser fetches for the page, found
 /// as the robot finds it: a stylesheet's `url()` and `@import` (and the
 /// imported sheet's own references), the `srcset` candidate, the font the
 /// page's text uses (not the unused one), but not an alternate stylesheet's
@@ -302,7 +302,7 @@ fn getall_includes_stylesheet_references_srcset_and_used_fonts() {
     assert_eq!(again, locs);
 }
 
-/// Issue 25 #15, paper 003 §7.3: a GETALL's parts are accesses the online
+/// Paper 003 §7.3: a GETALL's parts are accesses the online
 /// predictor learns from, and its hints never name an object the GETALL
 /// answer already carries.
 #[test]

@@ -120,7 +120,7 @@ fn malformed_chunked_body_gets_400() {
 /// (not idle, so not evictable): never more than 8 connections count
 /// against the cap at once (before: each thread checked, then counted, and
 /// the two overshot the cap by about 1 % under a flood). A client over the
-/// cap whose bytes have arrived is answered 503 and closed (issue 32 #4).
+/// cap whose bytes have arrived is answered 503 and closed.
 #[test]
 fn the_cap_is_exact_across_accept_threads() {
     let server = TestServer::start(

@@ -1,4 +1,4 @@
-//! Real peer checkers judge the server (issue 2): HTTPolice over recorded
+//! Real peer checkers judge the server's standards conformance: HTTPolice over recorded
 //! pipelined connections, REDbot's validation, range and content-negotiation
 //! checks against the running server on loopback.
 //!

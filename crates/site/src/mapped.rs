@@ -1,5 +1,4 @@
-//! Large files served from the page cache instead of the heap (issue 32
-//! #3): a file of `MAP_MIN_BYTES` or more is mapped read-only and handed
+//! Large files served from the page cache instead of the heap: a file of `MAP_MIN_BYTES` or more is mapped read-only and handed
 //! out as a `Bytes` that owns the mapping, so loading a site costs no read
 //! of its large files (the server listens at once), and every consumer of a
 //! body (ranges, GETALL, packages) works unchanged.

@@ -18,15 +18,12 @@
 //!   (Figure 1); "over half of the data was contained in a single image and
 //!   two animations" (section 9.2).
 //!
-//! Image sizes are exact (see `microscape_gif`); the page's size and
+//! Image sizes are exact (see `microscape/gifgen.rs`); the page's size and
 //! compression ratio are close, and [`Composition`] reports both beside the
 //! paper's figures.
 
-#[path = "microscape_css.rs"]
 pub mod css;
-#[path = "microscape_gif.rs"]
 mod gifgen;
-#[path = "microscape_html.rs"]
 mod html;
 
 use std::fmt::Write as _;
@@ -954,7 +951,7 @@ mod tests {
 
 #[cfg(test)]
 mod tuning {
-    /// For tuning the generator (e.g. `NOVELTY` in microscape_html.rs):
+    /// For tuning the generator (e.g. `NOVELTY` in microscape/html.rs):
     /// `cargo test -p pagewire-site composition_report -- --ignored --nocapture`
     /// prints the generation time and the composition table.
     #[test]

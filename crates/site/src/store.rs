@@ -468,7 +468,7 @@ impl Site {
                 // Small files are read (the in-memory store the experiments
                 // use, bounded by IN_MEMORY_MAX_BYTES); large ones, and any
                 // beyond that bound, are mapped: loading reads none of
-                // their bytes (issue 32 #3).
+                // their bytes.
                 let body = if meta.len() >= crate::mapped::MAP_MIN_BYTES
                     || in_memory + meta.len() > IN_MEMORY_MAX_BYTES
                 {
@@ -750,7 +750,7 @@ mod tests {
         assert!(site.get("/missing").is_none());
     }
 
-    /// Issue 32 #3: a large file is mapped, not read at load (no compressed
+    /// A large file is mapped, not read at load (no compressed
     /// variants, a size-and-mtime tag), and serves the file's bytes; small
     /// files stay in memory exactly as before.
     #[test]

@@ -386,6 +386,14 @@ impl RunRecord {
     }
 }
 
+/// A number that serde_json wrote as `null` (it writes NaN, e.g. the time
+/// of a run that failed, as null) reads back as NaN, so a results
+/// directory with a failed run can be re-judged.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -421,12 +429,4 @@ mod tests {
         let e = serde_json::from_str::<Revalidating>("\"sometimes\"").unwrap_err();
         assert!(e.to_string().contains("sometimes"), "{e}");
     }
-}
-
-/// A number that serde_json wrote as `null` (it writes NaN, e.g. the time
-/// of a run that failed, as null) reads back as NaN, so a results
-/// directory with a failed run can be re-judged.
-fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    use serde::Deserialize;
-    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
 }

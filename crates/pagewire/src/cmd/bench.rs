@@ -12,7 +12,6 @@ use pagewire_lab::results::{utc_now, Provenance, Report};
 use pagewire_lab::{Net, Strategy, Test};
 use pagewire_site::microscape::Variant;
 
-#[path = "bench_objpack.rs"]
 mod objpack;
 
 /// `pagewire bench [SUITE]`: one subcommand per suite, each with its own

@@ -188,7 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     cfg.prefetch = args.prefetch;
     // --save and --har need the bodies (a HAR carries them, base64, so
     // that `serve --replay` can serve it); bodies not kept stay out of
-    // memory (issue 18 #4).
+    // memory.
     cfg.keep_bodies = args.save.is_some() || args.har.is_some();
     cfg.save_dir = args.save.clone();
     cfg.nodelay = !args.nagle;

@@ -350,6 +350,11 @@ fn check_model(
         anyhow::bail!("--samples must be at least 1000");
     }
     let mut lines = model::check(&Params::default(), samples, seed);
+    lines.push(pagewire_load::streamcheck::popularity(
+        &Params::default(),
+        samples,
+        seed,
+    ));
     lines.extend(pagewire_load::streamcheck::check(
         manifest,
         &Params::default(),

@@ -127,12 +127,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             None => (load_site(&args)?, None),
         };
-        let mut config = config_from(&args);
+        let config = config_from(&args);
         let resources = match &replay {
             Some(r) => r.len(),
             None => site.len(),
         };
-        config.replay = replay;
         let listener = tokio::net::TcpListener::bind(args.addr)
             .await
             .with_context(|| format!("binding {}", args.addr))?;
@@ -172,7 +171,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("listening on http://{addr}");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
-        let stats = pagewire_server::serve(listener, Arc::new(site), config, signals.wait())
+        let handler = match replay {
+            Some(r) => pagewire_server::Handler::from(r),
+            None => pagewire_server::Handler::from(Arc::new(site)),
+        };
+        let stats = pagewire_server::serve(listener, handler, config, signals.wait())
             .await
             .context("serving")?;
         anyhow::Ok(stats)
