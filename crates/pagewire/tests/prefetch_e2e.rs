@@ -181,8 +181,12 @@ fn simulate_cli_json_records_and_output_files() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("proportional split"), "{stderr}");
     let csv = std::fs::read_to_string(out_dir.path().join("results.csv")).unwrap();
-    assert!(csv.starts_with("# made by: pagewire"));
-    assert!(csv.contains("sha256"));
+    // A plain CSV (header, one row per point); the provenance, with the
+    // log's SHA-256, is in summary.json.
+    assert!(csv.starts_with("model,w,i,p,"), "{csv}");
+    assert!(!csv.lines().any(|l| l.starts_with('#')), "{csv}");
+    let summary = std::fs::read_to_string(out_dir.path().join("summary.json")).unwrap();
+    assert!(summary.contains("sha256"));
     let svg = std::fs::read_to_string(out_dir.path().join("fig10_miss_rate_vs_p.svg")).unwrap();
     assert!(svg.contains("<desc>made by: pagewire"));
 
