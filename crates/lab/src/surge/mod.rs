@@ -112,9 +112,10 @@ pub struct Run {
     pub ues: u64,
     /// Repetition index within its (memory, mode, UEs) cell, 0-based.
     pub rep: u32,
-    /// Request-stream seed of this run: the suite's seed plus `rep`, so the
-    /// repetitions are independent draws of the workload (every mode sees
-    /// the same draws at the same index).
+    /// Request-stream seed of this run: the suite's, the same in every
+    /// repetition (a repetition re-runs the same request stream, as the
+    /// other suites re-fetch the same page, so a cell's interval is the
+    /// measurement's spread, not the workload draw's).
     pub seed: u64,
     pub duration_s: f64,
     pub cold_cache: bool,
@@ -484,7 +485,7 @@ fn one_run(
     cold: bool,
 ) -> Result<Run> {
     let load_before = loadavg();
-    let seed = cfg.seed.wrapping_add(rep as u64);
+    let seed = cfg.seed;
     let lc = LoadConfig {
         target: target.to_string(),
         ues,

@@ -58,7 +58,7 @@ pub struct SurgeArgs {
     pub files: usize,
     /// Runs of every (memory, mode, UEs) cell; the claims read them as the
     /// cell's repetitions (95% interval), so a claim needs at least 3.
-    /// Repetition k uses request-stream seed --seed + k.
+    /// Every repetition replays the same request stream (--seed).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub reps: u32,
     /// Keep the page cache between runs of memory-limited configurations
