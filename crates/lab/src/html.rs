@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::report::Provenance;
+use crate::results::Provenance;
 
 /// A figure: inline SVG (or any HTML) and its caption.
 pub struct Figure {
@@ -39,7 +39,7 @@ pub struct Page<'a> {
     /// `pagewire bench --suite objpack: Fujinoki, Sanjay, Shah, ...`.
     pub title: String,
     pub provenance: &'a Provenance,
-    /// The link-lateness line (`crate::report::lateness_line`).
+    /// The link-lateness line (`crate::results::lateness_line`).
     pub lateness: String,
     /// The claims as results.json writes them (an array of objects with
     /// `id`, `verdict`, `claim` or `quote`, `source`, `evidence`; `kind`

@@ -27,14 +27,17 @@ fn claims(dir: &Path, json: bool) -> (bool, String, String) {
 
 /// The committed directories and their suites.
 const DIRS: &[(&str, &str)] = &[
-    ("bench-results/2026-11-22-issue17", "microscape"),
-    ("bench-results/2026-11-22-issue17/css", "microscape-css"),
-    ("bench-results/2026-11-22-payload", "microscape"),
-    ("bench-results/objpack-2026-11-22", "objpack"),
+    ("bench-results/2026-11-25", "microscape"),
+    ("bench-results/2026-11-25/css", "microscape-css"),
+    ("bench-results/2026-11-25/nagle", "microscape"),
+    ("bench-results/objpack-2026-11-25", "objpack"),
     ("conn-length-results", "conn-length"),
     ("getall-results/tcp1997", "getall"),
     ("surge-results/apache", "surge"),
     ("prefetch", "prefetch"),
+    // One of its three HTTP/1.0 runs failed (a connection got no data for
+    // 30 s under CoDel): its time is null in JSON and must still re-judge.
+    ("link-results/ppp-codel", "microscape"),
 ];
 
 #[test]
@@ -192,9 +195,9 @@ fn committed_results(dir: &Path, out: &mut Vec<PathBuf>) {
 /// The done-when of the verdict engine, as a test: every committed results
 /// directory names the clean build that measured it (40-hex commit, not
 /// dirty) and records the verdicts `pagewire claims` prints for it today,
-/// or else it is one of the historical directories made before provenance
-/// existed, which docs/results.md lists by path and which still re-judge
-/// without error. A prefetch directory's provenance is its summary.json's.
+/// or else it is one of the historical directories (made before provenance
+/// existed, or by a build with uncommitted changes), which docs/results.md
+/// lists by path and which still re-judge without error. A prefetch directory's provenance is its summary.json's.
 #[test]
 fn every_committed_results_dir_names_its_commit_and_records_its_verdicts() {
     let historical = std::fs::read_to_string(docs().join("results.md")).unwrap();
@@ -217,15 +220,15 @@ fn every_committed_results_dir_names_its_commit_and_records_its_verdicts() {
         let commit = v["provenance"]["git_commit"].as_str().unwrap_or("");
         let (ok, out, err) = claims(dir, true);
         assert!(ok, "{rel}: {err}");
-        if !hex40(commit) {
+        let clean = hex40(commit) && v["provenance"]["git_dirty"] == false;
+        if !clean {
             assert!(
                 historical.contains(&format!("`{rel}`")),
-                "{rel}: no commit in its provenance and not listed under docs/results.md's \
-                 \"Historical results\""
+                "{rel}: no commit of a clean build in its provenance and not listed under \
+                 docs/results.md's \"Historical results\""
             );
             continue;
         }
-        assert_eq!(v["provenance"]["git_dirty"], false, "{rel}: a dirty build");
         let printed: Value = serde_json::from_str(&out).unwrap();
         assert!(
             printed["claims"] == v["claims"],

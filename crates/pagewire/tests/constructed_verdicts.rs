@@ -539,8 +539,21 @@ fn surge_network_claim_needs_three_reps_and_the_calibration() {
     let dir = tempfile::tempdir().unwrap();
     // 100 UEs make about 40 GETs/s: a 10 s window holds ~400 GETs per run.
     let args = [
-        "surge", "--server", "pagewire", "--modes", "http10,http11", "--ues", "100", "--reps",
-        "3", "--duration", "12s", "--ramp", "2s", "--files", "400",
+        "surge",
+        "--server",
+        "pagewire",
+        "--modes",
+        "http10,http11",
+        "--ues",
+        "100",
+        "--reps",
+        "3",
+        "--duration",
+        "12s",
+        "--ramp",
+        "2s",
+        "--files",
+        "400",
     ];
     let json = bench_until(&args, &dir.path().join("surge"), |json| {
         let late: Vec<String> = json["runs"]
@@ -584,8 +597,10 @@ fn surge_network_claim_needs_three_reps_and_the_calibration() {
         .filter(|r| r["within"] == false)
         .collect();
     assert!(
-        off.iter()
-            .any(|r| r["quantity"].as_str().unwrap().contains("connection duration")),
+        off.iter().any(|r| r["quantity"]
+            .as_str()
+            .unwrap()
+            .contains("connection duration")),
         "{off:?}"
     );
     let (v, c) = verdict(&json, "p004-network");

@@ -311,65 +311,25 @@ pub fn run(plan: &Plan, opts: &RunOptions) -> Result<Vec<Point>> {
     if plan.lengths.is_empty() || plan.buffers.is_empty() || plan.configs.is_empty() {
         bail!("conn-length: nothing to run");
     }
-    let mut jobs = std::collections::VecDeque::new();
     // Longest jobs first (remote, smallest buffers), so the pool ends together.
-    for &config in plan.configs.iter().rev() {
-        for &buffer in &plan.buffers {
-            jobs.push_back((config, buffer));
-        }
-    }
-    let jobs = std::sync::Mutex::new(jobs);
-    let results = std::sync::Mutex::new(Vec::new());
+    let jobs: Vec<(Config, Buffer)> = plan
+        .configs
+        .iter()
+        .rev()
+        .flat_map(|&c| plan.buffers.iter().map(move |&b| (c, b)))
+        .collect();
     let t0 = Instant::now();
-    std::thread::scope(|s| -> Result<()> {
-        let workers: Vec<_> = (0..opts.parallel.max(1))
-            .map(|_| {
-                s.spawn(|| -> Result<()> {
-                    // Bounded by the job count.
-                    loop {
-                        // Ctrl-C: no new link; the points measured are kept.
-                        if crate::interrupt::signalled() {
-                            return Ok(());
-                        }
-                        let Some((config, buffer)) = jobs
-                            .lock()
-                            .map_err(|_| anyhow::anyhow!("poisoned"))?
-                            .pop_front()
-                        else {
-                            return Ok(());
-                        };
-                        let pts = run_one(plan, config, buffer)?;
-                        if opts.progress {
-                            eprintln!(
-                                "conn-length: {config}, buffer {} done ({:.0} s)",
-                                buffer.label(),
-                                t0.elapsed().as_secs_f64()
-                            );
-                        }
-                        results
-                            .lock()
-                            .map_err(|_| anyhow::anyhow!("poisoned"))?
-                            .extend(pts);
-                    }
-                })
-            })
-            .collect();
-        let mut first_err = None;
-        for w in workers {
-            let r = w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            if let (Err(e), None) = (r, &first_err) {
-                // Stop the others at their next job.
-                if let Ok(mut j) = jobs.lock() {
-                    j.clear();
-                }
-                first_err = Some(e);
-            }
+    let mut points = crate::pool::run(jobs, opts.parallel, |(config, buffer)| {
+        let pts = run_one(plan, config, buffer)?;
+        if opts.progress {
+            eprintln!(
+                "conn-length: {config}, buffer {} done ({:.0} s)",
+                buffer.label(),
+                t0.elapsed().as_secs_f64()
+            );
         }
-        first_err.map_or(Ok(()), Err)
+        Ok(pts)
     })?;
-    let mut points = results
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("poisoned"))?;
     points.sort_by_key(|p| (p.config, p.buffer, p.length));
     Ok(points)
 }
@@ -520,7 +480,7 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
         plan.estimate()?.as_secs_f64() / o.parallel.max(1) as f64,
         o.parallel
     );
-    let mut provenance = crate::report::Provenance::begin("conn-length", o.command.clone());
+    let mut provenance = crate::results::Provenance::begin("conn-length", o.command.clone());
     let t0 = Instant::now();
     let points = run(
         &plan,
@@ -529,7 +489,7 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
             parallel: o.parallel,
         },
     )?;
-    provenance.finish();
+    crate::results::finish(&mut provenance);
     provenance.server = "conn-length server (in-process, tokio)".into();
     provenance.repetitions = [
         ("trials".to_string(), plan.trials),
@@ -549,12 +509,23 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
             ))
         })
         .collect::<Result<_>>()?;
-    provenance.link_lateness_rule = Some(crate::report::lateness_rule());
     provenance.note =
         "Client and server of Padmanabhan & Mogul section 3.2; best of the trials per point; \
                throughput = length / (connect to the server's FIN)."
             .into();
     let results = report::Results::new(provenance, plan, t0.elapsed().as_secs_f64(), points);
-    results.write(&o.out)?;
+    crate::results::Report::write(&results, &o.out)?;
     Ok(results)
+}
+
+/// The connection-length suite.
+pub struct ConnLength;
+
+impl crate::suite::Suite for ConnLength {
+    const KIND: crate::claims::Suite = crate::claims::Suite::ConnLength;
+    const RUNS: &'static str = "Padmanabhan & Mogul: connection length vs throughput, Figures 2-3";
+    type Ctx = claims::Ctx;
+    fn claims() -> &'static [crate::claims::spec::ClaimSpec<Self::Ctx>] {
+        claims::CLAIMS
+    }
 }

@@ -7,14 +7,14 @@ use anyhow::{anyhow, Context, Result};
 use plotters::prelude::*;
 use serde::Serialize;
 
-use crate::claims::{Claim, Judged, Suite};
-use crate::report::Provenance;
+use crate::claims::{Claim, Judged};
+use crate::results::{Provenance, Report};
 
 use super::{Config, Plan, Point, QueueLimit};
 
 #[derive(Serialize)]
 pub struct Results {
-    /// See [`crate::report::SCHEMA_VERSION`].
+    /// See [`crate::results::SCHEMA_VERSION`].
     pub schema_version: u32,
     pub made_by: String,
     pub provenance: Provenance,
@@ -30,30 +30,42 @@ pub struct Results {
 impl Results {
     pub fn new(provenance: Provenance, plan: Plan, wall_s: f64, points: Vec<Point>) -> Self {
         let mut r = Results {
-            schema_version: crate::report::SCHEMA_VERSION,
+            schema_version: crate::results::SCHEMA_VERSION,
             made_by: provenance.made_by.clone(),
             provenance,
             plan,
             wall_s,
             points,
             claims: Vec::new(),
-            judged: Judged::new(Suite::ConnLength, 0, 0, Vec::new()),
+            judged: Judged::new(crate::claims::Suite::ConnLength, 0, 0, Vec::new()),
         };
-        r.judged = crate::claims::judge_serialized(&r, Suite::ConnLength);
+        r.judged = r.judge();
         r.claims = r.judged.claims.clone();
         r
     }
+}
 
-    /// Writes results.json, results.csv, report.txt and one figure per
-    /// measured configuration (fig2-remote.svg, fig2-remote-536.svg,
-    /// fig3-local.svg).
-    pub fn write(&self, dir: &Path) -> Result<Vec<String>> {
-        let mut files = vec!["results.json".to_string(), "results.csv".into()];
-        std::fs::write(
-            dir.join("results.json"),
-            serde_json::to_string_pretty(self)?,
-        )
-        .context("write results.json")?;
+impl Report for Results {
+    type Suite = super::ConnLength;
+    const RECORDS: &'static str = "points";
+    const HTML_TITLE: &'static str = "pagewire bench --suite conn-length: Padmanabhan & Mogul, \"Improving HTTP Latency\", Figures 2-3";
+
+    fn provenance(&self) -> &Provenance {
+        &self.provenance
+    }
+
+    fn claims(&self) -> &[Claim] {
+        &self.claims
+    }
+
+    fn lateness(&self) -> Vec<&pagewire_link::LinkLateness> {
+        self.points.iter().map(|p| &p.link_lateness).collect()
+    }
+
+    /// results.csv and one figure per measured configuration
+    /// (fig2-remote.svg, fig2-remote-536.svg, fig3-local.svg).
+    fn write_data(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut files = Vec::new();
         let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
         w.write_record(
             [
@@ -71,7 +83,7 @@ impl Results {
                 "trials",
             ]
             .into_iter()
-            .chain(crate::report::LATENESS_CSV_HEADER),
+            .chain(crate::results::LATENESS_CSV_HEADER),
         )?;
         for p in &self.points {
             w.write_record(
@@ -90,7 +102,7 @@ impl Results {
                     p.throughput_trials.n.to_string(),
                 ]
                 .into_iter()
-                .chain(crate::report::lateness_csv(&p.link_lateness)),
+                .chain(crate::results::lateness_csv(&p.link_lateness)),
             )?;
         }
         w.flush()?;
@@ -123,35 +135,10 @@ impl Results {
             std::fs::write(dir.join(&name), svg).with_context(|| format!("write {name}"))?;
             files.push(name);
         }
-        std::fs::write(dir.join("report.txt"), self.render_text()).context("write report.txt")?;
-        files.push("report.txt".into());
-        let figures: Vec<crate::html::Figure> = files
-            .iter()
-            .filter(|f| f.ends_with(".svg"))
-            .map(|f| crate::html::Figure::file(f, f))
-            .collect();
-        let page = crate::html::Page {
-            title: "pagewire bench --suite conn-length: Padmanabhan & Mogul, \"Improving HTTP Latency\", Figures 2-3".into(),
-            provenance: &self.provenance,
-            lateness: crate::report::lateness_line(
-                self.points.iter().map(|p| &p.link_lateness),
-                "points",
-            ),
-            claims: serde_json::to_value(&self.claims)?,
-            key_plots: figures,
-            sections: vec![crate::html::Section {
-                title: "Tables".into(),
-                html: crate::html::text_tables(&self.render_text()),
-                open: true,
-            }],
-            notes: vec![self.provenance.note.clone()],
-        };
-        std::fs::write(dir.join("report.html"), page.render()).context("write report.html")?;
-        files.push("report.html".into());
         Ok(files)
     }
 
-    pub fn render_text(&self) -> String {
+    fn render_text(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -163,11 +150,7 @@ impl Results {
             self.provenance.date_utc, self.plan.trials, self.plan.long_trials, self.plan.long_from
         );
         let _ = writeln!(s, "{}", self.provenance.line());
-        let _ = writeln!(
-            s,
-            "{}",
-            crate::report::lateness_line(self.points.iter().map(|p| &p.link_lateness), "points")
-        );
+        let _ = writeln!(s, "{}", self.lateness_line());
         let _ = writeln!(
             s,
             "TCP: {}; remote links' drop-tail queue: {}",

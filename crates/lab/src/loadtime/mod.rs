@@ -14,8 +14,7 @@ pub mod claims;
 pub mod report;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use pagewire_client::{FetchConfig, Strategy};
@@ -210,93 +209,33 @@ pub struct RunOptions {
 /// it, repetitions outermost so a slow spell of the machine is spread over
 /// every cell.
 pub fn run(plan: &Plan, o: &RunOptions) -> Result<Vec<Cell>> {
-    let mut jobs = std::collections::VecDeque::new();
-    for &net in plan.nets.iter().rev() {
-        for &size in plan.sizes.iter().rev() {
-            jobs.push_back((net, size));
-        }
-    }
-    let jobs = std::sync::Mutex::new(jobs);
-    let cells = std::sync::Mutex::new(Vec::new());
+    let jobs: Vec<(Net, usize)> = plan
+        .nets
+        .iter()
+        .rev()
+        .flat_map(|&net| plan.sizes.iter().rev().map(move |&size| (net, size)))
+        .collect();
     let t0 = Instant::now();
-    std::thread::scope(|s| -> Result<()> {
-        let workers: Vec<_> = (0..o.parallel.max(1))
-            .map(|_| {
-                s.spawn(|| -> Result<()> {
-                    // Bounded by the job count.
-                    loop {
-                        // Ctrl-C: no new link; the cells measured are kept.
-                        if crate::interrupt::signalled() {
-                            return Ok(());
-                        }
-                        let Some((net, size)) = jobs
-                            .lock()
-                            .map_err(|_| anyhow::anyhow!("poisoned"))?
-                            .pop_front()
-                        else {
-                            return Ok(());
-                        };
-                        let got = run_one(plan, o, net, size)?;
-                        if o.progress {
-                            eprintln!(
-                                "getall: {}, {size} B images done ({:.0} s)",
-                                net.name(),
-                                t0.elapsed().as_secs_f64()
-                            );
-                        }
-                        cells
-                            .lock()
-                            .map_err(|_| anyhow::anyhow!("poisoned"))?
-                            .extend(got);
-                    }
-                })
-            })
-            .collect();
-        let mut first_err = None;
-        for w in workers {
-            let r = w.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            if let (Err(e), None) = (r, &first_err) {
-                if let Ok(mut j) = jobs.lock() {
-                    j.clear();
-                }
-                first_err = Some(e);
-            }
+    let mut cells = crate::pool::run(jobs, o.parallel, |(net, size)| {
+        let got = run_one(plan, o, net, size)?;
+        if o.progress {
+            eprintln!(
+                "getall: {}, {size} B images done ({:.0} s)",
+                net.name(),
+                t0.elapsed().as_secs_f64()
+            );
         }
-        first_err.map_or(Ok(()), Err)
+        Ok(got)
     })?;
-    let mut cells = cells
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("poisoned"))?;
     cells.sort_by_key(|c| (c.net, c.size, c.images, c.method));
     Ok(cells)
-}
-
-/// Stops the server's process group when dropped, also on error paths.
-struct ServerGuard(std::process::Child);
-
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        pagewire_emu::cli::stop_process_group(&mut self.0, Duration::from_secs(2));
-    }
 }
 
 fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cell>> {
     let link = Link::start(net.link_config(plan.tcp1997)?)
         .with_context(|| format!("start the {} link", net.name()))?;
     let addr = format!("{}:80", link.server_addr());
-    let mut cmd = Command::new(&o.exe);
-    cmd.arg("serve")
-        .arg("--root")
-        .arg(&o.root)
-        .arg("--addr")
-        .arg(&addr)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let _server = ServerGuard(link.spawn_in_server(cmd)?);
-    if !link.wait_server_listening(Duration::from_secs(20))? {
-        bail!("pagewire serve did not listen within 20 s");
-    }
+    let _server = crate::server::pagewire_serve(&link, &o.exe, &o.root, &addr)?;
     let mut trials: Vec<Vec<(f64, u32, usize)>> =
         vec![Vec::new(); plan.counts.len() * plan.methods.len()];
     let mut late =
@@ -406,7 +345,7 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
         plan.reps,
         plan.nets.len() * plan.sizes.len() * plan.counts.len() * plan.methods.len() * plan.reps as usize
     );
-    let mut provenance = crate::report::Provenance::begin("getall", o.command.clone());
+    let mut provenance = crate::results::Provenance::begin("getall", o.command.clone());
     let t0 = Instant::now();
     let cells = run(
         &plan,
@@ -417,7 +356,7 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
             parallel: crate::connlen::DEFAULT_PARALLEL,
         },
     )?;
-    provenance.finish();
+    crate::results::finish(&mut provenance);
     provenance.server = "pagewire serve".into();
     provenance.repetitions = [("reps".to_string(), plan.reps)].into();
     provenance.link_configs = plan
@@ -437,12 +376,24 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
             .name()
             .to_string()
     });
-    provenance.link_lateness_rule = Some(crate::report::lateness_rule());
     provenance.note =
         "Synthetic pages: N <img> of one size (GIF89a signature + pseudo-random bytes). \
                Load time = robot start to the last byte of the last object."
             .into();
     let results = report::Results::new(provenance, plan, t0.elapsed().as_secs_f64(), cells);
-    results.write(&o.out)?;
+    crate::results::Report::write(&results, &o.out)?;
     Ok(results)
+}
+
+/// The GETALL/GETLIST load-time suite.
+pub struct Getall;
+
+impl crate::suite::Suite for Getall {
+    const KIND: crate::claims::Suite = crate::claims::Suite::Getall;
+    const RUNS: &'static str =
+        "Padmanabhan & Mogul: GETALL/GETLIST load time, Figures 5-8 (alias load-time)";
+    type Ctx = claims::Ctx;
+    fn claims() -> &'static [crate::claims::spec::ClaimSpec<Self::Ctx>] {
+        claims::CLAIMS
+    }
 }

@@ -3,18 +3,18 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 use serde::Serialize;
 
-use crate::claims::{Claim, Judged, Suite};
-use crate::report::Provenance;
+use crate::claims::{Claim, Judged};
+use crate::results::{Provenance, Report};
 
 use super::{Cell, Method, Net, Plan};
 
 #[derive(Serialize)]
 pub struct Results {
-    /// See [`crate::report::SCHEMA_VERSION`].
+    /// See [`crate::results::SCHEMA_VERSION`].
     pub schema_version: u32,
     pub made_by: String,
     pub provenance: Provenance,
@@ -30,16 +30,16 @@ pub struct Results {
 impl Results {
     pub fn new(provenance: Provenance, plan: Plan, wall_s: f64, cells: Vec<Cell>) -> Self {
         let mut r = Results {
-            schema_version: crate::report::SCHEMA_VERSION,
+            schema_version: crate::results::SCHEMA_VERSION,
             made_by: provenance.made_by.clone(),
             provenance,
             plan,
             wall_s,
             cells,
             claims: Vec::new(),
-            judged: Judged::new(Suite::Getall, 0, 0, Vec::new()),
+            judged: Judged::new(crate::claims::Suite::Getall, 0, 0, Vec::new()),
         };
-        r.judged = crate::claims::judge_serialized(&r, Suite::Getall);
+        r.judged = r.judge();
         r.claims = r.judged.claims.clone();
         r
     }
@@ -49,14 +49,28 @@ impl Results {
             .iter()
             .find(|c| c.net == net && c.size == size && c.images == n && c.method == m)
     }
+}
 
-    pub fn write(&self, dir: &Path) -> Result<()> {
+impl Report for Results {
+    type Suite = super::Getall;
+    const RECORDS: &'static str = "cells";
+    const HTML_TITLE: &'static str = "pagewire bench --suite getall: Padmanabhan & Mogul, \"Improving HTTP Latency\", Figures 5-8";
+
+    fn provenance(&self) -> &Provenance {
+        &self.provenance
+    }
+
+    fn claims(&self) -> &[Claim] {
+        &self.claims
+    }
+
+    fn lateness(&self) -> Vec<&pagewire_link::LinkLateness> {
+        self.cells.iter().map(|c| &c.link_lateness).collect()
+    }
+
+    /// results.csv and Figures 5-8.
+    fn write_data(&self, dir: &Path) -> Result<Vec<String>> {
         let mut figures: Vec<String> = Vec::new();
-        std::fs::write(
-            dir.join("results.json"),
-            serde_json::to_string_pretty(self)?,
-        )
-        .context("write results.json")?;
         let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
         w.write_record(
             [
@@ -71,7 +85,7 @@ impl Results {
                 "connections",
             ]
             .into_iter()
-            .chain(crate::report::LATENESS_CSV_HEADER),
+            .chain(crate::results::LATENESS_CSV_HEADER),
         )?;
         for c in &self.cells {
             w.write_record(
@@ -87,7 +101,7 @@ impl Results {
                     c.connections.to_string(),
                 ]
                 .into_iter()
-                .chain(crate::report::lateness_csv(&c.link_lateness)),
+                .chain(crate::results::lateness_csv(&c.link_lateness)),
             )?;
         }
         w.flush()?;
@@ -170,31 +184,10 @@ impl Results {
             std::fs::write(dir.join(format!("{fig}.svg")), svg)?;
             figures.push(format!("{fig}.svg"));
         }
-        std::fs::write(dir.join("report.txt"), self.render_text())?;
-        let page = crate::html::Page {
-            title: "pagewire bench --suite getall: Padmanabhan & Mogul, \"Improving HTTP Latency\", Figures 5-8".into(),
-            provenance: &self.provenance,
-            lateness: crate::report::lateness_line(
-                self.cells.iter().map(|c| &c.link_lateness),
-                "cells",
-            ),
-            claims: serde_json::to_value(&self.claims)?,
-            key_plots: figures
-                .iter()
-                .map(|f| crate::html::Figure::file(f, f))
-                .collect(),
-            sections: vec![crate::html::Section {
-                title: "Tables".into(),
-                html: crate::html::text_tables(&self.render_text()),
-                open: true,
-            }],
-            notes: vec![self.provenance.note.clone()],
-        };
-        std::fs::write(dir.join("report.html"), page.render()).context("write report.html")?;
-        Ok(())
+        Ok(figures)
     }
 
-    pub fn render_text(&self) -> String {
+    fn render_text(&self) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -202,11 +195,7 @@ impl Results {
             self.provenance.date_utc, self.plan.reps
         );
         let _ = writeln!(s, "{}", self.provenance.line());
-        let _ = writeln!(
-            s,
-            "{}",
-            crate::report::lateness_line(self.cells.iter().map(|c| &c.link_lateness), "cells")
-        );
+        let _ = writeln!(s, "{}", self.lateness_line());
         for &net in &self.plan.nets {
             for &size in &self.plan.sizes {
                 let _ = writeln!(s, "\n{}, {size} B images:", net.name());

@@ -5,6 +5,7 @@
 //! compares, [`section9`] is the CSS+PNG page's comparison, [`report`]
 //! writes the files.
 
+pub mod chromium;
 pub mod extras;
 pub mod model;
 pub mod plan;
@@ -15,3 +16,19 @@ pub mod runner;
 pub mod section9;
 pub mod tables;
 pub mod wanfit;
+
+use crate::claims::{self, spec::ClaimSpec};
+use crate::suite::Suite;
+
+/// The Microscape suite.
+pub struct Microscape;
+
+impl Suite for Microscape {
+    const KIND: claims::Suite = claims::Suite::Microscape;
+    const RUNS: &'static str =
+        "Nielsen, Gettys et al., SIGCOMM '97: Tables 3-9 on lan, wan, ppp (default)";
+    type Ctx = claims::microscape::MicroscapeCtx;
+    fn claims() -> &'static [ClaimSpec<Self::Ctx>] {
+        claims::microscape::CLAIMS
+    }
+}

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use pagewire_client::{RequestProfile, Revalidation};
 use serde::{Deserialize, Serialize};
 
 /// Network profiles of paper 001 Table 1 (the emulator's profiles of the
@@ -167,11 +168,12 @@ pub struct RobotConfig {
     /// Flush after the page request (paper 001 "Buffer Tuning").
     pub explicit_flush: bool,
     pub out_buffer_bytes: usize,
-    /// `minimal` or `libwww-1997`.
-    pub request_profile: String,
-    /// `get-head`, `conditional-get-head` or `conditional` (only used by
-    /// revalidation runs, recorded for all).
-    pub revalidation: String,
+    /// `minimal` or `libwww-1997` (the robot's), or `chromium`.
+    pub request_profile: Requests,
+    /// `get-head`, `conditional-get-head` or `conditional` (the robot's;
+    /// only used by revalidation runs, recorded for all), or how a
+    /// browser run revalidated.
+    pub revalidation: Revalidating,
     /// Nagle's algorithm left on in the robot and the server (paper 001
     /// "Nagle Interaction"; off otherwise, as the paper's final tests).
     #[serde(default)]
@@ -180,6 +182,109 @@ pub struct RobotConfig {
     /// (`--range-first N`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub range_first: Option<u64>,
+}
+
+/// Which requests a run's client sent: the robot's request profile, or a
+/// browser's own. Written as the profile's name (`minimal`,
+/// `libwww-1997`) or `chromium`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Requests {
+    Robot(RequestProfile),
+    Chromium,
+}
+
+impl Default for Requests {
+    fn default() -> Self {
+        Requests::Robot(RequestProfile::Minimal)
+    }
+}
+
+impl fmt::Display for Requests {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Requests::Robot(p) => f.write_str(p.name()),
+            Requests::Chromium => f.write_str("chromium"),
+        }
+    }
+}
+
+impl From<Requests> for String {
+    fn from(r: Requests) -> String {
+        r.to_string()
+    }
+}
+
+impl TryFrom<String> for Requests {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        if s == "chromium" {
+            return Ok(Requests::Chromium);
+        }
+        s.parse().map(Requests::Robot).map_err(|e| e.to_string())
+    }
+}
+
+/// How a run revalidated: the robot's [`Revalidation`], or a browser's
+/// visit (a fresh profile on first retrieval; the same profile with
+/// `Cache-Control: max-age=0` on every request, or with heuristic
+/// freshness). Written as the names results.json has always carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Revalidating {
+    Robot(Revalidation),
+    BrowserFreshProfile,
+    BrowserMaxAge0,
+    BrowserHeuristic,
+}
+
+impl Revalidating {
+    const BROWSER: [(Revalidating, &'static str); 3] = [
+        (Revalidating::BrowserFreshProfile, "fresh-profile"),
+        (
+            Revalidating::BrowserMaxAge0,
+            "same-profile, cache-control max-age=0",
+        ),
+        (Revalidating::BrowserHeuristic, "same-profile, heuristic"),
+    ];
+}
+
+impl Default for Revalidating {
+    fn default() -> Self {
+        Revalidating::Robot(Revalidation::GetHead)
+    }
+}
+
+impl fmt::Display for Revalidating {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Revalidating::Robot(r) => f.write_str(r.name()),
+            b => f.write_str(
+                Revalidating::BROWSER
+                    .iter()
+                    .find(|x| x.0 == *b)
+                    .map_or("", |x| x.1),
+            ),
+        }
+    }
+}
+
+impl From<Revalidating> for String {
+    fn from(r: Revalidating) -> String {
+        r.to_string()
+    }
+}
+
+impl TryFrom<String> for Revalidating {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        if let Some((r, _)) = Revalidating::BROWSER.iter().find(|x| x.1 == s) {
+            return Ok(*r);
+        }
+        s.parse()
+            .map(Revalidating::Robot)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// One measured run: a row of results.json / results.csv.
@@ -216,7 +321,9 @@ pub struct RunRecord {
     #[serde(default)]
     pub link_lateness: pagewire_link::LinkLateness,
     /// Sec: from the client's first packet to the last byte of the last
-    /// object (the robot's clock).
+    /// object (the robot's clock). NaN for a failed run, which JSON writes
+    /// as null and reads back as NaN.
+    #[serde(deserialize_with = "nan_if_null")]
     pub elapsed_s: f64,
     /// Range mode: seconds until the first part of every image was in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -238,7 +345,7 @@ pub struct RunRecord {
     /// headers, bytes).
     #[serde(default)]
     pub requests: u32,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nan_if_null")]
     pub mean_request_bytes: f64,
     /// The robot configuration of this run (absent in results made before
     /// issue 17: those were tuned runs with the minimal request profile).
@@ -264,7 +371,7 @@ pub struct RunRecord {
     /// A browser run's own numbers (load event, last byte, requests sent,
     /// 304s, cache hits, its HAR); absent for the robot's runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub browser: Option<crate::chromium::BrowserSummary>,
+    pub browser: Option<super::chromium::BrowserSummary>,
 }
 
 impl RunRecord {
@@ -276,5 +383,50 @@ impl RunRecord {
     /// tables and every claim but the latency sentence's.
     pub fn is_sweep(&self) -> bool {
         self.sweep_rtt_ms.is_some()
+    }
+}
+
+/// A number that serde_json wrote as `null` (it writes NaN, e.g. the time
+/// of a run that failed, as null) reads back as NaN, so a results
+/// directory with a failed run can be re-judged.
+fn nan_if_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    use serde::Deserialize;
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn robot_settings_keep_their_names_in_json() {
+        for (name, r) in [
+            ("minimal", Requests::Robot(RequestProfile::Minimal)),
+            ("libwww-1997", Requests::Robot(RequestProfile::Libwww1997)),
+            ("chromium", Requests::Chromium),
+        ] {
+            let j = serde_json::to_string(&r).unwrap();
+            assert_eq!(j, format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<Requests>(&j).unwrap(), r);
+        }
+        for (name, r) in [
+            ("get-head", Revalidating::Robot(Revalidation::GetHead)),
+            (
+                "conditional",
+                Revalidating::Robot(Revalidation::Conditional),
+            ),
+            ("fresh-profile", Revalidating::BrowserFreshProfile),
+            (
+                "same-profile, cache-control max-age=0",
+                Revalidating::BrowserMaxAge0,
+            ),
+            ("same-profile, heuristic", Revalidating::BrowserHeuristic),
+        ] {
+            let j = serde_json::to_string(&r).unwrap();
+            assert_eq!(j, format!("\"{name}\""));
+            assert_eq!(serde_json::from_str::<Revalidating>(&j).unwrap(), r);
+        }
+        let e = serde_json::from_str::<Revalidating>("\"sometimes\"").unwrap_err();
+        assert!(e.to_string().contains("sometimes"), "{e}");
     }
 }

@@ -20,69 +20,8 @@ use crate::pcapread;
 use crate::plots::{self, Series};
 use crate::stats::{self, Key, Summary};
 
-/// What made the results: one record for every suite (see
-/// `pagewire_provenance`).
-pub use pagewire_provenance::Provenance;
-
-/// The version of results.json's shape (docs/schemas/results.schema.json):
-/// changes when a field the schema names changes meaning or goes away.
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// How the link-lateness flag is decided, as provenance records it.
-pub fn lateness_rule() -> String {
-    format!(
-        "a run is flagged (and left out of claims) when the p99 of how late its packets left the \
-         emulated link, against their scheduled departure, exceeds max({} x the link's one-way delay, {} ms)",
-        pagewire_link::lateness::LATE_FRACTION_OF_ONE_WAY,
-        pagewire_link::lateness::LATE_FLOOR.as_secs_f64() * 1e3
-    )
-}
-
-/// results.csv's columns of a run's link lateness (after the JSON's
-/// `link_lateness` object, flattened).
-pub const LATENESS_CSV_HEADER: [&str; 5] = [
-    "link_lateness_p50_ms",
-    "link_lateness_p99_ms",
-    "link_lateness_max_ms",
-    "link_lateness_share_over_1ms",
-    "link_lateness_flagged",
-];
-
-/// The CSV cells of [`LATENESS_CSV_HEADER`].
-pub fn lateness_csv(l: &pagewire_link::LinkLateness) -> [String; 5] {
-    [
-        format!("{:.4}", l.p50_ms),
-        format!("{:.4}", l.p99_ms),
-        format!("{:.4}", l.max_ms),
-        format!("{:.6}", l.share_over_1ms),
-        l.flagged.to_string(),
-    ]
-}
-
-/// The report's line on link fidelity: how many runs were flagged, the
-/// worst p99 and the latest packet. `what` names the runs ("runs",
-/// "cells", "points").
-pub fn lateness_line<'a>(
-    items: impl IntoIterator<Item = &'a pagewire_link::LinkLateness>,
-    what: &str,
-) -> String {
-    let items: Vec<&pagewire_link::LinkLateness> = items.into_iter().collect();
-    let flagged = items.iter().filter(|l| l.flagged).count();
-    let p99 = items.iter().map(|l| l.p99_ms).fold(0.0, f64::max);
-    let max = items.iter().map(|l| l.max_ms).fold(0.0, f64::max);
-    let p50 = {
-        let mut v: Vec<f64> = items.iter().map(|l| l.p50_ms).collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(0.0)
-    };
-    format!(
-        "link lateness: {flagged} of {} {what} flagged (left out of claims: p99 above max({} x one-way delay, {} ms)); \
-         median p50 {p50:.3} ms, worst p99 {p99:.3} ms, latest packet {max:.3} ms",
-        items.len(),
-        pagewire_link::lateness::LATE_FRACTION_OF_ONE_WAY,
-        pagewire_link::lateness::LATE_FLOOR.as_secs_f64() * 1e3,
-    )
-}
+use crate::results::{lateness_csv, Report, LATENESS_CSV_HEADER};
+pub use crate::results::{lateness_rule, utc_now, Provenance, SCHEMA_VERSION};
 
 /// Everything a report is made from.
 #[derive(Serialize)]
@@ -107,8 +46,6 @@ pub struct Results {
     #[serde(skip)]
     pub judged: Judged,
 }
-
-pub use pagewire_provenance::utc_now;
 
 impl Results {
     pub fn new(
@@ -135,7 +72,7 @@ impl Results {
             claims: Vec::new(),
             judged: Judged::new(Suite::Microscape, 0, 0, Vec::new()),
         };
-        r.judged = claims::judge_serialized(&r, Suite::Microscape);
+        r.judged = r.judge();
         r.claims = r.judged.claims.clone();
         r
     }
@@ -152,101 +89,6 @@ impl Results {
         } else {
             &self.provenance.server
         }
-    }
-
-    /// The terminal report.
-    pub fn render_text(&self) -> String {
-        let mut s = String::new();
-        let p = &self.provenance;
-        let _ = writeln!(s, "{} — {}", p.made_by, p.date_utc);
-        let _ = writeln!(s, "command: {}", p.command.join(" "));
-        let _ = writeln!(s, "{}", p.line());
-        let _ = writeln!(s, "server: {}", p.server);
-        let _ = writeln!(s, "{}", p.note);
-        let _ = writeln!(s);
-        s.push_str(&self.page_composition);
-        let _ = writeln!(s);
-        let label = self.server_label();
-        for net in Net::ALL {
-            if !self.plan.nets.contains(&net) {
-                continue;
-            }
-            s.push_str(&tables::network_table(net, &self.summaries, &label));
-            let _ = writeln!(s);
-            s.push_str(&crate::chromium::render_browser_rows(net, &self.runs));
-            for t in Test::ALL {
-                if self.plan.tests.contains(&t) {
-                    s.push_str(&tables::sockets_table(
-                        net,
-                        t,
-                        &self.summaries,
-                        self.short_server(),
-                    ));
-                }
-            }
-            s.push_str(&tables::table3(net, &self.initial, self.short_server()));
-            let _ = writeln!(s);
-            let payload = tables::payload_table(net, &self.runs);
-            if !payload.is_empty() {
-                s.push_str(&payload);
-                let _ = writeln!(s);
-            }
-        }
-        let sweep = super::extras::rtt_sweep_table(&self.runs);
-        if !sweep.is_empty() {
-            s.push_str(&sweep);
-            let _ = writeln!(s);
-        }
-        let failed: Vec<&RunRecord> = self.runs.iter().filter(|r| !r.ok()).collect();
-        if !failed.is_empty() {
-            let _ = writeln!(
-                s,
-                "{} of {} runs FAILED (left out of the tables):",
-                failed.len(),
-                self.runs.len()
-            );
-            for r in failed {
-                let _ = writeln!(
-                    s,
-                    "  {} {} {} rep {}: {}",
-                    r.net,
-                    r.strategy,
-                    r.test,
-                    r.rep,
-                    r.error.as_deref().unwrap_or("?")
-                );
-            }
-            let _ = writeln!(s);
-        }
-        let _ = writeln!(
-            s,
-            "{}\n",
-            lateness_line(self.runs.iter().map(|r| &r.link_lateness), "runs")
-        );
-        s.push_str(&self.judged.render());
-        let _ = writeln!(s);
-        s.push_str(&claims::microscape::render_self_test());
-        let _ = writeln!(s, "\n{} runs in {:.0} s.", self.runs.len(), self.wall_s);
-        s
-    }
-
-    /// Write results.json, results.csv, report.txt and report.html.
-    pub fn write(&self, dir: &Path) -> Result<()> {
-        fs::create_dir_all(dir)?;
-        let json = serde_json::to_string_pretty(&ResultsJson {
-            schema_version: SCHEMA_VERSION,
-            made_by: &self.provenance.made_by,
-            what:
-                "pagewire bench results: one object per run in `runs`; tables and claims as printed",
-            results: self,
-            summaries: self.summaries.values().collect(),
-            initial_summaries: self.initial.values().collect(),
-        })?;
-        fs::write(dir.join("results.json"), json).context("write results.json")?;
-        self.write_csv(&dir.join("results.csv"))?;
-        fs::write(dir.join("report.txt"), self.render_text()).context("write report.txt")?;
-        fs::write(dir.join("report.html"), self.render_html(dir)?).context("write report.html")?;
-        Ok(())
     }
 
     fn write_csv(&self, path: &Path) -> Result<()> {
@@ -323,8 +165,8 @@ impl Results {
                     r.robot.tuning.name().to_string(),
                     format!("{}", r.robot.flush_after_ms),
                     r.robot.explicit_flush.to_string(),
-                    r.robot.request_profile.clone(),
-                    r.robot.revalidation.clone(),
+                    r.robot.request_profile.to_string(),
+                    r.robot.revalidation.to_string(),
                     r.robot.nagle.to_string(),
                     r.sweep_rtt_ms.map(|x| x.to_string()).unwrap_or_default(),
                     r.pcap.clone(),
@@ -340,7 +182,7 @@ impl Results {
         fs::write(path, out).with_context(|| format!("write {}", path.display()))
     }
 
-    fn render_html(&self, dir: &Path) -> Result<String> {
+    fn html_page(&self, dir: &Path) -> Result<String> {
         use crate::html::{self, Figure, Page, Section};
         // Bars of packets and seconds per strategy, per network: the
         // summary's plots.
@@ -477,7 +319,7 @@ impl Results {
                 &self.summaries,
                 &label,
             )));
-            tables_html.push_str(&html::text_tables(&crate::chromium::render_browser_rows(
+            tables_html.push_str(&html::text_tables(&super::chromium::render_browser_rows(
                 *net, &self.runs,
             )));
             for t in &self.plan.tests {
@@ -561,15 +403,134 @@ impl Results {
             ));
         }
         let page = Page {
-            title: "pagewire bench: Nielsen et al., SIGCOMM '97 (paper 001), reproduced".into(),
+            title: Self::HTML_TITLE.into(),
             provenance: &self.provenance,
-            lateness: lateness_line(self.runs.iter().map(|r| &r.link_lateness), "runs"),
+            lateness: self.lateness_line(),
             claims: serde_json::to_value(&self.claims)?,
             key_plots,
             sections,
             notes,
         };
         Ok(page.render())
+    }
+}
+
+impl Report for Results {
+    type Suite = super::Microscape;
+    const RECORDS: &'static str = "runs";
+    const HTML_TITLE: &'static str =
+        "pagewire bench: Nielsen et al., SIGCOMM '97 (paper 001), reproduced";
+
+    fn provenance(&self) -> &Provenance {
+        &self.provenance
+    }
+
+    fn claims(&self) -> &[Claim] {
+        &self.claims
+    }
+
+    fn lateness(&self) -> Vec<&pagewire_link::LinkLateness> {
+        self.runs.iter().map(|r| &r.link_lateness).collect()
+    }
+
+    /// The terminal report.
+    fn render_text(&self) -> String {
+        let mut s = String::new();
+        let p = &self.provenance;
+        let _ = writeln!(s, "{} — {}", p.made_by, p.date_utc);
+        let _ = writeln!(s, "command: {}", p.command.join(" "));
+        let _ = writeln!(s, "{}", p.line());
+        let _ = writeln!(s, "server: {}", p.server);
+        let _ = writeln!(s, "{}", p.note);
+        let _ = writeln!(s);
+        s.push_str(&self.page_composition);
+        let _ = writeln!(s);
+        let label = self.server_label();
+        for net in Net::ALL {
+            if !self.plan.nets.contains(&net) {
+                continue;
+            }
+            s.push_str(&tables::network_table(net, &self.summaries, &label));
+            let _ = writeln!(s);
+            s.push_str(&super::chromium::render_browser_rows(net, &self.runs));
+            for t in Test::ALL {
+                if self.plan.tests.contains(&t) {
+                    s.push_str(&tables::sockets_table(
+                        net,
+                        t,
+                        &self.summaries,
+                        self.short_server(),
+                    ));
+                }
+            }
+            s.push_str(&tables::table3(net, &self.initial, self.short_server()));
+            let _ = writeln!(s);
+            let payload = tables::payload_table(net, &self.runs);
+            if !payload.is_empty() {
+                s.push_str(&payload);
+                let _ = writeln!(s);
+            }
+        }
+        let sweep = super::extras::rtt_sweep_table(&self.runs);
+        if !sweep.is_empty() {
+            s.push_str(&sweep);
+            let _ = writeln!(s);
+        }
+        let failed: Vec<&RunRecord> = self.runs.iter().filter(|r| !r.ok()).collect();
+        if !failed.is_empty() {
+            let _ = writeln!(
+                s,
+                "{} of {} runs FAILED (left out of the tables):",
+                failed.len(),
+                self.runs.len()
+            );
+            for r in failed {
+                let _ = writeln!(
+                    s,
+                    "  {} {} {} rep {}: {}",
+                    r.net,
+                    r.strategy,
+                    r.test,
+                    r.rep,
+                    r.error.as_deref().unwrap_or("?")
+                );
+            }
+            let _ = writeln!(s);
+        }
+        let _ = writeln!(s, "{}\n", self.lateness_line());
+        s.push_str(&self.judged.render());
+        let _ = writeln!(s);
+        s.push_str(&claims::microscape::render_self_test());
+        let _ = writeln!(s, "\n{} runs in {:.0} s.", self.runs.len(), self.wall_s);
+        s
+    }
+
+    /// results.json with the summaries beside the runs.
+    fn write_json(&self, dir: &Path) -> Result<()> {
+        fs::create_dir_all(dir)?;
+        crate::results::write_json(
+            dir,
+            &ResultsJson {
+                schema_version: SCHEMA_VERSION,
+                made_by: &self.provenance.made_by,
+                what:
+                    "pagewire bench results: one object per run in `runs`; tables and claims as printed",
+                results: self,
+                summaries: self.summaries.values().collect(),
+                initial_summaries: self.initial.values().collect(),
+            },
+        )
+    }
+
+    /// results.csv (the figures are inline SVG in report.html).
+    fn write_data(&self, dir: &Path) -> Result<Vec<String>> {
+        self.write_csv(&dir.join("results.csv"))?;
+        Ok(Vec::new())
+    }
+
+    /// report.html: bar plots, time-sequence graphs and waterfalls.
+    fn render_html(&self, dir: &Path, _figures: &[String]) -> Result<String> {
+        self.html_page(dir)
     }
 }
 

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -16,8 +16,9 @@ use pagewire_emu::{Link, LinkConfig};
 use pagewire_site::microscape::{self, Microscape};
 use sha2::{Digest, Sha256};
 
-use super::model::{Net, RobotConfig, RunRecord, Test, Tuning};
+use super::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Test, Tuning};
 use super::plan::{Plan, RunSpec};
+use crate::server::ServerGuard;
 
 /// Port the server listens on inside the server namespace.
 pub const SERVER_PORT: u16 = 80;
@@ -72,7 +73,7 @@ pub struct BenchConfig {
     pub nagle: bool,
     /// How browser strategies revalidate (every object, or Chromium's own
     /// heuristic).
-    pub browser_revalidation: crate::chromium::BrowserRevalidation,
+    pub browser_revalidation: super::chromium::BrowserRevalidation,
     /// A recorded site in place of the Microscape page (`bench --replay`):
     /// served by `pagewire serve --replay`, every recorded name connected
     /// to the server namespace.
@@ -99,23 +100,6 @@ fn sha256_hex(b: &[u8]) -> String {
         .iter()
         .map(|x| format!("{x:02x}"))
         .collect()
-}
-
-/// Kills the server process (and its process group) when dropped, also on
-/// error paths; the link's own Drop kills anything left in the namespace.
-struct ServerGuard(Child);
-
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        // SIGTERM to its process group, SIGKILL after the grace period
-        // (short after a Ctrl-C: the user is waiting).
-        let grace = if crate::interrupt::signalled() {
-            Duration::from_millis(200)
-        } else {
-            Duration::from_secs(2)
-        };
-        pagewire_emu::cli::stop_process_group(&mut self.0, grace);
-    }
 }
 
 fn nginx_conf(root: &Path, dir: &Path, addr: &str) -> String {
@@ -752,9 +736,7 @@ fn one_run(
     link_json: &serde_json::Value,
 ) -> Result<RunRecord> {
     if spec.strategy.is_browser() {
-        return crate::chromium::run::one_run(
-            cfg, link, url, tls_ca, caches, spec, expected, link_json,
-        );
+        return super::chromium::one_run(cfg, link, url, tls_ca, caches, spec, expected, link_json);
     }
     // Initial (Table 3) runs have their own caches and pcaps.
     let mut tag = match spec.tuning {
@@ -816,8 +798,8 @@ fn one_run(
         flush_after_ms: fc.flush_after.as_secs_f64() * 1e3,
         explicit_flush: fc.explicit_flush,
         out_buffer_bytes: fc.out_buffer_bytes,
-        request_profile: fc.request_profile.name().to_string(),
-        revalidation: fc.revalidation.name().to_string(),
+        request_profile: Requests::Robot(fc.request_profile),
+        revalidation: Revalidating::Robot(fc.revalidation),
         nagle: cfg.nagle,
         range_first: fc.range_first,
     };

@@ -13,3 +13,16 @@ pub mod run;
 pub mod sys;
 
 pub use run::{run, ObjpackConfig, ObjpackOutcome, RunRow};
+
+/// The object-packaging suite.
+pub struct Objpack;
+
+impl crate::suite::Suite for Objpack {
+    const KIND: crate::claims::Suite = crate::claims::Suite::Objpack;
+    const RUNS: &'static str =
+        "Fujinoki, Sanjay, Shah, object packaging: Tables 3-7 on lan100 and wan";
+    type Ctx = claims::Ctx;
+    fn claims() -> &'static [crate::claims::spec::ClaimSpec<Self::Ctx>] {
+        claims::CLAIMS
+    }
+}

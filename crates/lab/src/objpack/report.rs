@@ -814,10 +814,10 @@ pub fn attribute_table(rows: &[&RunRow], net: &str) -> Table {
 
 #[derive(Serialize)]
 struct ResultsJson<'a> {
-    /// See [`crate::report::SCHEMA_VERSION`].
+    /// See [`crate::results::SCHEMA_VERSION`].
     schema_version: u32,
     made_by: String,
-    provenance: &'a crate::report::Provenance,
+    provenance: &'a crate::results::Provenance,
     command: &'a [String],
     started_utc: &'a str,
     load_average: &'a str,
@@ -868,7 +868,7 @@ pub fn write(
         command.join(" "),
         out.wall_s,
         p.line(),
-        crate::report::lateness_line(out.rows.iter().map(|r| &r.link_lateness), "runs")
+        crate::results::lateness_line(out.rows.iter().map(|r| &r.link_lateness), "runs")
     );
     let _ = writeln!(text, "{intro}");
     let _ = writeln!(text, "File groups (100 files per set; sizes in bytes; every set scaled to the group mean exactly):");
@@ -920,7 +920,7 @@ pub fn write(
         fs::write(dir.join(name), svg).with_context(|| format!("write {name}"))?;
     }
     let mut json = ResultsJson {
-        schema_version: crate::report::SCHEMA_VERSION,
+        schema_version: crate::results::SCHEMA_VERSION,
         made_by: p.made_by.clone(),
         provenance: p,
         command,
@@ -950,11 +950,7 @@ pub fn write(
         esc(&block)
     );
     json.claims = &judged.claims;
-    fs::write(
-        dir.join("results.json"),
-        serde_json::to_string_pretty(&json)?,
-    )
-    .context("write results.json")?;
+    crate::results::write_json(dir, &json)?;
     let mut csv = csv::Writer::from_path(dir.join("results.csv"))?;
     csv.write_record(
         [
@@ -987,7 +983,7 @@ pub fn write(
             "retransmissions",
         ]
         .into_iter()
-        .chain(crate::report::LATENESS_CSV_HEADER),
+        .chain(crate::results::LATENESS_CSV_HEADER),
     )?;
     for r in &out.rows {
         csv.write_record(
@@ -1021,7 +1017,7 @@ pub fn write(
                 r.retransmissions.to_string(),
             ]
             .into_iter()
-            .chain(crate::report::lateness_csv(&r.link_lateness)),
+            .chain(crate::results::lateness_csv(&r.link_lateness)),
         )?;
     }
     csv.flush()?;
@@ -1094,7 +1090,7 @@ fn render_html(
     let page = Page {
         title: "pagewire bench --suite objpack: Fujinoki, Sanjay, Shah, \"Web File Transmission by Object Packaging\" (paper 002)".into(),
         provenance: &out.provenance,
-        lateness: crate::report::lateness_line(out.rows.iter().map(|r| &r.link_lateness), "runs"),
+        lateness: crate::results::lateness_line(out.rows.iter().map(|r| &r.link_lateness), "runs"),
         claims: serde_json::to_value(claims)?,
         key_plots,
         sections: vec![Section {

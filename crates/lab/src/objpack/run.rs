@@ -117,7 +117,7 @@ pub struct IdleNoise {
 
 pub struct ObjpackOutcome {
     /// What made the results (begun when the run started).
-    pub provenance: crate::report::Provenance,
+    pub provenance: crate::results::Provenance,
     pub rows: Vec<RunRow>,
     pub idle: Vec<IdleNoise>,
     pub wall_s: f64,
@@ -205,7 +205,7 @@ fn idle_noise(net: &str, server_clock: Option<ThreadClock>) -> IdleNoise {
 }
 
 pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
-    let mut provenance = crate::report::Provenance::begin("objpack", pagewire_emu::command_line());
+    let mut provenance = crate::results::Provenance::begin("objpack", pagewire_emu::command_line());
     let started = Instant::now();
     let max_sets = cfg.nets.iter().map(|n| n.sets).max().unwrap_or(0);
     let sets = files::generate(&cfg.out_dir.join("files"), cfg.seed, max_sets)?;
@@ -341,7 +341,7 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
         let _ = server.join();
         drop(link);
     }
-    provenance.finish();
+    crate::results::finish(&mut provenance);
     provenance.seeds = [
         ("files".to_string(), cfg.seed),
         ("link".to_string(), cfg.seed),
@@ -354,7 +354,6 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
         .collect();
     provenance.server = "objpack bench server (in-process)".into();
     provenance.page_variant = Some("paper 002 file sets: 100 files per set, 3 size groups".into());
-    provenance.link_lateness_rule = Some(crate::report::lateness_rule());
     provenance.note =
         "Files are synthetic (generated from the seed to the paper's group means).".into();
     Ok(ObjpackOutcome {

@@ -39,8 +39,10 @@ pub use servers::Server;
 pub const PORT: u16 = 80;
 
 /// One memory configuration: a label (`32M`, `none`) and its limit.
-#[derive(Clone, Debug, Serialize)]
+/// A run record carries both as `memory` and `limit_bytes`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Memory {
+    #[serde(rename = "memory")]
     pub label: String,
     pub limit_bytes: Option<u64>,
 }
@@ -102,13 +104,17 @@ pub struct Packets {
     pub connections: u64,
 }
 
-/// One run: a server, memory, mode and load level.
-#[derive(Clone, Debug, Default, Serialize)]
+/// One run: a server, memory, mode and load level. Written as results.json
+/// has always had them: `server` and `mode` by name, `memory` (the label)
+/// and `limit_bytes`.
+#[derive(Clone, Debug, Serialize)]
 pub struct Run {
-    pub server: String,
-    pub memory: String,
-    pub limit_bytes: Option<u64>,
-    pub mode: String,
+    #[serde(serialize_with = "ser_server")]
+    pub server: Server,
+    #[serde(flatten)]
+    pub memory: Memory,
+    #[serde(serialize_with = "ser_mode")]
+    pub mode: Mode,
     pub ues: u64,
     /// Repetition index within its (memory, mode, UEs) cell, 0-based.
     pub rep: u32,
@@ -171,7 +177,70 @@ pub struct Run {
     pub cwnds: Vec<u32>,
 }
 
+fn ser_server<S: serde::Serializer>(s: &Server, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(s.label())
+}
+
+fn ser_mode<S: serde::Serializer>(m: &Mode, ser: S) -> Result<S::Ok, S::Error> {
+    ser.serialize_str(m.name())
+}
+
 impl Run {
+    /// A run of `server` under `memory` in `mode` with `ues` user
+    /// equivalents, nothing measured yet.
+    pub fn new(server: Server, memory: Memory, mode: Mode, ues: u64) -> Run {
+        Run {
+            server,
+            memory,
+            mode,
+            ues,
+            rep: 0,
+            seed: 0,
+            duration_s: 0.0,
+            cold_cache: false,
+            gets: 0,
+            errors: 0,
+            retries: 0,
+            load_connections: 0,
+            gets_per_second: 0.0,
+            gps_sd: 0.0,
+            gps_n: 0,
+            latency_mean_ms: 0.0,
+            latency_p50_ms: 0.0,
+            latency_p99_ms: 0.0,
+            object_latency_mean_ms: 0.0,
+            packets: Packets::default(),
+            usr: 0.0,
+            kern: 0.0,
+            idle: 0.0,
+            iowait: 0.0,
+            pages_read: 0.0,
+            pages_written: 0.0,
+            sys_pages_read: 0.0,
+            major_faults: 0.0,
+            oom_kills: 0,
+            tcp_sent: 0.0,
+            tcp_received: 0.0,
+            established: 0.0,
+            time_wait: 0.0,
+            rss_mean: 0.0,
+            page_cache_mean: 0.0,
+            cwnd_mean: 0.0,
+            cwnd_sd: 0.0,
+            cwnd_n: 0,
+            cwnd_max: 0,
+            loadavg_before: 0.0,
+            loadavg_after: 0.0,
+            link_lateness: pagewire_link::LinkLateness::default(),
+            monitor_csv: String::new(),
+            cwnd_csv: String::new(),
+            error: None,
+            calibration: None,
+            mem_points: Vec::new(),
+            cwnds: Vec::new(),
+        }
+    }
+
     pub fn ok(&self) -> bool {
         self.error.is_none()
     }
@@ -180,7 +249,7 @@ impl Run {
 /// What the suite hands to the report.
 pub struct Outcome {
     /// What made the results (begun when the suite started).
-    pub provenance: crate::report::Provenance,
+    pub provenance: crate::results::Provenance,
     pub runs: Vec<Run>,
     pub manifest_bytes: u64,
     pub manifest_files: usize,
@@ -230,7 +299,7 @@ pub fn suite_calibration(runs: &[Run]) -> Calibration {
     let unlimited: Vec<&Run> = ok
         .iter()
         .copied()
-        .filter(|r| r.limit_bytes.is_none())
+        .filter(|r| r.memory.limit_bytes.is_none())
         .collect();
     let judged = if unlimited.is_empty() { ok } else { unlimited };
     let mut rows = Vec::new();
@@ -240,9 +309,9 @@ pub fn suite_calibration(runs: &[Run]) -> Calibration {
                 let mut row = row.clone();
                 row.quantity = format!(
                     "{} {} UE {}{}: {}",
-                    r.mode,
+                    r.mode.name(),
                     r.ues,
-                    r.memory,
+                    r.memory.label,
                     rep_label(r.rep),
                     row.quantity
                 );
@@ -250,11 +319,10 @@ pub fn suite_calibration(runs: &[Run]) -> Calibration {
             }
         }
     }
-    for a in judged.iter().filter(|r| r.mode == "http10") {
-        if let Some(b) = judged
-            .iter()
-            .find(|b| b.mode == "http11" && b.ues == a.ues && b.memory == a.memory && b.rep == a.rep)
-        {
+    for a in judged.iter().filter(|r| r.mode == Mode::Http10) {
+        if let Some(b) = judged.iter().find(|b| {
+            b.mode == Mode::Http11 && b.ues == a.ues && b.memory == a.memory && b.rep == a.rep
+        }) {
             let ours = (b.load_connections > 0)
                 .then(|| a.load_connections as f64 / b.load_connections as f64);
             let (lo, hi) = pagewire_load::calibration::CONN_RATIO;
@@ -262,7 +330,7 @@ pub fn suite_calibration(runs: &[Run]) -> Calibration {
                 quantity: format!(
                     "{} UE {}{}: HTTP/1.0 : HTTP/1.1 connections",
                     a.ues,
-                    a.memory,
+                    a.memory.label,
                     rep_label(a.rep)
                 ),
                 ours,
@@ -302,7 +370,7 @@ pub fn file_set(dir: &Path, files: usize, seed: u64) -> Result<Manifest> {
 
 /// Runs the whole matrix.
 pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
-    let mut provenance = crate::report::Provenance::begin("surge", cfg.command.clone());
+    let mut provenance = crate::results::Provenance::begin("surge", cfg.command.clone());
     let started = Instant::now();
     fs::create_dir_all(cfg.out_dir.join("monitor"))?;
     let root = cfg.out_dir.join("site");
@@ -379,11 +447,7 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
                 mode.name()
             ));
             let mut server = servers::start(&cfg.server, &link, &cg, &root, &sdir, &addr)?;
-            for (&ues, rep) in cfg
-                .ues
-                .iter()
-                .flat_map(|u| (0..reps).map(move |k| (u, k)))
-            {
+            for (&ues, rep) in cfg.ues.iter().flat_map(|u| (0..reps).map(move |k| (u, k))) {
                 if let Some(sig) = pagewire_emu::cli::terminated_by() {
                     interrupted_by = Some(sig);
                     break 'mem;
@@ -442,7 +506,7 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
         drop(link);
         drop(cg);
     }
-    provenance.finish();
+    crate::results::finish(&mut provenance);
     provenance.seeds = [
         ("file set".to_string(), cfg.fileset_seed),
         ("workload".to_string(), cfg.seed),
@@ -456,7 +520,6 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
         "SURGE file set: {} files, {} bytes",
         manifest.files, manifest.bytes
     ));
-    provenance.link_lateness_rule = Some(crate::report::lateness_rule());
     provenance.note = format!("cgroup: {}", cgroup::describe());
     pb.finish_and_clear();
     Ok(Outcome {
@@ -485,7 +548,6 @@ fn one_run(
     cold: bool,
 ) -> Result<Run> {
     let load_before = loadavg();
-    let seed = cfg.seed;
     let lc = LoadConfig {
         target: target.to_string(),
         ues,
@@ -495,7 +557,7 @@ fn one_run(
         ramp: cfg.ramp,
         mode,
         conns_per_ue: 1,
-        seed,
+        seed: cfg.seed,
         shard: (0, 1),
         threads: 1,
         timeout: Duration::from_secs(10),
@@ -547,13 +609,12 @@ fn one_run(
     let cw: Vec<f64> = rec.cwnds.iter().map(|&x| x as f64).collect();
     let (cwnd_mean, cwnd_sd) = mean_sd(&cw);
     let mut run = Run {
-        server: cfg.server.label().to_string(),
-        memory: mem.label.clone(),
-        limit_bytes: mem.limit_bytes,
-        mode: mode.name().to_string(),
+        server: cfg.server.clone(),
+        memory: mem.clone(),
+        mode,
         ues,
         rep,
-        seed,
+        seed: cfg.seed,
         duration_s: cfg.duration.as_secs_f64(),
         cold_cache: cold,
         gets: 0,
@@ -638,6 +699,18 @@ fn one_run(
     Ok(run)
 }
 
+/// The SURGE suite.
+pub struct Surge;
+
+impl crate::suite::Suite for Surge {
+    const KIND: crate::claims::Suite = crate::claims::Suite::Surge;
+    const RUNS: &'static str = "Barford & Crovella, SURGE: load on a memory-limited server";
+    type Ctx = claims::Ctx;
+    fn claims() -> &'static [crate::claims::spec::ClaimSpec<Self::Ctx>] {
+        claims::CLAIMS
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,11 +718,8 @@ mod tests {
 
     fn run(mode: &str, memory: &str, conns: u64, duration_ok: bool) -> Run {
         let band = if duration_ok { Some(true) } else { Some(false) };
+        let memory = Memory::parse(memory).unwrap();
         Run {
-            mode: mode.into(),
-            memory: memory.into(),
-            limit_bytes: (memory != "none").then_some(32 << 20),
-            ues: 40,
             load_connections: conns,
             calibration: Some(Calibration::from_rows(vec![Row {
                 quantity: "connection duration".into(),
@@ -660,7 +730,7 @@ mod tests {
                 band: Some((0.0, 2.0)),
                 within: band,
             }])),
-            ..Run::default()
+            ..Run::new(Server::Nginx, memory, mode.parse().unwrap(), 40)
         }
     }
 

@@ -4,112 +4,191 @@
 //! 11, 12), CWND CDFs (Figure 2), the claims table, and the files.
 
 use std::fmt::Write as _;
-use std::fs;
 use std::path::Path;
 
 use anyhow::Result;
 use plotters::prelude::*;
 use serde::Serialize;
 
+use pagewire_load::run::Mode;
+
 use super::{Outcome, Run};
 use crate::claims::spec::Claim;
 
-/// Paper 004's Apache 1.3.0 / 128 MB values (Tables 2, 3, 4, 6, 7), per
-/// mode and its 40 / 280 / 520 UE columns.
+/// Paper 004's Apache 1.3.0 / 128 MB values (Tables 2, 3, 4, 6, 7) as typed
+/// rows, one per mode, each quantity at the paper's 40 / 280 / 520 UE
+/// columns ([`paper::UES`]); NaN where the paper has no value.
 pub mod paper {
+    use pagewire_load::run::Mode;
+
     pub const UES: [u64; 3] = [40, 280, 520];
-    /// Table 2 / 7 (millions): data packets, total packets, data bytes, total bytes, data bytes per data packet.
-    pub fn table2(mode: &str) -> Option<[[f64; 3]; 5]> {
-        Some(match mode {
-            "http10" => [
-                [0.107, 0.758, 1.327],
-                [0.201, 1.462, 2.571],
-                [128.2, 897.7, 1602.9],
-                [136.2, 956.2, 1705.7],
-                [1197.0, 1184.0, 1207.0],
-            ],
-            "http11" => [
-                [0.101, 0.716, 1.330],
-                [0.134, 0.947, 1.784],
-                [119.0, 842.8, 1607.4],
-                [124.4, 880.7, 1678.8],
-                [1180.0, 1178.0, 1208.0],
-            ],
-            "pipeline" => [
-                [0.099, 0.697, 1.308],
-                [0.133, 0.935, 1.784],
-                [118.6, 836.9, 1608.7],
-                [123.9, 874.3, 1680.0],
-                [1198.0, 1200.0, 1229.0],
-            ],
-            "early-close" => [
-                [0.105, 0.703, 1.220],
-                [0.176, 1.180, 2.089],
-                [127.3, 844.4, 1493.6],
-                [134.3, 891.6, 1577.1],
-                [1210.0, 1200.0, 1224.0],
-            ],
-            _ => return None,
-        })
+
+    /// Tables 2 / 7 (millions).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Packets {
+        pub mode: Mode,
+        pub data_packets: [f64; 3],
+        pub total_packets: [f64; 3],
+        pub data_bytes: [f64; 3],
+        pub total_bytes: [f64; 3],
+        pub data_bytes_per_data_packet: [f64; 3],
     }
-    /// Tables 3 / 7: CWND average and max.
-    pub fn cwnd(mode: &str) -> Option<[[f64; 3]; 2]> {
-        Some(match mode {
-            "http10" => [[5.79, 4.04, 3.81], [29.0, 83.0, 99.0]],
-            "http11" => [[10.48, 10.79, 9.28], [68.0, 186.0, 150.0]],
-            "pipeline" => [[11.04, 11.30, 9.72], [106.0, 202.0, 141.0]],
-            "early-close" => [[4.87, 5.40, 4.39], [35.0, 233.0, 182.0]],
-            _ => return None,
-        })
+
+    pub const TABLE_2: [Packets; 4] = [
+        Packets {
+            mode: Mode::Http10,
+            data_packets: [0.107, 0.758, 1.327],
+            total_packets: [0.201, 1.462, 2.571],
+            data_bytes: [128.2, 897.7, 1602.9],
+            total_bytes: [136.2, 956.2, 1705.7],
+            data_bytes_per_data_packet: [1197.0, 1184.0, 1207.0],
+        },
+        Packets {
+            mode: Mode::Http11,
+            data_packets: [0.101, 0.716, 1.330],
+            total_packets: [0.134, 0.947, 1.784],
+            data_bytes: [119.0, 842.8, 1607.4],
+            total_bytes: [124.4, 880.7, 1678.8],
+            data_bytes_per_data_packet: [1180.0, 1178.0, 1208.0],
+        },
+        Packets {
+            mode: Mode::Pipeline,
+            data_packets: [0.099, 0.697, 1.308],
+            total_packets: [0.133, 0.935, 1.784],
+            data_bytes: [118.6, 836.9, 1608.7],
+            total_bytes: [123.9, 874.3, 1680.0],
+            data_bytes_per_data_packet: [1198.0, 1200.0, 1229.0],
+        },
+        Packets {
+            mode: Mode::EarlyClose,
+            data_packets: [0.105, 0.703, 1.220],
+            total_packets: [0.176, 1.180, 2.089],
+            data_bytes: [127.3, 844.4, 1493.6],
+            total_bytes: [134.3, 891.6, 1577.1],
+            data_bytes_per_data_packet: [1210.0, 1200.0, 1224.0],
+        },
+    ];
+
+    /// Tables 3 / 7: congestion window, segments.
+    #[derive(Clone, Copy, Debug)]
+    pub struct Cwnd {
+        pub mode: Mode,
+        pub average: [f64; 3],
+        pub max: [f64; 3],
     }
-    /// Table 4: USR, KER, IDL, PGR, PGW, TPS, TPR.
-    pub fn table4(mode: &str) -> Option<[[f64; 3]; 7]> {
-        Some(match mode {
-            "http10" => [
-                [1.66, 15.18, 27.15],
-                [7.89, 41.95, 69.96],
-                [90.45, 42.87, 2.89],
-                [0.00, 0.00, 0.01],
-                [11.16, 33.74, 48.93],
-                [233.0, 1859.0, 3515.0],
-                [125.0, 944.0, 1745.0],
-            ],
-            "http11" => [
-                [1.33, 13.10, 20.84],
-                [6.90, 43.70, 72.02],
-                [91.77, 43.20, 7.14],
-                [0.02, 0.02, 0.02],
-                [12.44, 36.73, 46.38],
-                [188.0, 1382.0, 2135.0],
-                [66.0, 441.0, 710.0],
-            ],
-            _ => return None,
-        })
+
+    pub const TABLE_3: [Cwnd; 4] = [
+        Cwnd {
+            mode: Mode::Http10,
+            average: [5.79, 4.04, 3.81],
+            max: [29.0, 83.0, 99.0],
+        },
+        Cwnd {
+            mode: Mode::Http11,
+            average: [10.48, 10.79, 9.28],
+            max: [68.0, 186.0, 150.0],
+        },
+        Cwnd {
+            mode: Mode::Pipeline,
+            average: [11.04, 11.30, 9.72],
+            max: [106.0, 202.0, 141.0],
+        },
+        Cwnd {
+            mode: Mode::EarlyClose,
+            average: [4.87, 5.40, 4.39],
+            max: [35.0, 233.0, 182.0],
+        },
+    ];
+
+    /// Table 4: the server monitor (USR, KER, IDL: % of the machine; PGR,
+    /// PGW: pages/s; TPS, TPR: TCP segments/s).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Monitor {
+        pub mode: Mode,
+        pub usr: [f64; 3],
+        pub ker: [f64; 3],
+        pub idl: [f64; 3],
+        pub pgr: [f64; 3],
+        pub pgw: [f64; 3],
+        pub tps: [f64; 3],
+        pub tpr: [f64; 3],
     }
-    /// Tables 6 / 7: total connects, average ESTABLISHED, average duration (s), connect seconds.
-    pub fn table6(mode: &str) -> Option<[[f64; 3]; 4]> {
-        Some(match mode {
-            "http10" => [
-                [10902.0, 83826.0, 153231.0],
-                [0.16, 3.47, 23.82],
-                [0.02, 0.04, 0.12],
-                [218.0, 3353.0, 18388.0],
-            ],
-            "http11" => [
-                [2278.0, 15194.0, 26456.0],
-                [35.41, 234.11, 398.05],
-                [13.02, 13.59, 15.59],
-                [29659.0, 206486.0, 412449.0],
-            ],
-            "early-close" => [
-                [7876.0, 54667.0, 96776.0],
-                [f64::NAN; 3],
-                [f64::NAN; 3],
-                [f64::NAN; 3],
-            ],
-            _ => return None,
-        })
+
+    pub const TABLE_4: [Monitor; 2] = [
+        Monitor {
+            mode: Mode::Http10,
+            usr: [1.66, 15.18, 27.15],
+            ker: [7.89, 41.95, 69.96],
+            idl: [90.45, 42.87, 2.89],
+            pgr: [0.00, 0.00, 0.01],
+            pgw: [11.16, 33.74, 48.93],
+            tps: [233.0, 1859.0, 3515.0],
+            tpr: [125.0, 944.0, 1745.0],
+        },
+        Monitor {
+            mode: Mode::Http11,
+            usr: [1.33, 13.10, 20.84],
+            ker: [6.90, 43.70, 72.02],
+            idl: [91.77, 43.20, 7.14],
+            pgr: [0.02, 0.02, 0.02],
+            pgw: [12.44, 36.73, 46.38],
+            tps: [188.0, 1382.0, 2135.0],
+            tpr: [66.0, 441.0, 710.0],
+        },
+    ];
+
+    /// Tables 6 / 7: TCP connections (total connects, average ESTABLISHED,
+    /// average duration in seconds, connect seconds).
+    #[derive(Clone, Copy, Debug)]
+    pub struct Connections {
+        pub mode: Mode,
+        pub connects: [f64; 3],
+        pub established: [f64; 3],
+        pub duration_s: [f64; 3],
+        pub connect_seconds: [f64; 3],
     }
+
+    pub const TABLE_6: [Connections; 3] = [
+        Connections {
+            mode: Mode::Http10,
+            connects: [10902.0, 83826.0, 153231.0],
+            established: [0.16, 3.47, 23.82],
+            duration_s: [0.02, 0.04, 0.12],
+            connect_seconds: [218.0, 3353.0, 18388.0],
+        },
+        Connections {
+            mode: Mode::Http11,
+            connects: [2278.0, 15194.0, 26456.0],
+            established: [35.41, 234.11, 398.05],
+            duration_s: [13.02, 13.59, 15.59],
+            connect_seconds: [29659.0, 206486.0, 412449.0],
+        },
+        Connections {
+            mode: Mode::EarlyClose,
+            connects: [7876.0, 54667.0, 96776.0],
+            established: [f64::NAN; 3],
+            duration_s: [f64::NAN; 3],
+            connect_seconds: [f64::NAN; 3],
+        },
+    ];
+
+    /// The row of `mode` in `table`.
+    pub fn row<T>(table: &[T], mode: Mode, mode_of: impl Fn(&T) -> Mode) -> Option<&T> {
+        table.iter().find(|r| mode_of(r) == mode)
+    }
+    pub fn table2(mode: Mode) -> Option<&'static Packets> {
+        row(&TABLE_2, mode, |r| r.mode)
+    }
+    pub fn table3(mode: Mode) -> Option<&'static Cwnd> {
+        row(&TABLE_3, mode, |r| r.mode)
+    }
+    pub fn table4(mode: Mode) -> Option<&'static Monitor> {
+        row(&TABLE_4, mode, |r| r.mode)
+    }
+    pub fn table6(mode: Mode) -> Option<&'static Connections> {
+        row(&TABLE_6, mode, |r| r.mode)
+    }
+
     /// Figure 9: KB per connection (HTTP/1.0, HTTP/1.1).
     pub const MEM_PER_CONN_KB: [f64; 2] = [378.0, 81.0];
     /// The paper's runs lasted ten minutes.
@@ -155,7 +234,13 @@ pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64, f64, f64)> {
 pub fn fits(runs: &[Run]) -> Vec<Fit> {
     let mut keys: Vec<(String, String, String)> = runs
         .iter()
-        .map(|r| (r.server.clone(), r.memory.clone(), r.mode.clone()))
+        .map(|r| {
+            (
+                r.server.label().to_string(),
+                r.memory.label.clone(),
+                r.mode.name().to_string(),
+            )
+        })
         .collect();
     keys.dedup();
     keys.sort();
@@ -164,7 +249,9 @@ pub fn fits(runs: &[Run]) -> Vec<Fit> {
         .filter_map(|(s, m, mode)| {
             let pts: Vec<(f64, f64)> = runs
                 .iter()
-                .filter(|r| r.server == s && r.memory == m && r.mode == mode && r.ok())
+                .filter(|r| {
+                    r.server.label() == s && r.memory.label == m && r.mode.name() == mode && r.ok()
+                })
                 .flat_map(|r| r.mem_points.iter().copied())
                 .collect();
             let (a, b, se, r2) = least_squares(&pts)?;
@@ -242,7 +329,7 @@ fn grid(
         &str,
         usize,
         &dyn Fn(&Run) -> f64,
-        &dyn Fn(&str, usize) -> Option<f64>,
+        &dyn Fn(Mode, usize) -> Option<f64>,
     )],
 ) {
     let _ = writeln!(out, "{title}");
@@ -251,9 +338,9 @@ fn grid(
         head.push_str(&format!(
             " {:>22}",
             if r.rep == 0 {
-                format!("{} {}UE", short(&r.mode), r.ues)
+                format!("{} {}UE", short(r.mode), r.ues)
             } else {
-                format!("{} {}UE #{}", short(&r.mode), r.ues, r.rep + 1)
+                format!("{} {}UE #{}", short(r.mode), r.ues, r.rep + 1)
             }
         ));
     }
@@ -263,7 +350,7 @@ fn grid(
         for r in runs {
             let ours = fmt(f(r), *d);
             let theirs = paper_col(r.ues)
-                .and_then(|c| p(&r.mode, c))
+                .and_then(|c| p(r.mode, c))
                 .filter(|x| !x.is_nan())
                 .map(|x| format!(" ({})", fmt(x, *d)))
                 .unwrap_or_default();
@@ -274,29 +361,43 @@ fn grid(
     let _ = writeln!(out);
 }
 
-fn short(m: &str) -> &str {
+fn short(m: Mode) -> &'static str {
     match m {
-        "http10" => "1.0",
-        "http11" => "1.1",
-        "pipeline" => "pipe",
-        "early-close" => "EC",
-        x => x,
+        Mode::Http10 => "1.0",
+        Mode::Http11 => "1.1",
+        Mode::Pipeline => "pipe",
+        Mode::EarlyClose => "EC",
     }
 }
 
-/// The text report: every table, the fits and the claims.
+/// A table's rows: name, decimals, our value of a run, the paper's value
+/// of a mode at a UE column.
+type Rows<'a> = [(
+    &'a str,
+    usize,
+    &'a dyn Fn(&Run) -> f64,
+    &'a dyn Fn(Mode, usize) -> Option<f64>,
+)];
+
+/// The paper has no such value.
+fn none(_: Mode, _: usize) -> Option<f64> {
+    None
+}
+
+/// The text report: every table per memory configuration, the fits and
+/// the claims.
 pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{header}");
     let _ = writeln!(
         s,
         "{}\n",
-        crate::report::lateness_line(o.runs.iter().map(|r| &r.link_lateness), "runs")
+        crate::results::lateness_line(o.runs.iter().map(|r| &r.link_lateness), "runs")
     );
     let mut mems: Vec<(String, u64)> = o
         .runs
         .iter()
-        .map(|r| (r.memory.clone(), r.limit_bytes.unwrap_or(u64::MAX)))
+        .map(|r| (r.memory.label.clone(), r.memory.key()))
         .collect();
     mems.sort_by_key(|m| std::cmp::Reverse(m.1));
     mems.dedup();
@@ -306,242 +407,258 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
          Counts are scaled to the paper's 10-minute runs (x 600 / run seconds) so they compare.\n"
     );
     for (mem, _) in &mems {
-        let rs: Vec<&Run> = o.runs.iter().filter(|r| &r.memory == mem).collect();
-        let server = rs.first().map(|r| r.server.clone()).unwrap_or_default();
-        let sc = |r: &Run| paper::RUN_S / r.duration_s / 1e6;
-        grid(
-            &mut s,
-            &format!("Table 2/7 — packets and bytes ({server}, memory {mem}; millions per 600 s)"),
-            &rs,
-            &[
-                (
-                    "Data Packets",
-                    3,
-                    &|r: &Run| r.packets.data as f64 * sc(r),
-                    &|m, c| paper::table2(m).map(|t| t[0][c]),
-                ),
-                (
-                    "Total Packets",
-                    3,
-                    &|r: &Run| r.packets.total as f64 * sc(r),
-                    &|m, c| paper::table2(m).map(|t| t[1][c]),
-                ),
-                (
-                    "Total Data Bytes",
-                    1,
-                    &|r: &Run| r.packets.data_bytes as f64 * sc(r),
-                    &|m, c| paper::table2(m).map(|t| t[2][c]),
-                ),
-                (
-                    "Total Bytes",
-                    1,
-                    &|r: &Run| r.packets.bytes as f64 * sc(r),
-                    &|m, c| paper::table2(m).map(|t| t[3][c]),
-                ),
-                (
-                    "Data Byts/Data Pkts",
-                    0,
-                    &|r: &Run| r.packets.data_bytes as f64 / r.packets.data.max(1) as f64,
-                    &|m, c| paper::table2(m).map(|t| t[4][c]),
-                ),
-                (
-                    "SYN (+SYN-ACK) packets",
-                    3,
-                    &|r: &Run| r.packets.syn as f64 * sc(r),
-                    &|_, _| None,
-                ),
-                (
-                    "FIN packets",
-                    3,
-                    &|r: &Run| r.packets.fin as f64 * sc(r),
-                    &|_, _| None,
-                ),
-                (
-                    "RST packets",
-                    3,
-                    &|r: &Run| r.packets.rst as f64 * sc(r),
-                    &|_, _| None,
-                ),
-                (
-                    "pure ACK packets",
-                    3,
-                    &|r: &Run| r.packets.ack as f64 * sc(r),
-                    &|_, _| None,
-                ),
-                (
-                    "GETs (thousands/600 s)",
-                    1,
-                    &|r: &Run| r.gets as f64 * sc(r) * 1000.0,
-                    &|_, _| None,
-                ),
-                (
-                    "packets per GET",
-                    2,
-                    &|r: &Run| per_get(r, r.packets.total),
-                    &|m, c| {
-                        paper::table2(m)
-                            .zip(paper::table6(m))
-                            .map(|_| f64::NAN)
-                            .filter(|_| c > 9)
-                    },
-                ),
-            ],
-        );
-        grid(
-            &mut s,
-            &format!("Table 3 — congestion window, segments ({server}, memory {mem})"),
-            &rs,
-            &[
-                ("CWND Average", 2, &|r: &Run| r.cwnd_mean, &|m, c| {
-                    paper::cwnd(m).map(|t| t[0][c])
-                }),
-                ("CWND Max", 0, &|r: &Run| r.cwnd_max as f64, &|m, c| {
-                    paper::cwnd(m).map(|t| t[1][c])
-                }),
-                (
-                    "samples (conn-seconds)",
-                    0,
-                    &|r: &Run| r.cwnd_n as f64,
-                    &|_, _| None,
-                ),
-            ],
-        );
-        grid(
-            &mut s,
-            &format!("Table 4 — server monitor, means of the 1 s samples ({server}, memory {mem})"),
-            &rs,
-            &[
-                ("USR (% of machine)", 2, &|r: &Run| r.usr, &|m, c| {
-                    paper::table4(m).map(|t| t[0][c])
-                }),
-                ("KER (% of machine)", 2, &|r: &Run| r.kern, &|m, c| {
-                    paper::table4(m).map(|t| t[1][c])
-                }),
-                ("IDL (machine %)", 2, &|r: &Run| r.idle, &|m, c| {
-                    paper::table4(m).map(|t| t[2][c])
-                }),
-                ("iowait (machine %)", 2, &|r: &Run| r.iowait, &|_, _| None),
-                (
-                    "PGR (server pages/s)",
-                    2,
-                    &|r: &Run| r.pages_read,
-                    &|m, c| paper::table4(m).map(|t| t[3][c]),
-                ),
-                (
-                    "PGW (server pages/s)",
-                    2,
-                    &|r: &Run| r.pages_written,
-                    &|m, c| paper::table4(m).map(|t| t[4][c]),
-                ),
-                (
-                    "machine pages read/s",
-                    1,
-                    &|r: &Run| r.sys_pages_read,
-                    &|_, _| None,
-                ),
-                ("major faults/s", 1, &|r: &Run| r.major_faults, &|_, _| None),
-                (
-                    "OOM kills (run)",
-                    0,
-                    &|r: &Run| r.oom_kills as f64,
-                    &|_, _| None,
-                ),
-                ("TPS (segments/s)", 0, &|r: &Run| r.tcp_sent, &|m, c| {
-                    paper::table4(m).map(|t| t[5][c])
-                }),
-                ("TPR (segments/s)", 0, &|r: &Run| r.tcp_received, &|m, c| {
-                    paper::table4(m).map(|t| t[6][c])
-                }),
-                (
-                    "server memory, no cache (MB)",
-                    1,
-                    &|r: &Run| r.rss_mean / 1048576.0,
-                    &|_, _| None,
-                ),
-                (
-                    "server page cache (MB)",
-                    1,
-                    &|r: &Run| r.page_cache_mean / 1048576.0,
-                    &|_, _| None,
-                ),
-                (
-                    "load average before",
-                    2,
-                    &|r: &Run| r.loadavg_before,
-                    &|_, _| None,
-                ),
-                (
-                    "load average after",
-                    2,
-                    &|r: &Run| r.loadavg_after,
-                    &|_, _| None,
-                ),
-            ],
-        );
-        grid(
-            &mut s,
-            &format!("Table 6/7 — TCP connections ({server}, memory {mem}; per 600 s)"),
-            &rs,
-            &[
-                (
-                    "Total Connects",
-                    0,
-                    &|r: &Run| r.packets.connections as f64 * paper::RUN_S / r.duration_s,
-                    &|m, c| paper::table6(m).map(|t| t[0][c]),
-                ),
-                (
-                    "Average ESTABLISHED",
-                    2,
-                    &|r: &Run| r.established,
-                    &|m, c| paper::table6(m).map(|t| t[1][c]),
-                ),
-                (
-                    "Average Duration (s)",
-                    2,
-                    &|r: &Run| r.established * r.duration_s / r.packets.connections.max(1) as f64,
-                    &|m, c| paper::table6(m).map(|t| t[2][c]),
-                ),
-                (
-                    "Connect Seconds",
-                    0,
-                    &|r: &Run| r.established * paper::RUN_S,
-                    &|m, c| paper::table6(m).map(|t| t[3][c]),
-                ),
-                ("average TIME_WAIT", 1, &|r: &Run| r.time_wait, &|_, _| None),
-            ],
-        );
-        grid(
-            &mut s,
-            &format!("Figures 3/5/6/11/12 — throughput and latency ({server}, memory {mem})"),
-            &rs,
-            &[
-                ("GETs/s", 1, &|r: &Run| r.gets_per_second, &|_, _| None),
-                ("GETs/s sd over seconds", 1, &|r: &Run| r.gps_sd, &|_, _| {
-                    None
-                }),
-                (
-                    "latency mean (ms)",
-                    1,
-                    &|r: &Run| r.latency_mean_ms,
-                    &|_, _| None,
-                ),
-                (
-                    "latency p99 (ms)",
-                    1,
-                    &|r: &Run| r.latency_p99_ms,
-                    &|_, _| None,
-                ),
-                (
-                    "object latency mean (ms)",
-                    1,
-                    &|r: &Run| r.object_latency_mean_ms,
-                    &|_, _| None,
-                ),
-                ("errors", 0, &|r: &Run| r.errors as f64, &|_, _| None),
-                ("retries", 0, &|r: &Run| r.retries as f64, &|_, _| None),
-            ],
-        );
+        let rs: Vec<&Run> = o.runs.iter().filter(|r| &r.memory.label == mem).collect();
+        let server = rs.first().map(|r| r.server.label()).unwrap_or_default();
+        let what = format!("{server}, memory {mem}");
+        table2(&mut s, &what, &rs);
+        table3(&mut s, &what, &rs);
+        table4(&mut s, &what, &rs);
+        table6(&mut s, &what, &rs);
+        throughput(&mut s, &what, &rs);
     }
+    figure9(&mut s, fits);
+    let _ = claims;
+    s.push_str(&judge(&o.runs, fits).render());
+    s
+}
+
+/// Millions per the paper's 600 s run.
+fn per_600s_millions(r: &Run) -> f64 {
+    paper::RUN_S / r.duration_s / 1e6
+}
+
+/// Tables 2 and 7: packets and bytes.
+fn table2(s: &mut String, what: &str, rs: &[&Run]) {
+    let sc = per_600s_millions;
+    let p = |f: fn(&paper::Packets) -> [f64; 3]| {
+        move |m: Mode, c: usize| paper::table2(m).map(|t| f(t)[c])
+    };
+    let rows: &Rows = &[
+        (
+            "Data Packets",
+            3,
+            &|r: &Run| r.packets.data as f64 * sc(r),
+            &p(|t| t.data_packets),
+        ),
+        (
+            "Total Packets",
+            3,
+            &|r: &Run| r.packets.total as f64 * sc(r),
+            &p(|t| t.total_packets),
+        ),
+        (
+            "Total Data Bytes",
+            1,
+            &|r: &Run| r.packets.data_bytes as f64 * sc(r),
+            &p(|t| t.data_bytes),
+        ),
+        (
+            "Total Bytes",
+            1,
+            &|r: &Run| r.packets.bytes as f64 * sc(r),
+            &p(|t| t.total_bytes),
+        ),
+        (
+            "Data Byts/Data Pkts",
+            0,
+            &|r: &Run| r.packets.data_bytes as f64 / r.packets.data.max(1) as f64,
+            &p(|t| t.data_bytes_per_data_packet),
+        ),
+        (
+            "SYN (+SYN-ACK) packets",
+            3,
+            &|r: &Run| r.packets.syn as f64 * sc(r),
+            &none,
+        ),
+        (
+            "FIN packets",
+            3,
+            &|r: &Run| r.packets.fin as f64 * sc(r),
+            &none,
+        ),
+        (
+            "RST packets",
+            3,
+            &|r: &Run| r.packets.rst as f64 * sc(r),
+            &none,
+        ),
+        (
+            "pure ACK packets",
+            3,
+            &|r: &Run| r.packets.ack as f64 * sc(r),
+            &none,
+        ),
+        (
+            "GETs (thousands/600 s)",
+            1,
+            &|r: &Run| r.gets as f64 * sc(r) * 1000.0,
+            &none,
+        ),
+        (
+            "packets per GET",
+            2,
+            &|r: &Run| per_get(r, r.packets.total),
+            &none,
+        ),
+    ];
+    grid(
+        s,
+        &format!("Table 2/7 — packets and bytes ({what}; millions per 600 s)"),
+        rs,
+        rows,
+    );
+}
+
+/// Tables 3 and 7: the congestion window.
+fn table3(s: &mut String, what: &str, rs: &[&Run]) {
+    let rows: &Rows = &[
+        ("CWND Average", 2, &|r: &Run| r.cwnd_mean, &|m, c| {
+            paper::table3(m).map(|t| t.average[c])
+        }),
+        ("CWND Max", 0, &|r: &Run| r.cwnd_max as f64, &|m, c| {
+            paper::table3(m).map(|t| t.max[c])
+        }),
+        (
+            "samples (conn-seconds)",
+            0,
+            &|r: &Run| r.cwnd_n as f64,
+            &none,
+        ),
+    ];
+    grid(
+        s,
+        &format!("Table 3 — congestion window, segments ({what})"),
+        rs,
+        rows,
+    );
+}
+
+/// Table 4: the server monitor.
+fn table4(s: &mut String, what: &str, rs: &[&Run]) {
+    let p = |f: fn(&paper::Monitor) -> [f64; 3]| {
+        move |m: Mode, c: usize| paper::table4(m).map(|t| f(t)[c])
+    };
+    let rows: &Rows = &[
+        ("USR (% of machine)", 2, &|r: &Run| r.usr, &p(|t| t.usr)),
+        ("KER (% of machine)", 2, &|r: &Run| r.kern, &p(|t| t.ker)),
+        ("IDL (machine %)", 2, &|r: &Run| r.idle, &p(|t| t.idl)),
+        ("iowait (machine %)", 2, &|r: &Run| r.iowait, &none),
+        (
+            "PGR (server pages/s)",
+            2,
+            &|r: &Run| r.pages_read,
+            &p(|t| t.pgr),
+        ),
+        (
+            "PGW (server pages/s)",
+            2,
+            &|r: &Run| r.pages_written,
+            &p(|t| t.pgw),
+        ),
+        (
+            "machine pages read/s",
+            1,
+            &|r: &Run| r.sys_pages_read,
+            &none,
+        ),
+        ("major faults/s", 1, &|r: &Run| r.major_faults, &none),
+        ("OOM kills (run)", 0, &|r: &Run| r.oom_kills as f64, &none),
+        ("TPS (segments/s)", 0, &|r: &Run| r.tcp_sent, &p(|t| t.tps)),
+        (
+            "TPR (segments/s)",
+            0,
+            &|r: &Run| r.tcp_received,
+            &p(|t| t.tpr),
+        ),
+        (
+            "server memory, no cache (MB)",
+            1,
+            &|r: &Run| r.rss_mean / 1048576.0,
+            &none,
+        ),
+        (
+            "server page cache (MB)",
+            1,
+            &|r: &Run| r.page_cache_mean / 1048576.0,
+            &none,
+        ),
+        ("load average before", 2, &|r: &Run| r.loadavg_before, &none),
+        ("load average after", 2, &|r: &Run| r.loadavg_after, &none),
+    ];
+    grid(
+        s,
+        &format!("Table 4 — server monitor, means of the 1 s samples ({what})"),
+        rs,
+        rows,
+    );
+}
+
+/// Tables 6 and 7: TCP connections.
+fn table6(s: &mut String, what: &str, rs: &[&Run]) {
+    let p = |f: fn(&paper::Connections) -> [f64; 3]| {
+        move |m: Mode, c: usize| paper::table6(m).map(|t| f(t)[c])
+    };
+    let rows: &Rows = &[
+        (
+            "Total Connects",
+            0,
+            &|r: &Run| r.packets.connections as f64 * paper::RUN_S / r.duration_s,
+            &p(|t| t.connects),
+        ),
+        (
+            "Average ESTABLISHED",
+            2,
+            &|r: &Run| r.established,
+            &p(|t| t.established),
+        ),
+        (
+            "Average Duration (s)",
+            2,
+            &|r: &Run| r.established * r.duration_s / r.packets.connections.max(1) as f64,
+            &p(|t| t.duration_s),
+        ),
+        (
+            "Connect Seconds",
+            0,
+            &|r: &Run| r.established * paper::RUN_S,
+            &p(|t| t.connect_seconds),
+        ),
+        ("average TIME_WAIT", 1, &|r: &Run| r.time_wait, &none),
+    ];
+    grid(
+        s,
+        &format!("Table 6/7 — TCP connections ({what}; per 600 s)"),
+        rs,
+        rows,
+    );
+}
+
+/// Figures 3, 5, 6, 11 and 12: throughput and latency.
+fn throughput(s: &mut String, what: &str, rs: &[&Run]) {
+    let rows: &Rows = &[
+        ("GETs/s", 1, &|r: &Run| r.gets_per_second, &none),
+        ("GETs/s sd over seconds", 1, &|r: &Run| r.gps_sd, &none),
+        ("latency mean (ms)", 1, &|r: &Run| r.latency_mean_ms, &none),
+        ("latency p99 (ms)", 1, &|r: &Run| r.latency_p99_ms, &none),
+        (
+            "object latency mean (ms)",
+            1,
+            &|r: &Run| r.object_latency_mean_ms,
+            &none,
+        ),
+        ("errors", 0, &|r: &Run| r.errors as f64, &none),
+        ("retries", 0, &|r: &Run| r.retries as f64, &none),
+    ];
+    grid(
+        s,
+        &format!("Figures 3/5/6/11/12 — throughput and latency ({what})"),
+        rs,
+        rows,
+    );
+}
+
+/// Figure 9: per-connection memory, least squares.
+fn figure9(s: &mut String, fits: &[Fit]) {
     let _ = writeln!(s, "Figure 9 — server memory against ESTABLISHED connections (least squares over the 1 s samples of all loads); paper: Apache 1.3.0 {} KB per HTTP/1.0 and {} KB per HTTP/1.1 connection", paper::MEM_PER_CONN_KB[0], paper::MEM_PER_CONN_KB[1]);
     let _ = writeln!(
         s,
@@ -563,9 +680,6 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
         );
     }
     let _ = writeln!(s);
-    let _ = claims;
-    s.push_str(&judge(&o.runs, fits).render());
-    s
 }
 
 fn line_plot(
@@ -617,10 +731,10 @@ fn line_plot(
 /// Everything a suite run writes.
 #[derive(Serialize)]
 pub struct Results<'a> {
-    /// See [`crate::report::SCHEMA_VERSION`].
+    /// See [`crate::results::SCHEMA_VERSION`].
     pub schema_version: u32,
     pub made_by: &'a str,
-    pub provenance: &'a crate::report::Provenance,
+    pub provenance: &'a crate::results::Provenance,
     pub cgroup: &'a str,
     pub link: serde_json::Value,
     pub file_set: serde_json::Value,
@@ -630,11 +744,45 @@ pub struct Results<'a> {
     /// The load beside paper 004's (see `surge::suite_calibration`).
     pub calibration: &'a pagewire_load::calibration::Calibration,
     pub claims: &'a [Claim],
+    /// The text report (report.txt; the tables section of report.html).
+    #[serde(skip)]
+    pub text: &'a str,
 }
 
-/// Writes results.json, results.csv, report.txt and report.html into `dir`.
-pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
-    fs::write(dir.join("results.json"), serde_json::to_string_pretty(res)?)?;
+impl crate::results::Report for Results<'_> {
+    type Suite = super::Surge;
+    const RECORDS: &'static str = "runs";
+    const HTML_TITLE: &'static str = "pagewire bench --suite surge: Barford & Crovella, \"A Performance Evaluation of HTTP/1.1\" (paper 004), on today's servers";
+
+    fn provenance(&self) -> &crate::results::Provenance {
+        self.provenance
+    }
+
+    fn claims(&self) -> &[Claim] {
+        self.claims
+    }
+
+    fn lateness(&self) -> Vec<&pagewire_link::LinkLateness> {
+        self.runs.iter().map(|r| &r.link_lateness).collect()
+    }
+
+    fn render_text(&self) -> String {
+        self.text.to_string()
+    }
+
+    /// results.csv (the figures are inline SVG in report.html).
+    fn write_data(&self, dir: &Path) -> Result<Vec<String>> {
+        write_csv(dir, self)?;
+        Ok(Vec::new())
+    }
+
+    /// report.html: throughput and latency first, CWND CDFs, Figure 9.
+    fn render_html(&self, _dir: &Path, _figures: &[String]) -> Result<String> {
+        html(self)
+    }
+}
+
+fn write_csv(dir: &Path, res: &Results) -> Result<()> {
     let mut w = csv::Writer::from_path(dir.join("results.csv"))?;
     w.write_record(
         [
@@ -676,15 +824,15 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
             "error",
         ]
         .into_iter()
-        .chain(crate::report::LATENESS_CSV_HEADER),
+        .chain(crate::results::LATENESS_CSV_HEADER),
     )?;
     for r in res.runs {
         let p = &r.packets;
         w.write_record(
             [
-                r.server.clone(),
-                r.memory.clone(),
-                r.mode.clone(),
+                r.server.label().to_string(),
+                r.memory.label.clone(),
+                r.mode.name().to_string(),
                 r.ues.to_string(),
                 r.duration_s.to_string(),
                 r.gets.to_string(),
@@ -720,23 +868,27 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
                 r.error.clone().unwrap_or_default(),
             ]
             .into_iter()
-            .chain(crate::report::lateness_csv(&r.link_lateness)),
+            .chain(crate::results::lateness_csv(&r.link_lateness)),
         )?;
     }
     w.flush()?;
-    fs::write(dir.join("report.txt"), text)?;
-    // HTML: the shared report shape; throughput and latency first.
+    Ok(())
+}
+
+/// report.html in the shared report shape; throughput and latency first.
+fn html(res: &Results) -> Result<String> {
     use crate::html::{Figure, Page, Section};
+    use crate::results::Report as _;
     let mut curves: Vec<Figure> = Vec::new();
     let mut h = String::new();
     let mut mems: Vec<(String, u64)> = res
         .runs
         .iter()
-        .map(|r| (r.memory.clone(), r.limit_bytes.unwrap_or(u64::MAX)))
+        .map(|r| (r.memory.label.clone(), r.memory.key()))
         .collect();
     mems.sort_by_key(|m| std::cmp::Reverse(m.1));
     mems.dedup();
-    let mut modes: Vec<String> = res.runs.iter().map(|r| r.mode.clone()).collect();
+    let mut modes: Vec<&str> = res.runs.iter().map(|r| r.mode.name()).collect();
     modes.dedup();
     modes.sort();
     modes.dedup();
@@ -748,7 +900,7 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
                     let mut pts: Vec<(f64, f64)> = res
                         .runs
                         .iter()
-                        .filter(|r| &r.memory == mem && &r.mode == m && r.ok())
+                        .filter(|r| &r.memory.label == mem && r.mode.name() == *m && r.ok())
                         .map(|r| (r.ues as f64, f(r)))
                         .collect();
                     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -795,7 +947,7 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
             let series: Vec<(String, Vec<(f64, f64)>)> = res
                 .runs
                 .iter()
-                .filter(|r| &r.memory == mem && r.ues == *u && !r.cwnds.is_empty())
+                .filter(|r| &r.memory.label == mem && r.ues == *u && !r.cwnds.is_empty())
                 .map(|r| {
                     let mut v = r.cwnds.clone();
                     v.sort_unstable();
@@ -806,7 +958,7 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
                             pts.push(((*x as f64).min(64.0), (i + 1) as f64 / n));
                         }
                     }
-                    (mode_title(&r.mode).to_string(), pts)
+                    (mode_title(r.mode.name()).to_string(), pts)
                 })
                 .collect();
             if !series.is_empty() {
@@ -827,7 +979,7 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
                 let mut pts: Vec<(f64, f64)> = res
                     .runs
                     .iter()
-                    .filter(|r| &r.memory == mem && &r.mode == m)
+                    .filter(|r| &r.memory.label == mem && r.mode.name() == *m)
                     .flat_map(|r| r.mem_points.iter().map(|p| (p.0, p.1 / 1048576.0)))
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -842,9 +994,9 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
         )?);
     }
     let page = Page {
-        title: "pagewire bench --suite surge: Barford & Crovella, \"A Performance Evaluation of HTTP/1.1\" (paper 004), on today's servers".into(),
+        title: Results::HTML_TITLE.into(),
         provenance: res.provenance,
-        lateness: crate::report::lateness_line(res.runs.iter().map(|r| &r.link_lateness), "runs"),
+        lateness: res.lateness_line(),
         claims: serde_json::to_value(res.claims)?,
         key_plots: curves,
         sections: vec![
@@ -860,14 +1012,13 @@ pub fn write(dir: &Path, res: &Results, text: &str) -> Result<()> {
             },
             Section {
                 title: "Tables".into(),
-                html: crate::html::text_tables(text),
+                html: crate::html::text_tables(res.text),
                 open: true,
             },
         ],
         notes: vec![format!("cgroup: {}", res.cgroup)],
     };
-    fs::write(dir.join("report.html"), page.render())?;
-    Ok(())
+    Ok(page.render())
 }
 
 #[cfg(test)]
@@ -885,12 +1036,15 @@ mod tests {
 
     #[test]
     fn paper_tables_are_whole() {
-        for m in ["http10", "http11", "pipeline", "early-close"] {
-            assert!(paper::table2(m).is_some() && paper::cwnd(m).is_some());
+        for m in [Mode::Http10, Mode::Http11, Mode::Pipeline, Mode::EarlyClose] {
+            assert!(paper::table2(m).is_some() && paper::table3(m).is_some());
         }
+        // Tables 4 and 6 have HTTP/1.0 and HTTP/1.1 (Table 6 also early close's connects).
+        assert!(paper::table4(Mode::Pipeline).is_none());
+        assert!(paper::table6(Mode::EarlyClose).unwrap().established[0].is_nan());
         // Table 7: early close's packets over pipelined HTTP/1.1 at 520 UEs: +17%.
-        let e = paper::table2("early-close").unwrap()[1][2];
-        let p = paper::table2("pipeline").unwrap()[1][2];
+        let e = paper::table2(Mode::EarlyClose).unwrap().total_packets[2];
+        let p = paper::table2(Mode::Pipeline).unwrap().total_packets[2];
         assert!(((e / p - 1.0) * 100.0 - 17.0).abs() < 0.5);
     }
 }

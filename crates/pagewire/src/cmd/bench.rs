@@ -6,8 +6,9 @@ use anyhow::{Context, Result};
 use pagewire_emu::LinkConfig;
 use pagewire_lab::claims::PageFacts;
 use pagewire_lab::microscape::plan::{Plan, Reps};
-use pagewire_lab::microscape::report::{utc_now, Provenance, Results};
+use pagewire_lab::microscape::report::Results;
 use pagewire_lab::microscape::runner::{self, BenchConfig, ServerKind};
+use pagewire_lab::results::{utc_now, Provenance, Report};
 use pagewire_lab::{Net, Strategy, Test};
 use pagewire_site::microscape::Variant;
 
@@ -343,27 +344,6 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
 }
 
-/// Suite, paper and the claim table of each suite.
-type ClaimRow = (&'static str, &'static str, &'static str);
-
-/// The claims a suite checks, read from the lab's claim tables: (id,
-/// source, quote).
-fn suite_claims(suite: &str) -> Vec<ClaimRow> {
-    use pagewire_lab::claims::spec::ClaimSpec;
-    fn rows<C>(t: &[ClaimSpec<C>]) -> Vec<ClaimRow> {
-        t.iter().map(|c| (c.id, c.section, c.quote)).collect()
-    }
-    match suite {
-        "microscape" => rows(pagewire_lab::claims::microscape::CLAIMS),
-        "objpack" => rows(pagewire_lab::objpack::claims::CLAIMS),
-        "conn-length" => rows(pagewire_lab::connlen::claims::CLAIMS),
-        "getall" => rows(pagewire_lab::loadtime::claims::CLAIMS),
-        "surge" => rows(pagewire_lab::surge::claims::CLAIMS),
-        "prefetch" => rows(pagewire_lab::claims::prefetch::CLAIMS),
-        _ => Vec::new(),
-    }
-}
-
 /// What `--suite` (the alias of `bench SUITE`) accepts.
 pub const SUITE_NAMES: &[&str] = &[
     "microscape",
@@ -377,59 +357,20 @@ pub const SUITE_NAMES: &[&str] = &[
     "list",
 ];
 
-/// Every suite: name, paper, what it runs.
-const SUITES: &[(&str, &str, &str)] = &[
-    (
-        "microscape",
-        "001",
-        "Nielsen, Gettys et al., SIGCOMM '97: Tables 3-9 on lan, wan, ppp (default)",
-    ),
-    (
-        "section9",
-        "001",
-        "section 9 (CSS and PNG) from two finished microscape runs; claims printed with it",
-    ),
-    (
-        "objpack",
-        "002",
-        "Fujinoki, Sanjay, Shah, object packaging: Tables 3-7 on lan100 and wan",
-    ),
-    (
-        "conn-length",
-        "003",
-        "Padmanabhan & Mogul: connection length vs throughput, Figures 2-3",
-    ),
-    (
-        "getall",
-        "003",
-        "Padmanabhan & Mogul: GETALL/GETLIST load time, Figures 5-8 (alias load-time)",
-    ),
-    (
-        "prefetch",
-        "003",
-        "Padmanabhan & Mogul section 8: prefetching simulator over an access log",
-    ),
-    (
-        "surge",
-        "004",
-        "Barford & Crovella, SURGE: load on a memory-limited server",
-    ),
-];
-
 fn list(l: &ListArgs) -> Result<ExitCode> {
     use std::io::Write;
     let mut so = std::io::stdout().lock();
     if l.json {
-        let v: Vec<serde_json::Value> = SUITES
+        let v: Vec<serde_json::Value> = pagewire_lab::suite::catalogue()
             .iter()
-            .map(|(name, paper, what)| {
+            .map(|e| {
                 serde_json::json!({
-                    "suite": name,
-                    "paper": paper,
-                    "runs": what,
-                    "claims": suite_claims(name)
-                        .into_iter()
-                        .map(|(id, source, quote)| serde_json::json!({"id": id, "source": source, "quote": quote}))
+                    "suite": e.suite,
+                    "paper": e.paper,
+                    "runs": e.runs,
+                    "claims": e.claims
+                        .iter()
+                        .map(|c| serde_json::json!({"id": c.id, "source": c.source, "quote": c.quote}))
                         .collect::<Vec<_>>(),
                 })
             })
@@ -437,13 +378,13 @@ fn list(l: &ListArgs) -> Result<ExitCode> {
         writeln!(so, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    for (name, paper, what) in SUITES {
-        let claims = suite_claims(name);
-        writeln!(so, "{name:<12} paper {paper}: {what}")?;
-        if claims.is_empty() {
+    for e in pagewire_lab::suite::catalogue() {
+        writeln!(so, "{:<12} paper {}: {}", e.suite, e.paper, e.runs)?;
+        if e.claims.is_empty() {
             writeln!(so, "    (no claim table of its own)")?;
         }
-        for (id, source, quote) in claims {
+        for c in e.claims {
+            let (id, source, quote) = (c.id, c.source, c.quote);
             let q: String = quote.split_whitespace().collect::<Vec<_>>().join(" ");
             let q = if q.chars().count() > 100 {
                 format!("{}...", q.chars().take(97).collect::<String>())
@@ -538,7 +479,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         }
     }
     let strategies: Vec<Strategy> = parse_list("strategy", &a.strategy)?;
-    pagewire_lab::chromium::run::preflight(&strategies)?;
+    pagewire_lab::microscape::chromium::preflight(&strategies)?;
     let tests: Vec<Test> = parse_list("tests", &a.tests)?;
     if tests.contains(&Test::Revalidate) && !tests.contains(&Test::First) {
         crate::usage_bail!("--tests revalidate needs first as well: revalidation runs on the cache the first-time run filled");
@@ -734,7 +675,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         None => a.page.name().to_string(),
     });
     provenance.server = server.label();
-    provenance.link_lateness_rule = Some(pagewire_lab::microscape::report::lateness_rule());
+    provenance.link_lateness_rule = Some(pagewire_lab::results::lateness_rule());
     provenance.note = note;
     let results = Results::new(
         provenance,

@@ -7,7 +7,7 @@ use pagewire_lab::objpack::methods::Method;
 use pagewire_lab::objpack::run::{NetPlan, WINDOW_SETS};
 use pagewire_lab::objpack::sys::Cache;
 use pagewire_lab::objpack::{self as suite, ObjpackConfig};
-use pagewire_lab::report::utc_now;
+use pagewire_lab::results::utc_now;
 
 /// `bench objpack`'s flags.
 #[derive(clap::Args)]

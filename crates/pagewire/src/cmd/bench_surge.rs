@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use pagewire_emu::LinkConfig;
-use pagewire_lab::report::utc_now;
+use pagewire_lab::results::utc_now;
 use pagewire_lab::surge::{self, report, Memory, Server, SurgeConfig};
 use pagewire_load::run::Mode;
 
@@ -190,7 +190,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         text += "The load is off calibration: paper 004's claims are not testable on these runs.\n";
     }
     let res = report::Results {
-        schema_version: pagewire_lab::report::SCHEMA_VERSION,
+        schema_version: pagewire_lab::results::SCHEMA_VERSION,
         made_by: &o.provenance.made_by,
         provenance: &o.provenance,
         cgroup: &o.cgroup,
@@ -201,8 +201,9 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         per_connection_memory: &fits,
         calibration: &calibration,
         claims: &claims,
+        text: &text,
     };
-    report::write(&out, &res, &text)?;
+    pagewire_lab::results::Report::write(&res, &out)?;
     a.common.emit(&out, &text)?;
     a.common.wrote(&format!(
         "Wrote {0}/results.json, results.csv, report.txt, report.html and the monitor CSVs in {0}/monitor/.",

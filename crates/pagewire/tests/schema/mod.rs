@@ -114,7 +114,7 @@ pub fn check_results_dir(dir: &Path) {
 /// plots' first series colour `rgb`. Skips without Chromium, except with
 /// `PAGEWIRE_REQUIRE_ALL=1` (setup-deps.sh installs it), where it fails.
 pub fn check_report_first_screen(dir: &Path, rgb: [u8; 3], min_pixels: usize) {
-    let Some(chromium) = pagewire_lab::chromium::find_chromium() else {
+    let Some(chromium) = pagewire_lab::microscape::chromium::find_chromium() else {
         assert!(
             std::env::var("PAGEWIRE_REQUIRE_ALL").as_deref() != Ok("1"),
             "PAGEWIRE_REQUIRE_ALL=1 but no Chromium (run scripts/setup-deps.sh)"

@@ -1,6 +1,9 @@
-//! One bench run of a browser strategy: the counterpart of the robot's run
-//! in `runner`, measured the same way (the link's counters from the start
-//! of the run to a quiet link after the browser has closed; one pcap).
+//! A real browser as a Microscape strategy (`chromium-h1`, `-h2`, `-h3`):
+//! one bench run of it, the counterpart of the robot's run in `runner`,
+//! measured the same way (the link's counters from the start of the run to
+//! a quiet link after the browser has closed; one pcap), and the browser
+//! rows of the report. The browser itself is driven by the
+//! `pagewire-chromium` crate; this is all the lab uses of it.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -11,10 +14,12 @@ use anyhow::{bail, Result};
 use pagewire_emu::Link;
 use pagewire_site::microscape;
 
-use super::{find_chromium, pcap_audit, Browser, Protocol, Visit};
-use crate::microscape::model::{Net, RobotConfig, RunRecord, Strategy, Test};
-use crate::microscape::plan::RunSpec;
-use crate::microscape::runner::{BenchConfig, SERVER_PORT, TLS_PORT};
+pub use pagewire_chromium::{find_chromium, BrowserRevalidation, BrowserSummary};
+use pagewire_chromium::{pcap_audit, Browser, PageLoad, Protocol, Visit};
+
+use super::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Strategy, Test};
+use super::plan::RunSpec;
+use super::runner::{BenchConfig, SERVER_PORT, TLS_PORT};
 
 /// The protocol of a browser strategy. `tls`: the run's throwaway CA
 /// (`ca.pem` beside the server's key) and the TLS listener's `host:port`,
@@ -106,14 +111,12 @@ pub fn one_run(
         .join("logs")
         .join(format!("chromium-{name}.log"));
     let robot = RobotConfig {
-        request_profile: "chromium".into(),
+        request_profile: Requests::Chromium,
         revalidation: match spec.test {
-            Test::First => "fresh-profile".into(),
+            Test::First => Revalidating::BrowserFreshProfile,
             Test::Revalidate => match cfg.browser_revalidation {
-                super::BrowserRevalidation::Validate => {
-                    "same-profile, cache-control max-age=0".into()
-                }
-                super::BrowserRevalidation::Heuristic => "same-profile, heuristic".into(),
+                BrowserRevalidation::Validate => Revalidating::BrowserMaxAge0,
+                BrowserRevalidation::Heuristic => Revalidating::BrowserHeuristic,
             },
         },
         ..RobotConfig::default()
@@ -129,11 +132,11 @@ pub fn one_run(
     let visit = match spec.test {
         Test::First => Visit::First,
         Test::Revalidate => match cfg.browser_revalidation {
-            super::BrowserRevalidation::Validate => Visit::Revalidate,
-            super::BrowserRevalidation::Heuristic => Visit::Revisit,
+            BrowserRevalidation::Validate => Visit::Revalidate,
+            BrowserRevalidation::Heuristic => Visit::Revisit,
         },
     };
-    let loaded = (|| -> Result<(super::PageLoad, String)> {
+    let loaded = (|| -> Result<(PageLoad, String)> {
         let mut b = Browser::launch(&exe, &profile, &proto, &log, |c| link.spawn_in_client(c))?;
         let load = b.load(url, visit, load_timeout(spec.net))?;
         let product = b.product.clone();
@@ -237,4 +240,51 @@ pub fn one_run(
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         browser,
     })
+}
+
+/// The browser rows' own numbers for one network (printed under its
+/// table): Sec is the load event; here also DOMContentLoaded, the last
+/// byte, and what Chromium sent (means over the good runs).
+pub fn render_browser_rows(net: Net, runs: &[RunRecord]) -> String {
+    use std::fmt::Write as _;
+    let mut groups: BTreeMap<(Strategy, Test), Vec<&BrowserSummary>> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.net == net && r.ok()) {
+        if let Some(b) = &r.browser {
+            groups.entry((r.strategy, r.test)).or_default().push(b);
+        }
+    }
+    let mut s = String::new();
+    if groups.is_empty() {
+        return s;
+    }
+    let _ = writeln!(
+        s,
+        "Browser rows, {} (Sec above = the load event; means over good runs):",
+        net.name().to_uppercase()
+    );
+    let _ = writeln!(
+        s,
+        "  {:<34} {:>4} {:>8} {:>8} {:>9} {:>6} {:>5} {:>5} {:>6} {:>6}  product",
+        "", "runs", "load s", "DCL s", "lastbyte", "sent", "200", "304", "cache", "conns"
+    );
+    for ((st, t), bs) in groups {
+        let n = bs.len() as f64;
+        let mean = |f: &dyn Fn(&BrowserSummary) -> f64| bs.iter().map(|b| f(b)).sum::<f64>() / n;
+        let _ = writeln!(
+            s,
+            "  {:<34} {:>4} {:>8.3} {:>8.3} {:>9.3} {:>6.1} {:>5.1} {:>5.1} {:>6.1} {:>6.1}  {}",
+            format!("{} {}", st.name(), t.name()),
+            bs.len(),
+            mean(&|b| b.load_s),
+            mean(&|b| b.dcl_s.unwrap_or(f64::NAN)),
+            mean(&|b| b.last_byte_s.unwrap_or(f64::NAN)),
+            mean(&|b| f64::from(b.requests_sent)),
+            mean(&|b| f64::from(b.status_200)),
+            mean(&|b| f64::from(b.status_304)),
+            mean(&|b| f64::from(b.from_cache)),
+            mean(&|b| f64::from(b.connections)),
+            bs[0].product
+        );
+    }
+    s
 }

@@ -14,8 +14,11 @@
 //! `Last-Modified`) and sends nothing at all for objects it deems fresh:
 //! see docs/chromium.md.
 
+// `unsafe` only in `cdp`, for the DevTools pipe's file descriptors
+// (pipe2(2) and placing them at fds 3/4 of the child): allowed there alone.
+#![deny(unsafe_code)]
+
 pub mod cdp;
-pub mod run;
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -32,6 +35,10 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use cdp::{Cdp, PipeFds};
+
+/// Packets a pcap may hold before [`pcap_audit`] refuses it (the lab's pcap
+/// reader's bound).
+pub const MAX_PCAP_PACKETS: usize = 1_000_000;
 
 /// How long the browser may take to start and answer its first command.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -840,7 +847,7 @@ pub fn pcap_audit(
     while let Some(p) = r.next_packet() {
         let p = p.with_context(|| format!("pcap record of {}", path.display()))?;
         n += 1;
-        if n as usize > crate::pcapread::MAX_PACKETS {
+        if n as usize > MAX_PCAP_PACKETS {
             bail!("{} has too many packets", path.display());
         }
         bytes += u64::from(p.orig_len);
@@ -870,54 +877,6 @@ pub fn pcap_audit(
         }
     }
     Ok((n, bytes, foreign))
-}
-
-/// The browser rows' own numbers for one network (printed under its
-/// table): Sec is the load event; here also DOMContentLoaded, the last
-/// byte, and what Chromium sent (means over the good runs).
-pub fn render_browser_rows(net: crate::Net, runs: &[crate::RunRecord]) -> String {
-    use std::fmt::Write as _;
-    let mut groups: BTreeMap<(crate::Strategy, crate::Test), Vec<&BrowserSummary>> =
-        BTreeMap::new();
-    for r in runs.iter().filter(|r| r.net == net && r.ok()) {
-        if let Some(b) = &r.browser {
-            groups.entry((r.strategy, r.test)).or_default().push(b);
-        }
-    }
-    let mut s = String::new();
-    if groups.is_empty() {
-        return s;
-    }
-    let _ = writeln!(
-        s,
-        "Browser rows, {} (Sec above = the load event; means over good runs):",
-        net.name().to_uppercase()
-    );
-    let _ = writeln!(
-        s,
-        "  {:<34} {:>4} {:>8} {:>8} {:>9} {:>6} {:>5} {:>5} {:>6} {:>6}  product",
-        "", "runs", "load s", "DCL s", "lastbyte", "sent", "200", "304", "cache", "conns"
-    );
-    for ((st, t), bs) in groups {
-        let n = bs.len() as f64;
-        let mean = |f: &dyn Fn(&BrowserSummary) -> f64| bs.iter().map(|b| f(b)).sum::<f64>() / n;
-        let _ = writeln!(
-            s,
-            "  {:<34} {:>4} {:>8.3} {:>8.3} {:>9.3} {:>6.1} {:>5.1} {:>5.1} {:>6.1} {:>6.1}  {}",
-            format!("{} {}", st.name(), t.name()),
-            bs.len(),
-            mean(&|b| b.load_s),
-            mean(&|b| b.dcl_s.unwrap_or(f64::NAN)),
-            mean(&|b| b.last_byte_s.unwrap_or(f64::NAN)),
-            mean(&|b| f64::from(b.requests_sent)),
-            mean(&|b| f64::from(b.status_200)),
-            mean(&|b| f64::from(b.status_304)),
-            mean(&|b| f64::from(b.from_cache)),
-            mean(&|b| f64::from(b.connections)),
-            bs[0].product
-        );
-    }
-    s
 }
 
 #[cfg(test)]
