@@ -511,3 +511,124 @@ fn conn_length_small_window_claim_follows_the_window() {
     let (v, c) = verdict(&large, "conn-small-window");
     assert_eq!(v, "contradicted", "{c}");
 }
+
+/// Paper 004: "the network demands of HTTP/1.1 are somewhat lower than
+/// those of HTTP/1.0" (`p004-network`: link packets per GET, HTTP/1.1 over
+/// HTTP/1.0, band [0.67, 0.98]). By construction HTTP/1.0 opens a
+/// connection per GET (a SYN, SYN-ACK, FIN and their ACKs each: about 7
+/// packets more per GET than a persistent connection carrying ~5 GETs),
+/// while both move the same files: HTTP/1.1 opens far fewer connections
+/// and sends fewer packets per GET in every repetition.
+///
+/// What this suite cannot do in a short test, or in any run today: reach
+/// paper 004's calibration. A persistent connection must last 8.5-21 s on
+/// average (the paper's 13.0-15.6 s); the UE model with the suite's 15 s
+/// idle timeout gives about 7.4 s even in 180 s runs (docs/load.md,
+/// "Calibration"), and less in short ones. So the suite's verdict is "not
+/// testable here" for every claim, asserted below. The rule itself is then
+/// exercised on the same measured runs through `pagewire claims` on copies
+/// of results.json with the calibration gate lifted (the suite never
+/// reports those verdicts): with the 3 repetitions of every cell it
+/// confirms, and with one cell cut to 2 runs it must say "n < 3", so a
+/// rule that always confirmed fails here.
+#[test]
+fn surge_network_claim_needs_three_reps_and_the_calibration() {
+    if !pagewire_testreq::require_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // 100 UEs make about 40 GETs/s: a 10 s window holds ~400 GETs per run.
+    let args = [
+        "surge",
+        "--server",
+        "pagewire",
+        "--modes",
+        "http10,http11",
+        "--ues",
+        "100",
+        "--reps",
+        "3",
+        "--duration",
+        "12s",
+        "--ramp",
+        "2s",
+        "--files",
+        "400",
+    ];
+    let json = bench_until(&args, &dir.path().join("surge"), |json| {
+        let late: Vec<String> = json["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| late(r))
+            .map(|r| format!("{} rep {}", r["mode"], r["rep"]))
+            .collect();
+        (!late.is_empty()).then(|| format!("runs flagged: {late:?}"))
+    });
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 6, "2 modes x 3 repetitions");
+    let per_get = |r: &Value, what: &str| {
+        r["packets"][what].as_f64().unwrap() / r["gets"].as_f64().unwrap().max(1.0)
+    };
+    for rep in 0..3u64 {
+        let run = |mode: &str| {
+            runs.iter()
+                .find(|r| r["mode"] == mode && r["rep"] == rep)
+                .unwrap_or_else(|| panic!("no {mode} rep {rep}"))
+        };
+        let (a, b) = (run("http10"), run("http11"));
+        assert!(a["error"].is_null() && b["error"].is_null(), "{a}\n{b}");
+        // Every repetition replays the same request stream.
+        assert_eq!(a["seed"], runs[0]["seed"]);
+        assert_eq!(b["seed"], runs[0]["seed"]);
+        // Construction: a connection per GET against a persistent one.
+        assert!(per_get(a, "connections") > 0.9, "{a}");
+        assert!(per_get(b, "connections") < 0.5, "{b}");
+        assert!(per_get(b, "total") < per_get(a, "total"), "{a}\n{b}");
+    }
+
+    // The suite's verdict: off calibration (the persistent connections'
+    // duration), so no claim is testable.
+    assert_eq!(json["calibration"]["within_bands"], false);
+    let off: Vec<&Value> = json["calibration"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["within"] == false)
+        .collect();
+    assert!(
+        off.iter().any(|r| r["quantity"]
+            .as_str()
+            .unwrap()
+            .contains("connection duration")),
+        "{off:?}"
+    );
+    let (v, c) = verdict(&json, "p004-network");
+    assert_eq!(v, "not testable here", "{c}");
+    assert!(c["reason"].as_str().unwrap().contains("calibration"), "{c}");
+
+    // The rule on the same runs, calibration gate lifted in a copy.
+    let rejudge = |name: &str, keep: &dyn Fn(&Value) -> bool| {
+        let mut v = json.clone();
+        v["calibration"]["within_bands"] = Value::Bool(true);
+        let kept: Vec<Value> = runs.iter().filter(|r| keep(r)).cloned().collect();
+        v["runs"] = Value::Array(kept);
+        let file = dir.path().join(name);
+        std::fs::write(&file, serde_json::to_string(&v).unwrap()).unwrap();
+        let (o, _, _) = run_bounded(
+            Command::new(PW).arg("claims").arg(&file).arg("--json"),
+            Duration::from_secs(60),
+            "pagewire claims",
+        );
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()
+    };
+    let all = rejudge("all.json", &|_| true);
+    let (v, c) = verdict(&all, "p004-network");
+    assert_eq!(v, "confirmed", "{c}");
+    assert_eq!(c["cells"][0]["n"], 3, "{c}");
+    let cut = rejudge("cut.json", &|r| !(r["mode"] == "http11" && r["rep"] == 2));
+    let (v, c) = verdict(&cut, "p004-network");
+    assert_eq!(v, "inconclusive", "{c}");
+    assert!(c["reason"].as_str().unwrap().starts_with("n < 3"), "{c}");
+}

@@ -71,6 +71,9 @@ pub struct SurgeConfig {
     /// of their ON/OFF cycle; the warm-up covers the server's start).
     pub warmup: Duration,
     pub ramp: Duration,
+    /// Runs of every (memory, mode, UEs) cell: the claims read them as the
+    /// cell's repetitions (fewer than 3 decide nothing).
+    pub reps: u32,
     /// Files in the SURGE set (the paper: 2000, about 50 MB).
     pub files: usize,
     /// Seed of the file set (sizes, popularity ranks).
@@ -113,6 +116,13 @@ pub struct Run {
     #[serde(serialize_with = "ser_mode")]
     pub mode: Mode,
     pub ues: u64,
+    /// Repetition index within its (memory, mode, UEs) cell, 0-based.
+    pub rep: u32,
+    /// Request-stream seed of this run: the suite's, the same in every
+    /// repetition (a repetition re-runs the same request stream, as the
+    /// other suites re-fetch the same page, so a cell's interval is the
+    /// measurement's spread, not the workload draw's).
+    pub seed: u64,
     pub duration_s: f64,
     pub cold_cache: bool,
     pub gets: u64,
@@ -184,6 +194,8 @@ impl Run {
             memory,
             mode,
             ues,
+            rep: 0,
+            seed: 0,
             duration_s: 0.0,
             cold_cache: false,
             gets: 0,
@@ -267,6 +279,15 @@ fn mean_sd(xs: &[f64]) -> (f64, f64) {
     (m, sd)
 }
 
+/// " rep K" for repetitions after the first (the first reads as runs did before --reps).
+fn rep_label(rep: u32) -> String {
+    if rep == 0 {
+        String::new()
+    } else {
+        format!(" rep {rep}")
+    }
+}
+
 /// The suite's calibration: every run's table where the server was not
 /// short of memory (the unlimited configuration; all runs when there is
 /// none), since there the load is the workload's, not the server's limit;
@@ -287,10 +308,11 @@ pub fn suite_calibration(runs: &[Run]) -> Calibration {
             for row in &c.rows {
                 let mut row = row.clone();
                 row.quantity = format!(
-                    "{} {} UE {}: {}",
+                    "{} {} UE {}{}: {}",
                     r.mode.name(),
                     r.ues,
                     r.memory.label,
+                    rep_label(r.rep),
                     row.quantity
                 );
                 rows.push(row);
@@ -298,17 +320,18 @@ pub fn suite_calibration(runs: &[Run]) -> Calibration {
         }
     }
     for a in judged.iter().filter(|r| r.mode == Mode::Http10) {
-        if let Some(b) = judged
-            .iter()
-            .find(|b| b.mode == Mode::Http11 && b.ues == a.ues && b.memory == a.memory)
-        {
+        if let Some(b) = judged.iter().find(|b| {
+            b.mode == Mode::Http11 && b.ues == a.ues && b.memory == a.memory && b.rep == a.rep
+        }) {
             let ours = (b.load_connections > 0)
                 .then(|| a.load_connections as f64 / b.load_connections as f64);
             let (lo, hi) = pagewire_load::calibration::CONN_RATIO;
             rows.push(pagewire_load::calibration::Row {
                 quantity: format!(
-                    "{} UE {}: HTTP/1.0 : HTTP/1.1 connections",
-                    a.ues, a.memory.label
+                    "{} UE {}{}: HTTP/1.0 : HTTP/1.1 connections",
+                    a.ues,
+                    a.memory.label,
+                    rep_label(a.rep)
                 ),
                 ours,
                 unit: String::new(),
@@ -380,7 +403,8 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
     let mut memories = cfg.memories.clone();
     // Unlimited (warm, CPU-bound) first, then smaller and smaller.
     memories.sort_by_key(|m| std::cmp::Reverse(m.key()));
-    let total = memories.len() * cfg.modes.len() * cfg.ues.len();
+    let reps = cfg.reps.max(1);
+    let total = memories.len() * cfg.modes.len() * cfg.ues.len() * reps as usize;
     let mut done = 0;
     // The same bar as the other suites: elapsed, the plan's ETA (each run
     // lasts --duration plus about 2 s of set-up), the run in flight.
@@ -423,18 +447,19 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
                 mode.name()
             ));
             let mut server = servers::start(&cfg.server, &link, &cg, &root, &sdir, &addr)?;
-            for &ues in &cfg.ues {
+            for (&ues, rep) in cfg.ues.iter().flat_map(|u| (0..reps).map(move |k| (u, k))) {
                 if let Some(sig) = pagewire_emu::cli::terminated_by() {
                     interrupted_by = Some(sig);
                     break 'mem;
                 }
                 done += 1;
                 pb.set_message(format!(
-                    "run {done}/{total}: {} memory {} {} {} UEs ({} s), load {:.2}",
+                    "run {done}/{total}: {} memory {} {} {} UEs rep {}/{reps} ({} s), load {:.2}",
                     cfg.server.label(),
                     mem.label,
                     mode.name(),
                     ues,
+                    rep + 1,
                     cfg.duration.as_secs_f64(),
                     loadavg()
                 ));
@@ -445,7 +470,7 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
                     cgroup::drop_caches()?;
                 }
                 let r = one_run(
-                    cfg, &link, &cg, &server, &manifest, &target, mem, mode, ues, cold,
+                    cfg, &link, &cg, &server, &manifest, &target, mem, mode, ues, rep, cold,
                 );
                 drop(in_flight);
                 pb.inc(run_ms);
@@ -488,7 +513,7 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
         ("link".to_string(), cfg.link.seed),
     ]
     .into();
-    provenance.repetitions = [("runs per cell".to_string(), 1)].into();
+    provenance.repetitions = [("runs per cell".to_string(), reps)].into();
     provenance.link_configs = [(cfg.link.profile.clone(), serde_json::to_value(&cfg.link)?)].into();
     provenance.server = cfg.server.label().to_string();
     provenance.page_variant = Some(format!(
@@ -519,6 +544,7 @@ fn one_run(
     mem: &Memory,
     mode: Mode,
     ues: u64,
+    rep: u32,
     cold: bool,
 ) -> Result<Run> {
     let load_before = loadavg();
@@ -550,12 +576,18 @@ fn one_run(
     let res = link.run_in_client(move || pagewire_load::run::run(lc, manifest, live))?;
     let rec = mon.stop();
     let c = link.end_run_settled(Duration::from_millis(300))?;
+    // Repetition 0 keeps the name runs had before --reps.
     let stem = format!(
-        "{}-{}-{}-{}ue",
+        "{}-{}-{}-{}ue{}",
         cfg.server.label(),
         mem.label,
         mode.name(),
-        ues
+        ues,
+        if rep == 0 {
+            String::new()
+        } else {
+            format!("-rep{rep}")
+        }
     );
     let mon_rel = format!("monitor/{stem}.csv");
     let cwnd_rel = format!("monitor/{stem}-cwnd.csv");
@@ -581,6 +613,8 @@ fn one_run(
         memory: mem.clone(),
         mode,
         ues,
+        rep,
+        seed: cfg.seed,
         duration_s: cfg.duration.as_secs_f64(),
         cold_cache: cold,
         gets: 0,

@@ -337,7 +337,11 @@ fn grid(
     for r in runs {
         head.push_str(&format!(
             " {:>22}",
-            format!("{} {}UE", short(r.mode), r.ues)
+            if r.rep == 0 {
+                format!("{} {}UE", short(r.mode), r.ues)
+            } else {
+                format!("{} {}UE #{}", short(r.mode), r.ues, r.rep + 1)
+            }
         ));
     }
     let _ = writeln!(out, "{head}");

@@ -56,6 +56,11 @@ pub struct SurgeArgs {
     /// Files in the SURGE set (paper: 2000, about 50 MB).
     #[arg(long, default_value_t = pagewire_load::fileset::DEFAULT_FILES)]
     pub files: usize,
+    /// Runs of every (memory, mode, UEs) cell; the claims read them as the
+    /// cell's repetitions (95% interval), so a claim needs at least 3.
+    /// Every repetition replays the same request stream (--seed).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub reps: u32,
     /// Keep the page cache between runs of memory-limited configurations
     /// (default: emptied before each, so the files come from disk).
     #[arg(long)]
@@ -142,6 +147,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         duration,
         warmup,
         ramp,
+        reps: s.reps,
         files: s.files,
         fileset_seed: pagewire_load::fileset::DEFAULT_SEED,
         seed,
@@ -151,7 +157,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         progress,
         command: command.clone(),
     };
-    let runs = cfg.memories.len() * cfg.modes.len() * cfg.ues.len();
+    let runs = cfg.memories.len() * cfg.modes.len() * cfg.ues.len() * cfg.reps as usize;
     eprintln!(
         "surge suite: {} server, {runs} runs of {} s on lan100 (~{:.0} min); results: {}",
         server.label(),
