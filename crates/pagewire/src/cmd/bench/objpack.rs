@@ -149,7 +149,7 @@ pub fn run(a: &ObjpackArgs) -> Result<ExitCode> {
     };
     let load_start = loadavg();
     let outcome = suite::run(&cfg)?;
-    let command: Vec<String> = std::env::args().collect();
+    let command: Vec<String> = pagewire_provenance::command_line();
     let load = format!("{load_start} at the start, {} at the end", loadavg());
     let text = suite::report::write(&out, &outcome, &cfg.methods, &command, &date, seed, &load)?;
     a.common.emit(&out, &text)?;
