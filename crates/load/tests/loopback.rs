@@ -253,6 +253,26 @@ fn every_mode_has_the_same_think_process_and_so_the_same_get_rate() {
             "{mode:?}: {} GETs, {} objects, {} connections",
             s.gets, s.objects, s.connections
         );
+        // The calibration table of every run; files per web object does
+        // not depend on the think times' scale, so it holds its band here.
+        let cal = pagewire_load::calibration::Calibration::of(&s);
+        print!("{}", cal.text());
+        let files = cal
+            .rows
+            .iter()
+            .find(|r| r.quantity == "files per web object (request-weighted)")
+            .expect("files per web object row");
+        assert_eq!(files.within, Some(true), "{mode:?}: {files:?}");
+        let persistent_rows = cal
+            .rows
+            .iter()
+            .filter(|r| r.quantity == "web objects per persistent connection")
+            .count();
+        assert_eq!(
+            persistent_rows,
+            matches!(mode, Mode::Http11 | Mode::Pipeline) as usize,
+            "{mode:?}"
+        );
         rates.push((mode, s.gets as f64));
     }
     server.stop();
