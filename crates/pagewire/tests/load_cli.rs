@@ -29,10 +29,14 @@ fn check_model_prints_every_statistic_and_passes() {
     // 11 sampler lines, 11 lines of the realised stream.
     assert_eq!(
         text.lines().filter(|l| l.ends_with("  pass")).count(),
-        20,
+        22,
         "{text}"
     );
     assert!(text.contains("stream: files per web object"), "{text}");
+    assert!(
+        text.contains("stream: persistent connection duration"),
+        "{text}"
+    );
     assert!(
         text.contains("inverse Gaussian(mu 3.86, lambda 6.08)"),
         "{text}"
