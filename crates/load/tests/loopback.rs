@@ -414,12 +414,7 @@ struct ConnLog {
 /// records, per connection, its requests, whether any asked it to close,
 /// when it last answered and when the client closed. One thread per
 /// connection, each bounded by a 10 s read timeout.
-fn recording_server(
-    m: &Manifest,
-) -> (
-    std::net::SocketAddr,
-    std::sync::mpsc::Receiver<ConnLog>,
-) {
+fn recording_server(m: &Manifest) -> (std::net::SocketAddr, std::sync::mpsc::Receiver<ConnLog>) {
     use std::io::{BufRead, BufReader, Write};
     let sizes: std::collections::HashMap<String, u64> = m
         .objects
@@ -493,9 +488,15 @@ fn a_persistent_connection_lasts_through_the_off_time_after_its_session() {
     assert_eq!(s.errors, 0, "{:?}", s.errors_by_kind);
     // Each connection's record arrives once the generator has closed it.
     let conns: Vec<ConnLog> = (0..s.connections + s.conns_outside_window)
-        .map(|_| log.recv_timeout(Duration::from_secs(10)).expect("a connection's record"))
+        .map(|_| {
+            log.recv_timeout(Duration::from_secs(10))
+                .expect("a connection's record")
+        })
         .collect();
-    assert!(conns.iter().all(|c| !c.asked_to_close), "a request asked to close");
+    assert!(
+        conns.iter().all(|c| !c.asked_to_close),
+        "a request asked to close"
+    );
     let end = conns.iter().filter_map(|c| c.client_closed).max().unwrap();
     // Closed before the run's end (which closes every idle connection at once).
     let mid_run: Vec<f64> = conns
@@ -510,8 +511,15 @@ fn a_persistent_connection_lasts_through_the_off_time_after_its_session() {
         mid_run.len(),
         mid_run.iter().cloned().fold(f64::INFINITY, f64::min)
     );
-    assert!(mid_run.len() >= 10, "{} sessions ended mid-run", mid_run.len());
+    assert!(
+        mid_run.len() >= 10,
+        "{} sessions ended mid-run",
+        mid_run.len()
+    );
     for idle in &mid_run {
-        assert!(*idle >= 0.099, "closed {idle} s after the last response, before any OFF time");
+        assert!(
+            *idle >= 0.099,
+            "closed {idle} s after the last response, before any OFF time"
+        );
     }
 }
