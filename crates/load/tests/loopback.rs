@@ -521,5 +521,102 @@ fn a_persistent_connection_lasts_through_the_off_time_after_its_session() {
             *idle >= 0.099,
             "closed {idle} s after the last response, before any OFF time"
         );
+/// What a hostile server answers to every GET.
+#[derive(Clone, Copy, Debug)]
+enum Hostile {
+    /// `103` heads as fast as the socket takes them, never a final head.
+    InterimFlood,
+    /// A chunked 200 whose chunks never end, as fast as the socket takes them.
+    EndlessChunked,
+    /// A 200 promising 1,000,000 bytes, then one byte every 100 ms.
+    Trickle,
+}
+
+/// A hostile HTTP/1.1 server on loopback (threads; every loop bounded by
+/// 20 s and by the client leaving).
+fn hostile_server(how: Hostile) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        // Bounded: a few connections per test.
+        for conn in l.incoming().take(16) {
+            let Ok(mut s) = conn else { return };
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let t0 = std::time::Instant::now();
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                // Bounded: a request head is short; the socket times out.
+                while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
+                    match s.read(&mut b) {
+                        Ok(1) => head.push(b[0]),
+                        _ => return,
+                    }
+                }
+                let bound = Duration::from_secs(20);
+                match how {
+                    Hostile::InterimFlood => {
+                        let heads = b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n".repeat(512);
+                        while t0.elapsed() < bound && s.write_all(&heads).is_ok() {}
+                    }
+                    Hostile::EndlessChunked => {
+                        let _ =
+                            s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+                        let mut c = b"2000\r\n".to_vec();
+                        c.extend(std::iter::repeat_n(b'g', 0x2000));
+                        c.extend_from_slice(b"\r\n");
+                        while t0.elapsed() < bound && s.write_all(&c).is_ok() {}
+                    }
+                    Hostile::Trickle => {
+                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+                        while t0.elapsed() < bound && s.write_all(b"g").is_ok() {
+                            // The attack itself: one byte every 100 ms.
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// The load generator's read loop against hostile servers: an endless
+/// body and a trickle end at `--timeout` and count as timeouts; a 1xx
+/// flood is a protocol error at the interim bound. The run itself ends by
+/// its duration plus the timeout (a read loop that never yields to its
+/// deadline would run until the server's 20 s bound).
+#[test]
+fn hostile_servers_end_at_the_timeout_and_are_counted() {
+    use pagewire_load::urls::{run_urls, UrlConfig};
+    for (how, kind) in [
+        (Hostile::EndlessChunked, "timeout"),
+        (Hostile::Trickle, "timeout"),
+        (Hostile::InterimFlood, "protocol"),
+    ] {
+        let addr = hostile_server(how);
+        let cfg = UrlConfig {
+            urls: vec![format!("http://{addr}/a")],
+            connections: 1,
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            // Two requests in the second (open model: no retry loop).
+            rate: Some(2.0),
+            timeout: Duration::from_secs(1),
+            command_line: "test".into(),
+        };
+        let t0 = std::time::Instant::now();
+        let (s, _) = run_urls(cfg, Arc::new(Live::default())).unwrap();
+        let took = t0.elapsed();
+        assert_eq!(s.gets, 0, "{how:?}");
+        assert!(s.errors >= 1, "{how:?}: {:?}", s.errors_by_kind);
+        assert_eq!(
+            s.errors_by_kind[kind], s.errors,
+            "{how:?}: {:?}",
+            s.errors_by_kind
+        );
+        // Bound: duration + timeout, loose for a loaded machine.
+        assert!(took < Duration::from_secs(1 + 1 + 3), "{how:?}: {took:?}");
     }
 }
