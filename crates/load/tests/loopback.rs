@@ -521,6 +521,9 @@ fn a_persistent_connection_lasts_through_the_off_time_after_its_session() {
             *idle >= 0.099,
             "closed {idle} s after the last response, before any OFF time"
         );
+    }
+}
+
 /// What a hostile server answers to every GET.
 #[derive(Clone, Copy, Debug)]
 enum Hostile {
