@@ -927,8 +927,11 @@ mod tests {
     }
 
     fn run_one(trace: &Trace, params: &str, model: Model) -> PointResult {
+        run_with(trace, params, model, SimOptions::default())
+    }
+
+    fn run_with(trace: &Trace, params: &str, model: Model, opts: SimOptions) -> PointResult {
         let params: PrefetchParams = params.parse().unwrap();
-        let opts = SimOptions::default();
         let base = baseline(trace, &opts);
         let lanes = [LaneSpec {
             threshold: params.threshold,
@@ -971,6 +974,38 @@ mod tests {
         let trace = Trace::new(&page_img_log(20, 2), split_half());
         let r = run_one(&trace, "w=2,p=0.5,i=all", Model::Realistic);
         assert_eq!((r.prefetches, r.useful, r.too_late), (10, 10, 0));
+    }
+
+    /// §8: "The weight on an arc ... can never exceed 1.0 ..., so setting it
+    /// to 1.1 corresponded to no prefetching": p = 1.0 still prefetches, so a
+    /// weight of exactly 1.0 is reachable. With the default reading (weights
+    /// as the request found them) every /page was followed by its /img, the
+    /// arc weighs 1.0 and passes p = 1.0; read after counting the request it
+    /// weighs n / (n + 1) and nothing passes.
+    #[test]
+    fn a_weight_of_one_is_reachable_and_p_one_still_prefetches() {
+        let trace = Trace::new(&page_img_log(20, 1), split_half());
+        assert_eq!(Variant::default().weights, WeightTiming::Before);
+        let r = run_one(&trace, "w=2,p=1.0,i=all", Model::Simple);
+        assert_eq!((r.prefetches, r.useful), (10, 10));
+        // Every one advised through an arc of weight 1.0 (the top tenth).
+        assert_eq!(r.counters.prefetched_by_weight[9], 10);
+        assert_eq!(r.miss_rate, 0.5);
+        let r = run_one(&trace, "w=2,p=1.1,i=all", Model::Simple);
+        assert_eq!(r.prefetches, 0);
+        let after = SimOptions {
+            variant: Variant {
+                weights: WeightTiming::After,
+                ..Variant::default()
+            },
+            ..SimOptions::default()
+        };
+        let r = run_with(&trace, "w=2,p=1.0,i=all", Model::Simple, after);
+        assert_eq!(r.prefetches, 0);
+        assert_eq!(r.miss_rate, r.baseline_miss_rate);
+        let r = run_with(&trace, "w=2,p=0.9,i=all", Model::Simple, after);
+        assert_eq!(r.prefetches, 10);
+        assert_eq!(r.counters.prefetched_by_weight[9], 10);
     }
 
     /// §8: "setting it to 1.1 corresponded to no prefetching".

@@ -68,16 +68,21 @@ macro_rules! named_enum {
 named_enum! {
     /// When the weights that decide a prefetch are read, relative to counting
     /// the request that triggers it.
+    ///
+    /// Paper 003 §8 takes p = 1.1 as "no prefetching" because "the weight on
+    /// an arc ... can never exceed 1.0": p = 1.0 is then a point that still
+    /// prefetches, so a weight of exactly 1.0 must be reachable. Only
+    /// `before` allows it; it is the default.
     WeightTiming {
+        /// Before it is counted: the graph as the request found it (A's
+        /// earlier requests only); an A whose every earlier request was
+        /// followed by B gives weight(A -> B) = 1.0.
+        Before = "before",
         /// After the request for A is counted: weight = credits / (requests
         /// for A including this one). This request's successors are not yet
         /// known, so a weight of 1.0 can never be seen and p = 1.0 prefetches
-        /// nothing.
+        /// nothing (the reading pagewire used before; kept as an option).
         After = "after",
-        /// Before it is counted: the graph as it stood when the request came
-        /// (A's earlier requests only); an A seen once and followed by B gives
-        /// weight 1.0.
-        Before = "before",
     }
 }
 
@@ -141,7 +146,7 @@ pub struct Variant {
 }
 
 impl Variant {
-    /// `weights after, threshold ge, traffic net-bytes, entries files,
+    /// `weights before, threshold ge, traffic net-bytes, entries files,
     /// window reset never`.
     pub fn describe(&self) -> String {
         format!(
@@ -168,7 +173,7 @@ mod tests {
             assert_eq!(t.as_str().parse::<TrafficMeasure>().unwrap(), *t);
         }
         assert_eq!(TrafficMeasure::default(), TrafficMeasure::NetBytes);
-        assert_eq!(WeightTiming::default(), WeightTiming::After);
+        assert_eq!(WeightTiming::default(), WeightTiming::Before);
         assert_eq!("gt".parse::<ThresholdRule>().unwrap(), ThresholdRule::Above);
         let e = "bytes".parse::<TrafficMeasure>().unwrap_err().to_string();
         assert!(e.contains("net-bytes") && e.contains("gross-files"), "{e}");

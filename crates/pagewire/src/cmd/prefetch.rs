@@ -73,10 +73,12 @@ pub struct SimulateArgs {
     /// `fit` (fitted from this log's inter-request gaps), or `A,B`.
     #[arg(long, default_value = "paper")]
     time_model: String,
-    /// When weights are read: `after` counting the request that triggers the
-    /// prediction (its successors not yet seen, so no weight reaches 1.0), or
-    /// `before` (the graph as the request found it).
-    #[arg(long, default_value = "after")]
+    /// When weights are read: `before` counting the request that triggers
+    /// the prediction (the graph as the request found it; a weight of 1.0 is
+    /// reachable, so p = 1.0 still prefetches and p = 1.1 is "no
+    /// prefetching", as paper 003 §8 says), or `after` (its successors not
+    /// yet seen, so no weight reaches 1.0).
+    #[arg(long, default_value = "before")]
     weights: WeightTiming,
     /// Candidates: weight `ge` p, or `gt` p (the paper's "higher than").
     #[arg(long, default_value = "ge")]
