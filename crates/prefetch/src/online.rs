@@ -272,7 +272,10 @@ mod tests {
         let pred = OnlinePredictor::new("w=2,p=1.0,i=all".parse().unwrap());
         assert!(pred.observe(ip(1), "/index.html").is_empty());
         pred.observe(ip(1), "/a.gif");
-        assert_eq!(pred.observe(ip(2), "/index.html"), vec!["/a.gif".to_string()]);
+        assert_eq!(
+            pred.observe(ip(2), "/index.html"),
+            vec!["/a.gif".to_string()]
+        );
         let none = OnlinePredictor::new("w=2,p=1.1,i=all".parse().unwrap());
         none.observe(ip(1), "/index.html");
         none.observe(ip(1), "/a.gif");

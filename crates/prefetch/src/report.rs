@@ -112,7 +112,8 @@ impl<R: Read> Read for HashingReader<R> {
 
 const CSV_COLUMNS: &str =
     "model,w,i,p,miss_rate,miss_reduction,avg_access_time_s,traffic_increase,\
-prefetches,useful,wasted,too_late,accesses,blocks_accessed,block_misses,file_misses,demand_bytes,\
+traffic_net_bytes,traffic_gross_bytes,traffic_net_blocks,traffic_gross_blocks,traffic_net_files,\
+traffic_gross_files,prefetches,useful,wasted,too_late,accesses,blocks_accessed,block_misses,file_misses,demand_bytes,\
 prefetch_bytes,advised_cached,advised_too_big,baseline_miss_rate,baseline_avg_access_time_s";
 
 /// CSV text: one header line, one row per point, nothing else (any CSV
@@ -125,7 +126,7 @@ pub fn csv(results: &[PointResult]) -> String {
     for r in results {
         let c = &r.counters;
         out.push_str(&format!(
-            "{},{},{},{},{:.6},{:.6},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6}\n",
+            "{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{:.6},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6}\n",
             r.model.as_str(),
             r.w,
             r.i,
@@ -134,6 +135,12 @@ pub fn csv(results: &[PointResult]) -> String {
             r.miss_reduction,
             r.avg_access_time_s,
             r.traffic_increase,
+            r.traffic.net_bytes,
+            r.traffic.gross_bytes,
+            r.traffic.net_blocks,
+            r.traffic.gross_blocks,
+            r.traffic.net_files,
+            r.traffic.gross_files,
             r.prefetches,
             r.useful,
             r.wasted,
@@ -524,9 +531,16 @@ pub fn text_tables(results: &[PointResult]) -> String {
     let windows = distinct(results.iter().map(|r| r.w));
     let mut ps: Vec<f64> = distinct(results.iter().map(|r| r.p));
     ps.sort_by(f64::total_cmp);
-    let metrics: [(&str, Metric); 3] = [
+    let metrics: [(&str, Metric); 4] = [
         ("miss rate", |r| r.miss_rate),
-        ("traffic increase", |r| r.traffic_increase),
+        (
+            "traffic increase (the run's --traffic measure, net bytes by default)",
+            |r| r.traffic_increase,
+        ),
+        (
+            "gross traffic increase (prefetched bytes / bytes without prefetching)",
+            |r| r.traffic.gross_bytes,
+        ),
         ("avg access time (s)", |r| r.avg_access_time_s),
     ];
     for &model in &models {
