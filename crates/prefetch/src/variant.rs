@@ -132,6 +132,28 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// When and how the realistic model's prefetches run (§8.2). A prefetch
+    /// that cannot complete before the host's next request in the log is
+    /// filtered out ("too late": no cache entry, no traffic) in every case.
+    Schedule {
+        /// The advice for A arrives with A, so prefetching starts when A has
+        /// arrived (at once on a hit, after a + b·size(A) on a miss), and the
+        /// advised files are fetched one after another, best first, each
+        /// taking a + b·x; once one cannot finish in time, none after it can.
+        Serial = "serial",
+        /// As serial, but the advised files start together when A has
+        /// arrived, each paying a, and share the bandwidth (1/b) equally
+        /// until each is done.
+        Shared = "shared",
+        /// pagewire's first model: each advised file starts when A is
+        /// requested and is checked on its own (a + b·x against the gap), as
+        /// if fetched in parallel with unlimited bandwidth and without waiting
+        /// for A.
+        Independent = "independent",
+    }
+}
+
 /// The simulator's readings of the paper (one value per open question).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Variant {
@@ -139,6 +161,8 @@ pub struct Variant {
     pub threshold: ThresholdRule,
     pub traffic: TrafficMeasure,
     pub entries: Entries,
+    /// The realistic model's prefetch schedule.
+    pub schedule: Schedule,
     /// Empty a host's lookahead window when it has been silent this long
     /// (the paper keeps buffers for clients "currently connected"); `None`:
     /// never.
@@ -147,14 +171,15 @@ pub struct Variant {
 
 impl Variant {
     /// `weights before, threshold ge, traffic net-bytes, entries files,
-    /// window reset never`.
+    /// realistic schedule serial, window reset never`.
     pub fn describe(&self) -> String {
         format!(
-            "weights read {} counting the request, threshold {}, traffic {}, entries {}, window reset {}",
+            "weights read {} counting the request, threshold {}, traffic {}, entries {}, realistic schedule {}, window reset {}",
             self.weights,
             self.threshold,
             self.traffic,
             self.entries,
+            self.schedule,
             match self.window_reset_s {
                 Some(s) => format!("after {s} s of silence"),
                 None => "never".to_string(),
