@@ -674,6 +674,14 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         None => a.page.name().to_string(),
     });
     provenance.server = server.label();
+    if matches!(server, ServerKind::Nginx) {
+        provenance.add_peer("nginx", "nginx", &["-v"]);
+    }
+    if plan.strategies.iter().any(|s| s.is_browser()) {
+        if let Some(exe) = pagewire_lab::microscape::chromium::find_chromium() {
+            provenance.add_peer("chromium", exe, &["--version"]);
+        }
+    }
     provenance.link_lateness_rule = Some(pagewire_lab::results::lateness_rule());
     provenance.note = note;
     let results = Results::new(
