@@ -115,7 +115,11 @@ fn link_processes(bench_pid: u32) -> Vec<u32> {
         let Ok(env) = std::fs::read(p.path().join("environ")) else {
             continue;
         };
-        if env.split(|&b| b == 0).any(|v| v.starts_with(want.as_bytes())) && alive(pid) {
+        if env
+            .split(|&b| b == 0)
+            .any(|v| v.starts_with(want.as_bytes()))
+            && alive(pid)
+        {
             out.push(pid);
         }
     }
@@ -142,12 +146,20 @@ fn netns_of(pids: &[u32]) -> Vec<String> {
         }
     };
     for pid in pids {
-        for t in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             if let Ok(l) = std::fs::read_link(t.path().join("ns/net")) {
                 note(l);
             }
         }
-        for f in std::fs::read_dir(format!("/proc/{pid}/fd")).into_iter().flatten().flatten() {
+        for f in std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             if let Ok(l) = std::fs::read_link(f.path()) {
                 note(l);
             }
@@ -287,7 +299,10 @@ fn a_second_sigint_aborts_at_once_with_130() {
     );
     let bench_pid = bench.0.id();
     let (netns, procs) = in_flight(bench_pid);
-    assert!(!netns.is_empty() && !procs.is_empty(), "{netns:?} {procs:?}");
+    assert!(
+        !netns.is_empty() && !procs.is_empty(),
+        "{netns:?} {procs:?}"
+    );
     sigint(&bench);
     wait_line(
         &rx,

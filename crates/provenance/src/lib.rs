@@ -418,7 +418,12 @@ mod tests {
         p.add_peer("missing", "pagewire-no-such-program", &["-v"]);
         assert_eq!(p.peers["shell"], "tool 2.5.1");
         assert_eq!(p.peers["missing"], "unknown");
-        assert!(p.line().ends_with("; peers missing unknown, shell tool 2.5.1"), "{}", p.line());
+        assert!(
+            p.line()
+                .ends_with("; peers missing unknown, shell tool 2.5.1"),
+            "{}",
+            p.line()
+        );
     }
 
     #[test]

@@ -433,7 +433,7 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
             &mem.label.to_ascii_lowercase(),
             mem.limit_bytes,
         )?);
-        let link = Link::start(cfg.link.clone()).context("start the lan100 link")?;
+        let link = Link::start(cfg.link.clone()).context("start the link")?;
         let addr = format!("{}:{PORT}", link.server_addr());
         let target = format!("http://{addr}");
         for &mode in &cfg.modes {
