@@ -253,6 +253,26 @@ fn every_mode_has_the_same_think_process_and_so_the_same_get_rate() {
             "{mode:?}: {} GETs, {} objects, {} connections",
             s.gets, s.objects, s.connections
         );
+        // The calibration table of every run; files per web object does
+        // not depend on the think times' scale, so it holds its band here.
+        let cal = pagewire_load::calibration::Calibration::of(&s);
+        print!("{}", cal.text());
+        let files = cal
+            .rows
+            .iter()
+            .find(|r| r.quantity == "files per web object (request-weighted)")
+            .expect("files per web object row");
+        assert_eq!(files.within, Some(true), "{mode:?}: {files:?}");
+        let persistent_rows = cal
+            .rows
+            .iter()
+            .filter(|r| r.quantity == "web objects per persistent connection")
+            .count();
+        assert_eq!(
+            persistent_rows,
+            matches!(mode, Mode::Http11 | Mode::Pipeline) as usize,
+            "{mode:?}"
+        );
         rates.push((mode, s.gets as f64));
     }
     server.stop();
@@ -379,4 +399,127 @@ fn urls_closed_and_at_a_fixed_rate_count_status_codes() {
     assert_eq!(bad.gets, 0);
     assert!(bad.errors_by_kind["bad_status"] > 0);
     assert_eq!(bad.status_codes["404"], bad.errors);
+}
+
+/// What a recording server saw on one connection.
+#[derive(Debug, Clone)]
+struct ConnLog {
+    requests: u32,
+    asked_to_close: bool,
+    last_response: std::time::Instant,
+    client_closed: Option<std::time::Instant>,
+}
+
+/// A keep-alive HTTP/1.1 server that never closes a connection itself and
+/// records, per connection, its requests, whether any asked it to close,
+/// when it last answered and when the client closed. One thread per
+/// connection, each bounded by a 10 s read timeout.
+fn recording_server(m: &Manifest) -> (std::net::SocketAddr, std::sync::mpsc::Receiver<ConnLog>) {
+    use std::io::{BufRead, BufReader, Write};
+    let sizes: std::collections::HashMap<String, u64> = m
+        .objects
+        .iter()
+        .flat_map(|o| o.files.iter().map(|f| (f.path.clone(), f.size)))
+        .collect();
+    let sizes = Arc::new(sizes);
+    let (log, rx) = std::sync::mpsc::channel();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { return };
+            let (sizes, log) = (sizes.clone(), log.clone());
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut w = s.try_clone().unwrap();
+                let mut r = BufReader::new(s);
+                let mut c = ConnLog {
+                    requests: 0,
+                    asked_to_close: false,
+                    last_response: std::time::Instant::now(),
+                    client_closed: None,
+                };
+                'conn: loop {
+                    let mut path = None;
+                    loop {
+                        let mut line = String::new();
+                        match r.read_line(&mut line) {
+                            Ok(0) => {
+                                c.client_closed = Some(std::time::Instant::now());
+                                break 'conn;
+                            }
+                            Err(_) => break 'conn,
+                            Ok(_) => {}
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if path.is_none() {
+                            path = line.split_whitespace().nth(1).map(str::to_string);
+                        } else if lower.starts_with("connection:") && lower.contains("close") {
+                            c.asked_to_close = true;
+                        } else if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let size = path.and_then(|p| sizes.get(&p).copied()).unwrap_or(0);
+                    let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n");
+                    let body = vec![b'x'; size as usize];
+                    if w.write_all(head.as_bytes()).is_err() || w.write_all(&body).is_err() {
+                        break;
+                    }
+                    c.requests += 1;
+                    c.last_response = std::time::Instant::now();
+                }
+                let _ = log.send(c);
+            });
+        }
+    });
+    (addr, rx)
+}
+
+#[test]
+fn a_persistent_connection_lasts_through_the_off_time_after_its_session() {
+    // The paper's HTTP/1.1 connection "is open during Web object transfers
+    // and OFF times": a closed UE never asks the server to close, and
+    // closes its connection itself only when the next session starts, an
+    // OFF time (at least k = 0.1 s here) after the last response.
+    let (_dir, m) = site(300);
+    let (addr, log) = recording_server(&m);
+    let (s, _) = go(config(addr, 40, 3, Mode::Http11), &m);
+    assert_eq!(s.errors, 0, "{:?}", s.errors_by_kind);
+    // Each connection's record arrives once the generator has closed it.
+    let conns: Vec<ConnLog> = (0..s.connections + s.conns_outside_window)
+        .map(|_| {
+            log.recv_timeout(Duration::from_secs(10))
+                .expect("a connection's record")
+        })
+        .collect();
+    assert!(
+        conns.iter().all(|c| !c.asked_to_close),
+        "a request asked to close"
+    );
+    let end = conns.iter().filter_map(|c| c.client_closed).max().unwrap();
+    // Closed before the run's end (which closes every idle connection at once).
+    let mid_run: Vec<f64> = conns
+        .iter()
+        .filter_map(|c| c.client_closed.map(|t| (c, t)))
+        .filter(|(_, t)| end.duration_since(*t) > Duration::from_millis(300))
+        .map(|(c, t)| t.duration_since(c.last_response).as_secs_f64())
+        .collect();
+    println!(
+        "{} connections, {} closed at a new session; idle before the close: min {:?}",
+        conns.len(),
+        mid_run.len(),
+        mid_run.iter().cloned().fold(f64::INFINITY, f64::min)
+    );
+    assert!(
+        mid_run.len() >= 10,
+        "{} sessions ended mid-run",
+        mid_run.len()
+    );
+    for idle in &mid_run {
+        assert!(
+            *idle >= 0.099,
+            "closed {idle} s after the last response, before any OFF time"
+        );
+    }
 }
