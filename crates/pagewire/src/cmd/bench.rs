@@ -712,8 +712,12 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         None => a.page.name().to_string(),
     });
     provenance.server = server.label();
-    if matches!(server, ServerKind::Nginx) {
-        provenance.add_peer("nginx", "nginx", &["-v"]);
+    match &server {
+        ServerKind::Nginx => provenance.add_peer("nginx", "nginx", &["-v"]),
+        ServerKind::Apache => {
+            provenance.add_peer("apache2", pagewire_lab::surge::servers::APACHE_BIN, &["-v"])
+        }
+        ServerKind::Pagewire { .. } | ServerKind::Command(_) => {}
     }
     if plan.strategies.iter().any(|s| s.is_browser()) {
         if let Some(exe) = pagewire_lab::microscape::chromium::find_chromium() {
