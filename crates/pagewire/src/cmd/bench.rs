@@ -319,6 +319,18 @@ pub struct GetallArgs {
     /// kernel's.
     #[arg(long, default_value = "linux")]
     tcp: String,
+    /// End hosts the robot imitates: `none` (today's, as they are) or
+    /// `1994` (the paper's: a cost per connection and per object, fitted
+    /// in docs/getall.md).
+    #[arg(long, default_value = "none")]
+    hosts: String,
+    /// Repetitions of the local cells, which run alone (default: 10;
+    /// --quick: 3).
+    #[arg(long)]
+    local_reps: Option<u32>,
+    /// Networks, comma-separated: local, remote (default: both).
+    #[arg(long, value_delimiter = ',', value_name = "NETS")]
+    nets: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -833,11 +845,28 @@ fn getall(a: &GetallArgs) -> Result<ExitCode> {
     if a.reps == Some(0) {
         crate::usage_bail!("--reps must be at least 1");
     }
+    if a.local_reps == Some(0) {
+        crate::usage_bail!("--local-reps must be at least 1");
+    }
+    let hosts: pagewire_lab::loadtime::Hosts = a.hosts.parse().map_err(crate::cmd::usage)?;
+    let mut nets = Vec::new();
+    for n in &a.nets {
+        let n: pagewire_lab::loadtime::Net = n
+            .trim()
+            .parse()
+            .map_err(|e: String| crate::cmd::usage(format!("--nets: {e}")))?;
+        if !nets.contains(&n) {
+            nets.push(n);
+        }
+    }
     let out = a.common.out_dir("bench-getall")?;
     let r = pagewire_lab::loadtime::suite(&pagewire_lab::loadtime::SuiteOptions {
         quick: a.quick,
         tcp1997,
         reps: a.reps,
+        local_reps: a.local_reps,
+        hosts,
+        nets: (!nets.is_empty()).then_some(nets),
         out: out.clone(),
         command: pagewire_emu::command_line(),
         progress: !a.common.no_progress,
