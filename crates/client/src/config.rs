@@ -534,6 +534,35 @@ pub struct FetchConfig {
     /// joined and checked (length, Content-Range, digest) before the object
     /// counts as fetched. None: whole objects.
     pub range_first: Option<u64>,
+    /// End-host costs the robot imitates (paper 003's 1994 hosts); zero by
+    /// default: today's hosts, whatever they cost.
+    pub host_cost: HostCost,
+}
+
+/// Time the robot spends, on purpose, where a slower end host spent it
+/// (Padmanabhan & Mogul, "Improving HTTP Latency": NCSA httpd 1.3 forked a
+/// process per connection; Mosaic 2.4 on a DECstation 3100 handled each
+/// object before it read on). Applied on the robot's one timeline, so a
+/// cost delays whatever the robot would do next (send the next request,
+/// read the next response) as a host that is busy does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostCost {
+    /// Every new connection: the server's fork and accept (and the
+    /// client's socket set-up) before the first request is read. The robot
+    /// waits this long after the handshake before it sends.
+    pub per_connection: Duration,
+    /// Every object received: the server's per-request work (parse, open,
+    /// read the file) and the client's per-object handling. After each
+    /// response the robot neither reads nor sends for this long; the parts
+    /// of a GETALL or a package are handled as they arrive (see
+    /// `conn::busy_after`).
+    pub per_object: Duration,
+}
+
+impl HostCost {
+    pub fn is_zero(&self) -> bool {
+        self.per_connection.is_zero() && self.per_object.is_zero()
+    }
 }
 
 /// A connection override: requests for `host:port` (either may be any)
@@ -646,6 +675,7 @@ impl FetchConfig {
             cross_origin: false,
             tls_ca: None,
             range_first: None,
+            host_cost: HostCost::default(),
         }
     }
 

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 use std::io::ErrorKind;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use pagewire_h1::{Decoded, Decoder, Limits, ResponseParser};
@@ -113,6 +113,37 @@ struct Conn<'s> {
     /// The page just completed; flush once its last requests are buffered
     /// (`FetchConfig::flush_at_page_end`).
     page_end_flush: bool,
+    /// The imitated host is busy until then (`HostCost::per_object`).
+    busy_until: Option<Instant>,
+    /// When the head of the response being read arrived.
+    head_at: Instant,
+}
+
+/// When a host that spends `cost` on every object is done with the `parts`
+/// objects of one response whose head arrived at `head_at` and whose last
+/// byte at `end`, if it was busy until `busy` before: each object handled
+/// after it arrives and after the previous one, the parts of a multi-part
+/// response (GETALL, a package) taken as arriving evenly over the response.
+pub fn busy_after(
+    busy: Option<Instant>,
+    head_at: Instant,
+    end: Instant,
+    parts: u32,
+    cost: Duration,
+) -> Instant {
+    let parts = parts.max(1);
+    let spacing = end.saturating_duration_since(head_at) / parts;
+    // Part k (1-based) arrives at head_at + k * spacing (the last at end).
+    let mut t = busy.unwrap_or(head_at);
+    for k in 1..=parts {
+        let arrived = if k == parts {
+            end
+        } else {
+            head_at + spacing * k
+        };
+        t = t.max(arrived) + cost;
+    }
+    t
 }
 
 /// Opens a connection and runs requests from `queue` on it until they are
@@ -151,6 +182,11 @@ pub async fn drive(
     let connected = Instant::now();
     let id = sess.conn_opened(connected);
     sess.conn_handshake(id, connected - connect_started, None);
+    let per_connection = sess.cfg.host_cost.per_connection;
+    if !per_connection.is_zero() {
+        // The imitated server forks and accepts before it reads.
+        tokio::time::sleep(per_connection).await;
+    }
     let mut conn = Conn {
         sess,
         id,
@@ -176,6 +212,8 @@ pub async fn drive(
         interim: 0,
         reads_since_yield: 0,
         page_end_flush: false,
+        busy_until: None,
+        head_at: Instant::now(),
     };
     let result = conn.run(queue, plan, sink).await;
     let end = match &result {
@@ -203,6 +241,12 @@ impl Conn<'_> {
         // Bounded: every pass issues a request, moves bytes, fires the
         // timer, or returns; the read timeout bounds waiting.
         loop {
+            if let Some(t) = self.busy_until.take() {
+                // The imitated host handles what it received before it
+                // sends or reads again.
+                tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await;
+                self.sess.busy_until(t);
+            }
             self.issue(queue, plan)?;
             if self.wire_off < self.wire.len() {
                 self.try_write();
@@ -553,6 +597,7 @@ impl Conn<'_> {
                 if info.closing {
                     self.closing = true;
                 }
+                self.head_at = Instant::now();
                 self.resp = Some((id, Decoder::new(head.body_framing(), self.heads.limits())));
             }
             let (id, dec) = self.resp.as_mut().expect("set above");
@@ -593,7 +638,24 @@ impl Conn<'_> {
         if id == PAGE && self.sess.cfg.flush_at_page_end {
             self.page_end_flush = true;
         }
-        let new = self.sess.on_end(id, Instant::now())?;
+        let per_object = self.sess.cfg.host_cost.per_object;
+        let before = if per_object.is_zero() {
+            0
+        } else {
+            self.sess.records_done()
+        };
+        let end = Instant::now();
+        let new = self.sess.on_end(id, end)?;
+        if !per_object.is_zero() {
+            let parts = self.sess.records_done().saturating_sub(before);
+            self.busy_until = Some(busy_after(
+                self.busy_until,
+                self.head_at,
+                end,
+                parts.max(1) as u32,
+                per_object,
+            ));
+        }
         self.route(new, queue, sink);
         Ok(())
     }
@@ -655,5 +717,36 @@ impl Conn<'_> {
                 format!("{n} bytes arrived before any request was sent"),
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    /// One object: handled after it arrives, or after the host is free.
+    #[test]
+    fn busy_after_one_object() {
+        let t0 = Instant::now();
+        let end = t0 + 10 * MS;
+        assert_eq!(busy_after(None, t0, end, 1, 5 * MS), end + 5 * MS);
+        // Still busy with an earlier object until 20 ms: 20 + 5.
+        assert_eq!(
+            busy_after(Some(t0 + 20 * MS), t0, end, 1, 5 * MS),
+            t0 + 25 * MS
+        );
+    }
+
+    /// Four parts over 40 ms: a cost below the spacing hides behind the
+    /// arrivals (only the last part's cost shows); a cost above it adds up
+    /// (the first part's arrival plus four costs).
+    #[test]
+    fn busy_after_parts_overlap_arrival() {
+        let t0 = Instant::now();
+        let end = t0 + 40 * MS;
+        assert_eq!(busy_after(None, t0, end, 4, 5 * MS), end + 5 * MS);
+        assert_eq!(busy_after(None, t0, end, 4, 20 * MS), t0 + 90 * MS);
     }
 }

@@ -42,7 +42,7 @@ use tokio::task::JoinSet;
 
 pub use cache::Cache;
 pub use config::{
-    ConnectTo, FetchConfig, RequestProfile, Revalidation, Strategy, Target, Timeouts,
+    ConnectTo, FetchConfig, HostCost, RequestProfile, Revalidation, Strategy, Target, Timeouts,
 };
 pub use error::FetchError;
 pub use multiplex::H2_WINDOW;

@@ -692,6 +692,24 @@ impl Session {
         c.bytes_sent += n as u64;
     }
 
+    /// Objects with a result so far (a GETALL's or a package's parts count
+    /// one each).
+    pub fn records_done(&self) -> usize {
+        self.lock()
+            .objs
+            .iter()
+            .filter(|o| o.record.is_some())
+            .count()
+    }
+
+    /// The fetch is not over before `t`: the robot's imitated host cost
+    /// ([`crate::config::HostCost`]) ran until then after the last object.
+    pub fn busy_until(&self, t: Instant) {
+        let t = self.since_start(t);
+        let mut st = self.lock();
+        st.last_done = st.last_done.max(t);
+    }
+
     pub fn read(&self, conn: usize, n: usize, now: Instant) {
         let now = self.since_start(now);
         let mut st = self.lock();

@@ -177,10 +177,19 @@ pub struct Plan {
     pub long_from: u64,
     /// Approximate 1997 TCP (`--tcp 1997`, this suite's default).
     pub tcp1997: bool,
-    /// Drop-tail queue of the remote links (`--queue`); None: the `t1`
-    /// profile's (1000 packets).
+    /// Drop-tail queue of the remote links (`--queue`, default [`ERA_QUEUE`]);
+    /// None (older runs): the `t1` profile's (1000 packets).
     pub router_queue: Option<QueueLimit>,
 }
+
+/// The router queue of the era, this suite's default for the remote links
+/// (each direction, drop-tail): chosen by the queue sweep of
+/// `docs/conn-length.md` (8, 16, 32, 64 packets) as the one whose remote
+/// curves fit the paper's text about Figure 2 best (no queue reproduced the
+/// decline beyond 500 KB; only 8 packets made MSS 1460 "somewhat better"
+/// than 536 at every covered buffer). `--queue 1000p` gives back the `t1`
+/// profile's.
+pub const ERA_QUEUE: QueueLimit = QueueLimit::Packets(8);
 
 /// 2 Kbytes and 20 Kbytes, the lengths the paper's sentences name.
 pub const LEN_2K: u64 = 2 * 1024;
@@ -440,6 +449,10 @@ pub struct SuiteOptions {
     pub trials: Option<u32>,
     /// Override of the plan's buffer sizes (ascending, fixed sizes first).
     pub buffers: Option<Vec<Buffer>>,
+    /// Override of the plan's lengths (bytes).
+    pub lengths: Option<Vec<u64>>,
+    /// Override of the plan's configurations.
+    pub configs: Option<Vec<Config>>,
     pub out: std::path::PathBuf,
     pub command: Vec<String>,
     pub progress: bool,
@@ -449,10 +462,13 @@ pub struct SuiteOptions {
 
 /// Runs the suite and writes its files; returns the results.
 pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
+    // The era's router queue unless `--queue` says otherwise; recorded in
+    // the plan either way.
+    let queue = Some(o.router_queue.unwrap_or(ERA_QUEUE));
     let mut plan = if o.quick {
-        Plan::quick(o.tcp1997, o.router_queue)
+        Plan::quick(o.tcp1997, queue)
     } else {
-        Plan::full(o.tcp1997, o.router_queue)
+        Plan::full(o.tcp1997, queue)
     };
     if let Some(t) = o.trials {
         if t == 0 {
@@ -466,6 +482,24 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
             bail!("--buffers: nothing to run");
         }
         plan.buffers = b.clone();
+    }
+    if let Some(l) = &o.lengths {
+        let mut l = l.clone();
+        l.sort_unstable();
+        l.dedup();
+        if l.is_empty() || l[0] == 0 || l[l.len() - 1] > wire::MAX_LENGTH {
+            bail!("--lengths: 1 B to {} B, at least one", wire::MAX_LENGTH);
+        }
+        plan.lengths = l;
+    }
+    if let Some(c) = &o.configs {
+        let mut c = c.clone();
+        c.sort();
+        c.dedup();
+        if c.is_empty() {
+            bail!("--configs: nothing to run");
+        }
+        plan.configs = c;
     }
     std::fs::create_dir_all(&o.out).with_context(|| format!("create {}", o.out.display()))?;
     eprintln!(

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use pagewire_client::{FetchConfig, Strategy};
+use pagewire_client::{FetchConfig, HostCost, Strategy};
 use pagewire_emu::{Link, LinkConfig};
 use serde::Serialize;
 
@@ -34,6 +34,17 @@ pub enum Net {
     Remote,
 }
 
+impl std::str::FromStr for Net {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "local" => Ok(Net::Local),
+            "remote" => Ok(Net::Remote),
+            o => Err(format!("unknown network {o:?} (local, remote)")),
+        }
+    }
+}
+
 impl Net {
     pub fn name(self) -> &'static str {
         match self {
@@ -48,6 +59,59 @@ impl Net {
         })?;
         c.tcp1997 = tcp1997;
         Ok(c)
+    }
+}
+
+/// The end hosts the robot imitates (`--hosts`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Default)]
+pub enum Hosts {
+    /// Today's hosts as they are: a pure-network emulation.
+    #[default]
+    #[serde(rename = "none")]
+    None,
+    /// The paper's 1994 hosts (NCSA httpd 1.3 forking per connection,
+    /// Mosaic 2.4 on a DECstation 3100): [`HOSTS_1994_PER_CONNECTION`] and
+    /// [`HOSTS_1994_PER_OBJECT`], fitted in docs/getall.md.
+    #[serde(rename = "1994")]
+    Y1994,
+}
+
+/// The 1994 hosts' cost per connection (server fork and accept), fitted to
+/// the paper's local persistent-connection gain ("about 5% to 15%", its
+/// middle, 10 %) and its local GETALL gain (up to about 40 % in its
+/// summary) over this emulation's local 2544-byte cells: see
+/// docs/getall.md, "The 1994 host model".
+pub const HOSTS_1994_PER_CONNECTION: std::time::Duration = std::time::Duration::from_micros(260);
+/// The 1994 hosts' cost per object (server per-request work and client
+/// per-object handling), from the same fit.
+pub const HOSTS_1994_PER_OBJECT: std::time::Duration = std::time::Duration::from_micros(6400);
+
+impl Hosts {
+    pub fn name(self) -> &'static str {
+        match self {
+            Hosts::None => "none",
+            Hosts::Y1994 => "1994",
+        }
+    }
+    pub fn cost(self) -> HostCost {
+        match self {
+            Hosts::None => HostCost::default(),
+            Hosts::Y1994 => HostCost {
+                per_connection: HOSTS_1994_PER_CONNECTION,
+                per_object: HOSTS_1994_PER_OBJECT,
+            },
+        }
+    }
+}
+
+impl std::str::FromStr for Hosts {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" | "today" => Ok(Hosts::None),
+            "1994" => Ok(Hosts::Y1994),
+            o => Err(format!("--hosts {o:?}: expected 1994 or none")),
+        }
     }
 }
 
@@ -86,7 +150,7 @@ impl Method {
             Method::Objpack => "objpack",
         }
     }
-    fn fetch_config(self, url: &str) -> FetchConfig {
+    fn fetch_config(self, url: &str, hosts: Hosts) -> FetchConfig {
         let strategy = match self {
             Method::Http10 => Strategy::Http10,
             Method::Persistent => Strategy::Http11,
@@ -98,6 +162,7 @@ impl Method {
         // Mosaic 2.4 fetched one object at a time.
         c.max_conns = 1;
         c.flush_at_page_end = true;
+        c.host_cost = hosts.cost();
         c
     }
 }
@@ -111,7 +176,13 @@ pub struct Plan {
     pub counts: Vec<usize>,
     pub methods: Vec<Method>,
     pub reps: u32,
+    /// Repetitions of the local cells, which run alone (one link at a
+    /// time, nothing else of the suite beside them): their millisecond load
+    /// times need more to get above the noise floor.
+    pub local_reps: u32,
     pub tcp1997: bool,
+    /// The end hosts imitated (`--hosts`).
+    pub hosts: Hosts,
 }
 
 /// The sizes the paper's text names (Figures 5 and 6); Figures 7-8 sweep
@@ -126,7 +197,9 @@ impl Plan {
             counts: vec![0, 1, 2, 5, 10, 20, 40],
             methods: Method::ALL.to_vec(),
             reps: 3,
+            local_reps: 10,
             tcp1997,
+            hosts: Hosts::None,
         }
     }
     pub fn quick(tcp1997: bool) -> Plan {
@@ -136,7 +209,9 @@ impl Plan {
             counts: vec![0, 10],
             methods: Method::ALL.to_vec(),
             reps: 2,
+            local_reps: 3,
             tcp1997,
+            hosts: Hosts::None,
         }
     }
 }
@@ -209,14 +284,15 @@ pub struct RunOptions {
 /// it, repetitions outermost so a slow spell of the machine is spread over
 /// every cell.
 pub fn run(plan: &Plan, o: &RunOptions) -> Result<Vec<Cell>> {
-    let jobs: Vec<(Net, usize)> = plan
-        .nets
-        .iter()
-        .rev()
-        .flat_map(|&net| plan.sizes.iter().rev().map(move |&size| (net, size)))
-        .collect();
+    let jobs = |net: Net| -> Vec<(Net, usize)> {
+        if plan.nets.contains(&net) {
+            plan.sizes.iter().rev().map(|&size| (net, size)).collect()
+        } else {
+            Vec::new()
+        }
+    };
     let t0 = Instant::now();
-    let mut cells = crate::pool::run(jobs, o.parallel, |(net, size)| {
+    let each = |(net, size): (Net, usize)| {
         let got = run_one(plan, o, net, size)?;
         if o.progress {
             eprintln!(
@@ -226,7 +302,10 @@ pub fn run(plan: &Plan, o: &RunOptions) -> Result<Vec<Cell>> {
             );
         }
         Ok(got)
-    })?;
+    };
+    // Remote links side by side; then the local ones alone, one at a time.
+    let mut cells = crate::pool::run(jobs(Net::Remote), o.parallel, each)?;
+    cells.extend(crate::pool::run(jobs(Net::Local), 1, each)?);
     cells.sort_by_key(|c| (c.net, c.size, c.images, c.method));
     Ok(cells)
 }
@@ -242,11 +321,15 @@ fn run_one(plan: &Plan, o: &RunOptions, net: Net, size: usize) -> Result<Vec<Cel
         vec![pagewire_link::LatenessRecorder::new(); plan.counts.len() * plan.methods.len()];
     // Start the lateness count here (not with the server's start).
     link.take_lateness()?;
-    'reps: for _rep in 0..plan.reps {
+    let reps = match net {
+        Net::Local => plan.local_reps,
+        Net::Remote => plan.reps,
+    };
+    'reps: for _rep in 0..reps {
         for (ci, &n) in plan.counts.iter().enumerate() {
             for (mi, &m) in plan.methods.iter().enumerate() {
                 let url = format!("http://{addr}{}", page_path(size, n));
-                let fc = m.fetch_config(&url);
+                let fc = m.fetch_config(&url, plan.hosts);
                 // Cancelled within crate::interrupt::POLL of a Ctrl-C.
                 let Some(r) = link.run_in_client(move || {
                     crate::interrupt::block_on(pagewire_client::fetch(fc))
@@ -314,6 +397,11 @@ pub struct SuiteOptions {
     pub quick: bool,
     pub tcp1997: bool,
     pub reps: Option<u32>,
+    /// Repetitions of the local cells (default: the plan's).
+    pub local_reps: Option<u32>,
+    pub hosts: Hosts,
+    /// Override of the plan's networks.
+    pub nets: Option<Vec<Net>>,
     pub out: PathBuf,
     pub command: Vec<String>,
     pub progress: bool,
@@ -331,6 +419,19 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
             bail!("--reps must be at least 1");
         }
         plan.reps = r;
+    }
+    if let Some(r) = o.local_reps {
+        if r == 0 {
+            bail!("--local-reps must be at least 1");
+        }
+        plan.local_reps = r;
+    }
+    plan.hosts = o.hosts;
+    if let Some(n) = &o.nets {
+        if n.is_empty() {
+            bail!("--nets: nothing to run");
+        }
+        plan.nets = n.clone();
     }
     std::fs::create_dir_all(&o.out).with_context(|| format!("create {}", o.out.display()))?;
     let root = o.out.join("site");
@@ -358,7 +459,11 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
     )?;
     crate::results::finish(&mut provenance);
     provenance.server = "pagewire serve".into();
-    provenance.repetitions = [("reps".to_string(), plan.reps)].into();
+    provenance.repetitions = [
+        ("reps".to_string(), plan.reps),
+        ("local_reps".to_string(), plan.local_reps),
+    ]
+    .into();
     provenance.link_configs = plan
         .nets
         .iter()
@@ -371,7 +476,7 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
         .collect::<Result<_>>()?;
     provenance.page_variant = Some("getall synthetic pages (N images of one size)".into());
     provenance.request_profile = plan.methods.first().map(|m| {
-        m.fetch_config("http://robot/")
+        m.fetch_config("http://robot/", plan.hosts)
             .request_profile
             .name()
             .to_string()

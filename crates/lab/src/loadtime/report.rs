@@ -21,6 +21,8 @@ pub struct Results {
     pub plan: Plan,
     pub wall_s: f64,
     pub cells: Vec<Cell>,
+    /// The local cells' noise floor, one record per image size.
+    pub local_noise: Vec<NoiseFloor>,
     pub claims: Vec<Claim>,
     /// The claims with the count of runs left out (`claims` is its list).
     #[serde(skip)]
@@ -35,10 +37,12 @@ impl Results {
             provenance,
             plan,
             wall_s,
+            local_noise: Vec::new(),
             cells,
             claims: Vec::new(),
             judged: Judged::new(crate::claims::Suite::Getall, 0, 0, Vec::new()),
         };
+        r.local_noise = noise_floor(&r.cells);
         r.judged = r.judge();
         r.claims = r.judged.claims.clone();
         r
@@ -238,10 +242,84 @@ impl Report for Results {
                 }
             }
         }
+        if !self.local_noise.is_empty() {
+            let _ = writeln!(
+                s,
+                "\nLocal noise floor ({} repetitions per local cell, local links run alone):",
+                self.plan.local_reps
+            );
+            for f in &self.local_noise {
+                let _ = writeln!(
+                    s,
+                    "  {} B: N = 0 cells differ by {:.2} ms ({:.0} %) across methods; median sd {:.2} ms",
+                    f.size,
+                    f.zero_spread_s * 1000.0,
+                    f.zero_spread_rel * 100.0,
+                    f.median_sd_s * 1000.0
+                );
+            }
+        }
+        let _ = writeln!(s, "End hosts: {}", self.plan.hosts.name());
         s.push('\n');
         s.push_str(&self.judged.render());
         s
     }
+}
+
+/// How far apart cells of identical work lie on the local link: the page
+/// without images (N = 0) is one connection and one object for every
+/// method, so the spread of its means over the methods is noise, as is
+/// each cell's own standard deviation.
+#[derive(Clone, Debug, Serialize)]
+pub struct NoiseFloor {
+    pub size: usize,
+    /// Largest minus smallest mean of the N = 0 cells over the methods, s.
+    pub zero_spread_s: f64,
+    /// The same relative to their mean.
+    pub zero_spread_rel: f64,
+    /// Median over the local cells of the standard deviation, s.
+    pub median_sd_s: f64,
+}
+
+/// The local noise floor per image size (empty without local cells).
+pub fn noise_floor(cells: &[Cell]) -> Vec<NoiseFloor> {
+    let mut sizes: Vec<usize> = cells
+        .iter()
+        .filter(|c| c.net == Net::Local)
+        .map(|c| c.size)
+        .collect();
+    sizes.sort_unstable();
+    sizes.dedup();
+    sizes
+        .into_iter()
+        .filter_map(|size| {
+            let zero: Vec<f64> = cells
+                .iter()
+                .filter(|c| c.net == Net::Local && c.size == size && c.images == 0)
+                .map(|c| c.load_s.mean)
+                .filter(|m| m.is_finite())
+                .collect();
+            let mut sds: Vec<f64> = cells
+                .iter()
+                .filter(|c| c.net == Net::Local && c.size == size)
+                .map(|c| c.load_s.sd)
+                .filter(|s| s.is_finite())
+                .collect();
+            if zero.len() < 2 || sds.is_empty() {
+                return None;
+            }
+            sds.sort_by(f64::total_cmp);
+            let hi = zero.iter().copied().fold(f64::MIN, f64::max);
+            let lo = zero.iter().copied().fold(f64::MAX, f64::min);
+            let mean = zero.iter().sum::<f64>() / zero.len() as f64;
+            Some(NoiseFloor {
+                size,
+                zero_spread_s: hi - lo,
+                zero_spread_rel: (hi - lo) / mean,
+                median_sd_s: sds[sds.len() / 2],
+            })
+        })
+        .collect()
 }
 
 fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {

@@ -278,7 +278,7 @@ pub struct ConnLengthArgs {
     /// trials (about a minute).
     #[arg(long)]
     quick: bool,
-    /// Trials per point (default: ten below 256 KB, three from there on).
+    /// Trials per point (default: ten, the paper's number; --quick: three).
     #[arg(long)]
     reps: Option<u32>,
     /// TCP flavour: `1997` (the default for this suite: the paper's TCP,
@@ -287,9 +287,18 @@ pub struct ConnLengthArgs {
     #[arg(long, default_value = "1997")]
     tcp: String,
     /// The remote links' drop-tail router queue, e.g. `16p` (packets) or
-    /// `64kb`; the local link keeps its own. Default: the profile's.
+    /// `64kb`; the local link keeps its own. Default: the era's router
+    /// queue (see docs/conn-length.md); `1000p` is the t1 profile's.
     #[arg(long)]
     queue: Option<String>,
+    /// Connection lengths, comma-separated, e.g. `128K,1M,4M` (K/M binary).
+    /// Default: the plan's (256 B to 4 MB, doubling, and 20 KB).
+    #[arg(long, value_delimiter = ',', value_name = "LENGTHS")]
+    lengths: Vec<String>,
+    /// Configurations, comma-separated: local, remote, remote-536.
+    /// Default: all three (--quick: local and remote).
+    #[arg(long, value_delimiter = ',', value_name = "CONFIGS")]
+    configs: Vec<String>,
     /// Socket buffer (maximum window) sizes, comma-separated, e.g.
     /// `4K,64K,default` (1K..64M or `default`, the kernel's autotuned
     /// buffer). Default: the plan's (4K-64K and default; --quick: 4K and
@@ -312,6 +321,18 @@ pub struct GetallArgs {
     /// kernel's.
     #[arg(long, default_value = "linux")]
     tcp: String,
+    /// End hosts the robot imitates: `none` (today's, as they are) or
+    /// `1994` (the paper's: a cost per connection and per object, fitted
+    /// in docs/getall.md).
+    #[arg(long, default_value = "none")]
+    hosts: String,
+    /// Repetitions of the local cells, which run alone (default: 10;
+    /// --quick: 3).
+    #[arg(long)]
+    local_reps: Option<u32>,
+    /// Networks, comma-separated: local, remote (default: both).
+    #[arg(long, value_delimiter = ',', value_name = "NETS")]
+    nets: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -817,6 +838,18 @@ fn conn_length(a: &ConnLengthArgs) -> Result<ExitCode> {
         }
     }
     buffers.sort();
+    let mut lengths = Vec::new();
+    for l in &a.lengths {
+        lengths.push(parse_length(l).map_err(|e| crate::cmd::usage(format!("--lengths: {e}")))?);
+    }
+    let mut configs = Vec::new();
+    for c in &a.configs {
+        let c: pagewire_lab::connlen::Config = c
+            .trim()
+            .parse()
+            .map_err(|e: String| crate::cmd::usage(format!("--configs: {e}")))?;
+        configs.push(c);
+    }
     let out = a.common.out_dir("bench-conn-length")?;
     let r = pagewire_lab::connlen::suite(&pagewire_lab::connlen::SuiteOptions {
         quick: a.quick,
@@ -824,6 +857,8 @@ fn conn_length(a: &ConnLengthArgs) -> Result<ExitCode> {
         router_queue,
         trials: a.reps,
         buffers: (!buffers.is_empty()).then_some(buffers),
+        lengths: (!lengths.is_empty()).then_some(lengths),
+        configs: (!configs.is_empty()).then_some(configs),
         out: out.clone(),
         command: pagewire_emu::command_line(),
         progress: !a.common.no_progress,
@@ -837,17 +872,51 @@ fn conn_length(a: &ConnLengthArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// A length as `--lengths` takes it: bytes, or K/M (binary: 1K = 1024).
+fn parse_length(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mul) = match t.strip_suffix(['K', 'k']) {
+        Some(n) => (n, 1u64 << 10),
+        None => match t.strip_suffix(['M', 'm']) {
+            Some(n) => (n, 1u64 << 20),
+            None => (t, 1),
+        },
+    };
+    num.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("bad length {s:?} (e.g. 20K, 4M, 65536)"))
+}
+
 /// `bench getall`: load time vs number and size of inline images.
 fn getall(a: &GetallArgs) -> Result<ExitCode> {
     let tcp1997 = parse_tcp(&a.tcp)?;
     if a.reps == Some(0) {
         crate::usage_bail!("--reps must be at least 1");
     }
+    if a.local_reps == Some(0) {
+        crate::usage_bail!("--local-reps must be at least 1");
+    }
+    let hosts: pagewire_lab::loadtime::Hosts = a.hosts.parse().map_err(crate::cmd::usage)?;
+    let mut nets = Vec::new();
+    for n in &a.nets {
+        let n: pagewire_lab::loadtime::Net = n
+            .trim()
+            .parse()
+            .map_err(|e: String| crate::cmd::usage(format!("--nets: {e}")))?;
+        if !nets.contains(&n) {
+            nets.push(n);
+        }
+    }
     let out = a.common.out_dir("bench-getall")?;
     let r = pagewire_lab::loadtime::suite(&pagewire_lab::loadtime::SuiteOptions {
         quick: a.quick,
         tcp1997,
         reps: a.reps,
+        local_reps: a.local_reps,
+        hosts,
+        nets: (!nets.is_empty()).then_some(nets),
         out: out.clone(),
         command: pagewire_emu::command_line(),
         progress: !a.common.no_progress,
