@@ -90,9 +90,8 @@ apt_install chromium nginx-light libxslt1-dev
 apt_install python-webvtt-doc
 
 # pagewire shell (issue 28): nft redirects the shell's TCP to the relay in the
-# gateway namespace; ethtool turns veth offloads off on the packet-socket path
-# (unprivileged runs, where /dev/net/tun cannot be opened).
-apt_install nftables ethtool
+# gateway namespace.
+apt_install nftables
 # The rootless tests (crates/pagewire/tests/shell_cli.rs, rootless_cli.rs) run
 # pagewire as this normal user with `runuser -u pwtest`.
 if [ "$(id -u)" -eq 0 ] && ! id pwtest >/dev/null 2>&1; then

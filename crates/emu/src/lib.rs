@@ -22,8 +22,10 @@
 
 pub mod cli;
 mod forwarder;
+pub mod gateway;
 pub mod ns;
 pub mod privilege;
+pub mod shell;
 mod stale;
 
 use std::net::Ipv4Addr;
@@ -427,6 +429,12 @@ impl Link {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+
+    /// Sends SIGKILL to every process in the client namespace (e.g. what a
+    /// shell left running in the background). Returns how many.
+    pub fn kill_client_processes(&self) -> usize {
+        ns::kill_all_in_netns(self.client.ns.inode())
     }
 
     fn prepare(&self, mut cmd: Command) -> Command {

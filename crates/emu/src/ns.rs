@@ -434,3 +434,39 @@ pub fn tun_openable() -> bool {
         .open("/dev/net/tun")
         .is_ok()
 }
+
+/// Where `nft` lives (see `ip_binary`).
+pub fn nft_binary() -> &'static str {
+    for p in ["/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft", "/bin/nft"] {
+        if Path::new(p).exists() {
+            return p;
+        }
+    }
+    "nft"
+}
+
+/// Loads an nftables ruleset (`nft -f -`) in the calling thread's namespace.
+pub fn nft_batch(script: &str) -> Result<()> {
+    use std::io::Write;
+    let mut child = Command::new(nft_binary())
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("run `nft` (install nftables: apt-get install nftables)")?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(script.as_bytes())?;
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        bail!(
+            "nft -f failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}

@@ -64,7 +64,16 @@ pub fn enter_user_namespace() -> Result<bool> {
     std::fs::write("/proc/self/setgroups", "deny")?;
     std::fs::write("/proc/self/uid_map", format!("0 {uid} 1"))?;
     std::fs::write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    let _ = OUTSIDE_IDS.set((uid, gid));
     Ok(true)
+}
+
+static OUTSIDE_IDS: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+
+/// The user and group this process had before `enter_user_namespace` made
+/// it root of a new user namespace (None if it did not).
+pub fn outside_ids() -> Option<(u32, u32)> {
+    OUTSIDE_IDS.get().copied()
 }
 
 /// The message for a user who can run neither as root nor in a user
