@@ -17,7 +17,7 @@ use pagewire_emu::{Datapath, Link, LinkConfig, StartOptions};
                   198.18.0.2 is the host (198.18.0.2:PORT reaches the host's 127.0.0.1:PORT).\n\
                   Examples:\n  pagewire shell --net wan\n  \
                   pagewire shell --net ppp -- curl -o /dev/null http://198.18.0.2:8080/\n  \
-                  pagewire shell --net wan -- pagewire shell --loss 0.01   (nested: the links add up)")]
+                  pagewire shell --net wan -- pagewire shell --net ppp   (nested: each level relays)")]
 pub struct Args {
     /// Network profile (as for `pagewire link`): lan, lan100, t1, wan, ppp,
     /// none, with optional +codel / +pie / +fq-codel.
@@ -141,7 +141,16 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // What the command left in the background goes with it.
     link.kill_client_processes();
     let counters = link.end_run()?;
-    let summary = gw.stats().summary();
+    let summary = format!(
+        "{}\ndatapath {}, forwarder at {}",
+        gw.stats().summary(),
+        link.datapath().name(),
+        if link.realtime_forwarder() {
+            "real-time priority"
+        } else {
+            "normal priority (no CAP_SYS_NICE or RLIMIT_RTPRIO: timing is looser on a busy machine)"
+        }
+    );
     drop(gw);
     drop(link);
 
