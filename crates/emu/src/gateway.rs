@@ -280,12 +280,13 @@ fn accept_loop(
                 }
                 active.fetch_add(1, Ordering::SeqCst);
                 let (cfg, st, act) = (cfg.clone(), stats.clone(), active.clone());
-                let spawned = std::thread::Builder::new()
-                    .name("pw-gw-conn".into())
-                    .spawn(move || {
-                        relay(client, &cfg, &st);
-                        act.fetch_sub(1, Ordering::SeqCst);
-                    });
+                let spawned =
+                    std::thread::Builder::new()
+                        .name("pw-gw-conn".into())
+                        .spawn(move || {
+                            relay(client, &cfg, &st);
+                            act.fetch_sub(1, Ordering::SeqCst);
+                        });
                 if spawned.is_err() {
                     active.fetch_sub(1, Ordering::SeqCst);
                     stats.tcp_failed.fetch_add(1, Ordering::SeqCst);
@@ -372,7 +373,12 @@ fn pipe(mut from: TcpStream, mut to: TcpStream) {
     let _ = to.shutdown(Shutdown::Write);
 }
 
-fn dns_loop(sock: UdpSocket, upstream: SocketAddr, stop: Arc<AtomicBool>, stats: Arc<GatewayStats>) {
+fn dns_loop(
+    sock: UdpSocket,
+    upstream: SocketAddr,
+    stop: Arc<AtomicBool>,
+    stats: Arc<GatewayStats>,
+) {
     let sock = Arc::new(sock);
     let in_flight = Arc::new(AtomicUsize::new(0));
     let mut buf = vec![0u8; 65_536];
@@ -449,7 +455,10 @@ mod tests {
 
     #[test]
     fn dns_upstream_parses_with_and_without_port() {
-        assert_eq!(parse_dns("10.1.2.3").unwrap(), "10.1.2.3:53".parse().unwrap());
+        assert_eq!(
+            parse_dns("10.1.2.3").unwrap(),
+            "10.1.2.3:53".parse().unwrap()
+        );
         assert_eq!(
             parse_dns("127.0.0.1:5353").unwrap(),
             "127.0.0.1:5353".parse().unwrap()

@@ -62,7 +62,10 @@ fn transfer(datapath: Datapath) -> (pagewire_emu::LinkCounters, usize) {
     let got = download(&link, port, 1);
     server.join().unwrap();
     let counters = link.end_run().unwrap();
-    assert!(got.data == data, "payload corrupted on the {datapath:?} path");
+    assert!(
+        got.data == data,
+        "payload corrupted on the {datapath:?} path"
+    );
     // The capture: 24-byte global header, then 16-byte record headers.
     let bytes = std::fs::read(&pcap).unwrap();
     let mut off = 24;
@@ -75,10 +78,9 @@ fn transfer(datapath: Datapath) -> (pagewire_emu::LinkCounters, usize) {
         off += 16 + incl;
     }
     assert_eq!(records, counters.packets_total, "pcap records vs counters");
-    let sidecar: serde_json::Value = serde_json::from_slice(
-        &std::fs::read(pagewire_link::pcap::sidecar_path(&pcap)).unwrap(),
-    )
-    .unwrap();
+    let sidecar: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(pagewire_link::pcap::sidecar_path(&pcap)).unwrap())
+            .unwrap();
     assert_eq!(sidecar["datapath"], datapath.name());
     // Which devices the client namespace has on this path.
     let ifs = link.run_in_client(interfaces).unwrap();
@@ -109,7 +111,10 @@ fn tun_and_packet_paths_move_the_same_transfer_with_the_same_accounting() {
     let (pkt, pkt_largest) = transfer(Datapath::Packet);
     let mtu = profile("lan").mtu as usize;
     for (name, c, largest) in [("tun", &tun, tun_largest), ("packet", &pkt, pkt_largest)] {
-        assert!(largest <= mtu, "{name}: a {largest}-byte packet on a {mtu}-byte link");
+        assert!(
+            largest <= mtu,
+            "{name}: a {largest}-byte packet on a {mtu}-byte link"
+        );
         assert_eq!(c.connections_opened, 1, "{name}");
         assert_eq!(c.dropped_total, 0, "{name}");
         assert_eq!(c.retransmissions, 0, "{name}");
@@ -118,7 +123,10 @@ fn tun_and_packet_paths_move_the_same_transfer_with_the_same_accounting() {
     }
     // The same TCP exchange: segment counts within a few packets (ACK
     // pacing differs run to run; the data segments do not).
-    let diff = tun.server_to_client.packets.abs_diff(pkt.server_to_client.packets);
+    let diff = tun
+        .server_to_client
+        .packets
+        .abs_diff(pkt.server_to_client.packets);
     assert!(
         diff <= 3,
         "server->client packets: tun {} vs packet {}",

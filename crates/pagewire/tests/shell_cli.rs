@@ -106,13 +106,21 @@ fn curl_reaches_host_with_wan_rtt(as_user: bool) {
         "for i in 1 2 3 4 5; do curl -sS -w ' %{{time_connect}}\\n' http://198.18.0.2:{port}/ || exit 9; done"
     );
     let (out, _, _) = common::run_bounded(
-        pagewire(as_user, &["shell", "--net", "wan", "--", "sh", "-c", &script]).env("LC_ALL", "C"),
+        pagewire(
+            as_user,
+            &["shell", "--net", "wan", "--", "sh", "-c", &script],
+        )
+        .env("LC_ALL", "C"),
         TIMEOUT,
         "pagewire shell -- curl",
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "stdout {stdout}\nstderr {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stdout {stdout}\nstderr {stderr}"
+    );
     let connects: Vec<f64> = stdout
         .lines()
         .map(|l| {
@@ -130,7 +138,10 @@ fn curl_reaches_host_with_wan_rtt(as_user: bool) {
     // The counters on stderr, as `link` prints them: 5 connections crossed.
     assert!(stderr.contains("link wan: rtt 90.0 ms"), "{stderr}");
     assert!(stderr.contains("5 connections"), "{stderr}");
-    assert!(stderr.contains("gateway: 5 TCP connections relayed"), "{stderr}");
+    assert!(
+        stderr.contains("gateway: 5 TCP connections relayed"),
+        "{stderr}"
+    );
 }
 
 fn common_curl() -> Option<std::path::PathBuf> {
@@ -198,8 +209,11 @@ fn dns_crosses_to_the_host_resolver(as_user: bool) {
                   exec 3<>/dev/udp/198.18.0.2/53; printf 'AZquery-through-link\\n' >&3; \
                   echo \"got:$(timeout 5 head -n 1 <&3)\"";
     let (out, _, _) = common::run_bounded(
-        pagewire(as_user, &["shell", "-q", "--net", "lan", "--", "bash", "-c", script])
-            .env("PAGEWIRE_SHELL_DNS", format!("127.0.0.1:{port}")),
+        pagewire(
+            as_user,
+            &["shell", "-q", "--net", "lan", "--", "bash", "-c", script],
+        )
+        .env("PAGEWIRE_SHELL_DNS", format!("127.0.0.1:{port}")),
         TIMEOUT,
         "pagewire shell -- bash /dev/udp",
     );
@@ -292,7 +306,12 @@ fn host_interfaces() -> String {
 
 fn pid_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !matches!(s[s.rfind(')').unwrap() + 2..].chars().next(), Some('Z' | 'X')))
+        .map(|s| {
+            !matches!(
+                s[s.rfind(')').unwrap() + 2..].chars().next(),
+                Some('Z' | 'X')
+            )
+        })
         .unwrap_or(false)
 }
 
@@ -301,7 +320,18 @@ fn pid_alive(pid: u32) -> bool {
 fn start_shell_with_background(datapath: &str) -> (std::process::Child, u32, u32, String) {
     let script = "sleep 300 & echo \"$$ $! $(readlink /proc/self/ns/net)\"; wait";
     let mut pw = Command::new(BIN)
-        .args(["shell", "-q", "--net", "lan", "--datapath", datapath, "--", "sh", "-c", script])
+        .args([
+            "shell",
+            "-q",
+            "--net",
+            "lan",
+            "--datapath",
+            datapath,
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

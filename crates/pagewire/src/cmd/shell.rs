@@ -13,11 +13,13 @@ use pagewire_emu::gateway::{self, Gateway, GatewayConfig, HOST_ADDR};
 use pagewire_emu::{Datapath, Link, LinkConfig, StartOptions};
 
 #[derive(clap::Args)]
-#[command(after_help = "Inside: every TCP connection and DNS query crosses the link; \
+#[command(
+    after_help = "Inside: every TCP connection and DNS query crosses the link; \
                   198.18.0.2 is the host (198.18.0.2:PORT reaches the host's 127.0.0.1:PORT).\n\
                   Examples:\n  pagewire shell --net wan\n  \
                   pagewire shell --net ppp -- curl -o /dev/null http://198.18.0.2:8080/\n  \
-                  pagewire shell --net wan -- pagewire shell --net ppp   (nested: each level relays)")]
+                  pagewire shell --net wan -- pagewire shell --net ppp   (nested: each level relays)"
+)]
 pub struct Args {
     /// Network profile (as for `pagewire link`): lan, lan100, t1, wan, ppp,
     /// none, with optional +codel / +pie / +fq-codel.
