@@ -37,6 +37,9 @@ pub enum ServerKind {
     Pagewire { exe: PathBuf },
     /// nginx with a generated configuration (gzip_static; no deflate).
     Nginx,
+    /// Apache httpd 2.4 with the prefork MPM (a process per connection, as
+    /// the paper's Apache 1.2b10) and a generated configuration; no deflate.
+    Apache,
     /// Any server: `sh -c CMD` with `{root}` and `{port}` substituted.
     Command(String),
 }
@@ -46,6 +49,7 @@ impl ServerKind {
         match self {
             ServerKind::Pagewire { .. } => "pagewire".into(),
             ServerKind::Nginx => "nginx".into(),
+            ServerKind::Apache => "apache".into(),
             ServerKind::Command(c) => format!("custom: {c}"),
         }
     }
@@ -143,6 +147,61 @@ fn nginx_conf(root: &Path, dir: &Path, addr: &str) -> String {
     )
 }
 
+/// Apache's binary and modules (Debian layout, `apache2` package).
+const APACHE_BIN: &str = "/usr/sbin/apache2";
+const APACHE_MODULES: &str = "/usr/lib/apache2/modules";
+
+/// Apache httpd 2.4 for paper 001: the prefork MPM (a process per
+/// connection, the model of the paper's Apache 1.2b10), persistent
+/// connections with Apache 1.2's defaults (KeepAlive On,
+/// MaxKeepAliveRequests 100 — more than the page's 43 requests —,
+/// KeepAliveTimeout 15 s), entity tags from mtime and size. Apache cannot
+/// serve a precompressed deflate variant, so pipeline-deflate gets identity
+/// bodies, as from nginx.
+fn apache_conf(root: &Path, dir: &Path, addr: &str) -> String {
+    format!(
+        "# made by pagewire {ver} bench (generated Apache configuration)\n\
+         LoadModule mpm_prefork_module {m}/mod_mpm_prefork.so\n\
+         LoadModule authz_core_module {m}/mod_authz_core.so\n\
+         LoadModule mime_module {m}/mod_mime.so\n\
+         LoadModule dir_module {m}/mod_dir.so\n\
+         ServerName microscape.test\n\
+         ServerRoot {dir}\n\
+         DefaultRuntimeDir {dir}\n\
+         PidFile {dir}/httpd.pid\n\
+         Mutex file:{dir} default\n\
+         ErrorLog {dir}/error.log\n\
+         LogLevel warn\n\
+         User www-data\n\
+         Group www-data\n\
+         Listen {addr}\n\
+         DocumentRoot {root}\n\
+         DirectoryIndex index.html\n\
+         <Directory />\n  Require all denied\n  AllowOverride None\n</Directory>\n\
+         <Directory {root}>\n  Require all granted\n  AllowOverride None\n</Directory>\n\
+         TypesConfig /dev/null\n\
+         AddType text/html .html\n\
+         AddType image/gif .gif\n\
+         AddType image/png .png\n\
+         AddType text/css .css\n\
+         AddType text/plain .txt\n\
+         FileETag MTime Size\n\
+         EnableSendfile On\n\
+         HostnameLookups Off\n\
+         KeepAlive On\n\
+         MaxKeepAliveRequests 100\n\
+         KeepAliveTimeout 15\n\
+         StartServers 5\n\
+         MinSpareServers 5\n\
+         MaxSpareServers 10\n\
+         MaxRequestWorkers 64\n",
+        ver = env!("CARGO_PKG_VERSION"),
+        m = APACHE_MODULES,
+        dir = dir.display(),
+        root = root.display(),
+    )
+}
+
 fn start_server(
     cfg: &BenchConfig,
     link: &Link,
@@ -188,6 +247,21 @@ fn start_server(
             fs::write(&conf, nginx_conf(root, &dir, &addr))?;
             let mut c = Command::new("nginx");
             c.arg("-c").arg(&conf).arg("-p").arg(&dir);
+            c
+        }
+        ServerKind::Apache => {
+            if !Path::new(APACHE_BIN).exists() {
+                bail!("apache2 is not installed ({APACHE_BIN}); run scripts/setup-deps.sh");
+            }
+            // Apache reads relative paths against its ServerRoot: hand it
+            // absolute ones (a relative --out is common).
+            let dir = std::path::absolute(cfg.out_dir.join(format!("apache-{net}{lane}")))?;
+            fs::create_dir_all(&dir)?;
+            let root = std::path::absolute(root)?;
+            let conf = dir.join("apache2.conf");
+            fs::write(&conf, apache_conf(&root, &dir, &addr))?;
+            let mut c = Command::new(APACHE_BIN);
+            c.arg("-f").arg(&conf).arg("-DFOREGROUND");
             c
         }
         ServerKind::Command(template) => {

@@ -181,7 +181,9 @@ pub struct MicroscapeArgs {
     /// Quick check: lan and wan only, one repetition (under a minute).
     #[arg(long)]
     quick: bool,
-    /// Server: pagewire (this binary's `serve`) or nginx (generated config).
+    /// Server: pagewire (this binary's `serve`), nginx or apache (Apache httpd
+    /// 2.4, prefork MPM; its workers run as www-data, who must be able to read
+    /// the output directory); nginx and Apache get generated configurations.
     #[arg(long, default_value = "pagewire")]
     server: String,
     /// Any other server, run with `sh -c` in the server namespace; `{root}`
@@ -500,9 +502,10 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
             exe: std::env::current_exe().context("find this pagewire binary")?,
         },
         (None, "nginx") => ServerKind::Nginx,
+        (None, "apache") => ServerKind::Apache,
         (None, other) => {
             crate::usage_bail!(
-                "--server: expected pagewire or nginx (or --server-cmd), got {other:?}"
+                "--server: expected pagewire, nginx or apache (or --server-cmd), got {other:?}"
             )
         }
     };
@@ -585,6 +588,12 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
              so pipeline-deflate gets identity bodies from nginx"
         );
     }
+    if matches!(server, ServerKind::Apache) && strategies.contains(&Strategy::PipelineDeflate) {
+        eprintln!(
+            "note: Apache cannot serve a precompressed deflate variant (mod_deflate makes gzip only), \
+             so pipeline-deflate gets identity bodies from Apache"
+        );
+    }
     let command: Vec<String> = pagewire_emu::command_line();
     let cfg = BenchConfig {
         plan: plan.clone(),
@@ -630,6 +639,11 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
     if matches!(server, ServerKind::Nginx) {
         note.push_str(
             " nginx has no precompressed deflate: pipeline-deflate received identity bodies.",
+        );
+    }
+    if matches!(server, ServerKind::Apache) {
+        note.push_str(
+            " Apache has no precompressed deflate: pipeline-deflate received identity bodies.",
         );
     }
     let (page_table, page_facts) = match &replay {
