@@ -92,7 +92,7 @@ impl Datapath {
     /// The datapath `PAGEWIRE_DATAPATH` asks for (None: auto).
     pub fn from_env() -> Result<Option<Datapath>> {
         match std::env::var(ENV_DATAPATH) {
-            Ok(v) => Self::parse(&v).with_context(|| format!("{ENV_DATAPATH}")),
+            Ok(v) => Self::parse(&v).context(ENV_DATAPATH),
             Err(_) => Ok(None),
         }
     }
@@ -648,7 +648,10 @@ impl Drop for Link {
         }
         // Everything inside the namespaces, including grandchildren that
         // left their process group.
-        for _ in 0..3 {
+        // Until none is left (a SIGKILLed process stays in the namespace
+        // until the scheduler runs its exit, later on a busy machine), at
+        // most 200 x 5 ms.
+        for _ in 0..200 {
             let n = ns::kill_all_in_netns(self.client.ns.inode())
                 + ns::kill_all_in_netns(self.server.ns.inode());
             if n == 0 {

@@ -15,6 +15,18 @@ use std::time::Duration;
 mod common;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pagewire");
+
+/// The RTT tests run alone (write lock); the others share (read lock), so
+/// the measured connects do not compete with this file's other shells.
+static TIMING: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    TIMING.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    TIMING.read().unwrap_or_else(|e| e.into_inner())
+}
 const TIMEOUT: Duration = Duration::from_secs(25);
 
 /// A tiny HTTP server on the host's loopback (the test's own namespace):
@@ -101,6 +113,7 @@ fn curl_reaches_host_with_wan_rtt(as_user: bool) {
     if common_curl().is_none() {
         return;
     }
+    let _alone = alone();
     let port = host_http_server();
     let script = format!(
         "for i in 1 2 3 4 5; do curl -sS -w ' %{{time_connect}}\\n' http://198.18.0.2:{port}/ || exit 9; done"
@@ -166,6 +179,7 @@ fn shell_as_a_normal_user_reaches_the_host_with_the_wan_rtt() {
 
 #[test]
 fn shell_exit_status_is_the_commands_and_pcap_is_written() {
+    let _shared = shared();
     if !pagewire_testreq::require_root() {
         return;
     }
@@ -232,6 +246,7 @@ fn dns_crosses_to_the_host_resolver(as_user: bool) {
 
 #[test]
 fn shell_dns_crosses_the_link_to_the_host_resolver() {
+    let _shared = shared();
     if !pagewire_testreq::require_root() || pagewire_testreq::require_peer("bash").is_none() {
         return;
     }
@@ -240,6 +255,7 @@ fn shell_dns_crosses_the_link_to_the_host_resolver() {
 
 #[test]
 fn shell_dns_as_a_normal_user() {
+    let _shared = shared();
     if !pagewire_testreq::require_root()
         || pagewire_testreq::require_peer("bash").is_none()
         || !ensure_pwtest()
@@ -251,6 +267,7 @@ fn shell_dns_as_a_normal_user() {
 
 #[test]
 fn interactive_shell_gets_a_working_prompt_on_a_pty() {
+    let _shared = shared();
     if !pagewire_testreq::require_root() || pagewire_testreq::require_peer("bash").is_none() {
         return;
     }
@@ -300,8 +317,16 @@ fn ns_referenced(ns: &str) -> bool {
     false
 }
 
+/// Interface names in the host's (the test's) namespace.
 fn host_interfaces() -> String {
-    std::fs::read_to_string("/proc/self/net/dev").unwrap()
+    let mut names: Vec<String> = std::fs::read_to_string("/proc/self/net/dev")
+        .unwrap()
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split(':').next().map(|n| n.trim().to_string()))
+        .collect();
+    names.sort();
+    names.join(" ")
 }
 
 fn pid_alive(pid: u32) -> bool {
@@ -373,6 +398,7 @@ fn assert_nothing_left(sh: u32, bg: u32, ns: &str, ifs_before: &str) {
 
 #[test]
 fn teardown_after_sigkill_of_the_command_on_both_datapaths() {
+    let _shared = shared();
     if !pagewire_testreq::require_root() {
         return;
     }
@@ -393,6 +419,7 @@ fn teardown_after_sigkill_of_the_command_on_both_datapaths() {
 
 #[test]
 fn teardown_on_sigterm_and_sighup_of_pagewire() {
+    let _shared = shared();
     if !pagewire_testreq::require_root() {
         return;
     }
