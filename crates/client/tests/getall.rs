@@ -187,6 +187,12 @@ fn assert_styled(site: &SiteDir, r: &FetchReport) {
         let path = format!("/{}", o.url.splitn(4, '/').nth(3).unwrap());
         assert!(o.status == 200 || o.status == 304, "{path}: {}", o.status);
         assert_eq!(o.sha256, site.sha(&path), "{path} not byte-exact");
+        // The bytes themselves, against the file served (`keep_bodies`).
+        let body = o
+            .body
+            .as_ref()
+            .unwrap_or_else(|| panic!("{path}: no body kept"));
+        assert!(body[..] == site.files[&path][..], "{path}: bytes differ");
         got.push(path);
     }
     got.sort();
@@ -204,6 +210,7 @@ fn fetch_with(url: &str, cache: &std::path::Path, revalidate: bool) -> FetchRepo
     let mut cfg = FetchConfig::new(url, Strategy::Getall);
     cfg.cache_dir = Some(cache.to_path_buf());
     cfg.revalidate = revalidate;
+    cfg.keep_bodies = true;
     fetch_blocking(cfg).unwrap_or_else(|e| panic!("getall {url}: {e}"))
 }
 
@@ -292,6 +299,14 @@ fn styled_page_falls_back_on_nginx_byte_identical() {
         .objects
         .iter()
         .all(|o| o.outcome == Outcome::NotModified));
+    // nginx's own count: every object once per visit, and the refused
+    // GETLIST in between.
+    let n = site.files.len();
+    let log = nginx.access_log(2 * n + 1);
+    assert_eq!(log.len(), 2 * n + 1, "{log:?}");
+    assert!(log[0].starts_with("GET /styled.html 200 "), "{}", log[0]);
+    assert!(log[n].starts_with("GETLIST / 405 "), "{}", log[n]);
+    assert_eq!(log.iter().filter(|l| l.contains(" 304 ")).count(), n);
 }
 
 #[test]
@@ -428,4 +443,174 @@ impl Drop for Apache {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A page with most kinds of reference a browser follows: stylesheets
+/// (one for print only), an `@import` in a `<style>` block and one with a
+/// media query in a sheet, `image-set()`, `srcset` (1x and 2x), `<picture>`,
+/// a preload, an icon, a script, `input type=image`, `body background`, a
+/// `style` attribute, `@media` blocks that match and that do not, and a
+/// `@font-face` with two sources that the text uses.
+fn rich_site() -> SiteDir {
+    let dir = tempfile::tempdir().unwrap();
+    let gif = |n: u8| {
+        let mut g = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;".to_vec();
+        g.push(n);
+        g
+    };
+    let mut files: Vec<(String, Vec<u8>)> = vec![
+        (
+            "/rich.html".into(),
+            br#"<!DOCTYPE html><html><head><title>rich</title>
+<link rel="stylesheet" href="r/a.css">
+<link rel="stylesheet" href="r/print.css" media="print">
+<link rel="icon" href="r/favicon.ico">
+<link rel="preload" as="image" href="r/pre.gif">
+<script src="r/app.js"></script>
+<style>@import "r/inl.css"; .x { background-image: image-set(url(r/s1.gif) 1x, url(r/s2.gif) 2x) }</style>
+</head><body background="r/bodybg.gif">
+<h1 class="x">Rich</h1>
+<img src="r/a.gif" srcset="r/a.gif 1x, r/a2.gif 2x">
+<picture><source srcset="r/pic.gif" type="image/gif"><img src="r/picfallback.gif"></picture>
+<form><input type="image" src="r/go.gif"></form>
+<div style="background: url(r/div.gif)">d</div>
+<p class="f">text</p>
+</body></html>
+"#
+            .to_vec(),
+        ),
+        (
+            "/r/a.css".into(),
+            b"@import url(b.css) screen;\n\
+              @font-face { font-family: F; src: url(f.woff2) format(\"woff2\"), url(f.woff) format(\"woff\") }\n\
+              .f { font-family: F, serif }\n\
+              @media print { body { background: url(printbg.gif) } }\n\
+              @media (min-width: 100px) { h1 { border-image: url(wide.gif) 30 } }\n"
+                .to_vec(),
+        ),
+        (
+            "/r/b.css".into(),
+            b"p { background: url(../r/deep.gif) }\n".to_vec(),
+        ),
+        (
+            "/r/inl.css".into(),
+            b"div { outline: 1px solid; background: url('inl.gif') }\n".to_vec(),
+        ),
+        (
+            "/r/print.css".into(),
+            b"body { background: url(printsheet.gif) }\n".to_vec(),
+        ),
+        ("/r/app.js".into(), b"void 0;\n".to_vec()),
+        ("/r/f.woff2".into(), b"wOF2 font".to_vec()),
+        ("/r/f.woff".into(), b"wOFF font".to_vec()),
+    ];
+    for (i, g) in [
+        "favicon.ico",
+        "pre.gif",
+        "s1.gif",
+        "s2.gif",
+        "bodybg.gif",
+        "a.gif",
+        "a2.gif",
+        "pic.gif",
+        "picfallback.gif",
+        "go.gif",
+        "div.gif",
+        "printbg.gif",
+        "wide.gif",
+        "deep.gif",
+        "inl.gif",
+        "printsheet.gif",
+    ]
+    .iter()
+    .enumerate()
+    {
+        files.push((format!("/r/{g}"), gif(i as u8)));
+    }
+    let mut map = std::collections::HashMap::new();
+    for (p, b) in files {
+        let f = dir.path().join(p.trim_start_matches('/'));
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, &b).unwrap();
+        map.insert(p, b);
+    }
+    SiteDir { dir, files: map }
+}
+
+/// GETALL answers with what the robot fetches: the set of objects a first
+/// visit by `pipeline` (one GET per object the robot's discovery finds)
+/// and by `getall` (one request, the server's expansion with the same
+/// discovery) is the same, byte for byte, and the server logged one request.
+#[test]
+fn getall_carries_exactly_what_the_robot_fetches() {
+    let site = rich_site();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("access.log");
+    let server = PwServer::start(
+        site.root(),
+        pagewire_server::ServerConfig {
+            access_log: Some(log.clone()),
+            ..pw_config()
+        },
+    );
+    let url = server.url("/rich.html");
+    let paths = |r: &FetchReport| -> Vec<String> {
+        let mut v: Vec<String> = r
+            .objects
+            .iter()
+            .map(|o| {
+                let p = format!("/{}", o.url.splitn(4, '/').nth(3).unwrap());
+                assert_eq!(o.status, 200, "{p}");
+                let body = o.body.as_ref().expect("kept body");
+                assert!(body[..] == site.files[&p][..], "{p}: bytes differ");
+                p
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let run = |strategy| {
+        let mut cfg = FetchConfig::new(&url, strategy);
+        cfg.keep_bodies = true;
+        fetch_blocking(cfg).unwrap_or_else(|e| panic!("{url}: {e}"))
+    };
+    let pipelined = run(Strategy::Pipeline);
+    let by_pipeline = paths(&pipelined);
+    // Not a trivial agreement: the references that only a browser-grade
+    // discovery finds are among them, what a 1x screen does not fetch is not.
+    for p in [
+        "/r/deep.gif",
+        "/r/wide.gif",
+        "/r/inl.gif",
+        "/r/s1.gif",
+        "/r/a.gif",
+        "/r/f.woff2",
+        "/r/print.css",
+    ] {
+        assert!(by_pipeline.contains(&p.to_string()), "{p}: {by_pipeline:?}");
+    }
+    for p in ["/r/a2.gif", "/r/s2.gif", "/r/printbg.gif", "/r/f.woff"] {
+        assert!(
+            !by_pipeline.contains(&p.to_string()),
+            "{p}: {by_pipeline:?}"
+        );
+    }
+    assert_eq!(pipelined.requests as usize, by_pipeline.len());
+    let getall = run(Strategy::Getall);
+    assert_eq!(paths(&getall), by_pipeline);
+    assert_eq!(getall.requests, 1, "{:?}", getall.requests_by_method);
+    assert!(getall.warnings.is_empty(), "{:?}", getall.warnings);
+    drop(server);
+    // The server's count, from its access log (complete once it stopped):
+    // one GET per object, then the one GETALL.
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), by_pipeline.len() + 1, "{text}");
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .contains("\"GET /rich.html HTTP/1.1\" 200 "),
+        "{text}"
+    );
 }

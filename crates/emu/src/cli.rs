@@ -50,8 +50,14 @@ pub fn terminated_by() -> Option<i32> {
     }
 }
 
-/// Sends SIGTERM to the child's process group, waits up to `grace`, then
-/// SIGKILLs it. Children started by `Link::spawn_in_*` lead their own group.
+/// Sends SIGTERM to the child's process group, waits up to `grace` for the
+/// whole group to exit, then SIGKILLs what is left. Children started by
+/// `Link::spawn_in_*` lead their own group.
+///
+/// The wait is for the group, not only its leader: a `sh -c 'cmd'` leader
+/// that did not `exec` its command dies of the SIGTERM at once while `cmd`
+/// (e.g. `pagewire serve`, writing the last lines of its access log) is
+/// still shutting down, and must not be killed for it.
 pub fn stop_process_group(child: &mut Child, grace: Duration) {
     let pgid = child.id() as libc::pid_t;
     if let Ok(Some(_)) = child.try_wait() {
@@ -63,9 +69,13 @@ pub fn stop_process_group(child: &mut Child, grace: Duration) {
     // SAFETY: as above.
     unsafe { libc::kill(-pgid, libc::SIGTERM) };
     let until = Instant::now() + grace;
+    let mut leader_gone = false;
     // Bounded by `grace`.
     while Instant::now() < until {
-        if let Ok(Some(_)) = child.try_wait() {
+        if !leader_gone {
+            leader_gone = matches!(child.try_wait(), Ok(Some(_)));
+        }
+        if leader_gone && !group_has_live_process(pgid) {
             break;
         }
         std::thread::sleep(Duration::from_millis(5));
@@ -73,6 +83,39 @@ pub fn stop_process_group(child: &mut Child, grace: Duration) {
     // SAFETY: as above.
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
     let _ = child.wait();
+}
+
+/// Whether a process of group `pgid` is still running. Signal 0 only
+/// checks: it fails (ESRCH) once no process is left in the group. It
+/// succeeds for zombies too (an orphan waits for its new parent, often
+/// PID 1, to reap it), so then `/proc` says whether any member is more
+/// than a zombie.
+fn group_has_live_process(pgid: libc::pid_t) -> bool {
+    // SAFETY: kill(2) with signal 0 sends nothing.
+    if unsafe { libc::kill(-pgid, 0) } != 0 {
+        return false;
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    dir.flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .any(|stat| {
+            // `pid (comm) state ppid pgrp ...`; comm may hold spaces and
+            // parentheses, so fields are counted after the last ')'.
+            let mut f = stat
+                .rsplit_once(')')
+                .map_or("", |(_, rest)| rest)
+                .split_whitespace();
+            let state = f.next().unwrap_or("Z");
+            let pgrp = f.nth(1).and_then(|v| v.parse::<libc::pid_t>().ok());
+            pgrp == Some(pgid) && state != "Z" && state != "X"
+        })
 }
 
 /// Exit code a shell would report for a status (128 + signal if killed).
@@ -203,6 +246,41 @@ pub(crate) fn listening_sockets() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shell leader that does not `exec` its command (`; true` keeps it
+    /// waiting) dies of SIGTERM at once; its command traps SIGTERM, takes a
+    /// moment to finish and writes a file: it is let finish, not killed.
+    #[test]
+    fn stop_waits_for_the_group_not_only_its_leader() {
+        use std::os::unix::process::CommandExt;
+        let dir = tempfile::tempdir().unwrap();
+        let done = dir.path().join("done");
+        let ready = dir.path().join("ready");
+        let inner = format!(
+            "trap 'sleep 0.2; echo done > {d}; exit 0' TERM; : > {r}; \
+             while :; do sleep 0.01; done",
+            d = done.display(),
+            r = ready.display()
+        );
+        let mut child = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("sh -c \"{inner}\"; true"))
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        // The trap is set once `ready` exists (polled, bounded at 10 s).
+        let until = Instant::now() + Duration::from_secs(10);
+        while !ready.exists() {
+            assert!(Instant::now() < until, "the inner shell never started");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        stop_process_group(&mut child, Duration::from_secs(10));
+        assert_eq!(
+            std::fs::read_to_string(&done).unwrap_or_default(),
+            "done\n",
+            "the group's command was killed before it finished"
+        );
+    }
 
     #[test]
     fn json_has_top_level_totals() {

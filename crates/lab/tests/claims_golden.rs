@@ -29,7 +29,7 @@ fn cell(st: &str, test: &str) -> (f64, f64, f64, f64) {
 /// read.
 fn template() -> Value {
     let path = format!(
-        "{}/../../docs/bench-results/2026-11-22-issue17/results.json",
+        "{}/../../docs/bench-results/2026-11-25/results.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -240,6 +240,20 @@ impl Conn {
         Ok(Response { body_bytes: body })
     }
 
+    /// Resolves when the server closes this idle connection (end of file
+    /// or an error): a keep-alive timeout during the user's OFF time.
+    /// Bytes the server sends meanwhile are kept for the next response.
+    /// Cancel-safe (a cancelled read loses nothing).
+    pub async fn peer_closed(&mut self) {
+        let mut scratch = [0u8; 512];
+        loop {
+            match self.stream.read(&mut scratch).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => self.buf.extend_from_slice(&scratch[..n]),
+            }
+        }
+    }
+
     /// After the last response of a connection the server closes: wait
     /// briefly for its FIN (so TIME_WAIT stays on the server), then drop.
     pub async fn finish(mut self) {

@@ -457,8 +457,10 @@ async fn fetch_object(
         file: object[0],
         intended: t0,
     }];
-    // The session's last request asks the server to close, so the server,
-    // not the generator, holds TIME_WAIT. In early close the client closes
+    // `session_ends`: the object's last request asks the server to close
+    // (the open models, whose sessions leave after their last object; a
+    // closed UE keeps its connection through the following OFF time and
+    // passes false). In early close the client closes
     // after every web object, as the paper's clients did ("having clients
     // close their HTTP connections after the transfer of each Web object",
     // section 4.4): no `Connection: close`; the caller drops the connection.
@@ -545,6 +547,39 @@ async fn sequential(
     }
 }
 
+/// Waits until `t` as an idle user: a persistent connection stays open
+/// through the OFF time (the paper's HTTP/1.1 connection "is open during
+/// Web object transfers and OFF times", section 4.4) unless the server
+/// closes it first (its keep-alive timeout), which is noticed when it
+/// happens, so that the connection's duration ends there.
+async fn idle_until(ctx: &Ctx, slots: &mut [Option<Conn>], t: Instant) {
+    loop {
+        let which = {
+            let (a, b) = slots.split_at_mut(1.min(slots.len()));
+            let first = async {
+                match a.first_mut().and_then(Option::as_mut) {
+                    Some(c) => c.peer_closed().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let second = async {
+                match b.first_mut().and_then(Option::as_mut) {
+                    Some(c) => c.peer_closed().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = sleep_until(t) => return,
+                _ = first => 0,
+                _ = second => 1,
+            }
+        };
+        if let Some(c) = slots[which].take() {
+            ctx.drop_conn(c);
+        }
+    }
+}
+
 /// One user equivalent until the end of the run.
 async fn ue_task(ctx: Rc<Ctx>, ue: u64, names: NameSequence) {
     let mut user = User::new(ue, ctx.cfg.seed, names, &ctx.cfg.params);
@@ -555,9 +590,12 @@ async fn ue_task(ctx: Rc<Ctx>, ue: u64, names: NameSequence) {
     let mut t = ctx.start + ramp + user.stationary_start();
     ctx.live.active_ues.fetch_add(1, Ordering::Relaxed);
     while t < ctx.end {
-        sleep_until(t).await;
+        idle_until(&ctx, &mut slots, t).await;
         let next = user.next_object();
         if next.new_session {
+            // A session's connection lasts through the OFF time after its
+            // last web object: the user closes it when it starts the next
+            // session (SURGE's loop: fetch, think, ..., then close).
             for s in slots.iter_mut() {
                 if let Some(c) = s.take() {
                     ctx.drop_conn(c);
@@ -565,9 +603,8 @@ async fn ue_task(ctx: Rc<Ctx>, ue: u64, names: NameSequence) {
             }
         }
         let object = ctx.site.refs[next.object as usize % ctx.site.refs.len()].clone();
-        let session_ends = user.session_ends();
         let actives = user.active_offs(object.len());
-        match fetch_object(&ctx, actives, &mut slots, &object, t, session_ends).await {
+        match fetch_object(&ctx, actives, &mut slots, &object, t, false).await {
             Ok((done, resume)) => {
                 if ctx.in_window(done) {
                     let lat = done.saturating_duration_since(t).as_micros() as u64;
@@ -589,7 +626,7 @@ async fn ue_task(ctx: Rc<Ctx>, ue: u64, names: NameSequence) {
                 }
             }
         }
-        if user.session_ends() || ctx.cfg.mode == Mode::EarlyClose {
+        if ctx.cfg.mode == Mode::EarlyClose {
             for s in slots.iter_mut() {
                 if let Some(c) = s.take() {
                     ctx.drop_conn(c);
@@ -598,6 +635,8 @@ async fn ue_task(ctx: Rc<Ctx>, ue: u64, names: NameSequence) {
         }
         t += user.off_time();
     }
+    // Connections idle at the end stay open until the run ends.
+    idle_until(&ctx, &mut slots, t.min(ctx.end)).await;
     for s in slots.iter_mut() {
         if let Some(c) = s.take() {
             ctx.drop_conn(c);

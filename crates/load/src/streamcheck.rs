@@ -8,7 +8,9 @@
 
 use std::collections::HashMap;
 
-use crate::calibration::{BYTES_PER_GET, FILES_PER_OBJECT, GETS_PER_UE, OBJECTS_PER_CONN};
+use crate::calibration::{
+    BYTES_PER_GET, FILES_PER_OBJECT, GETS_PER_UE, OBJECTS_PER_CONN, PERSISTENT_CONN_S,
+};
 use crate::fileset::Manifest;
 use crate::model::{ks_critical_001, ks_statistic, zipf_slope, CheckLine, Model, Params};
 use crate::stream::{NameSequence, User};
@@ -53,7 +55,21 @@ pub struct Realised {
     pub actives: Vec<f64>,
     /// (time, file) of every GET, in arrival order at the server.
     pub arrivals: Vec<(f64, u32)>,
+    /// Durations (s) of the persistent connections opened in the window,
+    /// with zero transfer time and the paper's 15 s keep-alive timeout
+    /// (Apache's `KeepAliveTimeout 15`, its Table 10): a connection opens
+    /// with a session's first object and lasts through every OFF time of
+    /// the session, the one after its last object included, unless an
+    /// OFF time exceeds the timeout (the server closes 15 s into it; the
+    /// session's next object opens another).
+    pub conn_durations: Vec<f64>,
+    /// Web objects carried by those connections (the ones still open at
+    /// the end of the simulation are not counted: their duration is unknown).
+    pub conn_objects: u64,
 }
+
+/// The paper's keep-alive timeout (Apache `KeepAliveTimeout 15`, Table 10), seconds.
+pub const KEEPALIVE_S: f64 = 15.0;
 
 /// Plays `ues` UEs for `seconds` of simulated time (stationary start, as a
 /// real run); counts what starts inside the window.
@@ -70,11 +86,16 @@ pub fn simulate(m: &Manifest, params: &Params, seed: u64, ues: u64, seconds: f64
     for ue in 0..ues {
         let mut user = User::new(ue, seed, names.clone(), params);
         let mut t = user.stationary_start().as_secs_f64();
+        // The open connection: when it opened and the objects it carried.
+        let mut conn: Option<(f64, u64)> = None;
         while t < seconds {
             let next = user.next_object();
             if next.new_session {
                 r.sessions += 1;
             }
+            let c = conn.get_or_insert((t, 0));
+            c.1 += 1;
+            let (opened, carried) = *c;
             let files = &refs[next.object as usize];
             let actives = user.active_offs(files.len());
             r.objects += 1;
@@ -99,6 +120,13 @@ pub fn simulate(m: &Manifest, params: &Params, seed: u64, ues: u64, seconds: f64
             // when that object would start after the window: no censoring).
             let off = user.off_time().as_secs_f64();
             r.offs.push(off);
+            if off > KEEPALIVE_S || user.session_ends() {
+                if opened < seconds {
+                    r.conn_durations.push(t + off.min(KEEPALIVE_S) - opened);
+                    r.conn_objects += carried;
+                }
+                conn = None;
+            }
             t += off;
         }
     }
@@ -238,6 +266,20 @@ pub fn check(m: &Manifest, params: &Params, seed: u64, ues: u64, seconds: f64) -
         r.sessions as usize,
         r.objects as f64 / r.sessions.max(1) as f64,
         OBJECTS_PER_CONN,
+    ));
+    out.push(band_line(
+        "stream: web objects per persistent connection",
+        "paper 3.46-3.66 (15 s keep-alive)",
+        r.conn_durations.len(),
+        r.conn_objects as f64 / r.conn_durations.len().max(1) as f64,
+        OBJECTS_PER_CONN,
+    ));
+    out.push(band_line(
+        "stream: persistent connection duration (s)",
+        "paper 13.0-15.6 s (15 s keep-alive, zero transfer time)",
+        r.conn_durations.len(),
+        r.conn_durations.iter().sum::<f64>() / r.conn_durations.len().max(1) as f64,
+        PERSISTENT_CONN_S,
     ));
     // Stack distances at the server (all UEs interleaved), first 50,000 GETs.
     let mut sd = stack_distances(r.arrivals.iter().take(50_000).map(|a| a.1));

@@ -253,6 +253,26 @@ fn every_mode_has_the_same_think_process_and_so_the_same_get_rate() {
             "{mode:?}: {} GETs, {} objects, {} connections",
             s.gets, s.objects, s.connections
         );
+        // The calibration table of every run; files per web object does
+        // not depend on the think times' scale, so it holds its band here.
+        let cal = pagewire_load::calibration::Calibration::of(&s);
+        print!("{}", cal.text());
+        let files = cal
+            .rows
+            .iter()
+            .find(|r| r.quantity == "files per web object (request-weighted)")
+            .expect("files per web object row");
+        assert_eq!(files.within, Some(true), "{mode:?}: {files:?}");
+        let persistent_rows = cal
+            .rows
+            .iter()
+            .filter(|r| r.quantity == "web objects per persistent connection")
+            .count();
+        assert_eq!(
+            persistent_rows,
+            matches!(mode, Mode::Http11 | Mode::Pipeline) as usize,
+            "{mode:?}"
+        );
         rates.push((mode, s.gets as f64));
     }
     server.stop();
@@ -379,4 +399,227 @@ fn urls_closed_and_at_a_fixed_rate_count_status_codes() {
     assert_eq!(bad.gets, 0);
     assert!(bad.errors_by_kind["bad_status"] > 0);
     assert_eq!(bad.status_codes["404"], bad.errors);
+}
+
+/// What a recording server saw on one connection.
+#[derive(Debug, Clone)]
+struct ConnLog {
+    requests: u32,
+    asked_to_close: bool,
+    last_response: std::time::Instant,
+    client_closed: Option<std::time::Instant>,
+}
+
+/// A keep-alive HTTP/1.1 server that never closes a connection itself and
+/// records, per connection, its requests, whether any asked it to close,
+/// when it last answered and when the client closed. One thread per
+/// connection, each bounded by a 10 s read timeout.
+fn recording_server(m: &Manifest) -> (std::net::SocketAddr, std::sync::mpsc::Receiver<ConnLog>) {
+    use std::io::{BufRead, BufReader, Write};
+    let sizes: std::collections::HashMap<String, u64> = m
+        .objects
+        .iter()
+        .flat_map(|o| o.files.iter().map(|f| (f.path.clone(), f.size)))
+        .collect();
+    let sizes = Arc::new(sizes);
+    let (log, rx) = std::sync::mpsc::channel();
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for s in l.incoming() {
+            let Ok(s) = s else { return };
+            let (sizes, log) = (sizes.clone(), log.clone());
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut w = s.try_clone().unwrap();
+                let mut r = BufReader::new(s);
+                let mut c = ConnLog {
+                    requests: 0,
+                    asked_to_close: false,
+                    last_response: std::time::Instant::now(),
+                    client_closed: None,
+                };
+                'conn: loop {
+                    let mut path = None;
+                    loop {
+                        let mut line = String::new();
+                        match r.read_line(&mut line) {
+                            Ok(0) => {
+                                c.client_closed = Some(std::time::Instant::now());
+                                break 'conn;
+                            }
+                            Err(_) => break 'conn,
+                            Ok(_) => {}
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if path.is_none() {
+                            path = line.split_whitespace().nth(1).map(str::to_string);
+                        } else if lower.starts_with("connection:") && lower.contains("close") {
+                            c.asked_to_close = true;
+                        } else if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let size = path.and_then(|p| sizes.get(&p).copied()).unwrap_or(0);
+                    let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {size}\r\n\r\n");
+                    let body = vec![b'x'; size as usize];
+                    if w.write_all(head.as_bytes()).is_err() || w.write_all(&body).is_err() {
+                        break;
+                    }
+                    c.requests += 1;
+                    c.last_response = std::time::Instant::now();
+                }
+                let _ = log.send(c);
+            });
+        }
+    });
+    (addr, rx)
+}
+
+#[test]
+fn a_persistent_connection_lasts_through_the_off_time_after_its_session() {
+    // The paper's HTTP/1.1 connection "is open during Web object transfers
+    // and OFF times": a closed UE never asks the server to close, and
+    // closes its connection itself only when the next session starts, an
+    // OFF time (at least k = 0.1 s here) after the last response.
+    let (_dir, m) = site(300);
+    let (addr, log) = recording_server(&m);
+    let (s, _) = go(config(addr, 40, 3, Mode::Http11), &m);
+    assert_eq!(s.errors, 0, "{:?}", s.errors_by_kind);
+    // Each connection's record arrives once the generator has closed it.
+    let conns: Vec<ConnLog> = (0..s.connections + s.conns_outside_window)
+        .map(|_| {
+            log.recv_timeout(Duration::from_secs(10))
+                .expect("a connection's record")
+        })
+        .collect();
+    assert!(
+        conns.iter().all(|c| !c.asked_to_close),
+        "a request asked to close"
+    );
+    let end = conns.iter().filter_map(|c| c.client_closed).max().unwrap();
+    // Closed before the run's end (which closes every idle connection at once).
+    let mid_run: Vec<f64> = conns
+        .iter()
+        .filter_map(|c| c.client_closed.map(|t| (c, t)))
+        .filter(|(_, t)| end.duration_since(*t) > Duration::from_millis(300))
+        .map(|(c, t)| t.duration_since(c.last_response).as_secs_f64())
+        .collect();
+    println!(
+        "{} connections, {} closed at a new session; idle before the close: min {:?}",
+        conns.len(),
+        mid_run.len(),
+        mid_run.iter().cloned().fold(f64::INFINITY, f64::min)
+    );
+    assert!(
+        mid_run.len() >= 10,
+        "{} sessions ended mid-run",
+        mid_run.len()
+    );
+    for idle in &mid_run {
+        assert!(
+            *idle >= 0.099,
+            "closed {idle} s after the last response, before any OFF time"
+        );
+    }
+}
+
+/// What a hostile server answers to every GET.
+#[derive(Clone, Copy, Debug)]
+enum Hostile {
+    /// `103` heads as fast as the socket takes them, never a final head.
+    InterimFlood,
+    /// A chunked 200 whose chunks never end, as fast as the socket takes them.
+    EndlessChunked,
+    /// A 200 promising 1,000,000 bytes, then one byte every 100 ms.
+    Trickle,
+}
+
+/// A hostile HTTP/1.1 server on loopback (threads; every loop bounded by
+/// 20 s and by the client leaving).
+fn hostile_server(how: Hostile) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        // Bounded: a few connections per test.
+        for conn in l.incoming().take(16) {
+            let Ok(mut s) = conn else { return };
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let t0 = std::time::Instant::now();
+                let mut head = Vec::new();
+                let mut b = [0u8; 1];
+                // Bounded: a request head is short; the socket times out.
+                while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
+                    match s.read(&mut b) {
+                        Ok(1) => head.push(b[0]),
+                        _ => return,
+                    }
+                }
+                let bound = Duration::from_secs(20);
+                match how {
+                    Hostile::InterimFlood => {
+                        let heads = b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n".repeat(512);
+                        while t0.elapsed() < bound && s.write_all(&heads).is_ok() {}
+                    }
+                    Hostile::EndlessChunked => {
+                        let _ =
+                            s.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+                        let mut c = b"2000\r\n".to_vec();
+                        c.extend(std::iter::repeat_n(b'g', 0x2000));
+                        c.extend_from_slice(b"\r\n");
+                        while t0.elapsed() < bound && s.write_all(&c).is_ok() {}
+                    }
+                    Hostile::Trickle => {
+                        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+                        while t0.elapsed() < bound && s.write_all(b"g").is_ok() {
+                            // The attack itself: one byte every 100 ms.
+                            std::thread::sleep(Duration::from_millis(100));
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// The load generator's read loop against hostile servers: an endless
+/// body and a trickle end at `--timeout` and count as timeouts; a 1xx
+/// flood is a protocol error at the interim bound. The run itself ends by
+/// its duration plus the timeout (a read loop that never yields to its
+/// deadline would run until the server's 20 s bound).
+#[test]
+fn hostile_servers_end_at_the_timeout_and_are_counted() {
+    use pagewire_load::urls::{run_urls, UrlConfig};
+    for (how, kind) in [
+        (Hostile::EndlessChunked, "timeout"),
+        (Hostile::Trickle, "timeout"),
+        (Hostile::InterimFlood, "protocol"),
+    ] {
+        let addr = hostile_server(how);
+        let cfg = UrlConfig {
+            urls: vec![format!("http://{addr}/a")],
+            connections: 1,
+            duration: Duration::from_secs(1),
+            warmup: Duration::ZERO,
+            // Two requests in the second (open model: no retry loop).
+            rate: Some(2.0),
+            timeout: Duration::from_secs(1),
+            command_line: "test".into(),
+        };
+        let t0 = std::time::Instant::now();
+        let (s, _) = run_urls(cfg, Arc::new(Live::default())).unwrap();
+        let took = t0.elapsed();
+        assert_eq!(s.gets, 0, "{how:?}");
+        assert!(s.errors >= 1, "{how:?}: {:?}", s.errors_by_kind);
+        assert_eq!(
+            s.errors_by_kind[kind], s.errors,
+            "{how:?}: {:?}",
+            s.errors_by_kind
+        );
+        // Bound: duration + timeout, loose for a loaded machine.
+        assert!(took < Duration::from_secs(1 + 1 + 3), "{how:?}: {took:?}");
+    }
 }

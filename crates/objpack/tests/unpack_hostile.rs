@@ -190,3 +190,23 @@ fn finish_with_events_not_taken_is_an_error() {
     let err = unpack(&pkg[..pkg.len() - 2], tmp.path()).unwrap_err();
     assert_eq!(err.incomplete_file(), Some("a"));
 }
+
+/// The old temporary name of `a` is an ordinary name now (temporary files
+/// are `.objp-part.PID.N`): a package holding both `.a.objp-part` and `a`
+/// unpacks both, each with its own bytes, and leaves no temporary file.
+#[test]
+fn the_old_temp_name_and_its_file_both_unpack() {
+    let tmp = tempfile::tempdir().unwrap();
+    let n = unpack(
+        &package(&[(".a.objp-part", b"one"), ("a", b"two")]),
+        tmp.path(),
+    )
+    .unwrap();
+    assert_eq!(n, 2);
+    assert_eq!(
+        std::fs::read(tmp.path().join(".a.objp-part")).unwrap(),
+        b"one"
+    );
+    assert_eq!(std::fs::read(tmp.path().join("a")).unwrap(), b"two");
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 2);
+}

@@ -2,6 +2,7 @@
 //! acknowledged at once, the PPP run in flight is cancelled (not waited
 //! for: a PPP first-time run takes about a minute), the runs done are
 //! written and the exit status is 130; a second SIGINT aborts at once.
+//! Either way no namespace and no server process of the bench is left.
 //! Real processes over real namespaces: needs root (pagewire-testreq).
 
 use std::io::{BufRead, BufReader};
@@ -102,6 +103,121 @@ fn sigint(b: &Bench) {
     assert_eq!(r, 0, "kill -INT");
 }
 
+/// Processes a link of the bench started (every command a link starts
+/// carries `PAGEWIRE_LINK_OWNER=<pid>.<start time>` of its owner).
+fn link_processes(bench_pid: u32) -> Vec<u32> {
+    let want = format!("PAGEWIRE_LINK_OWNER={bench_pid}.");
+    let mut out = Vec::new();
+    for p in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(p.path().join("environ")) else {
+            continue;
+        };
+        if env
+            .split(|&b| b == 0)
+            .any(|v| v.starts_with(want.as_bytes()))
+            && alive(pid)
+        {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie has exited; it holds no namespace.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        let state = s.rfind(')').and_then(|i| s[i + 2..].chars().next());
+        state != Some('Z') && state != Some('X')
+    })
+}
+
+/// Network namespaces (other than this test's) that `pids` are in or hold
+/// an fd to, by any of their threads.
+fn netns_of(pids: &[u32]) -> Vec<String> {
+    let own = std::fs::read_link("/proc/self/ns/net").unwrap();
+    let mut out = Vec::new();
+    let mut note = |l: std::path::PathBuf| {
+        let l = l.to_string_lossy().into_owned();
+        if l.starts_with("net:[") && l != own.to_string_lossy() && !out.contains(&l) {
+            out.push(l);
+        }
+    };
+    for pid in pids {
+        for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Ok(l) = std::fs::read_link(t.path().join("ns/net")) {
+                note(l);
+            }
+        }
+        for f in std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Ok(l) = std::fs::read_link(f.path()) {
+                note(l);
+            }
+        }
+    }
+    out
+}
+
+/// Whether any process on the machine is in or holds one of `netns`.
+fn netns_still_referenced(netns: &[String]) -> Vec<String> {
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|p| p.file_name().to_str().and_then(|s| s.parse().ok()))
+        .collect();
+    let held = netns_of(&all);
+    netns.iter().filter(|n| held.contains(n)).cloned().collect()
+}
+
+/// What the PPP run in flight holds: the bench's namespaces and its link
+/// processes (the server). Waits (bounded) until there is some.
+fn in_flight(bench_pid: u32) -> (Vec<String>, Vec<u32>) {
+    let until = Instant::now() + Duration::from_secs(10);
+    // Bounded by 10 s; 20 ms steps.
+    loop {
+        let procs = link_processes(bench_pid);
+        let mut pids = procs.clone();
+        pids.push(bench_pid);
+        let ns = netns_of(&pids);
+        if (!ns.is_empty() && !procs.is_empty()) || Instant::now() >= until {
+            return (ns, procs);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// After the bench ended: none of its namespaces and link processes is
+/// left (the kernel frees namespaces asynchronously: allow 3 s).
+fn assert_nothing_left(bench_pid: u32, netns: &[String], procs: &[u32], log: &str) {
+    let until = Instant::now() + Duration::from_secs(3);
+    // Bounded by 3 s; 20 ms steps.
+    loop {
+        let left_ns = netns_still_referenced(netns);
+        let left_procs: Vec<u32> = procs.iter().copied().filter(|p| alive(*p)).collect();
+        let owned = link_processes(bench_pid);
+        if left_ns.is_empty() && left_procs.is_empty() && owned.is_empty() {
+            return;
+        }
+        if Instant::now() >= until {
+            panic!(
+                "left behind after the bench: namespaces {left_ns:?}, processes {left_procs:?} {owned:?}\n{log}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn sigint_during_a_ppp_run_acknowledges_cancels_writes_and_exits_130() {
     if !pagewire_testreq::require_root() {
@@ -117,6 +233,12 @@ fn sigint_during_a_ppp_run_acknowledges_cancels_writes_and_exits_130() {
         started.is_some(),
         "the PPP run never started:\n{}",
         seen.join("\n")
+    );
+    let bench_pid = bench.0.id();
+    let (netns, procs) = in_flight(bench_pid);
+    assert!(
+        !netns.is_empty() && !procs.is_empty(),
+        "the PPP run holds no namespace or server: {netns:?} {procs:?}"
     );
     let sent = Instant::now();
     sigint(&bench);
@@ -157,6 +279,7 @@ fn sigint_during_a_ppp_run_acknowledges_cancels_writes_and_exits_130() {
         "a cancelled run left its pcap: {pcaps:?}"
     );
     assert!(log.contains("interrupted by signal 2"), "{log}");
+    assert_nothing_left(bench_pid, &netns, &procs, &log);
 }
 
 #[test]
@@ -174,6 +297,12 @@ fn a_second_sigint_aborts_at_once_with_130() {
         "the PPP run never started:\n{}",
         seen.join("\n")
     );
+    let bench_pid = bench.0.id();
+    let (netns, procs) = in_flight(bench_pid);
+    assert!(
+        !netns.is_empty() && !procs.is_empty(),
+        "{netns:?} {procs:?}"
+    );
     sigint(&bench);
     wait_line(
         &rx,
@@ -189,4 +318,5 @@ fn a_second_sigint_aborts_at_once_with_130() {
     let log = seen.join("\n");
     assert_eq!(code, Some(130), "{log}");
     assert!(log.contains("aborting"), "{log}");
+    assert_nothing_left(bench_pid, &netns, &procs, &log);
 }

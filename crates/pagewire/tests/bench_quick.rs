@@ -132,6 +132,25 @@ fn bench_against_apache_fetches_and_revalidates_everything() {
     if !pagewire_testreq::require_root() || pagewire_testreq::require_peer("apache2").is_none() {
         return;
     }
+    let conf = bench_against("apache");
+    assert!(conf.contains("mod_mpm_prefork.so"), "{conf}");
+}
+
+/// `--server nginx` likewise.
+#[test]
+fn bench_against_nginx_fetches_and_revalidates_everything() {
+    if !pagewire_testreq::require_root() || pagewire_testreq::require_peer("nginx").is_none() {
+        return;
+    }
+    let conf = bench_against("nginx");
+    assert!(conf.contains("gzip_static on"), "{conf}");
+}
+
+/// One LAN repetition of http10 and pipeline against a peer server, run
+/// from the output directory's parent with a relative `--out` (peers read
+/// relative paths against their own roots, so the bench must hand them
+/// absolute ones); returns the peer's generated configuration.
+fn bench_against(server: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     // Apache's workers run as www-data: the results directory must be
     // readable by them (a tempdir is 0700).
@@ -143,10 +162,11 @@ fn bench_against_apache_fetches_and_revalidates_everything() {
     let out = dir.path().join("results");
     let (output, _, _) = common::run_bounded(
         Command::new(env!("CARGO_BIN_EXE_pagewire"))
+            .current_dir(dir.path())
             .args([
                 "bench",
                 "--server",
-                "apache",
+                server,
                 "--net",
                 "lan",
                 "--strategy",
@@ -156,10 +176,10 @@ fn bench_against_apache_fetches_and_revalidates_everything() {
                 "--no-initial",
                 "--no-progress",
                 "--out",
-            ])
-            .arg(&out),
+                "results",
+            ]),
         TIMEOUT,
-        "pagewire bench --server apache",
+        &format!("pagewire bench --server {server}"),
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -176,9 +196,13 @@ fn bench_against_apache_fetches_and_revalidates_everything() {
         assert_eq!(r["objects_ok"].as_u64(), Some(43), "{r}");
     }
     let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
-    assert!(report.contains("measured (apache)"), "{report}");
-    let conf = std::fs::read_to_string(out.join("apache-lan/apache2.conf")).unwrap();
-    assert!(conf.contains("mod_mpm_prefork.so"), "{conf}");
+    assert!(report.contains(&format!("measured ({server})")), "{report}");
+    let name = if server == "apache" {
+        "apache2.conf"
+    } else {
+        "nginx.conf"
+    };
+    std::fs::read_to_string(out.join(format!("{server}-lan/{name}"))).unwrap()
 }
 
 /// Bad flags fail before anything starts (no root needed), naming the flag.

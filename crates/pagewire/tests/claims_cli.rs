@@ -30,7 +30,7 @@ const DIRS: &[(&str, &str)] = &[
     ("bench-results/2026-11-25", "microscape"),
     ("bench-results/2026-11-25/css", "microscape-css"),
     ("bench-results/2026-11-25/nagle", "microscape"),
-    ("bench-results/objpack-2026-11-25", "objpack"),
+    ("bench-results/objpack-2026-11-25-rerun", "objpack"),
     ("conn-length-results", "conn-length"),
     ("getall-results/tcp1997", "getall"),
     ("surge-results/apache", "surge"),

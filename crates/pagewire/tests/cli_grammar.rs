@@ -181,3 +181,44 @@ fn files_are_out_file_and_out_stays_an_alias() {
         assert!(std::fs::metadata(&f).unwrap().len() > 0);
     }
 }
+
+#[test]
+fn every_link_profile_is_taken_or_answered_with_how() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let out_s = out.to_str().unwrap();
+    // Paper 001's suite has values for lan, wan and ppp only: another
+    // profile of `link --net` is a usage error that names the flags
+    // giving the same link over one of them, and nothing is run.
+    for (net, flags) in [
+        ("lan100", "--net lan --rtt 200us --rate 100000000bit"),
+        ("t1", "--net lan --rtt 70000us --rate 1544000bit"),
+        ("none", "--net lan --rate unlimited"),
+        (
+            "lan100+codel",
+            "--net lan --rtt 200us --rate 100000000bit --aqm codel",
+        ),
+    ] {
+        let o = pagewire(&["bench", "--net", net, "--out", out_s]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{net}: {err}");
+        assert!(err.contains(flags), "{net}: {err}");
+        assert!(!out.exists(), "{net}: {err}");
+    }
+    // A name that is no profile at all keeps the plain error.
+    let o = pagewire(&["bench", "--net", "lan10", "--out", out_s]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("unknown network \"lan10\""), "{err}");
+    // The objpack and surge suites take any profile; a bad one is a usage
+    // error before anything is made.
+    for suite in ["objpack", "surge"] {
+        let o = pagewire(&["bench", suite, "--net", "lan1000", "--out", out_s]);
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{suite}: {err}");
+        assert!(err.contains("lan1000"), "{suite}: {err}");
+        assert!(!out.exists(), "{suite}: {err}");
+    }
+    let o = pagewire(&["bench", "surge", "--help"]);
+    assert!(text(&o).0.contains("any profile of `pagewire link --net`"));
+}

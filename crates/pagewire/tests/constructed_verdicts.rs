@@ -520,12 +520,12 @@ fn conn_length_small_window_claim_follows_the_window() {
 /// while both move the same files: HTTP/1.1 opens far fewer connections
 /// and sends fewer packets per GET in every repetition.
 ///
-/// What this suite cannot do in a short test, or in any run today: reach
-/// paper 004's calibration. A persistent connection must last 8.5-21 s on
-/// average (the paper's 13.0-15.6 s); the UE model with the suite's 15 s
-/// idle timeout gives about 7.4 s even in 180 s runs (docs/load.md,
-/// "Calibration"), and less in short ones. So the suite's verdict is "not
-/// testable here" for every claim, asserted below. The rule itself is then
+/// What this suite cannot do in a short test: reach paper 004's
+/// calibration. A persistent connection must last 8.5-21 s on average (the
+/// paper's 13.0-15.6 s); the UE model with a 15 s idle timeout gives about
+/// 9.1-9.2 s in 150 s runs (docs/load.md, "Calibration"), but a 12 s run
+/// ends its connections after a few seconds. So the suite's verdict is
+/// "not testable here" for every claim, asserted below. The rule itself is then
 /// exercised on the same measured runs through `pagewire claims` on copies
 /// of results.json with the calibration gate lifted (the suite never
 /// reports those verdicts): with the 3 repetitions of every cell it

@@ -26,13 +26,17 @@ fn check_model_prints_every_statistic_and_passes() {
         .output()
         .unwrap();
     let text = ok(&out);
-    // 11 sampler lines, 9 lines of the realised stream.
+    // 11 sampler lines, 11 lines of the realised stream.
     assert_eq!(
         text.lines().filter(|l| l.ends_with("  pass")).count(),
-        20,
+        22,
         "{text}"
     );
     assert!(text.contains("stream: files per web object"), "{text}");
+    assert!(
+        text.contains("stream: persistent connection duration"),
+        "{text}"
+    );
     assert!(
         text.contains("inverse Gaussian(mu 3.86, lambda 6.08)"),
         "{text}"
@@ -76,6 +80,18 @@ fn shards_run_against_the_server_and_merge() {
         let s: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
         assert_eq!(s["errors"], 0, "{s}");
         assert_eq!(s["run"]["ues"], 20);
+        // Every run carries the calibration table, with the persistent rows in pipeline mode.
+        let rows = s["calibration"]["rows"].as_array().unwrap();
+        for q in [
+            "GETs/s per UE",
+            "files per web object (request-weighted)",
+            "bytes per GET",
+            "web objects per persistent connection",
+            "connection duration",
+        ] {
+            assert!(rows.iter().any(|r| r["quantity"] == q), "{q}: {s}");
+        }
+        assert!(s["calibration"]["within_bands"].is_boolean(), "{s}");
         gets += s["gets"].as_u64().unwrap();
     }
     let merged: serde_json::Value = serde_json::from_str(&ok(&pagewire()

@@ -201,6 +201,7 @@ fn simulate_cli_json_records_and_output_files() {
         &["--weights", "during"],
         &["--threshold-rule", "eq"],
         &["--entries", "some"],
+        &["--schedule", "parallel"],
         &["--window-reset", "30"],
     ] {
         let o = Command::new(PW)
@@ -232,7 +233,8 @@ fn simulate_readings_and_stats_cli() {
     let out = Command::new(PW)
         .args(["prefetch", "simulate", "--log", log])
         .args(["--p", "0.3", "--w", "2", "--i", "all", "--model", "simple"])
-        .args(["--traffic", "gross-blocks", "--weights", "before"])
+        .args(["--traffic", "gross-blocks", "--weights", "after"])
+        .args(["--schedule", "shared"])
         .args([
             "--threshold-rule",
             "gt",
@@ -254,7 +256,7 @@ fn simulate_readings_and_stats_cli() {
     assert!(r["prefetches"].as_u64().unwrap() > 0, "{r}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("readings: weights read before counting the request, threshold gt, traffic gross-blocks, entries get, window reset after 1800 s of silence"),
+        stderr.contains("readings: weights read after counting the request, threshold gt, traffic gross-blocks, entries get, realistic schedule shared, window reset after 1800 s of silence"),
         "{stderr}"
     );
 

@@ -117,8 +117,9 @@ impl OnlinePredictor {
     }
 
     /// Record that `client` requested `path`; return hint paths for it, best
-    /// first (at most i, each with weight >= p). The requested path itself is
-    /// never hinted.
+    /// first (at most i, each with weight >= p), from the weights as the
+    /// request found them (before it is counted). The requested path itself
+    /// is never hinted.
     pub fn observe(&self, client: IpAddr, path: &str) -> Vec<String> {
         if path.len() > self.limits.max_path_bytes {
             return Vec::new();
@@ -126,6 +127,9 @@ impl OnlinePredictor {
         let mut guard = self.lock();
         let inner = &mut *guard;
         let id = inner.intern(path, &self.limits);
+        // The weights as the request found them (paper 003 §8: a weight can
+        // reach 1.0, `variant::WeightTiming::Before`), then learn from it.
+        let hints = inner.hints(id, &self.params);
         let clock = inner.graph.clock();
         if !inner.clients.contains_key(&client) && inner.clients.len() >= self.limits.max_clients {
             evict_clients(&mut inner.clients, self.limits.max_clients / 4 + 1);
@@ -144,7 +148,7 @@ impl OnlinePredictor {
             let freed = inner.graph.prune_idle(self.limits.idle_horizon);
             inner.release(freed);
         }
-        inner.hints(id, &self.params)
+        hints
     }
 
     /// Hints for `path` without recording anything (for requests marked
@@ -258,6 +262,24 @@ mod tests {
         // advise() answers the same without learning.
         assert_eq!(pred.advise("/index.html").len(), 2);
         assert!(pred.advise("/never-seen").is_empty());
+    }
+
+    /// Hints come from the weights as the request found them, so an arc
+    /// that every earlier request followed weighs 1.0 and passes p = 1.0
+    /// (paper 003 §8), and the first request for a page is hinted nothing.
+    #[test]
+    fn a_weight_of_one_passes_p_one() {
+        let pred = OnlinePredictor::new("w=2,p=1.0,i=all".parse().unwrap());
+        assert!(pred.observe(ip(1), "/index.html").is_empty());
+        pred.observe(ip(1), "/a.gif");
+        assert_eq!(
+            pred.observe(ip(2), "/index.html"),
+            vec!["/a.gif".to_string()]
+        );
+        let none = OnlinePredictor::new("w=2,p=1.1,i=all".parse().unwrap());
+        none.observe(ip(1), "/index.html");
+        none.observe(ip(1), "/a.gif");
+        assert!(none.observe(ip(2), "/index.html").is_empty());
     }
 
     #[test]

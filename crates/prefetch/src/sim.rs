@@ -28,7 +28,7 @@ use serde::Serialize;
 use crate::graph::{DependencyGraph, GraphLimits, NodeId, Window};
 use crate::log::{AccessLog, Method};
 use crate::params::{MaxCandidates, PrefetchParams, THRESHOLD_EPSILON};
-use crate::variant::{Entries, ThresholdRule, TrafficMeasure, Variant, WeightTiming};
+use crate::variant::{Entries, Schedule, ThresholdRule, TrafficMeasure, Variant, WeightTiming};
 
 /// The paper's split: 50,000 entries to train, 70,000 to simulate (§8).
 pub const PAPER_TRAIN: usize = 50_000;
@@ -572,10 +572,48 @@ struct Lane {
     model: Model,
     caches: Caches,
     c: Counters,
+    /// Seconds from the current request until its file is at the client: 0
+    /// on a hit, a + b·size on a miss.
+    arrival_s: f64,
+    /// Realistic model: the advised files to fetch (url, weight, bytes).
+    todo: Vec<(NodeId, f64, u64)>,
+}
+
+/// When each of `sizes` (fetched in this order) completes, in seconds after
+/// the requested file has arrived, under `schedule` (see [`Schedule`]).
+pub fn completion_times(schedule: Schedule, time: &TimeModel, sizes: &[u64], out: &mut Vec<f64>) {
+    out.clear();
+    match schedule {
+        Schedule::Serial => {
+            let mut t = 0.0;
+            for &x in sizes {
+                t += time.fetch_s(x);
+                out.push(t);
+            }
+        }
+        Schedule::Shared => {
+            // Processor sharing from a common start: the k-th smallest file
+            // finishes after the k - 1 smaller ones have had their whole size
+            // and the n - k + 1 others as much as it.
+            let mut order: Vec<usize> = (0..sizes.len()).collect();
+            order.sort_by_key(|&k| sizes[k]);
+            out.resize(sizes.len(), 0.0);
+            let n = sizes.len();
+            let mut smaller = 0u64;
+            for (rank, &k) in order.iter().enumerate() {
+                let x = sizes[k];
+                let bytes = smaller as f64 + (n - rank) as f64 * x as f64;
+                out[k] = time.a_s + time.b_s_per_byte * bytes;
+                smaller += x;
+            }
+        }
+        Schedule::Independent => out.extend(sizes.iter().map(|&x| time.fetch_s(x))),
+    }
 }
 
 impl Lane {
     fn demand(&mut self, a: &Access, size_bytes: u64, opts: &SimOptions) {
+        self.arrival_s = 0.0;
         let blocks = opts.cache.blocks(size_bytes);
         self.c.accesses += 1;
         self.c.blocks_accessed += blocks;
@@ -593,7 +631,8 @@ impl Lane {
                 self.c.block_misses += blocks;
                 self.c.file_misses += 1;
                 self.c.demand_bytes += size_bytes;
-                self.c.access_time_s += opts.time.fetch_s(size_bytes);
+                self.arrival_s = opts.time.fetch_s(size_bytes);
+                self.c.access_time_s += self.arrival_s;
                 self.c.wasted += self.caches.insert(a.host, a.url, blocks, false);
             }
         }
@@ -616,10 +655,48 @@ impl Lane {
             self.c.advised_too_big += 1;
             return;
         }
-        if self.model == Model::Realistic && opts.time.fetch_s(size_bytes) > a.next_gap_s {
-            self.c.too_late += 1;
+        if self.model == Model::Realistic {
+            // Scheduled once the whole advice is known (`run_realistic`).
+            self.todo.push((url, weight, size_bytes));
             return;
         }
+        self.fetch(a, url, weight, size_bytes, opts);
+    }
+
+    /// Realistic model: fetch the advised files that complete before the
+    /// host's next request, under the variant's schedule.
+    fn run_realistic(
+        &mut self,
+        a: &Access,
+        opts: &SimOptions,
+        sizes: &mut Vec<u64>,
+        done: &mut Vec<f64>,
+    ) {
+        if self.todo.is_empty() {
+            return;
+        }
+        let schedule = opts.variant.schedule;
+        let start = match schedule {
+            Schedule::Independent => 0.0,
+            Schedule::Serial | Schedule::Shared => self.arrival_s,
+        };
+        sizes.clear();
+        sizes.extend(self.todo.iter().map(|t| t.2));
+        completion_times(schedule, &opts.time, sizes, done);
+        let todo = std::mem::take(&mut self.todo);
+        for (k, &(url, weight, size_bytes)) in todo.iter().enumerate() {
+            if start + done[k] > a.next_gap_s {
+                self.c.too_late += 1;
+            } else {
+                self.fetch(a, url, weight, size_bytes, opts);
+            }
+        }
+        self.todo = todo;
+        self.todo.clear();
+    }
+
+    fn fetch(&mut self, a: &Access, url: NodeId, weight: f64, size_bytes: u64, opts: &SimOptions) {
+        let blocks = opts.cache.blocks(size_bytes);
         self.c.prefetches += 1;
         self.c.prefetch_bytes += size_bytes;
         self.c.prefetch_blocks += blocks;
@@ -696,8 +773,11 @@ pub fn simulate_lanes(
             model: s.model,
             caches: Caches::new(trace.hosts, opts.cache.capacity_blocks()),
             c: Counters::default(),
+            arrival_s: 0.0,
+            todo: Vec::new(),
         })
         .collect();
+    let (mut sizes, mut done) = (Vec::new(), Vec::new());
     let any_prefetching = lanes.iter().any(|l| l.threshold <= 1.0 + THRESHOLD_EPSILON);
     let limit = max_hints.count();
     let variant = opts.variant;
@@ -731,6 +811,7 @@ pub fn simulate_lanes(
                 let to_size = trace.url_size_bytes[to as usize];
                 lane.prefetch(a, to, weight, to_size, opts);
             }
+            lane.run_realistic(a, opts, &mut sizes, &mut done);
         }
     }
     lanes
@@ -927,8 +1008,11 @@ mod tests {
     }
 
     fn run_one(trace: &Trace, params: &str, model: Model) -> PointResult {
+        run_with(trace, params, model, SimOptions::default())
+    }
+
+    fn run_with(trace: &Trace, params: &str, model: Model, opts: SimOptions) -> PointResult {
         let params: PrefetchParams = params.parse().unwrap();
-        let opts = SimOptions::default();
         let base = baseline(trace, &opts);
         let lanes = [LaneSpec {
             threshold: params.threshold,
@@ -967,10 +1051,79 @@ mod tests {
         assert_eq!(r.too_late, 10);
         assert_eq!(r.miss_rate, r.baseline_miss_rate);
         assert_eq!(r.traffic_increase, 0.0);
-        // With 2 s between them the prefetch completes in time.
+        // 2 s between them: the advice comes with the page, which (a miss)
+        // arrives after 1.13 + 5.36e-5 * 1000 = 1.18 s; the prefetch would
+        // end at 2.42 s: too late. Started at the request, as pagewire's
+        // first model did (`independent`), it would have ended at 1.24 s.
         let trace = Trace::new(&page_img_log(20, 2), split_half());
         let r = run_one(&trace, "w=2,p=0.5,i=all", Model::Realistic);
+        assert_eq!((r.prefetches, r.too_late), (0, 10));
+        let independent = SimOptions {
+            variant: Variant {
+                schedule: Schedule::Independent,
+                ..Variant::default()
+            },
+            ..SimOptions::default()
+        };
+        let r = run_with(&trace, "w=2,p=0.5,i=all", Model::Realistic, independent);
         assert_eq!((r.prefetches, r.useful, r.too_late), (10, 10, 0));
+        // 3 s: in time after the page's arrival too.
+        let trace = Trace::new(&page_img_log(20, 3), split_half());
+        let r = run_one(&trace, "w=2,p=0.5,i=all", Model::Realistic);
+        assert_eq!((r.prefetches, r.useful, r.too_late), (10, 10, 0));
+    }
+
+    /// Serial: one after another; shared: together, the bandwidth split
+    /// equally; independent: each on its own.
+    #[test]
+    fn schedules_complete_when_they_should() {
+        let t = TimeModel {
+            a_s: 1.0,
+            b_s_per_byte: 0.001,
+        };
+        let mut out = Vec::new();
+        completion_times(Schedule::Serial, &t, &[1000, 3000, 2000], &mut out);
+        assert_eq!(out, vec![2.0, 6.0, 9.0]);
+        completion_times(Schedule::Shared, &t, &[1000, 3000, 2000], &mut out);
+        // 1000 B done when each has had 1000 B (3000 B sent); 2000 B after
+        // 1000 + 2 * 2000; 3000 B after all 6000.
+        assert_eq!(out, vec![4.0, 7.0, 6.0]);
+        completion_times(Schedule::Independent, &t, &[1000, 3000, 2000], &mut out);
+        assert_eq!(out, vec![2.0, 4.0, 3.0]);
+        completion_times(Schedule::Serial, &t, &[], &mut out);
+        assert!(out.is_empty());
+    }
+
+    /// §8: "The weight on an arc ... can never exceed 1.0 ..., so setting it
+    /// to 1.1 corresponded to no prefetching": p = 1.0 still prefetches, so a
+    /// weight of exactly 1.0 is reachable. With the default reading (weights
+    /// as the request found them) every /page was followed by its /img, the
+    /// arc weighs 1.0 and passes p = 1.0; read after counting the request it
+    /// weighs n / (n + 1) and nothing passes.
+    #[test]
+    fn a_weight_of_one_is_reachable_and_p_one_still_prefetches() {
+        let trace = Trace::new(&page_img_log(20, 1), split_half());
+        assert_eq!(Variant::default().weights, WeightTiming::Before);
+        let r = run_one(&trace, "w=2,p=1.0,i=all", Model::Simple);
+        assert_eq!((r.prefetches, r.useful), (10, 10));
+        // Every one advised through an arc of weight 1.0 (the top tenth).
+        assert_eq!(r.counters.prefetched_by_weight[9], 10);
+        assert_eq!(r.miss_rate, 0.5);
+        let r = run_one(&trace, "w=2,p=1.1,i=all", Model::Simple);
+        assert_eq!(r.prefetches, 0);
+        let after = SimOptions {
+            variant: Variant {
+                weights: WeightTiming::After,
+                ..Variant::default()
+            },
+            ..SimOptions::default()
+        };
+        let r = run_with(&trace, "w=2,p=1.0,i=all", Model::Simple, after);
+        assert_eq!(r.prefetches, 0);
+        assert_eq!(r.miss_rate, r.baseline_miss_rate);
+        let r = run_with(&trace, "w=2,p=0.9,i=all", Model::Simple, after);
+        assert_eq!(r.prefetches, 10);
+        assert_eq!(r.counters.prefetched_by_weight[9], 10);
     }
 
     /// §8: "setting it to 1.1 corresponded to no prefetching".

@@ -68,16 +68,21 @@ macro_rules! named_enum {
 named_enum! {
     /// When the weights that decide a prefetch are read, relative to counting
     /// the request that triggers it.
+    ///
+    /// Paper 003 §8 takes p = 1.1 as "no prefetching" because "the weight on
+    /// an arc ... can never exceed 1.0": p = 1.0 is then a point that still
+    /// prefetches, so a weight of exactly 1.0 must be reachable. Only
+    /// `before` allows it; it is the default.
     WeightTiming {
+        /// Before it is counted: the graph as the request found it (A's
+        /// earlier requests only); an A whose every earlier request was
+        /// followed by B gives weight(A -> B) = 1.0.
+        Before = "before",
         /// After the request for A is counted: weight = credits / (requests
         /// for A including this one). This request's successors are not yet
         /// known, so a weight of 1.0 can never be seen and p = 1.0 prefetches
-        /// nothing.
+        /// nothing (the reading pagewire used before; kept as an option).
         After = "after",
-        /// Before it is counted: the graph as it stood when the request came
-        /// (A's earlier requests only); an A seen once and followed by B gives
-        /// weight 1.0.
-        Before = "before",
     }
 }
 
@@ -127,6 +132,28 @@ named_enum! {
     }
 }
 
+named_enum! {
+    /// When and how the realistic model's prefetches run (§8.2). A prefetch
+    /// that cannot complete before the host's next request in the log is
+    /// filtered out ("too late": no cache entry, no traffic) in every case.
+    Schedule {
+        /// The advice for A arrives with A, so prefetching starts when A has
+        /// arrived (at once on a hit, after a + b·size(A) on a miss), and the
+        /// advised files are fetched one after another, best first, each
+        /// taking a + b·x; once one cannot finish in time, none after it can.
+        Serial = "serial",
+        /// As serial, but the advised files start together when A has
+        /// arrived, each paying a, and share the bandwidth (1/b) equally
+        /// until each is done.
+        Shared = "shared",
+        /// pagewire's first model: each advised file starts when A is
+        /// requested and is checked on its own (a + b·x against the gap), as
+        /// if fetched in parallel with unlimited bandwidth and without waiting
+        /// for A.
+        Independent = "independent",
+    }
+}
+
 /// The simulator's readings of the paper (one value per open question).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Variant {
@@ -134,6 +161,8 @@ pub struct Variant {
     pub threshold: ThresholdRule,
     pub traffic: TrafficMeasure,
     pub entries: Entries,
+    /// The realistic model's prefetch schedule.
+    pub schedule: Schedule,
     /// Empty a host's lookahead window when it has been silent this long
     /// (the paper keeps buffers for clients "currently connected"); `None`:
     /// never.
@@ -141,15 +170,16 @@ pub struct Variant {
 }
 
 impl Variant {
-    /// `weights after, threshold ge, traffic net-bytes, entries files,
-    /// window reset never`.
+    /// `weights before, threshold ge, traffic net-bytes, entries files,
+    /// realistic schedule serial, window reset never`.
     pub fn describe(&self) -> String {
         format!(
-            "weights read {} counting the request, threshold {}, traffic {}, entries {}, window reset {}",
+            "weights read {} counting the request, threshold {}, traffic {}, entries {}, realistic schedule {}, window reset {}",
             self.weights,
             self.threshold,
             self.traffic,
             self.entries,
+            self.schedule,
             match self.window_reset_s {
                 Some(s) => format!("after {s} s of silence"),
                 None => "never".to_string(),
@@ -168,7 +198,7 @@ mod tests {
             assert_eq!(t.as_str().parse::<TrafficMeasure>().unwrap(), *t);
         }
         assert_eq!(TrafficMeasure::default(), TrafficMeasure::NetBytes);
-        assert_eq!(WeightTiming::default(), WeightTiming::After);
+        assert_eq!(WeightTiming::default(), WeightTiming::Before);
         assert_eq!("gt".parse::<ThresholdRule>().unwrap(), ThresholdRule::Above);
         let e = "bytes".parse::<TrafficMeasure>().unwrap_err().to_string();
         assert!(e.contains("net-bytes") && e.contains("gross-files"), "{e}");

@@ -70,6 +70,10 @@ pub struct Provenance {
     pub link_lateness_rule: Option<String>,
     /// What a reader must know about the results (synthetic page, ...).
     pub note: String,
+    /// The outside programs that took part (`nginx`, `apache2`,
+    /// `chromium`, ...) and their versions as they report them (see
+    /// [`peer_version`]); empty when only pagewire ran.
+    pub peers: BTreeMap<String, String>,
 }
 
 impl Provenance {
@@ -107,6 +111,13 @@ impl Provenance {
         self.load_avg_after = load_avg();
     }
 
+    /// Records the version of peer program `name` (run as `program args`,
+    /// e.g. `nginx -v`), "unknown" when it does not run or names no version.
+    pub fn add_peer(&mut self, name: &str, program: impl AsRef<std::ffi::OsStr>, args: &[&str]) {
+        let v = peer_version(program.as_ref(), args).unwrap_or_else(|| "unknown".to_string());
+        self.peers.insert(name.to_string(), v);
+    }
+
     /// The short commit with `+dirty` / `?` as it applies.
     pub fn commit_label(&self) -> String {
         let short = match self.git_commit.as_str() {
@@ -140,8 +151,14 @@ impl Provenance {
                 .collect();
             format!("; reps {}", s.join(","))
         };
+        let peers = if self.peers.is_empty() {
+            String::new()
+        } else {
+            let s: Vec<String> = self.peers.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            format!("; peers {}", s.join(", "))
+        };
         format!(
-            "provenance: pagewire {} (git {}), {}; host {} ({}, {}, {} CPUs); load {} -> {}{seeds}{reps}",
+            "provenance: pagewire {} (git {}), {}; host {} ({}, {}, {} CPUs); load {} -> {}{seeds}{reps}{peers}",
             self.pagewire_version,
             self.commit_label(),
             self.date_utc,
@@ -170,6 +187,98 @@ pub fn command_line() -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// A peer program's version: the first line of `program args`' output
+/// (stdout, then stderr) that carries a version number (`1.22.1`), at most
+/// 120 characters; None if the program does not run, names no version or
+/// takes more than 10 s. Each (program, args) runs once per process: a
+/// suite asks for every run at no cost.
+pub fn peer_version(program: &std::ffi::OsStr, args: &[&str]) -> Option<String> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    type Key = (std::ffi::OsString, Vec<String>);
+    static CACHE: OnceLock<Mutex<HashMap<Key, Option<String>>>> = OnceLock::new();
+    let key: Key = (
+        program.to_os_string(),
+        args.iter().map(|a| a.to_string()).collect(),
+    );
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(v) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return v.clone();
+    }
+    let v = run_version(program, args);
+    cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, v.clone());
+    v
+}
+
+fn run_version(program: &std::ffi::OsStr, args: &[&str]) -> Option<String> {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    // Debian puts nginx and apache2 in /usr/sbin, not always on PATH.
+    let mut exe = std::path::PathBuf::from(program);
+    if exe.components().count() == 1 && !on_path(&exe) {
+        for dir in ["/usr/sbin", "/sbin"] {
+            if std::path::Path::new(dir).join(&exe).is_file() {
+                exe = std::path::Path::new(dir).join(&exe);
+                break;
+            }
+        }
+    }
+    let mut child = Command::new(&exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    // Readers on their own threads: a chatty program never blocks on a
+    // full pipe while we wait.
+    let read = |r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.take(64 * 1024).read_to_string(&mut s);
+            s
+        })
+    };
+    let out = read(Box::new(child.stdout.take()?));
+    let err = read(Box::new(child.stderr.take()?));
+    let until = Instant::now() + Duration::from_secs(10);
+    // Bounded by 10 s; 5 ms steps.
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let text = format!("{}\n{}", out.join().ok()?, err.join().ok()?);
+    version_line(&text)
+}
+
+fn on_path(name: &std::path::Path) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(name).is_file()))
+}
+
+/// The first line carrying `digit.digit`, trimmed, whitespace runs
+/// squeezed, at most 120 characters.
+fn version_line(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| {
+        let b = l.as_bytes();
+        b.windows(3)
+            .any(|w| w[0].is_ascii_digit() && w[1] == b'.' && w[2].is_ascii_digit())
+    })?;
+    let squeezed: String = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    Some(squeezed.chars().take(120).collect())
 }
 
 fn read_trim(path: &str) -> Option<String> {
@@ -279,6 +388,42 @@ mod tests {
         assert_eq!(p.git_commit, "");
         assert_eq!(p.server, "pagewire");
         assert_eq!(p.commit_label(), "unknown (dirty unknown)");
+    }
+
+    #[test]
+    fn version_lines() {
+        // Chromium's Debian wrapper prints a shell warning first.
+        assert_eq!(
+            version_line("/usr/bin/chromium: 9: [: 25276514304: unexpected operator\nChromium 156.0.8078.108 built on Debian\n"),
+            Some("Chromium 156.0.8078.108 built on Debian".into())
+        );
+        assert_eq!(
+            version_line("\nnginx version: nginx/1.22.1\n"),
+            Some("nginx version: nginx/1.22.1".into())
+        );
+        assert_eq!(version_line("usage: foo [-v]\n"), None);
+    }
+
+    #[test]
+    fn peer_versions_come_from_the_programs_output() {
+        // The shell exists everywhere the lab runs; it prints what we ask.
+        let v = peer_version("sh".as_ref(), &["-c", "echo noise; echo tool 2.5.1"]);
+        assert_eq!(v.as_deref(), Some("tool 2.5.1"));
+        assert_eq!(
+            peer_version("pagewire-no-such-program".as_ref(), &["--version"]),
+            None
+        );
+        let mut p = Provenance::default();
+        p.add_peer("shell", "sh", &["-c", "echo tool 2.5.1 >&2"]);
+        p.add_peer("missing", "pagewire-no-such-program", &["-v"]);
+        assert_eq!(p.peers["shell"], "tool 2.5.1");
+        assert_eq!(p.peers["missing"], "unknown");
+        assert!(
+            p.line()
+                .ends_with("; peers missing unknown, shell tool 2.5.1"),
+            "{}",
+            p.line()
+        );
     }
 
     #[test]

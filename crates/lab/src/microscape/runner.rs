@@ -241,10 +241,13 @@ fn start_server(
             c
         }
         ServerKind::Nginx => {
-            let dir = cfg.out_dir.join(format!("nginx-{net}{lane}"));
+            // nginx reads relative paths against its -p prefix: hand it
+            // absolute ones (a relative --out is common).
+            let dir = std::path::absolute(cfg.out_dir.join(format!("nginx-{net}{lane}")))?;
             fs::create_dir_all(&dir)?;
+            let root = std::path::absolute(root)?;
             let conf = dir.join("nginx.conf");
-            fs::write(&conf, nginx_conf(root, &dir, &addr))?;
+            fs::write(&conf, nginx_conf(&root, &dir, &addr))?;
             let mut c = Command::new("nginx");
             c.arg("-c").arg(&conf).arg("-p").arg(&dir);
             c

@@ -500,7 +500,7 @@ mod tests {
     /// a committed record).
     fn run(net: Net, st: Strategy, secs: f64, rep: u32) -> RunRecord {
         let path = format!(
-            "{}/../../docs/bench-results/2026-11-22-issue17/css/results.json",
+            "{}/../../docs/bench-results/2026-11-25/css/results.json",
             env!("CARGO_MANIFEST_DIR")
         );
         let json: serde_json::Value =

@@ -410,7 +410,7 @@ mod tests {
 
     fn browser_runs() -> Vec<crate::model::RunRecord> {
         let path = format!(
-            "{}/../../docs/bench-results/2026-11-22-browsers/results.json",
+            "{}/../../docs/bench-results/2026-11-25-browsers/results.json",
             env!("CARGO_MANIFEST_DIR")
         );
         let v: serde_json::Value =

@@ -433,7 +433,7 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
             &mem.label.to_ascii_lowercase(),
             mem.limit_bytes,
         )?);
-        let link = Link::start(cfg.link.clone()).context("start the lan100 link")?;
+        let link = Link::start(cfg.link.clone()).context("start the link")?;
         let addr = format!("{}:{PORT}", link.server_addr());
         let target = format!("http://{addr}");
         for &mode in &cfg.modes {
@@ -516,6 +516,11 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
     provenance.repetitions = [("runs per cell".to_string(), reps)].into();
     provenance.link_configs = [(cfg.link.profile.clone(), serde_json::to_value(&cfg.link)?)].into();
     provenance.server = cfg.server.label().to_string();
+    match &cfg.server {
+        servers::Server::Nginx => provenance.add_peer("nginx", "nginx", &["-v"]),
+        servers::Server::Apache => provenance.add_peer("apache2", servers::APACHE_BIN, &["-v"]),
+        servers::Server::Pagewire { .. } => {}
+    }
     provenance.page_variant = Some(format!(
         "SURGE file set: {} files, {} bytes",
         manifest.files, manifest.bytes

@@ -477,6 +477,30 @@ fn link_factory(
 
 /// `bench` / `bench microscape`: paper 001's Tables 3-9.
 fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
+    for n in a.net.iter().map(|n| n.trim()) {
+        if n.parse::<Net>().is_err() {
+            if let Ok(c) = pagewire_link::LinkConfig::profile(n) {
+                // A profile of `link --net` that is not one of paper 001's
+                // networks: say how to run over it.
+                let mut flags = String::new();
+                if !c.rtt.is_zero() {
+                    flags += &format!(" --rtt {}us", c.rtt.as_micros());
+                }
+                flags += &match &c.down_rate {
+                    pagewire_link::Rate::Bps(b) => format!(" --rate {b}bit"),
+                    _ => " --rate unlimited".to_string(),
+                };
+                if let Some((_, aqm)) = n.split_once('+') {
+                    flags += &format!(" --aqm {aqm}");
+                }
+                crate::usage_bail!(
+                    "--net {n}: paper 001 has no values for this link (its networks are lan, \
+                     wan and ppp). To fetch the page over it, lay its parameters over one of \
+                     them, e.g. --net lan{flags} (the runs record the link as configured)"
+                );
+            }
+        }
+    }
     let mut nets: Vec<Net> = parse_list("net", &a.net)?;
     if a.quick {
         nets.retain(|n| *n != Net::Ppp);
@@ -693,6 +717,18 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         None => a.page.name().to_string(),
     });
     provenance.server = server.label();
+    match &server {
+        ServerKind::Nginx => provenance.add_peer("nginx", "nginx", &["-v"]),
+        ServerKind::Apache => {
+            provenance.add_peer("apache2", pagewire_lab::surge::servers::APACHE_BIN, &["-v"])
+        }
+        ServerKind::Pagewire { .. } | ServerKind::Command(_) => {}
+    }
+    if plan.strategies.iter().any(|s| s.is_browser()) {
+        if let Some(exe) = pagewire_lab::microscape::chromium::find_chromium() {
+            provenance.add_peer("chromium", exe, &["--version"]);
+        }
+    }
     provenance.link_lateness_rule = Some(pagewire_lab::results::lateness_rule());
     provenance.note = note;
     let results = Results::new(

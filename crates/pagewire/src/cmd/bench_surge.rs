@@ -21,6 +21,11 @@ pub struct SurgeSuiteArgs {
     /// Seed of the SURGE request stream.
     #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
     pub seed: u64,
+    /// The link between the load generator and the server: any profile of
+    /// `pagewire link --net` (lan, lan100, t1, wan, ppp, none, with
+    /// `+codel` etc.). The paper's servers sat on a 100 Mbit/s LAN.
+    #[arg(long, default_value = "lan100")]
+    pub net: String,
     #[command(flatten)]
     pub surge: SurgeArgs,
     #[command(flatten)]
@@ -135,10 +140,16 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
     if warmup >= duration {
         crate::usage_bail!("--warmup must be shorter than --duration");
     }
+    let link = LinkConfig::profile(&a.net).map_err(|e| crate::cmd::usage(format!("--net: {e}")))?;
+    let link_label = format!(
+        "{} ({}, RTT {} ms)",
+        a.net,
+        rate_label(&link.down_rate),
+        link.rtt.as_secs_f64() * 1000.0
+    );
     let (date, _) = utc_now();
     let out = a.common.out_dir("bench-surge")?;
     let command = pagewire_emu::command_line();
-    let link = LinkConfig::profile("lan100")?;
     let cfg = SurgeConfig {
         server: server.clone(),
         memories,
@@ -159,9 +170,10 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
     };
     let runs = cfg.memories.len() * cfg.modes.len() * cfg.ues.len() * cfg.reps as usize;
     eprintln!(
-        "surge suite: {} server, {runs} runs of {} s on lan100 (~{:.0} min); results: {}",
+        "surge suite: {} server, {runs} runs of {} s on {} (~{:.0} min); results: {}",
         server.label(),
         duration.as_secs(),
+        a.net,
         runs as f64 * (duration.as_secs_f64() + 2.0) / 60.0,
         out.display()
     );
@@ -171,7 +183,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
     let calibration = surge::suite_calibration(&o.runs);
     let header = format!(
         "pagewire {} bench --suite surge — {date}\ncommand: {}\n{}\n{}; load average at the end {:.2}\n\
-         server: {}; file set: {} files, {:.1} MB; link: lan100 (100 Mbit/s, RTT 0.2 ms); {} runs in {:.0} s\n",
+         server: {}; file set: {} files, {:.1} MB; link: {link_label}; {} runs in {:.0} s\n",
         env!("CARGO_PKG_VERSION"),
         command.join(" "),
         o.provenance.line(),
@@ -222,4 +234,27 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         eprintln!("{failed} run(s) failed");
         ExitCode::from(1)
     })
+}
+
+/// `100 Mbit/s`, `28.8 kbit/s`, `unlimited`.
+fn rate_label(r: &pagewire_link::config::Rate) -> String {
+    use pagewire_link::config::Rate;
+    match r {
+        Rate::Unlimited => "unlimited".into(),
+        Rate::Bps(b) if *b >= 1_000_000 => format!("{} Mbit/s", *b as f64 / 1e6),
+        Rate::Bps(b) => format!("{} kbit/s", *b as f64 / 1e3),
+        Rate::Trace(_) => "trace".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rate_labels() {
+        use pagewire_link::config::Rate;
+        assert_eq!(super::rate_label(&Rate::Bps(100_000_000)), "100 Mbit/s");
+        assert_eq!(super::rate_label(&Rate::Bps(1_544_000)), "1.544 Mbit/s");
+        assert_eq!(super::rate_label(&Rate::Bps(28_800)), "28.8 kbit/s");
+        assert_eq!(super::rate_label(&Rate::Unlimited), "unlimited");
+    }
 }

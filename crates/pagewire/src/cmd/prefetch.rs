@@ -12,7 +12,9 @@ use pagewire_prefetch::run::{SimulateJob, TimeModelChoice};
 use pagewire_prefetch::sim::{CacheConfig, Grid, Split, PAPER_SIMULATE, PAPER_TRAIN};
 use pagewire_prefetch::spec::{parse_hints, parse_models, parse_thresholds, parse_windows};
 use pagewire_prefetch::synth::{synth_file, SynthOptions};
-use pagewire_prefetch::variant::{Entries, ThresholdRule, TrafficMeasure, Variant, WeightTiming};
+use pagewire_prefetch::variant::{
+    Entries, Schedule, ThresholdRule, TrafficMeasure, Variant, WeightTiming,
+};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -73,10 +75,12 @@ pub struct SimulateArgs {
     /// `fit` (fitted from this log's inter-request gaps), or `A,B`.
     #[arg(long, default_value = "paper")]
     time_model: String,
-    /// When weights are read: `after` counting the request that triggers the
-    /// prediction (its successors not yet seen, so no weight reaches 1.0), or
-    /// `before` (the graph as the request found it).
-    #[arg(long, default_value = "after")]
+    /// When weights are read: `before` counting the request that triggers
+    /// the prediction (the graph as the request found it; a weight of 1.0 is
+    /// reachable, so p = 1.0 still prefetches and p = 1.1 is "no
+    /// prefetching", as paper 003 §8 says), or `after` (its successors not
+    /// yet seen, so no weight reaches 1.0).
+    #[arg(long, default_value = "before")]
     weights: WeightTiming,
     /// Candidates: weight `ge` p, or `gt` p (the paper's "higher than").
     #[arg(long, default_value = "ge")]
@@ -91,6 +95,13 @@ pub struct SimulateArgs {
     /// get (every GET), all (every request).
     #[arg(long, default_value = "files")]
     entries: Entries,
+    /// Realistic model: `serial` (prefetches start when the requested file
+    /// has arrived — a + b·size after a miss — and run one after another),
+    /// `shared` (start then, all at once, sharing the bandwidth) or
+    /// `independent` (each from the request on its own, as if in parallel:
+    /// pagewire's first model).
+    #[arg(long, default_value = "serial")]
+    schedule: Schedule,
     /// Empty a host's lookahead window after this much silence (`30m`);
     /// default: never.
     #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
@@ -281,6 +292,7 @@ pub fn simulate(a: SimulateArgs) -> anyhow::Result<ExitCode> {
             threshold: a.threshold_rule,
             traffic: a.traffic,
             entries: a.entries,
+            schedule: a.schedule,
             window_reset_s: a.window_reset.map(|d| d.as_secs_f64()),
         },
     };

@@ -40,6 +40,11 @@ impl Serve {
         Serve { child, url }
     }
 
+    /// The server's process id (for /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A graceful stop: SIGTERM, then wait (at most 15 s) for the server to
     /// exit, which it does only after its access-log writer has written and
     /// flushed every line handed to it. Read the access log after this, not
