@@ -89,6 +89,16 @@ apt_install chromium nginx-light libxslt1-dev
 # from Debian's documentation packages as a fixture.
 apt_install python-webvtt-doc
 
+# pagewire shell (issue 28): nft redirects the shell's TCP to the relay in the
+# gateway namespace.
+apt_install nftables
+# The rootless tests (crates/pagewire/tests/shell_cli.rs, rootless_cli.rs) run
+# pagewire as this normal user with `runuser -u pwtest`.
+if [ "$(id -u)" -eq 0 ] && ! id pwtest >/dev/null 2>&1; then
+    echo "setup-deps: useradd -m pwtest" >&2
+    useradd -m pwtest
+fi
+
 # The peers' versions, for the test summary and for anyone comparing results
 # across machines: Debian packages as dpkg has them, Python peers as the venv has them.
 {

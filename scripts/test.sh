@@ -22,6 +22,9 @@ bash scripts/setup-deps.sh
 status=0
 # --no-fail-fast: every test binary runs, so the summary counts them all.
 cargo test --workspace --locked --no-fail-fast 2>&1 | tee "$work/log" || status=$?
+# The emulator tests once more on the packet-socket path (veth pairs and AF_PACKET
+# sockets, what a normal user gets where /dev/net/tun is closed); the run above used TUN.
+PAGEWIRE_DATAPATH=packet cargo test -p pagewire-emu --locked --no-fail-fast 2>&1 | tee -a "$work/log" || status=$?
 
 # libtest's per-binary lines: "test result: ok. 12 passed; 0 failed; 1 ignored; ...".
 passed=$(sed -n 's/^test result: [A-Za-z]*\. \([0-9]*\) passed; .*/\1/p' "$work/log" | awk '{s+=$1} END {print s+0}')

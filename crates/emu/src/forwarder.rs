@@ -30,6 +30,55 @@ const READ_BATCH: usize = 64;
 /// Largest IP packet (the TUN MTU is at most 65535).
 const READ_BUF_BYTES: usize = 65_536;
 
+/// One side's end of the link: a TUN device, or a packet socket on the
+/// far end of a veth pair (with the address packets are sent to).
+pub struct Port {
+    pub fd: OwnedFd,
+    /// For a packet socket: interface and destination MAC to send to.
+    pub dest: Option<libc::sockaddr_ll>,
+}
+
+impl Port {
+    pub fn tun(fd: OwnedFd) -> Self {
+        Self { fd, dest: None }
+    }
+
+    /// A packet socket bound to interface `ifindex`, sending IPv4 packets
+    /// to `mac` (the address of the veth end inside the side's namespace).
+    pub fn packet(fd: OwnedFd, ifindex: libc::c_int, mac: [u8; 6]) -> Self {
+        // SAFETY: sockaddr_ll is plain old data; all-zero is valid.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = (libc::ETH_P_IP as u16).to_be();
+        sll.sll_ifindex = ifindex;
+        sll.sll_halen = 6;
+        sll.sll_addr[..6].copy_from_slice(&mac);
+        Self {
+            fd,
+            dest: Some(sll),
+        }
+    }
+
+    /// Hands one IP packet to the side (TUN write, or sendto on the veth).
+    fn send(&self, data: &[u8]) -> isize {
+        match &self.dest {
+            // SAFETY: writing a buffer we own to our TUN fd.
+            None => unsafe { libc::write(self.fd.as_raw_fd(), data.as_ptr().cast(), data.len()) },
+            // SAFETY: sendto with a buffer and address that live across the call.
+            Some(sll) => unsafe {
+                libc::sendto(
+                    self.fd.as_raw_fd(),
+                    data.as_ptr().cast(),
+                    data.len(),
+                    0,
+                    (sll as *const libc::sockaddr_ll).cast(),
+                    std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+                )
+            },
+        }
+    }
+}
+
 pub struct Packet {
     data: Vec<u8>,
     class: Classified,
@@ -65,8 +114,8 @@ struct PendingEnd {
 }
 
 pub struct Forwarder {
-    /// [client TUN, server TUN].
-    tun: [OwnedFd; 2],
+    /// [client side, server side].
+    tun: [Port; 2],
     wake: OwnedFd,
     ctl: mpsc::Receiver<Ctl>,
     /// [Up (client -> server), Down].
@@ -101,8 +150,8 @@ fn now_unix() -> Duration {
 impl Forwarder {
     pub fn new(
         cfg: &LinkConfig,
-        client_tun: OwnedFd,
-        server_tun: OwnedFd,
+        client_tun: Port,
+        server_tun: Port,
         wake: OwnedFd,
         ctl: mpsc::Receiver<Ctl>,
     ) -> Self {
@@ -211,7 +260,7 @@ impl Forwarder {
             // SAFETY: reading into a buffer we own, length bounded by it.
             let n = unsafe {
                 libc::read(
-                    self.tun[side].as_raw_fd(),
+                    self.tun[side].fd.as_raw_fd(),
                     buf.as_mut_ptr().cast(),
                     buf.len(),
                 )
@@ -263,14 +312,7 @@ impl Forwarder {
                 let actual = self.now();
                 self.run_lateness.record(t, actual);
                 self.taken_lateness.record(t, actual);
-                // SAFETY: writing a buffer we own to our TUN fd.
-                let w = unsafe {
-                    libc::write(
-                        self.tun[out].as_raw_fd(),
-                        p.data.as_ptr().cast(),
-                        p.data.len(),
-                    )
-                };
+                let w = self.tun[out].send(&p.data);
                 if w < 0 {
                     self.write_errors += 1;
                 }
@@ -356,15 +398,15 @@ impl Forwarder {
 }
 
 /// ppoll on the two TUN fds and the wake eventfd; returns readability.
-fn poll3(tun: &[OwnedFd; 2], wake: &OwnedFd, timeout: Option<Duration>) -> io::Result<[bool; 3]> {
+fn poll3(tun: &[Port; 2], wake: &OwnedFd, timeout: Option<Duration>) -> io::Result<[bool; 3]> {
     let mut fds = [
         libc::pollfd {
-            fd: tun[0].as_raw_fd(),
+            fd: tun[0].fd.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         },
         libc::pollfd {
-            fd: tun[1].as_raw_fd(),
+            fd: tun[1].fd.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         },

@@ -22,8 +22,10 @@
 
 pub mod cli;
 mod forwarder;
+pub mod gateway;
 pub mod ns;
 pub mod privilege;
+pub mod shell;
 mod stale;
 
 use std::net::Ipv4Addr;
@@ -38,7 +40,7 @@ use anyhow::{anyhow, Context, Result};
 
 pub use pagewire_link::{LinkConfig, LinkCounters, QueueLimit, Rate};
 
-use forwarder::{Ctl, Forwarder};
+use forwarder::{Ctl, Forwarder, Port};
 
 use ns::{Netns, Spawner};
 pub use stale::owner_token;
@@ -53,6 +55,79 @@ const PREFIX: &str = "198.18.0.0/24";
 const PREFIX_LEN: u8 = 24;
 /// TUN device name inside each namespace.
 pub const TUN_NAME: &str = "pw0";
+
+/// Which way packets reach the forwarder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Datapath {
+    /// A TUN device in each namespace (needs /dev/net/tun to be openable).
+    Tun,
+    /// A veth pair per side whose far ends sit in a third, empty namespace,
+    /// read and written with `AF_PACKET` sockets: works where /dev/net/tun
+    /// cannot be opened (a normal user in a user namespace).
+    Packet,
+}
+
+/// The environment variable that picks the datapath: `tun`, `packet` or
+/// `auto` (the default: TUN where /dev/net/tun opens, else packet sockets).
+pub const ENV_DATAPATH: &str = "PAGEWIRE_DATAPATH";
+
+impl Datapath {
+    pub fn name(self) -> &'static str {
+        match self {
+            Datapath::Tun => "tun",
+            Datapath::Packet => "packet",
+        }
+    }
+
+    /// `tun`, `packet` or `auto` (None).
+    pub fn parse(s: &str) -> Result<Option<Datapath>> {
+        match s {
+            "tun" => Ok(Some(Datapath::Tun)),
+            "packet" => Ok(Some(Datapath::Packet)),
+            "auto" | "" => Ok(None),
+            other => Err(anyhow!("datapath {other:?}: expected tun, packet or auto")),
+        }
+    }
+
+    /// The datapath `PAGEWIRE_DATAPATH` asks for (None: auto).
+    pub fn from_env() -> Result<Option<Datapath>> {
+        match std::env::var(ENV_DATAPATH) {
+            Ok(v) => Self::parse(&v).context(ENV_DATAPATH),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// `want`, or for auto: TUN if /dev/net/tun can be opened, else packet.
+    pub fn resolve(want: Option<Datapath>) -> Datapath {
+        want.unwrap_or(if ns::tun_openable() {
+            Datapath::Tun
+        } else {
+            Datapath::Packet
+        })
+    }
+}
+
+/// How a link is built beyond its model (see [`Link::start_with`]).
+#[derive(Clone, Debug, Default)]
+pub struct StartOptions {
+    /// None: `PAGEWIRE_DATAPATH`, else auto.
+    pub datapath: Option<Datapath>,
+    /// Route everything of the client namespace over the link (not only
+    /// 198.18.0.0/24): what `pagewire shell` needs.
+    pub client_default_route: bool,
+}
+
+/// MAC addresses of the veth ends inside the client and server namespaces
+/// (packet path; each namespace is its own world, so fixed ones do).
+const CLIENT_MAC: [u8; 6] = [0x02, 0x00, 0xc6, 0x12, 0x00, 0x01];
+const SERVER_MAC: [u8; 6] = [0x02, 0x00, 0xc6, 0x12, 0x00, 0x02];
+
+fn mac_string(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
 
 /// Environment variables set for every command started in a namespace.
 pub const ENV_SERVER_ADDR: &str = "PAGEWIRE_SERVER_ADDR";
@@ -71,6 +146,9 @@ struct Side {
 /// frees the namespaces and TUN devices).
 pub struct Link {
     cfg: LinkConfig,
+    datapath: Datapath,
+    /// The wire namespace (packet path), alive as long as the link.
+    _wire: Option<Netns>,
     client: Side,
     server: Side,
     ctl: Mutex<mpsc::Sender<Ctl>>,
@@ -121,13 +199,31 @@ fn tcp1997_sysctls() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
-fn setup_side(cfg: &LinkConfig, name: &str, addr: Ipv4Addr) -> Result<(Side, OwnedFd)> {
+struct SideSpec<'a> {
+    name: &'static str,
+    addr: Ipv4Addr,
+    mac: [u8; 6],
+    /// Name of the veth's far end in the wire namespace (packet path).
+    wire_end: &'static str,
+    default_route: bool,
+    wire: Option<&'a Netns>,
+}
+
+fn setup_side(cfg: &LinkConfig, spec: SideSpec<'_>) -> Result<(Side, Port)> {
     let ns = Netns::create()?;
-    let spawner = Spawner::new(&ns, name)?;
+    let spawner = Spawner::new(&ns, spec.name)?;
     let mtu = cfg.mtu;
     let mss = cfg.mss;
     let tcp1997 = cfg.tcp1997;
-    let tun = spawner.run(move || -> Result<OwnedFd> {
+    let addr = spec.addr;
+    let default_route = spec.default_route;
+    // The wire namespace as a path `ip` can open (packet path).
+    let wire_path = spec
+        .wire
+        .map(|w| format!("/proc/{}/fd/{}", std::process::id(), w.raw_fd()));
+    let wire_end = spec.wire_end;
+    let mac = mac_string(spec.mac);
+    let tun = spawner.run(move || -> Result<Option<OwnedFd>> {
         for (k, v) in base_sysctls() {
             ns::write_sysctl(k, v)?;
         }
@@ -139,7 +235,18 @@ fn setup_side(cfg: &LinkConfig, name: &str, addr: Ipv4Addr) -> Result<(Side, Own
                 }
             }
         }
-        let tun = ns::open_tun(TUN_NAME)?;
+        let (tun, dev_setup) = match &wire_path {
+            None => (Some(ns::open_tun(TUN_NAME)?), String::new()),
+            Some(wire) => {
+                ns::ip_batch(&format!(
+                    "link add {TUN_NAME} mtu {mtu} type veth peer name {wire_end} mtu {mtu} netns {wire}\n"
+                ))?;
+                ns::disable_offloads(TUN_NAME)?;
+                // No ARP: the kernel sends every packet to its own MAC and
+                // the forwarder delivers to this one.
+                (None, format!("link set {TUN_NAME} address {mac} arp off\n"))
+            }
+        };
         let mut route = format!("route replace {PREFIX} dev {TUN_NAME} src {addr}");
         if let Some(mss) = mss {
             route += &format!(" advmss {mss}");
@@ -151,28 +258,99 @@ fn setup_side(cfg: &LinkConfig, name: &str, addr: Ipv4Addr) -> Result<(Side, Own
             // on a 28.8k link where one 1500-byte packet takes 417 ms).
             route += " initcwnd 2 rto_min 1000ms";
         }
+        let default = if default_route {
+            route.replace(PREFIX, "default")
+        } else {
+            String::new()
+        };
         ns::ip_batch(&format!(
             "link set lo up\n\
+             {dev_setup}\
              link set {TUN_NAME} mtu {mtu} up\n\
              addr add {addr}/{PREFIX_LEN} dev {TUN_NAME}\n\
-             {route}\n"
+             {route}\n\
+             {default}\n"
         ))?;
         Ok(tun)
     })??;
-    Ok((Side { ns, spawner }, tun))
+    let port = match (tun, spec.wire) {
+        (Some(tun), _) => Port::tun(tun),
+        (None, Some(wire)) => {
+            let spawner = Spawner::new(wire, "wire")?;
+            let mtu = cfg.mtu;
+            let (fd, ifindex) = spawner.run(move || -> Result<(OwnedFd, libc::c_int)> {
+                ns::disable_offloads(wire_end)?;
+                ns::ip_batch(&format!("link set {wire_end} mtu {mtu} arp off up\n"))?;
+                ns::open_packet_socket(wire_end)
+            })??;
+            Port::packet(fd, ifindex, spec.mac)
+        }
+        (None, None) => unreachable!("no TUN without a wire namespace"),
+    };
+    Ok((Side { ns, spawner }, port))
+}
+
+/// The namespace holding the far ends of the veth pairs (packet path): no
+/// addresses, no routes, IPv6 off, so its kernel does nothing with what
+/// crosses it.
+fn setup_wire() -> Result<Netns> {
+    let ns = Netns::create()?;
+    let spawner = Spawner::new(&ns, "wire")?;
+    spawner.run(|| -> Result<()> {
+        for (k, v) in base_sysctls() {
+            ns::write_sysctl(k, v)?;
+        }
+        ns::ip_batch("link set lo up\n")
+    })??;
+    Ok(ns)
 }
 
 impl Link {
     /// Creates the namespaces, TUN devices, addresses and routes, and starts
     /// the forwarder. Also removes leftovers of crashed earlier runs.
+    /// The datapath comes from `PAGEWIRE_DATAPATH` (default auto).
     pub fn start(cfg: LinkConfig) -> Result<Link> {
+        Self::start_with(cfg, StartOptions::default())
+    }
+
+    /// `start` with a chosen datapath and client routing.
+    pub fn start_with(cfg: LinkConfig, opts: StartOptions) -> Result<Link> {
         cfg.validate()?;
-        privilege::check()?;
+        let want = match opts.datapath {
+            Some(d) => Some(d),
+            None => Datapath::from_env()?,
+        };
+        let datapath = Datapath::resolve(want);
+        privilege::check_for(datapath)?;
         stale::reap();
-        let (client, client_tun) =
-            setup_side(&cfg, "client", CLIENT_ADDR).context("set up the client namespace")?;
-        let (server, server_tun) =
-            setup_side(&cfg, "server", SERVER_ADDR).context("set up the server namespace")?;
+        let wire = match datapath {
+            Datapath::Tun => None,
+            Datapath::Packet => Some(setup_wire().context("set up the wire namespace")?),
+        };
+        let (client, client_tun) = setup_side(
+            &cfg,
+            SideSpec {
+                name: "client",
+                addr: CLIENT_ADDR,
+                mac: CLIENT_MAC,
+                wire_end: "pwc",
+                default_route: opts.client_default_route,
+                wire: wire.as_ref(),
+            },
+        )
+        .context("set up the client namespace")?;
+        let (server, server_tun) = setup_side(
+            &cfg,
+            SideSpec {
+                name: "server",
+                addr: SERVER_ADDR,
+                mac: SERVER_MAC,
+                wire_end: "pws",
+                default_route: false,
+                wire: wire.as_ref(),
+            },
+        )
+        .context("set up the server namespace")?;
         // SAFETY: eventfd returns a new fd we own.
         let wake = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
         if wake < 0 {
@@ -189,6 +367,8 @@ impl Link {
             .spawn(move || fwd.run())?;
         Ok(Link {
             cfg,
+            datapath,
+            _wire: wire,
             client,
             server,
             ctl: Mutex::new(tx),
@@ -203,6 +383,11 @@ impl Link {
 
     pub fn config(&self) -> &LinkConfig {
         &self.cfg
+    }
+
+    /// How packets reach the forwarder on this link.
+    pub fn datapath(&self) -> Datapath {
+        self.datapath
     }
 
     pub fn server_addr(&self) -> Ipv4Addr {
@@ -244,6 +429,12 @@ impl Link {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+    }
+
+    /// Sends SIGKILL to every process in the client namespace (e.g. what a
+    /// shell left running in the background). Returns how many.
+    pub fn kill_client_processes(&self) -> usize {
+        ns::kill_all_in_netns(self.client.ns.inode())
     }
 
     fn prepare(&self, mut cmd: Command) -> Command {
@@ -385,6 +576,7 @@ impl Link {
             "link_epoch_unix_s": self.epoch_unix.as_secs_f64(),
             "config": self.cfg,
             "seed": self.cfg.seed,
+            "datapath": self.datapath.name(),
             "extra": extra,
             "counters": counters,
         })
@@ -456,7 +648,10 @@ impl Drop for Link {
         }
         // Everything inside the namespaces, including grandchildren that
         // left their process group.
-        for _ in 0..3 {
+        // Until none is left (a SIGKILLed process stays in the namespace
+        // until the scheduler runs its exit, later on a busy machine), at
+        // most 200 x 5 ms.
+        for _ in 0..200 {
             let n = ns::kill_all_in_netns(self.client.ns.inode())
                 + ns::kill_all_in_netns(self.server.ns.inode());
             if n == 0 {

@@ -309,3 +309,164 @@ pub fn enter_fd(fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: setns on a valid fd; affects only the calling thread.
     cvt(unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) }).map(|_| ())
 }
+
+/// The unprivileged packet path: an `AF_PACKET` socket (SOCK_DGRAM: IP
+/// packets without the Ethernet header) bound to interface `ifname` of the
+/// calling thread's namespace, reading only what arrives there (its own
+/// transmissions are ignored), non-blocking. Needs CAP_NET_RAW in the user
+/// namespace that owns the network namespace (a user namespace's root has
+/// it), where a TUN device needs /dev/net/tun to be openable.
+pub fn open_packet_socket(ifname: &str) -> Result<(OwnedFd, libc::c_int)> {
+    let proto = (libc::ETH_P_IP as u16).to_be();
+    // SAFETY: socket(2) with constant arguments.
+    let fd = cvt(unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            proto as libc::c_int,
+        )
+    })
+    .context("socket(AF_PACKET) (needs CAP_NET_RAW)")?;
+    // SAFETY: fd was just returned by socket and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let cname = CString::new(ifname).context("interface name")?;
+    // SAFETY: valid C string.
+    let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+    if ifindex == 0 {
+        return Err(io::Error::last_os_error()).with_context(|| format!("no interface {ifname}"));
+    }
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt with an int that lives across the call.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_IGNORE_OUTGOING,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })
+    .context("setsockopt(PACKET_IGNORE_OUTGOING) (Linux >= 4.20)")?;
+    // As deep as a TUN queue is long, at least: bursts of a fast link must
+    // not be dropped by the socket (best effort: capped by net.core.rmem_max).
+    let buf: libc::c_int = 4 << 20;
+    for opt in [libc::SO_RCVBUF, libc::SO_SNDBUF] {
+        // SAFETY: as above.
+        unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&buf as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+    }
+    // SAFETY: sockaddr_ll is plain old data; all-zero is valid.
+    let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    sll.sll_family = libc::AF_PACKET as u16;
+    sll.sll_protocol = proto;
+    sll.sll_ifindex = ifindex as libc::c_int;
+    // SAFETY: bind with a sockaddr_ll that lives across the call.
+    cvt(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&sll as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    })
+    .with_context(|| format!("bind the packet socket to {ifname}"))?;
+    Ok((fd, ifindex as libc::c_int))
+}
+
+/// Turns off checksum offload, scatter-gather, TSO, GSO and GRO on
+/// `ifname` (the legacy SIOCETHTOOL set calls; `ethtool -K` does the same),
+/// so that every packet a packet socket reads from a veth is one real IP
+/// packet no larger than the MTU with its checksums filled in.
+pub fn disable_offloads(ifname: &str) -> Result<()> {
+    // linux/ethtool.h: ETHTOOL_STXCSUM, _SSG, _STSO, _SGSO, _SGRO.
+    const SETS: [(u32, &str); 5] = [
+        (0x17, "tx-checksumming"),
+        (0x19, "scatter-gather"),
+        (0x1f, "tcp-segmentation-offload"),
+        (0x24, "generic-segmentation-offload"),
+        (0x2c, "generic-receive-offload"),
+    ];
+    #[repr(C)]
+    struct EthtoolValue {
+        cmd: u32,
+        data: u32,
+    }
+    // SAFETY: socket(2) with constant arguments.
+    let s = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })
+        .context("socket for SIOCETHTOOL")?;
+    // SAFETY: just created, owned here.
+    let s = unsafe { OwnedFd::from_raw_fd(s) };
+    for (cmd, what) in SETS {
+        let mut v = EthtoolValue { cmd, data: 0 };
+        // SAFETY: ifreq is plain old data; all-zero is valid.
+        let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+        if ifname.len() >= ifr.ifr_name.len() {
+            bail!("interface name {ifname:?} too long");
+        }
+        for (d, c) in ifr.ifr_name.iter_mut().zip(ifname.bytes()) {
+            *d = c as libc::c_char;
+        }
+        ifr.ifr_ifru.ifru_data = (&mut v as *mut EthtoolValue).cast();
+        // SAFETY: SIOCETHTOOL with an ifreq pointing at `v`, both alive.
+        let r = unsafe { libc::ioctl(s.as_raw_fd(), libc::SIOCETHTOOL, &mut ifr) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            // A device without the feature refuses to change it: nothing to do.
+            if e.raw_os_error() != Some(libc::EOPNOTSUPP) {
+                return Err(e).with_context(|| format!("ethtool {ifname} {what} off"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether /dev/net/tun can be opened by this process (the TUN path).
+pub fn tun_openable() -> bool {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+        .is_ok()
+}
+
+/// Where `nft` lives (see `ip_binary`).
+pub fn nft_binary() -> &'static str {
+    for p in ["/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft", "/bin/nft"] {
+        if Path::new(p).exists() {
+            return p;
+        }
+    }
+    "nft"
+}
+
+/// Loads an nftables ruleset (`nft -f -`) in the calling thread's namespace.
+pub fn nft_batch(script: &str) -> Result<()> {
+    use std::io::Write;
+    let mut child = Command::new(nft_binary())
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("run `nft` (install nftables: apt-get install nftables)")?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(script.as_bytes())?;
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        bail!(
+            "nft -f failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(())
+}

@@ -64,7 +64,16 @@ pub fn enter_user_namespace() -> Result<bool> {
     std::fs::write("/proc/self/setgroups", "deny")?;
     std::fs::write("/proc/self/uid_map", format!("0 {uid} 1"))?;
     std::fs::write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    let _ = OUTSIDE_IDS.set((uid, gid));
     Ok(true)
+}
+
+static OUTSIDE_IDS: std::sync::OnceLock<(u32, u32)> = std::sync::OnceLock::new();
+
+/// The user and group this process had before `enter_user_namespace` made
+/// it root of a new user namespace (None if it did not).
+pub fn outside_ids() -> Option<(u32, u32)> {
+    OUTSIDE_IDS.get().copied()
 }
 
 /// The message for a user who can run neither as root nor in a user
@@ -98,8 +107,9 @@ pub fn missing_message(unshare_err: Option<&io::Error>) -> String {
         why.push(format!("unshare(CLONE_NEWUSER) failed: {e}"));
     }
     format!(
-        "pagewire link needs CAP_SYS_ADMIN + CAP_NET_ADMIN to create network namespaces and \
-         TUN devices: run it as root (sudo), or allow unprivileged user namespaces. \
+        "the emulated link needs CAP_SYS_ADMIN + CAP_NET_ADMIN (to create network namespaces, \
+         TUN devices or veth pairs); pagewire gets them by entering an unprivileged user \
+         namespace, which failed: run it as root (sudo), or allow unprivileged user namespaces. \
          On this system: {}",
         if why.is_empty() {
             "no restriction found".to_string()
@@ -110,13 +120,57 @@ pub fn missing_message(unshare_err: Option<&io::Error>) -> String {
 }
 
 /// Checks the preconditions before creating anything; the error says what
-/// is missing.
+/// is missing. The datapath is the one `PAGEWIRE_DATAPATH` asks for (auto:
+/// TUN where /dev/net/tun opens, else packet sockets).
 pub fn check() -> Result<()> {
+    check_for(crate::Datapath::resolve(crate::Datapath::from_env()?))
+}
+
+/// `check` for a given datapath.
+pub fn check_for(datapath: crate::Datapath) -> Result<()> {
     if !has_admin_caps() {
         bail!("{}", missing_message(None));
     }
-    if let Err(e) = std::fs::metadata("/dev/net/tun") {
-        bail!("/dev/net/tun is missing ({e}): load the tun module (modprobe tun)");
+    if datapath == crate::Datapath::Tun {
+        if let Err(e) = std::fs::metadata("/dev/net/tun") {
+            bail!(
+                "/dev/net/tun is missing ({e}): load the tun module (modprobe tun), \
+                 or use the packet-socket path (PAGEWIRE_DATAPATH=packet)"
+            );
+        }
+        if !crate::ns::tun_openable() {
+            bail!(
+                "{ENV}=tun, but /dev/net/tun cannot be opened by this user (mode {mode:o}): \
+                 `chmod 0666 /dev/net/tun`, run as root, or use {ENV}=packet \
+                 (veth pairs and AF_PACKET sockets; the default where TUN is closed)",
+                ENV = crate::ENV_DATAPATH,
+                mode = tun_mode()
+            );
+        }
     }
     Ok(())
+}
+
+fn tun_mode() -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata("/dev/net/tun")
+        .map(|m| m.permissions().mode() & 0o777)
+        .unwrap_or(0)
+}
+
+/// What the process is, for messages and reports: `root`, `user namespace`
+/// (a normal user who entered one) or `unprivileged`.
+pub fn describe() -> &'static str {
+    if euid() == 0 && has_admin_caps() {
+        if std::fs::read_to_string("/proc/self/uid_map")
+            .map(|m| m.split_whitespace().nth(1) == Some("0"))
+            .unwrap_or(true)
+        {
+            "root"
+        } else {
+            "user namespace"
+        }
+    } else {
+        "unprivileged"
+    }
 }

@@ -50,6 +50,9 @@ enum Command {
     Record(cmd::record::Args),
     /// Run a server and a client on the two sides of an emulated link and count packets.
     Link(cmd::link::Args),
+    /// A shell (or any command) whose network crosses an emulated link to the
+    /// host and beyond, like Mahimahi's mm-delay / mm-link.
+    Shell(cmd::shell::Args),
     /// Generate a test site: the Microscape page (paper 001) or the SURGE
     /// file set (paper 004).
     Site(cmd::site::Args),
@@ -84,6 +87,7 @@ fn main() -> ExitCode {
         Command::Fetch(a) => cmd::fetch::run(a),
         Command::Record(a) => cmd::record::run(a),
         Command::Link(a) => cmd::link::run(a),
+        Command::Shell(a) => cmd::shell::run(a),
         Command::Site(a) => cmd::site::run(a),
         Command::Prefetch(a) => cmd::prefetch::run(a),
         Command::Load(a) => cmd::load::run(a),

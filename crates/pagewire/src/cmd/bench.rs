@@ -351,6 +351,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
         a.suite,
         Some(Suite::List(_) | Suite::Section9(_) | Suite::Prefetch(_))
     ) {
+        // A normal user runs the links in a user namespace, entered while
+        // the process is still single-threaded; what is missing is said
+        // before anything (the results directory) is written.
+        pagewire_emu::privilege::enter_user_namespace()?;
+        pagewire_emu::privilege::check()?;
         pagewire_lab::interrupt::install();
     }
     match a.suite {

@@ -17,6 +17,7 @@ pub mod pack;
 pub mod prefetch;
 pub mod record;
 pub mod serve;
+pub mod shell;
 pub mod site;
 pub mod unpack;
 
