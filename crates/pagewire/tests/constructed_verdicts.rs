@@ -336,8 +336,12 @@ fn getall_round_trips_decide_the_figure_claims() {
 
     let (v, c) = verdict(&json, "getall-fig6-22pct");
     assert_eq!(v, "contradicted", "{c}");
+    // "More than half" is read with the paper's summary as its upper
+    // bound (at most about 50% remote: [0.5, 0.625]); with 2544-byte images
+    // a pure-network emulation's saving is the round trips alone, far above
+    // it (about 0.83 at 10 images): contradicted by construction.
     let (v, c) = verdict(&json, "getall-fig5-half");
-    assert_eq!(v, "confirmed", "{c}");
+    assert_eq!(v, "contradicted", "{c}");
     let (v, c) = verdict(&json, "getall-fig5-pipelining-share");
     assert_eq!(v, "not testable here", "{c}");
 }
