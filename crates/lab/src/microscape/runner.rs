@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use super::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Test, Tuning};
 use super::plan::{Plan, RunSpec};
 use crate::server::ServerGuard;
+use crate::surge::servers::{APACHE_BIN, APACHE_MODULES};
 
 /// Port the server listens on inside the server namespace.
 pub const SERVER_PORT: u16 = 80;
@@ -146,10 +147,6 @@ fn nginx_conf(root: &Path, dir: &Path, addr: &str) -> String {
         root = root.display(),
     )
 }
-
-/// Apache's binary and modules (Debian layout, `apache2` package).
-const APACHE_BIN: &str = "/usr/sbin/apache2";
-const APACHE_MODULES: &str = "/usr/lib/apache2/modules";
 
 /// Apache httpd 2.4 for paper 001: the prefork MPM (a process per
 /// connection, the model of the paper's Apache 1.2b10), persistent
