@@ -55,8 +55,6 @@ pub use prefetch::prefetch_links;
 use range::RangePart;
 use request::asks_deflate;
 
-pub use finish::CacheWrite;
-
 #[cfg(test)]
 mod tests;
 
@@ -317,9 +315,7 @@ impl Session {
         self.lock().objs[id].method.h1()
     }
 
-    /// The request for `id`, as small as the paper's robot made them
-    /// ("very careful not to generate unnecessary headers"): request line,
-
+    /// Whether bodies are kept (for the cache or the report).
     fn keep_bodies(&self) -> bool {
         self.cfg.keep_bodies || self.cache.is_some()
     }

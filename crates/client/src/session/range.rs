@@ -115,6 +115,10 @@ impl Session {
     }
 }
 
+/// What a head says of a part: (first byte, complete length), and the
+/// first part to join in front of a rest.
+type PartAtHead = (Option<(u64, u64)>, Vec<u8>);
+
 /// Range mode at the head: a 206 checked against the part asked for.
 /// Returns the part (first byte, complete length) and, for a rest, the
 /// first part to join in front of it.
@@ -122,7 +126,7 @@ pub(super) fn check_part(
     o: &mut Obj,
     status: u16,
     head: &ResponseHead,
-) -> Result<(Option<(u64, u64)>, Vec<u8>), FetchError> {
+) -> Result<PartAtHead, FetchError> {
     if status != 206 {
         if matches!(o.range, RangePart::Rest { .. }) && status == 200 {
             // The server sent the whole object again: take it whole.

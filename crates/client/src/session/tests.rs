@@ -6,6 +6,7 @@
 //! writes it hands back at the end. One or more per strategy behaviour,
 //! first visit and revalidation.
 
+use super::finish::CacheWrite;
 use super::*;
 use crate::config::Strategy;
 use bytes::BytesMut;
