@@ -137,6 +137,7 @@ pub(crate) fn resume_conn(w: Rc<Worker>, p: Parked) {
 
 /// Runs a connection until it ends or is parked. (An `async` block, not an
 /// `async fn`: a moved-in parameter would be stored twice in the future.)
+#[allow(clippy::manual_async_fn)]
 fn drive(mut conn: Conn) -> impl std::future::Future<Output = ()> {
     async move {
         let end = conn.run().await;

@@ -145,7 +145,7 @@ pub fn bridge_with<'a>(
     fields: impl Iterator<Item = (&'a str, &'a [u8])>,
 ) -> Bridged {
     let authority = authority.unwrap_or("");
-    let host = (!authority.is_empty()).then(|| ("Host", authority.as_bytes()));
+    let host = (!authority.is_empty()).then_some(("Host", authority.as_bytes()));
     let fields_h1 = host.into_iter().chain(fields.filter(|(name, _)| {
         !DROPPED_REQUEST_FIELDS
             .iter()
