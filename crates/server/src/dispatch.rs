@@ -675,7 +675,7 @@ mod tests {
 
     /// Every open connection costs one task holding this future; an idle one
     /// holds nothing else but its socket registration and registry slot.
-    /// The budget is 4 KB per idle connection in all. (A parsed head
+    /// The budget is 4 KB per idle connection in all. (A parsed head
     /// held across an await once made this 1472 bytes; now ~690, with the
     /// 16-byte head scanner.)
     #[test]
