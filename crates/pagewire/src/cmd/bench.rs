@@ -13,6 +13,7 @@ use pagewire_lab::{Net, Strategy, Test};
 use pagewire_site::microscape::Variant;
 
 mod objpack;
+mod surge;
 
 /// `pagewire bench [SUITE]`: one subcommand per suite, each with its own
 /// flags; `bench` alone runs Microscape (its flags given directly), and
@@ -56,7 +57,7 @@ enum Suite {
     Getall(GetallArgs),
     /// Paper 004 (Barford & Crovella, SURGE): load against a memory-limited
     /// server, monitored once a second.
-    Surge(super::bench_surge::SurgeSuiteArgs),
+    Surge(surge::SurgeSuiteArgs),
     /// Paper 003 section 8: the prefetching simulator over an access log
     /// (the same as `pagewire prefetch simulate`; no network).
     Prefetch(super::prefetch::SimulateArgs),
@@ -365,7 +366,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Some(Suite::Objpack(o)) => objpack::run(&o),
         Some(Suite::ConnLength(c)) => conn_length(&c),
         Some(Suite::Getall(g)) => getall(&g),
-        Some(Suite::Surge(s)) => super::bench_surge::run(&s),
+        Some(Suite::Surge(s)) => surge::run(&s),
         Some(Suite::Prefetch(p)) => super::prefetch::simulate(p),
         Some(Suite::List(l)) => list(&l),
     }
