@@ -309,7 +309,10 @@ fn every_command_documents_its_exit_status() {
         let (out, err) = text(&o);
         assert!(o.status.success(), "{c:?}: {err}");
         assert!(out.contains("Exit status"), "{c:?}:\n{out}");
-        assert!(out.contains("usage error") && out.contains("130"), "{c:?}:\n{out}");
+        assert!(
+            out.contains("usage error") && out.contains("130"),
+            "{c:?}:\n{out}"
+        );
     }
     let (man, _) = text(&pagewire(&["man", "unpack"]));
     assert!(man.contains("Exit status"), "{man}");
