@@ -335,6 +335,11 @@ pub struct GetallArgs {
     /// Networks, comma-separated: local, remote (default: both).
     #[arg(long, value_delimiter = ',', value_name = "NETS")]
     nets: Vec<String>,
+    /// Methods, comma-separated: http10, persistent, pipelined, getall,
+    /// objpack (default: all five; the claims of a method left out are
+    /// "not measured").
+    #[arg(long, value_delimiter = ',', value_name = "METHODS")]
+    methods: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -925,6 +930,16 @@ fn getall(a: &GetallArgs) -> Result<ExitCode> {
             nets.push(n);
         }
     }
+    let mut methods = Vec::new();
+    for m in &a.methods {
+        let m: pagewire_lab::loadtime::Method = m
+            .trim()
+            .parse()
+            .map_err(|e: String| crate::cmd::usage(format!("--methods: {e}")))?;
+        if !methods.contains(&m) {
+            methods.push(m);
+        }
+    }
     let out = a.common.out_dir("bench-getall")?;
     let r = pagewire_lab::loadtime::suite(&pagewire_lab::loadtime::SuiteOptions {
         quick: a.quick,
@@ -933,6 +948,7 @@ fn getall(a: &GetallArgs) -> Result<ExitCode> {
         local_reps: a.local_reps,
         hosts,
         nets: (!nets.is_empty()).then_some(nets),
+        methods: (!methods.is_empty()).then_some(methods),
         out: out.clone(),
         command: pagewire_emu::command_line(),
         progress: !a.common.no_progress,
