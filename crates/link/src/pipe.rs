@@ -985,7 +985,7 @@ mod tests {
         ] {
             let run = |seed: u64| {
                 let mut c = cfg(ms(10), Rate::Bps(2_000_000));
-                c.aqm = aqm.clone();
+                c.aqm = aqm;
                 c.loss = loss;
                 c.reorder = Some(Reorder {
                     probability: 0.02,
