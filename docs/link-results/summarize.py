@@ -5,7 +5,9 @@ Usage: summarize.py DIR...  (each DIR a `pagewire bench --out` directory with
 results.json, pcaps/*.pcap.json and har/*.har). Prints one Markdown table row
 per (directory, strategy): good runs, mean load time, retransmissions, AQM
 drops and the HAR `wait` (request sent -> first response byte) over every
-object of the good runs.
+object of the good runs; for runs with competing traffic (`bench --bulk`),
+the label says `+bulk N` and the last column is the bulk flows' mean goodput
+while the page loaded (Mbit/s).
 """
 import glob
 import json
@@ -15,8 +17,8 @@ import sys
 
 
 def main(dirs):
-    print("| link + queue | strategy | good runs | load s (mean) | retransmissions | AQM drops | wait median s | wait p90 s | wait max s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| link + queue | strategy | good runs | load s (mean) | retransmissions | AQM drops | wait median s | wait p90 s | wait max s | bulk Mbit/s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for d in dirs:
         r = json.load(open(os.path.join(d, "results.json")))
         cfg = next(iter(r["provenance"]["link_configs"].values()))
@@ -24,6 +26,9 @@ def main(dirs):
         aqm = cfg["aqm"]
         if aqm["kind"] in ("codel",):
             label += f" (target {aqm['target_ms']:g} ms, interval {aqm['interval_ms']:g} ms)"
+        cross = [x["cross_traffic"] for x in r["runs"] if x.get("cross_traffic")]
+        if cross:
+            label += f" +bulk {cross[0]['flows']}"
         by = {}
         for x in r["runs"]:
             by.setdefault(x["strategy"], []).append(x)
@@ -51,10 +56,12 @@ def main(dirs):
                 if waits
                 else "- | - | -"
             )
+            bulk = [x["cross_traffic"]["goodput_bps"] / 1e6 for x in good if x.get("cross_traffic")]
+            bulk = f"{statistics.mean(bulk):.2f}" if bulk else "-"
             print(
                 f"| {label} | {s} | {len(good)}/{len(xs)} | "
-                f"{statistics.mean(secs):.2f} | {'/'.join(map(str, retx))} | "
-                f"{'/'.join(map(str, drops))} | {wait} |"
+                f"{statistics.mean(secs) if secs else float('nan'):.2f} | {'/'.join(map(str, retx))} | "
+                f"{'/'.join(map(str, drops))} | {wait} | {bulk} |"
             )
 
 

@@ -81,7 +81,9 @@ impl Port {
 
 pub struct Packet {
     data: Vec<u8>,
-    class: Classified,
+    /// `None` for a packet of the cross traffic (not classified, counted
+    /// apart, not captured).
+    class: Option<Classified>,
     /// Octets on the line (compressed with `--link-compress`).
     line: usize,
 }
@@ -103,6 +105,12 @@ pub enum Ctl {
     /// independent of runs; the forwarder starts a new recorder.
     TakeLateness {
         reply: mpsc::Sender<LatenessRecorder>,
+    },
+    /// Sets apart the TCP connections with this port at either end (the
+    /// competing traffic of `bench --bulk`), or none.
+    CrossPort {
+        port: Option<u16>,
+        reply: mpsc::Sender<()>,
     },
     Stop,
 }
@@ -139,6 +147,8 @@ pub struct Forwarder {
     one_way: Duration,
     /// Each pipe's AQM drops already counted in the meter.
     aqm_drops_seen: [u64; 2],
+    /// TCP port of the cross traffic (`Ctl::CrossPort`).
+    cross_port: Option<u16>,
 }
 
 fn now_unix() -> Duration {
@@ -179,6 +189,7 @@ impl Forwarder {
             taken_lateness: LatenessRecorder::new(),
             one_way: cfg.one_way_delay(),
             aqm_drops_seen: [0; 2],
+            cross_port: None,
         }
     }
 
@@ -269,10 +280,22 @@ impl Forwarder {
                 break; // EAGAIN (drained) or error: poll tells us again.
             }
             let data = buf[..n as usize].to_vec();
-            let class = self.classifier.classify(&data);
-            self.meter.observe_open(self.classifier.open_connections());
+            let cross = self.cross_port.is_some_and(|port| {
+                pagewire_link::wire::tcp_ports(&data).is_some_and(|(s, d)| s == port || d == port)
+            });
+            let class = if cross {
+                None
+            } else {
+                let c = self.classifier.classify(&data);
+                self.meter.observe_open(self.classifier.open_connections());
+                Some(c)
+            };
             let now = self.now();
-            self.last_ingress = now;
+            if !cross {
+                // The quiet period that ends a run counts the run's own
+                // packets: cross traffic is stopped by its owner first.
+                self.last_ingress = now;
+            }
             let pipe = &mut self.pipes[dir.index()];
             let len = data.len();
             let line = pipe.line_size(&data);
@@ -316,7 +339,11 @@ impl Forwarder {
                 if w < 0 {
                     self.write_errors += 1;
                 }
-                self.meter.record(dir, t, &p.class);
+                let Some(class) = &p.class else {
+                    self.meter.record_cross(dir, p.data.len());
+                    continue;
+                };
+                self.meter.record(dir, t, class);
                 self.meter.record_line_bytes(dir, p.line as u64);
                 if let Some(pcap) = self.pcap.as_mut() {
                     if let Err(e) = pcap.write(t, &p.data) {
@@ -345,6 +372,10 @@ impl Forwarder {
                     self.meter = Meter::new(now, unix);
                     self.write_errors = 0;
                     self.run_lateness = LatenessRecorder::new();
+                    let _ = reply.send(());
+                }
+                Ctl::CrossPort { port, reply } => {
+                    self.cross_port = port;
                     let _ = reply.send(());
                 }
                 Ctl::TakeLateness { reply } => {

@@ -599,6 +599,18 @@ impl Link {
         self.end(None)
     }
 
+    /// Sets apart the TCP connections with `port` at either end as competing
+    /// (cross) traffic, or none: their packets cross the link like any
+    /// other (same queue, discipline, loss and delay) but are counted only
+    /// in `DirectionCounters::cross_traffic`, not classified, not written to
+    /// the pcap, and do not hold off the quiet period that ends a run (stop
+    /// them before `end_run`: the queue must still drain).
+    pub fn set_cross_traffic_port(&self, port: Option<u16>) -> Result<()> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Ctl::CrossPort { port, reply: tx })?;
+        rx.recv().map_err(|_| anyhow!("the forwarder has stopped"))
+    }
+
     /// How late packets left the link against their scheduled departure
     /// since the last call (or the link's start), whatever runs began or
     /// ended meanwhile: for suites whose record covers several fetches

@@ -230,3 +230,77 @@ fn codel_and_fq_codel_drop_in_the_forwarder_and_the_transfer_stays_exact() {
         assert!(c.retransmissions > 0);
     }
 }
+
+#[test]
+fn cross_traffic_shares_the_link_but_stays_out_of_the_counts_and_pcap() {
+    if !can_run() || pagewire_testreq::require_peer("tshark").is_none() {
+        return;
+    }
+    use std::io::{Read, Write};
+    // 4 Mbit/s, 20 ms RTT: a bulk flow on the cross port and a counted
+    // 200 kB download share the queue.
+    let mut cfg = profile("lan");
+    cfg.rtt = std::time::Duration::from_millis(20);
+    cfg.up_rate = pagewire_link::Rate::Bps(4_000_000);
+    cfg.down_rate = pagewire_link::Rate::Bps(4_000_000);
+    let dir = tempfile::tempdir().unwrap();
+    let pcap = dir.path().join("run.pcap");
+    let link = start(cfg);
+    let bulk_listener = listen(&link);
+    let bulk_port = bulk_listener.local_addr().unwrap().port();
+    link.set_cross_traffic_port(Some(bulk_port)).unwrap();
+    // The sender writes until the reader goes (bounded: 4 MB at most).
+    let sender = std::thread::spawn(move || {
+        let (mut s, _) = bulk_listener.accept().unwrap();
+        let buf = vec![0u8; 16 * 1024];
+        for _ in 0..256 {
+            if s.write_all(&buf).is_err() {
+                break;
+            }
+        }
+    });
+    let addr = link.server_addr();
+    let mut bulk = link
+        .run_in_client(move || std::net::TcpStream::connect((addr, bulk_port)))
+        .unwrap()
+        .unwrap();
+    let mut got = vec![0u8; 64 * 1024];
+    // The bulk flow is under way (its first 64 kB arrived) before the run.
+    let mut read = 0;
+    while read < 64 * 1024 {
+        read += bulk.read(&mut got).unwrap();
+    }
+    let listener = listen(&link);
+    let port = listener.local_addr().unwrap().port();
+    let data = payload(200_000);
+    let server = serve(listener, data.clone(), 1);
+    link.begin_run(Some(&pcap)).unwrap();
+    let d = download(&link, port, 0);
+    server.join().unwrap();
+    drop(bulk);
+    let c = link.end_run().unwrap();
+    sender.join().unwrap();
+    assert!(d.data == data, "transfer not byte-exact");
+    let cross = c.server_to_client.cross_traffic;
+    eprintln!(
+        "counted {} packets, cross traffic {} packets / {} bytes down",
+        c.packets_total, cross.packets, cross.bytes
+    );
+    assert!(
+        cross.packets > 20,
+        "the bulk flow crossed the link: {cross:?}"
+    );
+    assert!(c.client_to_server.cross_traffic.packets > 0, "its ACKs too");
+    // Only the counted connection is in the counters and the pcap.
+    assert_eq!(c.connections_opened, 1);
+    assert!(c.server_to_client.payload_bytes >= 200_000);
+    assert!(c.server_to_client.payload_bytes < 230_000);
+    assert_eq!(
+        tshark_count(&pcap, "frame"),
+        (c.packets_total, c.bytes_total)
+    );
+    assert_eq!(
+        tshark_count(&pcap, &format!("tcp.port == {bulk_port}")).0,
+        0
+    );
+}

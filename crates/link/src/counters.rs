@@ -21,6 +21,10 @@ pub struct PacketsBytes {
 }
 
 impl PacketsBytes {
+    pub fn is_zero(&self) -> bool {
+        self.packets == 0 && self.bytes == 0
+    }
+
     fn add(&mut self, bytes: u32) {
         self.packets += 1;
         self.bytes += u64::from(bytes);
@@ -120,6 +124,13 @@ pub struct DirectionCounters {
     /// compression, the compressed octets with `--link-compress`.
     #[serde(default)]
     pub line_bytes: u64,
+    /// Competing (cross) traffic that left the link in this direction: the
+    /// packets of the connections the caller set apart
+    /// (`Link::set_cross_traffic_port`, `bench --bulk`). They are in none of
+    /// the other counters (nor in the pcap); drops are not split, so the
+    /// `dropped_*` counters include the cross traffic's.
+    #[serde(default, skip_serializing_if = "PacketsBytes::is_zero")]
+    pub cross_traffic: PacketsBytes,
     /// Seconds since the run began when the first / last packet left the link.
     pub first_packet_s: Option<f64>,
     pub last_packet_s: Option<f64>,
@@ -140,6 +151,8 @@ impl DirectionCounters {
         self.dropped_loss_packets += o.dropped_loss_packets;
         self.dropped_aqm_packets += o.dropped_aqm_packets;
         self.line_bytes += o.line_bytes;
+        self.cross_traffic.packets += o.cross_traffic.packets;
+        self.cross_traffic.bytes += o.cross_traffic.bytes;
         self.first_packet_s = match (self.first_packet_s, o.first_packet_s) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -228,6 +241,12 @@ impl Meter {
         d.connections_opened += u64::from(c.opens_connection);
         d.first_packet_s.get_or_insert(s);
         d.last_packet_s = Some(s);
+    }
+
+    /// A packet of the cross traffic (set apart from the run's counts) left
+    /// the link.
+    pub fn record_cross(&mut self, dir: Direction, ip_bytes: usize) {
+        self.dirs[dir.index()].cross_traffic.add(ip_bytes as u32);
     }
 
     /// The classifier's count of open connections after a packet entered.

@@ -124,12 +124,32 @@ impl LossModel {
             return Ok(LossModel::Bernoulli(p));
         };
         let (mut p, mut r, mut h, mut k) = (None, None, None, None);
-        for part in params.split(',').map(str::trim).filter(|x| !x.is_empty()) {
-            let Some((key, v)) = part.split_once('=') else {
-                return Err(invalid(
-                    s,
-                    "Gilbert-Elliott parameters are key=value: p, r, h, k",
-                ));
+        let parts: Vec<&str> = params
+            .split(',')
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .collect();
+        // Positional (`ge:1%,25%[,h[,k]]`, in the keys' order) or all
+        // key=value; not mixed.
+        let positional = parts.iter().all(|x| !x.contains('='));
+        if positional && parts.len() > 4 {
+            return Err(invalid(
+                s,
+                "Gilbert-Elliott takes at most four values: p, r, h, k",
+            ));
+        }
+        for (i, part) in parts.into_iter().enumerate() {
+            let (key, v) = if positional {
+                (["p", "r", "h", "k"][i], part)
+            } else {
+                let Some(kv) = part.split_once('=') else {
+                    return Err(invalid(
+                        s,
+                        "Gilbert-Elliott parameters are all key=value (p, r, h, k) or all \
+                         positional (p,r[,h[,k]])",
+                    ));
+                };
+                kv
             };
             let slot = match key.trim() {
                 "p" => &mut p,
@@ -343,6 +363,14 @@ mod tests {
             })
         );
         assert_eq!(
+            LossModel::parse("ge:1%,25%").unwrap(),
+            LossModel::parse("ge:p=1%,r=25%").unwrap()
+        );
+        assert_eq!(
+            LossModel::parse("ge:0.01,0.3,0.2,0.99").unwrap(),
+            LossModel::parse("ge:p=0.01,r=0.3,h=0.2,k=0.99").unwrap()
+        );
+        assert_eq!(
             LossModel::parse("GE:p=0.01, r=0.3, h=0.2, k=0.99").unwrap(),
             LossModel::GilbertElliott(GilbertElliott {
                 p: 0.01,
@@ -358,6 +386,9 @@ mod tests {
             "ge:p=0.01,r=0",
             "ge:p=2,r=0.1",
             "ge:p=0.1,r=0.1,x=3",
+            "ge:1%",
+            "ge:1%,r=25%",
+            "ge:1%,25%,0,1,0",
             "ge:p=0.1,r=0.1,p=0.2",
             "ge:p",
             "ge:p=0.1,r=0.1,h=0,k=0",

@@ -873,10 +873,15 @@ mod tests {
     /// and serialization (its queueing delay), after the first 10 s, and the
     /// share of the link's capacity delivered.
     fn aimd(aqm: Aqm, secs: u64) -> (Vec<f64>, f64) {
+        aimd_seeded(aqm, secs, 1)
+    }
+
+    /// `aimd` with the pipe's seed (PIE's random drops, FQ-CoDel's hash).
+    fn aimd_seeded(aqm: Aqm, secs: u64, seed: u64) -> (Vec<f64>, f64) {
         const FLOWS: usize = 4;
         let mut c = cfg(ms(25), Rate::Bps(12_000_000));
         c.aqm = aqm;
-        let mut p: Pipe<(usize, u64, Duration)> = Pipe::new(c, 1);
+        let mut p: Pipe<(usize, u64, Duration)> = Pipe::new(c, seed);
         let mut cwnd = [2.0f64; FLOWS];
         let mut next_seq = [0u64; FLOWS];
         let mut expected = [0u64; FLOWS];
@@ -945,6 +950,64 @@ mod tests {
             assert!(util > 0.9, "{name} utilisation {util}");
         }
         assert!(dt_util > 0.9, "drop-tail utilisation {dt_util}");
+    }
+
+    /// RFC 8033's aim: with responsive flows, PIE's PI controller settles
+    /// the queueing delay around its 15 ms target (the mean: PIE controls
+    /// the average, not each packet) with the link kept busy, where
+    /// drop-tail's queue stays hundreds of ms long (the test above).
+    #[test]
+    fn pie_holds_responsive_flows_near_its_target() {
+        let (v, util) = aimd(Aqm::Pie(PieParams::default()), 40);
+        let mean = v.iter().sum::<f64>() / v.len() as f64;
+        let med = v[v.len() / 2];
+        eprintln!("pie: mean {mean:.1} ms, median {med:.1} ms, utilisation {util:.3}");
+        assert!((10.0..=25.0).contains(&mean), "pie mean queueing {mean} ms");
+        assert!(util > 0.9, "pie utilisation {util}");
+    }
+
+    /// Every random choice comes from the pipe's seed: the same seed gives
+    /// the same delivery pattern packet for packet (PIE's drops, FQ-CoDel's
+    /// hashing, Gilbert-Elliott loss, reordering), another seed another.
+    #[test]
+    fn every_discipline_is_deterministic_by_seed() {
+        let loss = LossModel::GilbertElliott(GilbertElliott {
+            p: 0.01,
+            r: 0.3,
+            h: 0.0,
+            k: 1.0,
+        });
+        for aqm in [
+            Aqm::DropTail,
+            Aqm::Codel(CodelParams::default()),
+            Aqm::Pie(PieParams::default()),
+            Aqm::FqCodel(FqCodelParams::default()),
+        ] {
+            let run = |seed: u64| {
+                let mut c = cfg(ms(10), Rate::Bps(2_000_000));
+                c.aqm = aqm;
+                c.loss = loss;
+                c.reorder = Some(Reorder {
+                    probability: 0.02,
+                    delay: ms(3),
+                });
+                let mut p = Pipe::new(c, seed);
+                let mut out = Vec::new();
+                // 150% of the link's rate from three flows for 20 s.
+                for i in 0..5000u64 {
+                    let t = Duration::from_micros(i * 4000);
+                    p.enqueue_flow(t, 1500, None, i % 3, i);
+                    while let Some(x) = p.poll(t) {
+                        out.push(x);
+                    }
+                }
+                out.extend(drain(&mut p));
+                out
+            };
+            let (a, b, other) = (run(7), run(7), run(8));
+            assert_eq!(a, b, "{}: same seed, other pattern", aqm.name());
+            assert_ne!(a, other, "{}: another seed, same pattern", aqm.name());
+        }
     }
 
     #[test]

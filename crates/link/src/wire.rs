@@ -187,6 +187,22 @@ impl<'a> Tcp<'a> {
     }
 }
 
+/// The TCP ports (source, destination) of an IPv4 packet's first fragment;
+/// `None` for anything else or a packet too short to hold them.
+pub fn tcp_ports(buf: &[u8]) -> Option<(u16, u16)> {
+    let ip = Ipv4::new_checked(buf).ok()?;
+    if ip.protocol() != IPPROTO_TCP || ip.is_later_fragment() {
+        return None;
+    }
+    let p = ip.payload();
+    (p.len() >= 4).then(|| {
+        (
+            u16::from_be_bytes([p[0], p[1]]),
+            u16::from_be_bytes([p[2], p[3]]),
+        )
+    })
+}
+
 /// A packet's flow identity for FQ-CoDel: its 5-tuple (addresses, protocol
 /// and, for TCP/UDP first fragments, ports) packed into 64 bits (the queue
 /// discipline hashes it with its own seeded perturbation). Unparsable

@@ -237,6 +237,7 @@ pub fn one_run(
         har: cfg.out_dir.join(&har_rel).exists().then(|| har_rel.clone()),
         link: link_json.clone(),
         sweep_rtt_ms: None,
+        cross_traffic: None,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         browser,
     })

@@ -5,6 +5,7 @@
 //! compares, [`section9`] is the CSS+PNG page's comparison, [`report`]
 //! writes the files.
 
+pub mod bulk;
 pub mod chromium;
 pub mod extras;
 pub mod model;

@@ -423,6 +423,10 @@ pub struct RunRecord {
     /// 304s, cache hits, its HAR); absent for the robot's runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser: Option<super::chromium::BrowserSummary>,
+    /// Competing bulk traffic during the load (`bench --bulk`); absent
+    /// without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_traffic: Option<super::bulk::CrossRecord>,
 }
 
 impl RunRecord {

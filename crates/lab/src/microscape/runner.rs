@@ -87,6 +87,9 @@ pub struct BenchConfig {
     pub page: microscape::Variant,
     /// Range mode of the pipelining strategies (`--range-first N`).
     pub range_first: Option<u64>,
+    /// Competing bulk downloads during every load (`--bulk`; robot
+    /// strategies only).
+    pub bulk: Option<super::bulk::BulkSpec>,
 }
 
 /// What a finished bench hands to the report.
@@ -678,6 +681,10 @@ fn run_lane(
         Some(files) => Some(start_tls_server(cfg, &link, net, lane, ctx.root, files)?),
         None => None,
     };
+    let bulk_server = match cfg.bulk {
+        Some(_) => Some(super::bulk::BulkServer::start(&link)?),
+        None => None,
+    };
     let url = match &cfg.replay {
         Some(r) => r.url.clone(),
         None => format!(
@@ -790,6 +797,7 @@ fn run_lane(
     }
     // Stop the server before the link goes (the link's Drop would kill
     // it anyway; this keeps the order explicit).
+    drop(bulk_server);
     drop(tls_server);
     drop(server);
     drop(link);
@@ -882,10 +890,27 @@ fn one_run(
         "strategy": spec.strategy, "test": spec.test, "net": spec.net, "rep": spec.rep,
         "server": cfg.server.label(), "seed": cfg.seed, "robot": &robot,
     });
+    // Competing bulk flows: opened, given their warm-up to fill the queue,
+    // then the run's counters start.
+    let bulk = match cfg.bulk {
+        Some(b) => {
+            let flows = super::bulk::BulkFlows::start(link, b.flows)?;
+            std::thread::sleep(std::time::Duration::from_secs_f64(b.warmup_s));
+            Some((b, flows))
+        }
+        None => None,
+    };
     link.begin_run_with(Some(&pcap), extra)?;
+    let bulk_start = bulk.as_ref().map(|(_, f)| (f.received(), Instant::now()));
     // Cancelled (None) within crate::interrupt::POLL of a Ctrl-C.
     let fetched =
         link.run_in_client(move || crate::interrupt::block_on(pagewire_client::fetch(fc)))?;
+    // Closed before the run ends: the end waits for the queue to drain.
+    let bulk = bulk.zip(bulk_start).map(|((b, flows), (before, t0))| {
+        let secs = t0.elapsed().as_secs_f64();
+        let got = flows.stop().saturating_sub(before);
+        (b, got, secs)
+    });
     let Some(fetched) = fetched.context("build the robot's runtime")? else {
         // Not waiting for the link to drain (a full PPP queue takes tens
         // of seconds); half a run's packets are no record of anything.
@@ -897,6 +922,19 @@ fn one_run(
         bail!("interrupted");
     };
     let c = link.end_run()?;
+    let cross_traffic = bulk.map(|(b, got, secs)| super::bulk::CrossRecord {
+        flows: b.flows,
+        warmup_s: b.warmup_s,
+        bytes_during_load: got,
+        goodput_bps: if secs > 0.0 {
+            got as f64 * 8.0 / secs
+        } else {
+            0.0
+        },
+        link_packets: c.client_to_server.cross_traffic.packets
+            + c.server_to_client.cross_traffic.packets,
+        link_bytes: c.client_to_server.cross_traffic.bytes + c.server_to_client.cross_traffic.bytes,
+    });
     // The robot's HAR beside the pcap: the report draws its waterfall.
     let har = match &fetched {
         Ok(r) => {
@@ -983,5 +1021,6 @@ fn one_run(
         sweep_rtt_ms: spec.sweep_rtt_us.map(|us| f64::from(us) / 1000.0),
         error,
         browser: None,
+        cross_traffic,
     })
 }

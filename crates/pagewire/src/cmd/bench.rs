@@ -256,6 +256,12 @@ pub struct MicroscapeArgs {
     /// 200 GET of an HTML page).
     #[arg(long, value_name = "URL", requires = "replay")]
     replay_page: Option<String>,
+    /// Competing traffic: N bulk TCP downloads (1-16) through the same link
+    /// during every load, opened WARMUP (default 5s) before it so they fill
+    /// the queue (the bufferbloat set-up); their packets are left out of the
+    /// run's counters and pcap. Robot strategies only.
+    #[arg(long, value_name = "N[,WARMUP]")]
+    bulk: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -570,6 +576,20 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
             )
         }
     };
+    let bulk = match &a.bulk {
+        Some(s) => {
+            if strategies.iter().any(|s| s.is_browser()) {
+                crate::usage_bail!(
+                    "--bulk runs beside the robot's loads; drop the chromium strategies"
+                );
+            }
+            Some(
+                pagewire_lab::microscape::bulk::BulkSpec::parse(s)
+                    .map_err(|e| super::usage(e.to_string()))?,
+            )
+        }
+        None => None,
+    };
     let link_config = link_factory(&a, &profiles)?;
     let request_profile: pagewire_client::RequestProfile = a
         .request_profile
@@ -671,6 +691,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         replay: replay.clone(),
         page: a.page,
         range_first: a.range_first,
+        bulk,
     };
     let mut provenance = Provenance::begin("microscape", command);
     let outcomes = runner::run(&cfg)?;
@@ -767,6 +788,15 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         }
     }
     provenance.link_lateness_rule = Some(pagewire_lab::results::lateness_rule());
+    if let Some(b) = bulk {
+        note.push_str(&format!(
+            " COMPETING TRAFFIC (--bulk): every load shared the link with {} bulk TCP download(s) \
+             opened {} s before it (each run's cross_traffic); packets, bytes and retransmissions \
+             are the page's, times are not the paper's set-up, so the claims below are not \
+             comparable with the paper's.",
+            b.flows, b.warmup_s
+        ));
+    }
     provenance.note = note;
     let results = Results::new(
         provenance,

@@ -43,11 +43,16 @@ pub struct LinkOptions {
     /// codel:target=5ms,interval=100ms; pie:target=15ms,tupdate=15ms,
     /// alpha=0.125,beta=1.25,burst=150ms; fq-codel:quantum=1514,flows=1024
     /// (docs/link.md).
-    #[arg(long, value_name = "DISCIPLINE[:K=V,...]")]
+    #[arg(
+        long,
+        visible_alias = "queue-discipline",
+        value_name = "DISCIPLINE[:K=V,...]"
+    )]
     aqm: Option<String>,
     /// Loss per packet, each direction: independent (0.02 or 2%) or bursty
-    /// Gilbert-Elliott, ge:p=1%,r=25%[,h=0][,k=1] (p good->bad, r bad->good,
-    /// h and k delivery probabilities in the bad and good states).
+    /// Gilbert-Elliott, ge:p=1%,r=25%[,h=0][,k=1] or ge:1%,25%[,H[,K]]
+    /// (p good->bad, r bad->good, h and k delivery probabilities in the bad
+    /// and good states).
     #[arg(long, value_name = "P|ge:p=..,r=..")]
     loss: Option<String>,
     /// Reordering per direction: PROBABILITY,DELAY, e.g. 1%,5ms (that share
