@@ -466,10 +466,11 @@ fn replay_tells_origins_queries_and_methods_apart() {
     );
     // A miss tells the client why, in its 404 body.
     assert!(
-        parts[12].starts_with("404") && parts[12].ends_with(
-            "no recorded response for GET /nothing?v=1 (Host: a.test): \
+        parts[12].starts_with("404")
+            && parts[12].ends_with(
+                "no recorded response for GET /nothing?v=1 (Host: a.test): \
              the archive has no GET of /nothing on a.test, with any query\n"
-        ),
+            ),
         "{}",
         parts[12]
     );
@@ -490,7 +491,10 @@ fn replay_tells_origins_queries_and_methods_apart() {
         stderr.contains("replay misses (404, no recorded answer): 2"),
         "{stderr}"
     );
-    assert!(!stderr.contains("/q?v=3"), "a fuzzy match is no miss: {stderr}");
+    assert!(
+        !stderr.contains("/q?v=3"),
+        "a fuzzy match is no miss: {stderr}"
+    );
 }
 
 /// Kills a process group on drop (the browser and its helpers).

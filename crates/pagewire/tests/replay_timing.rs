@@ -205,16 +205,24 @@ fn recorded_server_times_are_replayed_and_scored() {
 
     // 4. The text report names the tolerance and prints the score.
     let (out, _, _) = run_bounded(
-        Command::new(PW)
-            .arg("replay")
-            .arg(&archive)
-            .args(["--strategy", "http11", "--tolerance-ms", "40"]),
+        Command::new(PW).arg("replay").arg(&archive).args([
+            "--strategy",
+            "http11",
+            "--tolerance-ms",
+            "40",
+        ]),
         Duration::from_secs(60),
         "pagewire replay",
     );
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("tolerance: max(40 ms, 10% of the recorded time)"), "{text}");
-    assert!(text.contains("server times reproduced: 4/4 objects"), "{text}");
+    assert!(
+        text.contains("tolerance: max(40 ms, 10% of the recorded time)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("server times reproduced: 4/4 objects"),
+        "{text}"
+    );
     assert!(text.contains("replay fidelity: "), "{text}");
 
     // 5. An archive without timings is refused with a reason.

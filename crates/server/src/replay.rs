@@ -72,6 +72,11 @@ enum Match {
     Fuzzy,
 }
 
+/// Method, authority and path (the query left out).
+type PathKey = (String, String, String);
+/// A query's parameters as sent.
+type QueryPairs = Vec<(String, String)>;
+
 /// `path?query` -> (`path`, `query`) (an empty query when none).
 fn split_query(target: &str) -> (&str, &str) {
     target.split_once('?').unwrap_or((target, ""))
@@ -79,7 +84,7 @@ fn split_query(target: &str) -> (&str, &str) {
 
 /// A query's `name=value` parameters as sent (not decoded; a name without
 /// `=` has an empty value).
-fn query_pairs(query: &str) -> Vec<(String, String)> {
+fn query_pairs(query: &str) -> QueryPairs {
     query
         .split('&')
         .filter(|p| !p.is_empty())
@@ -145,7 +150,7 @@ pub struct ReplaySite {
     by_key: HashMap<Key, usize>,
     /// Method, authority and path (no query) -> each recorded query's
     /// parameters and entry, for fuzzy matching.
-    by_path: HashMap<(String, String, String), Vec<(Vec<(String, String)>, usize)>>,
+    by_path: HashMap<PathKey, Vec<(QueryPairs, usize)>>,
     /// Requests answered by a fuzzy query match.
     fuzzy: AtomicU64,
     misses: AtomicU64,
@@ -481,12 +486,13 @@ impl ReplaySite {
                     let others = q.len() + asked.len() - 2 * common;
                     ((common, std::cmp::Reverse(others)), *i)
                 })
-                .fold(None::<((usize, std::cmp::Reverse<usize>), usize)>, |best, c| {
-                    match best {
+                .fold(
+                    None::<((usize, std::cmp::Reverse<usize>), usize)>,
+                    |best, c| match best {
                         Some(b) if b.0 >= c.0 => Some(b),
                         _ => Some(c),
-                    }
-                });
+                    },
+                );
             if let Some((_, i)) = best {
                 return Ok((&self.entries[i], Match::Fuzzy));
             }

@@ -213,8 +213,8 @@ pub fn compare(
                 row.first_byte_error_ms = Some(fe);
                 row.done_error_ms = Some(de);
                 row.server_ok = within(se, a.server_ms, abs_ms, pct);
-                row.waterfall_ok = within(fe, a.first_byte_ms, abs_ms, pct)
-                    && within(de, a.done_ms, abs_ms, pct);
+                row.waterfall_ok =
+                    within(fe, a.first_byte_ms, abs_ms, pct) && within(de, a.done_ms, abs_ms, pct);
                 server_within += usize::from(row.server_ok);
                 waterfall_within += usize::from(row.waterfall_ok);
             }
@@ -379,14 +379,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         mean_first_byte_error_ms: mean(|r| r.first_byte_error_ms),
         mean_done_error_ms: mean(|r| r.done_error_ms),
         recorded_page_ms: page_end(
-            &mut objects
-                .iter()
-                .filter_map(|r| r.recorded.map(|t| t.done_ms)),
+            &mut objects.iter().filter_map(|r| r.recorded.map(|t| t.done_ms)),
         ),
         replayed_page_ms: page_end(
-            &mut objects
-                .iter()
-                .filter_map(|r| r.replayed.map(|t| t.done_ms)),
+            &mut objects.iter().filter_map(|r| r.replayed.map(|t| t.done_ms)),
         ),
         misses: site.misses(),
         fuzzy_matches: site.fuzzy_matches(),
