@@ -48,6 +48,9 @@ enum Command {
     Fetch(cmd::fetch::Args),
     /// Record a page and its objects into a WARC file (for serve/bench --replay).
     Record(cmd::record::Args),
+    /// Replay a recorded page with its server think times and score how
+    /// closely the replayed waterfall follows the recorded one.
+    Replay(cmd::replay::Args),
     /// Run a server and a client on the two sides of an emulated link and count packets.
     Link(cmd::link::Args),
     /// A shell (or any command) whose network crosses an emulated link to the
@@ -87,6 +90,7 @@ fn main() -> ExitCode {
         Command::Serve(a) => cmd::serve::run(a),
         Command::Fetch(a) => cmd::fetch::run(a),
         Command::Record(a) => cmd::record::run(a),
+        Command::Replay(a) => cmd::replay::run(a),
         Command::Link(a) => cmd::link::run(a),
         Command::Shell(a) => cmd::shell::run(a),
         Command::Site(a) => cmd::site::run(a),

@@ -403,10 +403,12 @@ fn replay_tells_origins_queries_and_methods_apart() {
          GET /big.css HTTP/1.1\r\nHost: a.test\r\nAccept-Encoding: deflate\r\nIf-None-Match: \"c1-deflate\"\r\n\r\n\
          GET /weak HTTP/1.1\r\nHost: a.test\r\nIf-None-Match: W/\"w1\"\r\n\r\n\
          GET /q?v=3 HTTP/1.1\r\nHost: b.test:8080\r\n\r\n\
+         GET /q?x=9&v=2 HTTP/1.1\r\nHost: b.test:8080\r\n\r\n\
+         GET /nothing?v=1 HTTP/1.1\r\nHost: a.test\r\n\r\n\
          GET / HTTP/1.1\r\nHost: c.test\r\nConnection: close\r\n\r\n",
     );
     let parts: Vec<&str> = r.split("HTTP/1.1 ").skip(1).collect();
-    assert_eq!(parts.len(), 12, "{r}");
+    assert_eq!(parts.len(), 14, "{r}");
     assert!(
         parts[0].starts_with("200 OK") && parts[0].ends_with("page-a"),
         "{}",
@@ -450,14 +452,48 @@ fn replay_tells_origins_queries_and_methods_apart() {
         parts[8]
     );
     assert!(parts[9].starts_with("304"), "{}", parts[9]);
+    // No exact match: WprGo's fuzzy rule. Same path, the most query
+    // parameters in common (v=2), else the earliest recorded (v=1).
     assert!(
-        parts[10].starts_with("404") && parts[11].starts_with("404"),
-        "{r}"
+        parts[10].starts_with("200") && parts[10].ends_with("v1"),
+        "{}",
+        parts[10]
+    );
+    assert!(
+        parts[11].starts_with("200") && parts[11].ends_with("v2"),
+        "{}",
+        parts[11]
+    );
+    // A miss tells the client why, in its 404 body.
+    assert!(
+        parts[12].starts_with("404")
+            && parts[12].ends_with(
+                "no recorded response for GET /nothing?v=1 (Host: a.test): \
+             the archive has no GET of /nothing on a.test, with any query\n"
+            ),
+        "{}",
+        parts[12]
+    );
+    assert!(
+        parts[13].starts_with("404")
+            && parts[13].ends_with("(Host: c.test): the archive has no origin c.test\n"),
+        "{}",
+        parts[13]
     );
     let (stderr, _) = replay.stop();
     assert!(
-        stderr.contains("replay: no recorded response for GET /q?v=3 (Host: b.test:8080)"),
+        stderr.contains(
+            "replay: no recorded response for GET / (Host: c.test): the archive has no origin c.test"
+        ),
         "{stderr}"
+    );
+    assert!(
+        stderr.contains("replay misses (404, no recorded answer): 2"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("/q?v=3"),
+        "a fuzzy match is no miss: {stderr}"
     );
 }
 

@@ -110,6 +110,7 @@ fn exchange(entry: &Value) -> Result<Exchange, String> {
         reason: s("/response/statusText").unwrap_or("").to_string(),
         headers,
         body,
+        timing: None,
     })
 }
 

@@ -44,7 +44,7 @@ pub const MAX_EXCHANGES: usize = 100_000;
 pub const MAX_TOTAL_BODY_BYTES: u64 = 2 << 30;
 
 /// One recorded request and its response.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Exchange {
     /// Request method as recorded (`GET`, `HEAD`, ...).
     pub method: String,
@@ -63,6 +63,72 @@ pub struct Exchange {
     /// The message body as the client received it, transfer coding removed,
     /// content coding (`Content-Encoding`) kept.
     pub body: Bytes,
+    /// When it crossed the wire at recording, and the server's think time
+    /// (`pagewire record` writes it; other archives have none).
+    pub timing: Option<Timing>,
+}
+
+/// One exchange's place in the recorded waterfall, milliseconds from the
+/// start of the page fetch, and the server's think time derived from it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timing {
+    /// The request left the client.
+    pub sent_ms: f64,
+    /// The response's first byte arrived.
+    pub first_byte_ms: f64,
+    /// Its last byte arrived.
+    pub done_ms: f64,
+    /// The round-trip time measured on its connection (the TCP handshake).
+    pub rtt_ms: f64,
+    /// Server think time: from the earliest moment the first byte could
+    /// have arrived without any (the request sent plus one RTT, or the
+    /// previous response on the connection done, whichever is later) to
+    /// the first byte that did.
+    pub server_ms: f64,
+}
+
+/// The WARC field of a response record that carries its [`Timing`]
+/// (an extension field, as ISO 28500 §5.1 allows).
+pub const TIMING_FIELD: &str = "WARC-Pagewire-Timing";
+
+impl Timing {
+    /// `sent=1.000 first-byte=2.000 done=3.000 rtt=0.100 server=0.900`.
+    pub fn to_field(&self) -> String {
+        format!(
+            "sent={:.3} first-byte={:.3} done={:.3} rtt={:.3} server={:.3}",
+            self.sent_ms, self.first_byte_ms, self.done_ms, self.rtt_ms, self.server_ms
+        )
+    }
+
+    /// Parses [`Timing::to_field`]'s form; every member must be present,
+    /// finite and not negative.
+    pub fn parse_field(s: &str) -> Result<Timing, String> {
+        let mut vals = [None; 5];
+        let names = ["sent", "first-byte", "done", "rtt", "server"];
+        for part in s.split_ascii_whitespace() {
+            let (n, v) = part
+                .split_once('=')
+                .ok_or_else(|| format!("{part:?} is not name=value"))?;
+            let Some(i) = names.iter().position(|x| *x == n) else {
+                continue; // a later writer's member
+            };
+            let x: f64 = v
+                .parse()
+                .map_err(|_| format!("{n}={v:?} is not a number"))?;
+            if !x.is_finite() || x < 0.0 {
+                return Err(format!("{n}={v} is not a finite, non-negative number"));
+            }
+            vals[i] = Some(x);
+        }
+        let get = |i: usize| vals[i].ok_or_else(|| format!("no {}= member", names[i]));
+        Ok(Timing {
+            sent_ms: get(0)?,
+            first_byte_ms: get(1)?,
+            done_ms: get(2)?,
+            rtt_ms: get(3)?,
+            server_ms: get(4)?,
+        })
+    }
 }
 
 impl Exchange {
@@ -217,5 +283,23 @@ mod tests {
         assert_eq!(normalize_authority("http", "a.test:8080"), "a.test:8080");
         assert_eq!(split_url("http://h:1/p?q#f"), Some(("http", "h:1", "/p?q")));
         assert_eq!(split_url("http:///p"), None);
+    }
+
+    #[test]
+    fn timing_fields_round_trip_and_refuse_garbage() {
+        let t = Timing {
+            sent_ms: 1.5,
+            first_byte_ms: 103.25,
+            done_ms: 110.0,
+            rtt_ms: 0.125,
+            server_ms: 101.625,
+        };
+        assert_eq!(Timing::parse_field(&t.to_field()), Ok(t));
+        assert!(Timing::parse_field("sent=1 first-byte=2 done=3 rtt=0").is_err());
+        assert!(Timing::parse_field("sent=1 first-byte=2 done=3 rtt=0 server=-1").is_err());
+        assert!(Timing::parse_field("sent=1 first-byte=x done=3 rtt=0 server=1").is_err());
+        assert!(Timing::parse_field("sent=1 first-byte=2 done=3 rtt=0 server=NaN").is_err());
+        // Unknown members are ignored.
+        assert!(Timing::parse_field("sent=1 first-byte=2 done=3 rtt=0 server=1 x=9").is_ok());
     }
 }

@@ -120,6 +120,14 @@ pub fn read(bytes: &[u8]) -> Result<Archive, ArchiveError> {
                             }
                         }
                         e.request_head = request_head;
+                        if let Some(t) = text(&h, WarcHeader::from(crate::TIMING_FIELD)) {
+                            e.timing = Some(crate::Timing::parse_field(&t).map_err(|why| {
+                                ArchiveError::new(format!(
+                                    "{uri}: bad {} field {t:?}: {why}",
+                                    crate::TIMING_FIELD
+                                ))
+                            })?);
+                        }
                         archive.push(e, &mut total)?;
                     }
                     Err(why) => archive.skip(format!("{uri}: {why}")),
@@ -191,6 +199,7 @@ fn response(url: &str, method: &str, block: &[u8]) -> Result<Exchange, String> {
         reason: String::from_utf8_lossy(head.reason()).into_owned(),
         headers,
         body,
+        timing: None,
     })
 }
 
@@ -243,6 +252,7 @@ fn record_bytes(
     date: &str,
     content_type: &str,
     digest: Option<String>,
+    timing: Option<&crate::Timing>,
     block: &[u8],
 ) -> Result<Vec<u8>, ArchiveError> {
     let mut headers: HashMap<WarcHeader, Vec<u8>> = HashMap::new();
@@ -264,6 +274,12 @@ fn record_bytes(
     }
     if let Some(d) = digest {
         headers.insert(WarcHeader::PayloadDigest, d.into_bytes());
+    }
+    if let Some(t) = timing {
+        headers.insert(
+            WarcHeader::from(crate::TIMING_FIELD),
+            t.to_field().into_bytes(),
+        );
     }
     let raw = RawRecordHeader {
         version: "1.1".to_string(),
@@ -295,6 +311,7 @@ pub fn write(path: &Path, exchanges: &[Exchange], software: &str) -> Result<u64,
         &date,
         "application/warc-fields",
         None,
+        None,
         info.as_bytes(),
     )?);
     for e in exchanges {
@@ -322,6 +339,7 @@ pub fn write(path: &Path, exchanges: &[Exchange], software: &str) -> Result<u64,
             &date,
             "application/http; msgtype=request",
             None,
+            None,
             &request,
         )?);
         records.push(record_bytes(
@@ -332,6 +350,7 @@ pub fn write(path: &Path, exchanges: &[Exchange], software: &str) -> Result<u64,
             &date,
             "application/http; msgtype=response",
             Some(format!("sha256:{}", hex_of(&Sha256::digest(&e.body)))),
+            e.timing.as_ref(),
             &response_block(e),
         )?);
     }
@@ -395,6 +414,7 @@ mod tests {
                 ("ETag".into(), b"\"x\"".to_vec()),
             ],
             body: Bytes::copy_from_slice(body),
+            timing: None,
         }
     }
 
@@ -402,8 +422,16 @@ mod tests {
     fn round_trip_plain_and_gzip() {
         let dir = std::env::temp_dir().join(format!("pagewire-warc-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
+        let mut timed = ex("http://a.test/", b"<html>hi</html>");
+        timed.timing = Some(crate::Timing {
+            sent_ms: 0.25,
+            first_byte_ms: 150.5,
+            done_ms: 151.0,
+            rtt_ms: 0.5,
+            server_ms: 149.75,
+        });
         let items = vec![
-            ex("http://a.test/", b"<html>hi</html>"),
+            timed,
             ex("http://b.test:8080/x.css?v=2", &[0u8, 1, 2, 255, 13, 10]),
             ex("http://a.test/empty", b""),
         ];
@@ -416,6 +444,7 @@ mod tests {
                 assert_eq!(got.url, want.url);
                 assert_eq!(got.body, want.body);
                 assert_eq!(got.status, 200);
+                assert_eq!(got.timing, want.timing, "{name}");
                 assert_eq!(
                     got.header("content-length"),
                     Some(want.body.len().to_string().as_bytes())

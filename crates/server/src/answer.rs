@@ -57,6 +57,16 @@ impl Handler {
         }
     }
 
+    /// How long to wait before the first byte of the answer to `req`: a
+    /// recorded site's server think time, when it replays them; zero for
+    /// everything else.
+    pub fn think_time(&self, req: &RequestHead) -> std::time::Duration {
+        match self {
+            Handler::Static { .. } => std::time::Duration::ZERO,
+            Handler::Replay(replay) => replay.think_time(req),
+        }
+    }
+
     /// Whether a decoded path names a resource of a static site (for the
     /// prefetch predictor and its hints; a recorded site has none).
     pub fn contains(&self, path: &str) -> bool {

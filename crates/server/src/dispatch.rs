@@ -61,6 +61,8 @@ enum Step {
     LowPriority(Box<RequestHead>),
     /// A complete head whose body (GETLIST's uri-list) is still arriving.
     AwaitBody,
+    /// A request whose answer waits a recorded server think time first.
+    Think(Box<RequestHead>, std::time::Duration),
 }
 
 struct Conn {
@@ -354,6 +356,17 @@ impl Conn {
                             break;
                         }
                     }
+                    Step::Think(head, wait) => {
+                        // Send what is queued, wait (other connections of
+                        // this worker run meanwhile), then answer.
+                        if Box::pin(self.think(wait)).await.is_err() {
+                            return End::IoError;
+                        }
+                        if self.respond(&head) {
+                            closing = true;
+                            break;
+                        }
+                    }
                 }
                 let flush = match flush_policy {
                     FlushPolicy::EachResponse => Some(FlushReason::EachResponse),
@@ -465,6 +478,10 @@ impl Conn {
                 if prefetch_on && is_prefetch(&head) {
                     return Step::LowPriority(Box::new(head));
                 }
+                let think = self.w.shared.handler.think_time(&head);
+                if !think.is_zero() {
+                    return Step::Think(Box::new(head), think);
+                }
                 if self.respond(&head) {
                     Step::Close
                 } else {
@@ -567,6 +584,14 @@ impl Conn {
     async fn yield_for_low_priority(&mut self) -> io::Result<()> {
         self.flush(FlushReason::BeforeLowPriority).await?;
         tokio::task::yield_now().await;
+        Ok(())
+    }
+
+    /// Before a response with a recorded server think time: send what is
+    /// queued, then wait that long.
+    async fn think(&mut self, wait: std::time::Duration) -> io::Result<()> {
+        self.flush(FlushReason::BeforeThink).await?;
+        tokio::time::sleep(wait).await;
         Ok(())
     }
 

@@ -116,6 +116,10 @@ pub enum FlushReason {
     BeforeLowPriority,
     /// Last response before closing.
     Closing,
+    /// Before waiting a recorded server think time (`serve --replay
+    /// --replay-server-time`), so the responses already queued are not
+    /// held back by the next one's wait.
+    BeforeThink,
 }
 
 /// How a connection is closed once the server decides to close it.

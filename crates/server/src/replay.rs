@@ -6,7 +6,7 @@
 //!
 //! A request is matched by method, `Host` (any number of origins; each a
 //! name the client resolves to this server, as Mahimahi's replay shell
-//! does) and target, query included. HEAD falls back to the GET record.
+//! does) and target, query included (then fuzzily, below). HEAD falls back to the GET record.
 //! The response is the recorded status, the recorded fields in recorded
 //! order and the recorded body, except what belongs to this connection:
 //! `Connection`, `Keep-Alive`, `Transfer-Encoding`, `Proxy-Connection`,
@@ -29,8 +29,20 @@
 //! Requests that do not ask for deflate get the recorded bytes; without
 //! the option every response is the recorded bytes.
 //!
-//! A request with no recorded answer gets 404 and a line on stderr naming
-//! it (the first `MAX_MISS_LINES`; then a count every 1000).
+//! A request without an exact match is matched fuzzily, as WprGo does: the
+//! recorded request with the same method, authority and path whose query
+//! shares the most parameters with the request's. A request with no
+//! recorded answer at all gets 404 with a body naming the request and why
+//! (no such origin, or no such path), a line on stderr (the first
+//! `MAX_MISS_LINES`; then a count every 1000), and is counted
+//! (`ReplaySite::misses`).
+//!
+//! With server times on (`serve --replay-server-time`; `pagewire replay`
+//! turns it on), a response whose exchange carries a recorded
+//! [`pagewire_replay::Timing`] is sent that long after its request was
+//! read: the recorded server think time (at most [`MAX_THINK`]). The
+//! connection loop does the waiting (`Handler::think_time`): it first sends
+//! what is queued, then waits without holding its worker, then answers.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -48,6 +60,43 @@ use crate::respond::{finish_head, preconditions, simple, Answered, Ctx, Precondi
 
 /// Lines on stderr for requests without a recorded answer, at most.
 pub const MAX_MISS_LINES: u64 = 100;
+
+/// Characters of a missed request's target repeated in its 404 body.
+const MAX_TARGET_IN_MISS: usize = 200;
+
+/// How a request found its recorded answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Match {
+    Exact,
+    /// Same method, authority and path; the closest query.
+    Fuzzy,
+}
+
+/// Method, authority and path (the query left out).
+type PathKey = (String, String, String);
+/// A query's parameters as sent.
+type QueryPairs = Vec<(String, String)>;
+
+/// `path?query` -> (`path`, `query`) (an empty query when none).
+fn split_query(target: &str) -> (&str, &str) {
+    target.split_once('?').unwrap_or((target, ""))
+}
+
+/// A query's `name=value` parameters as sent (not decoded; a name without
+/// `=` has an empty value).
+fn query_pairs(query: &str) -> QueryPairs {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (n, v) = p.split_once('=').unwrap_or((p, ""));
+            (n.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+/// Longest recorded server think time replayed (longer ones are cut to it).
+pub const MAX_THINK: Duration = Duration::from_secs(60);
 
 /// Smallest body given a deflate variant (the static store's threshold).
 pub const MIN_DEFLATE_BYTES: usize = 256;
@@ -88,6 +137,8 @@ struct Entry {
     identity: Variant,
     deflate: Option<Variant>,
     last_modified: SystemTime,
+    /// The recorded server think time (zero when none was recorded).
+    think: Duration,
     /// Whether conditional requests are evaluated (a recorded 200 with a
     /// validator).
     conditional: bool,
@@ -97,7 +148,14 @@ struct Entry {
 pub struct ReplaySite {
     entries: Vec<Entry>,
     by_key: HashMap<Key, usize>,
+    /// Method, authority and path (no query) -> each recorded query's
+    /// parameters and entry, for fuzzy matching.
+    by_path: HashMap<PathKey, Vec<(QueryPairs, usize)>>,
+    /// Requests answered by a fuzzy query match.
+    fuzzy: AtomicU64,
     misses: AtomicU64,
+    /// Whether recorded server think times are waited (`with_server_times`).
+    server_times: bool,
     /// Fields the h1 writer refused (CR, LF, NUL ...), dropped at load.
     pub refused_fields: usize,
     /// Records with the same key as an earlier one (the first is served,
@@ -168,7 +226,10 @@ impl ReplaySite {
         let mut site = ReplaySite {
             entries: Vec::with_capacity(archive.exchanges.len()),
             by_key: HashMap::with_capacity(archive.exchanges.len()),
+            by_path: HashMap::new(),
+            fuzzy: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            server_times: false,
             refused_fields: 0,
             duplicates: 0,
         };
@@ -249,6 +310,10 @@ impl ReplaySite {
                 identity,
                 deflate,
                 last_modified: last_modified.unwrap_or(far_future),
+                think: e
+                    .timing
+                    .map(|t| Duration::from_secs_f64(t.server_ms / 1000.0).min(MAX_THINK))
+                    .unwrap_or_default(),
             };
             match site.by_key.get(&k) {
                 Some(&i) => site.entries[i] = entry,
@@ -257,6 +322,16 @@ impl ReplaySite {
                     site.entries.push(entry);
                 }
             }
+        }
+        for (k, &i) in &site.by_key {
+            let (path, query) = split_query(&k.target);
+            site.by_path
+                .entry((k.method.clone(), k.authority.clone(), path.to_string()))
+                .or_default()
+                .push((query_pairs(query), i));
+        }
+        for v in site.by_path.values_mut() {
+            v.sort_by_key(|(_, i)| *i);
         }
         site
     }
@@ -324,6 +399,38 @@ impl ReplaySite {
         }
     }
 
+    /// Replays recorded server think times: each response waits its
+    /// recorded time before its first byte.
+    pub fn with_server_times(mut self) -> ReplaySite {
+        self.server_times = true;
+        self
+    }
+
+    /// Distinct recorded requests that carry a server think time.
+    pub fn timed(&self) -> usize {
+        self.entries.iter().filter(|e| !e.think.is_zero()).count()
+    }
+
+    /// Requests answered by a fuzzy query match (no exact one recorded).
+    pub fn fuzzy_matches(&self) -> u64 {
+        self.fuzzy.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered 404 because nothing recorded matched them.
+    pub fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+
+    /// How long the answer to `req` waits before its first byte: its
+    /// recorded server think time when server times are on, else zero (and
+    /// zero for a request with no recorded answer).
+    pub fn think_time(&self, req: &RequestHead) -> Duration {
+        if !self.server_times {
+            return Duration::ZERO;
+        }
+        self.lookup(req).map_or(Duration::ZERO, |(e, _)| e.think)
+    }
+
     /// Number of distinct recorded requests.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -334,8 +441,13 @@ impl ReplaySite {
     }
 
     /// The entry answering `req`: by method, authority (absolute-form
-    /// target, else `Host`) and target; HEAD falls back to GET.
-    fn lookup(&self, req: &RequestHead) -> Option<&Entry> {
+    /// target, else `Host`) and target; HEAD falls back to GET. Without an
+    /// exact match, in the manner of WprGo's fuzzy matching: the recorded
+    /// request with the same method, authority and path whose query has
+    /// the most parameters (name and value) in common with the request's,
+    /// the fewest others on either side breaking ties, then the earliest
+    /// recorded. `Err` says why nothing matched.
+    fn lookup(&self, req: &RequestHead) -> Result<(&Entry, Match), String> {
         let target = req.target();
         let (authority, target) = match pagewire_replay::split_url(target) {
             Some((_, a, t)) => (normalize_authority("http", a), t),
@@ -347,45 +459,88 @@ impl ReplaySite {
                 target,
             ),
         };
-        let find = |m: &str| {
-            self.by_key
-                .get(&key(m, "http", &authority, target))
-                .map(|&i| &self.entries[i])
-        };
         let method = String::from_utf8_lossy(req.method_bytes()).into_owned();
-        find(&method).or_else(|| {
-            (req.method() == Method::Head)
-                .then(|| find("GET"))
-                .flatten()
+        let mut methods = vec![method.to_ascii_uppercase()];
+        if req.method() == Method::Head {
+            methods.push("GET".into());
+        }
+        for m in &methods {
+            if let Some(&i) = self.by_key.get(&key(m, "http", &authority, target)) {
+                return Ok((&self.entries[i], Match::Exact));
+            }
+        }
+        let (path, query) = split_query(if target.is_empty() { "/" } else { target });
+        let asked = query_pairs(query);
+        for m in &methods {
+            let Some(cands) = self
+                .by_path
+                .get(&(m.clone(), authority.clone(), path.to_string()))
+            else {
+                continue;
+            };
+            // (common, -others): higher is better; the first (earliest) wins ties.
+            let best = cands
+                .iter()
+                .map(|(q, i)| {
+                    let common = q.iter().filter(|p| asked.contains(p)).count();
+                    let others = q.len() + asked.len() - 2 * common;
+                    ((common, std::cmp::Reverse(others)), *i)
+                })
+                .fold(
+                    None::<((usize, std::cmp::Reverse<usize>), usize)>,
+                    |best, c| match best {
+                        Some(b) if b.0 >= c.0 => Some(b),
+                        _ => Some(c),
+                    },
+                );
+            if let Some((_, i)) = best {
+                return Ok((&self.entries[i], Match::Fuzzy));
+            }
+        }
+        let origin_known = self.by_key.keys().any(|k| k.authority == authority);
+        Err(if authority.is_empty() {
+            "the request names no host".to_string()
+        } else if !origin_known {
+            format!("the archive has no origin {authority}")
+        } else {
+            format!("the archive has no {method} of {path} on {authority}, with any query")
         })
     }
 
     /// Answers one request. The response is appended to `out`.
     pub fn answer(&self, req: &RequestHead, ctx: Ctx<'_>, out: &mut WriteBuf) -> Answered {
         let head_only = req.method() == Method::Head;
-        let Some(entry) = self.lookup(req) else {
-            let n = self.misses.fetch_add(1, Ordering::Relaxed) + 1;
-            if n <= MAX_MISS_LINES || n % 1000 == 0 {
-                eprintln!(
-                    "replay: no recorded response for {} {} (Host: {}){}",
-                    String::from_utf8_lossy(req.method_bytes()),
-                    req.target(),
-                    String::from_utf8_lossy(req.header("host").unwrap_or(b"-")),
-                    if n == MAX_MISS_LINES {
-                        "; further misses are counted every 1000"
-                    } else {
-                        ""
-                    }
-                );
+        let entry = match self.lookup(req) {
+            Ok((entry, how)) => {
+                if how == Match::Fuzzy {
+                    self.fuzzy.fetch_add(1, Ordering::Relaxed);
+                }
+                entry
             }
-            return simple(
-                out,
-                404,
-                ctx.conn,
-                &[],
-                "no recorded response for this request\n",
-                head_only,
-            );
+            Err(why) => {
+                let n = self.misses.fetch_add(1, Ordering::Relaxed) + 1;
+                let mut target: String = req.target().chars().take(MAX_TARGET_IN_MISS).collect();
+                if target.len() < req.target().len() {
+                    target.push_str("...");
+                }
+                let what = format!(
+                    "no recorded response for {} {target} (Host: {}): {why}",
+                    String::from_utf8_lossy(req.method_bytes()),
+                    String::from_utf8_lossy(req.header("host").unwrap_or(b"-")),
+                );
+                if n <= MAX_MISS_LINES || n % 1000 == 0 {
+                    eprintln!(
+                        "replay: {what}{}",
+                        if n == MAX_MISS_LINES {
+                            "; further misses are counted every 1000"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+                // The client learns why too (a 404 body naming the reason).
+                return simple(out, 404, ctx.conn, &[], &format!("{what}\n"), head_only);
+            }
         };
         let variant = match &entry.deflate {
             Some(d) if accepts_deflate(req) => d,

@@ -27,6 +27,7 @@ pub struct ServerStats {
     pub flushes_each_response: u64,
     pub flushes_low_priority: u64,
     pub flushes_closing: u64,
+    pub flushes_before_think: u64,
     /// Connections the server closed after a response said `Connection: close`.
     pub closes_lingering: u64,
     pub closes_abrupt: u64,
@@ -74,6 +75,7 @@ impl ServerStats {
         self.flushes_each_response += w.flushes[2].get();
         self.flushes_low_priority += w.flushes[3].get();
         self.flushes_closing += w.flushes[4].get();
+        self.flushes_before_think += w.flushes[5].get();
         self.closes_lingering += w.closes_lingering.get();
         self.closes_abrupt += w.closes_abrupt.get();
         self.linger_discarded_bytes += w.linger_discarded_bytes.get();
@@ -117,6 +119,13 @@ impl fmt::Display for ServerStats {
             self.flushes_low_priority,
             self.flushes_closing
         )?;
+        if self.flushes_before_think > 0 {
+            writeln!(
+                f,
+                "flushes            before a recorded server think time {}",
+                self.flushes_before_think
+            )?;
+        }
         writeln!(
             f,
             "closes             lingering {} (discarded {} B) / abrupt {} / by client {}",
@@ -168,7 +177,7 @@ pub struct WorkerStats {
     pub body_bytes: Cell<u64>,
     pub writes: Cell<u64>,
     /// Indexed by `FlushReason as usize`.
-    pub flushes: [Cell<u64>; 5],
+    pub flushes: [Cell<u64>; 6],
     pub closes_lingering: Cell<u64>,
     pub closes_abrupt: Cell<u64>,
     pub linger_discarded_bytes: Cell<u64>,
@@ -199,6 +208,7 @@ impl WorkerStats {
             FlushReason::EachResponse => 2,
             FlushReason::BeforeLowPriority => 3,
             FlushReason::Closing => 4,
+            FlushReason::BeforeThink => 5,
         };
         bump(&self.flushes[i], 1);
     }

@@ -15,6 +15,7 @@ pub mod load;
 pub mod pack;
 pub mod prefetch;
 pub mod record;
+pub mod replay;
 pub mod serve;
 pub mod shell;
 pub mod site;

@@ -1,6 +1,8 @@
 //! `pagewire record`: fetch a page and its objects with the robot and write
-//! every exchange to a WARC file, for `pagewire serve --replay` and
-//! `pagewire bench --replay`.
+//! every exchange to a WARC file, for `pagewire serve --replay`,
+//! `pagewire replay` and `pagewire bench --replay`. Each response record
+//! carries its place in the waterfall and its server think time
+//! (`WARC-Pagewire-Timing`; `replay::timings`).
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -35,7 +37,7 @@ pub struct Args {
     pub timeout: Duration,
 }
 
-fn parse_strategy(s: &str) -> Result<Strategy, String> {
+pub fn parse_strategy(s: &str) -> Result<Strategy, String> {
     let st: Strategy = s.parse().map_err(|e| format!("{e}"))?;
     match st {
         Strategy::Http10 | Strategy::Http11 | Strategy::Pipeline => Ok(st),
@@ -60,9 +62,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         ..Timeouts::default()
     };
     let report = pagewire_client::fetch_blocking(cfg).map_err(anyhow::Error::new)?;
+    let timings = super::replay::timings(&report);
     let mut exchanges = Vec::with_capacity(report.objects.len());
     let mut not_recorded = Vec::new();
-    for o in &report.objects {
+    for (o, timing) in report.objects.iter().zip(timings) {
         let (Some(body), true) = (&o.body, o.status != 0 && o.outcome == Outcome::Fetched) else {
             not_recorded.push(format!("{} ({:?})", o.url, o.outcome));
             continue;
@@ -80,8 +83,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map(|(n, v)| (n.clone(), v.as_bytes().to_vec()))
                 .collect(),
             body: body.clone(),
+            timing,
         });
-        println!("  {} {:>8} {} {}", o.status, body.len(), o.sha256, o.url);
+        println!(
+            "  {} {:>8} {:>9} {} {}",
+            o.status,
+            body.len(),
+            timing.map_or("-".into(), |t| format!("{:.1}ms", t.server_ms)),
+            o.sha256,
+            o.url
+        );
     }
     if exchanges.is_empty() {
         anyhow::bail!(
@@ -129,9 +140,17 @@ fn bytes_of(b: &[u8]) -> pagewire_replay::Bytes {
 
 /// Loads an archive for `serve --replay`, saying on stderr what it holds
 /// and what it skipped.
-pub fn load_replay(file: &Path, deflate: bool) -> anyhow::Result<ReplaySite> {
+pub fn load_replay(file: &Path, deflate: bool, server_time: bool) -> anyhow::Result<ReplaySite> {
     let archive = Archive::load(file).map_err(anyhow::Error::new)?;
-    let site = ReplaySite::new(&archive, deflate);
+    let mut site = ReplaySite::new(&archive, deflate);
+    if server_time {
+        site = site.with_server_times();
+        eprintln!(
+            "pagewire serve: replaying recorded server think times ({} of {} requests have one)",
+            site.timed(),
+            site.len()
+        );
+    }
     let origins: std::collections::BTreeSet<String> = archive
         .exchanges
         .iter()

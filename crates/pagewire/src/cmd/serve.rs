@@ -35,6 +35,11 @@ pub struct Args {
     /// bytes.
     #[arg(long, requires = "replay")]
     pub replay_deflate: bool,
+    /// With --replay: wait each response's recorded server think time
+    /// (what `pagewire record` wrote) before its first byte, over HTTP/1.x.
+    /// Off: every response is sent as soon as it is asked for.
+    #[arg(long, requires = "replay")]
+    pub replay_server_time: bool,
     /// Seed of the generated site.
     #[arg(long, default_value_t = microscape::DEFAULT_SEED, requires = "site")]
     pub seed: u64,
@@ -122,7 +127,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let signals = Signals::register()?;
         let (site, replay) = match &args.replay {
             Some(file) => {
-                let replay = crate::cmd::record::load_replay(file, args.replay_deflate)?;
+                let replay = crate::cmd::record::load_replay(
+                    file,
+                    args.replay_deflate,
+                    args.replay_server_time,
+                )?;
                 (Site::default(), Some(Arc::new(replay)))
             }
             None => (load_site(&args)?, None),
@@ -171,13 +180,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("listening on http://{addr}");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
-        let handler = match replay {
-            Some(r) => pagewire_server::Handler::from(r),
+        let handler = match &replay {
+            Some(r) => pagewire_server::Handler::from(r.clone()),
             None => pagewire_server::Handler::from(Arc::new(site)),
         };
         let stats = pagewire_server::serve(listener, handler, config, signals.wait())
             .await
             .context("serving")?;
+        if let Some(r) = &replay {
+            eprintln!(
+                "pagewire serve: replay misses (404, no recorded answer): {}; fuzzy query matches: {}",
+                r.misses(),
+                r.fuzzy_matches()
+            );
+        }
         anyhow::Ok(stats)
     })?;
     eprintln!("pagewire serve: stopped\n{stats}");
