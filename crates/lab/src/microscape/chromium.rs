@@ -237,6 +237,8 @@ pub fn one_run(
         har: cfg.out_dir.join(&har_rel).exists().then(|| har_rel.clone()),
         link: link_json.clone(),
         sweep_rtt_ms: None,
+        server_nagle: Some(cfg.nagle.server()),
+        server_flush: cfg.server_flush.clone(),
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         browser,
     })
