@@ -324,10 +324,14 @@ impl Session {
             css_parsed: false,
             range: RangePart::Whole,
         });
+        // Range mode, first visit and revisit alike: on a revisit the
+        // conditional GET carries the range and If-Range (paper 001, "Range
+        // Requests and Validation": "the natural revalidation request for
+        // HTTP/1.1 will combine both cache validation headers and an
+        // If-Range request header").
         if let Some(n) = self.cfg.range_first.filter(|_| {
             id != PAGE
                 && kind == ObjectKind::Embedded
-                && !revalidating
                 && matches!(
                     self.cfg.strategy,
                     Strategy::Pipeline | Strategy::PipelineDeflate
@@ -542,7 +546,25 @@ impl Session {
         }
         match &o.range {
             RangePart::Whole => {}
-            RangePart::Head { n } => headers.push(("Range", format!("bytes=0-{}", n - 1))),
+            RangePart::Head { n } => {
+                headers.push(("Range", format!("bytes=0-{}", n - 1)));
+                // A revisit: the range only if the cached copy is still
+                // the current one (RFC 9110 §13.1.5; a strong entity tag,
+                // else the exact Last-Modified date). With If-None-Match
+                // the server answers 304 first; a changed object comes
+                // whole (If-Range failed).
+                if let Some(c) = o.cached.as_ref().filter(|_| o.conditional) {
+                    let v = c
+                        .meta
+                        .etag
+                        .as_ref()
+                        .filter(|e| !e.starts_with("W/"))
+                        .or(c.meta.last_modified.as_ref());
+                    if let Some(v) = v {
+                        headers.push(("If-Range", v.clone()));
+                    }
+                }
+            }
             RangePart::Rest { head, .. } => {
                 headers.push(("Range", format!("bytes={}-", head.len())))
             }

@@ -128,6 +128,7 @@ pub fn one_run(
     });
     // The run starts before the browser does, so anything it sends at
     // start-up is counted (and found by the audit below).
+    let load_avg = pagewire_provenance::load_avg();
     link.begin_run_with(Some(&pcap), extra)?;
     let visit = match spec.test {
         Test::First => Visit::First,
@@ -239,6 +240,7 @@ pub fn one_run(
         sweep_rtt_ms: None,
         server_nagle: Some(cfg.nagle.server()),
         server_flush: cfg.server_flush.clone(),
+        load_avg,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         browser,
     })

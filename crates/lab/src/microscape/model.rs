@@ -410,6 +410,10 @@ pub struct RunRecord {
     /// `when-idle` (`bench --server-flush each-response`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_flush: Option<String>,
+    /// The machine's load average (/proc/loadavg: 1, 5, 15 minutes) when
+    /// the run began; absent in records before 2026-11-26.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_avg: Option<[f64; 3]>,
     /// Set if the run failed; its numbers are then not used in tables.
     pub error: Option<String>,
     /// A browser run's own numbers (load event, last byte, requests sent,

@@ -890,6 +890,7 @@ fn one_run(
         "strategy": spec.strategy, "test": spec.test, "net": spec.net, "rep": spec.rep,
         "server": cfg.server.label(), "seed": cfg.seed, "robot": &robot,
     });
+    let load_avg = pagewire_provenance::load_avg();
     link.begin_run_with(Some(&pcap), extra)?;
     // Cancelled (None) within crate::interrupt::POLL of a Ctrl-C.
     let fetched =
@@ -991,6 +992,7 @@ fn one_run(
         sweep_rtt_ms: spec.sweep_rtt_us.map(|us| f64::from(us) / 1000.0),
         server_nagle: Some(cfg.nagle.server()),
         server_flush: cfg.server_flush.clone(),
+        load_avg,
         error,
         browser: None,
     })

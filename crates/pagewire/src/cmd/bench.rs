@@ -175,6 +175,11 @@ pub struct MicroscapeArgs {
     /// concurrently, see --ppp-parallel).
     #[arg(long)]
     reps: Option<u32>,
+    /// Repetitions on the LAN only (overrides --reps there): LAN times of
+    /// 60-200 ms vary with the machine's load, so their intervals need more
+    /// repetitions than the link-bound WAN and PPP cells.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    lan_reps: Option<u32>,
     /// PPP repetitions run at once, each on its own link and server
     /// (1 = one after another). PPP runs are rate-bound, not CPU-bound.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=8))]
@@ -546,12 +551,15 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
     if tests.contains(&Test::Revalidate) && !tests.contains(&Test::First) {
         crate::usage_bail!("--tests revalidate needs first as well: revalidation runs on the cache the first-time run filled");
     }
-    let reps = match (a.reps, a.quick) {
+    let mut reps = match (a.reps, a.quick) {
         (Some(0), _) => crate::usage_bail!("--reps must be at least 1"),
         (Some(n), _) => Reps::uniform(n),
         (None, true) => Reps::QUICK,
         (None, false) => Reps::DEFAULT,
     };
+    if let Some(n) = a.lan_reps {
+        reps.lan = n;
+    }
     let server = match (&a.server_cmd, a.server.as_str()) {
         (Some(cmd), _) => ServerKind::Command(cmd.clone()),
         (None, "pagewire") => ServerKind::Pagewire {
