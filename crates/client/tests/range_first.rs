@@ -81,7 +81,7 @@ fn revisit_validates_with_range_and_if_range() {
     let cache = tempfile::tempdir().unwrap();
     let server = PwServer::start(site.root(), pw_config());
     let port = server.addr.port();
-    let mut cfg = FetchConfig::new(&server.url(PAGE), Strategy::Pipeline);
+    let mut cfg = FetchConfig::new(server.url(PAGE), Strategy::Pipeline);
     cfg.range_first = Some(FIRST);
     cfg.cache_dir = Some(cache.path().to_path_buf());
     cfg.keep_bodies = true;
