@@ -247,11 +247,12 @@ fn flagged_runs_are_left_out() {
         .contains("left out for link fidelity (link_lateness.flagged): 5 of 120"));
 }
 
-/// The tally prints four numbers; page checks never count.
+/// The tally prints four numbers; page checks never count (20 claims:
+/// paper 001's 18 of 2026-11-25 and the two Nagle sentences).
 #[test]
 fn tally_has_four_numbers() {
     let j = judge_value(&results(), None).unwrap();
-    assert_eq!(j.tally.iter().sum::<usize>(), 18);
+    assert_eq!(j.tally.iter().sum::<usize>(), 20);
     let text = j.render();
     assert!(
         text.contains("confirmed,") && text.contains("not testable here"),
