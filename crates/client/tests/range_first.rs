@@ -69,3 +69,60 @@ fn first_bytes_then_rest_byte_exact_nginx() {
     };
     check(&site, &fetch(&nginx.url(PAGE), Strategy::Pipeline));
 }
+
+/// The revisit the paper proposes ("the natural revalidation request for
+/// HTTP/1.1 will combine both cache validation headers and an If-Range
+/// request header"): every image's conditional GET carries the range and
+/// If-Range; unchanged images come back 304, a changed one whole (its
+/// If-Range no longer holds) and byte-exact.
+#[test]
+fn revisit_validates_with_range_and_if_range() {
+    let mut site = make_site();
+    let cache = tempfile::tempdir().unwrap();
+    let server = PwServer::start(site.root(), pw_config());
+    let port = server.addr.port();
+    let mut cfg = FetchConfig::new(server.url(PAGE), Strategy::Pipeline);
+    cfg.range_first = Some(FIRST);
+    cfg.cache_dir = Some(cache.path().to_path_buf());
+    cfg.keep_bodies = true;
+    check(&site, &fetch_blocking(cfg.clone()).unwrap());
+    drop(server);
+    // Revise the largest image: same size, other bytes.
+    let changed = site
+        .microscape_paths()
+        .into_iter()
+        .max_by_key(|p| site.files[p].len())
+        .unwrap();
+    let bytes = site.files.get_mut(&changed).unwrap();
+    let last = bytes.len() - 2;
+    bytes[last] ^= 0x55;
+    let bytes = bytes.clone();
+    std::fs::write(site.root().join(&changed[1..]), bytes).unwrap();
+    let server = PwServer::start_on(site.root(), pw_config(), port);
+    cfg.revalidate = true;
+    let r = fetch_blocking(cfg).unwrap_or_else(|e| panic!("revisit: {e}"));
+    drop(server);
+    assert_eq!(r.objects.len(), 43);
+    for o in &r.objects {
+        let path = format!("/{}", o.url.splitn(4, '/').nth(3).unwrap());
+        if path == PAGE {
+            assert!(!o.request_head.contains("Range"), "{}", o.request_head);
+            continue;
+        }
+        for h in [
+            format!("Range: bytes=0-{}", FIRST - 1),
+            "If-Range: \"".to_string(),
+            "If-None-Match: \"".to_string(),
+        ] {
+            assert!(o.request_head.contains(&h), "{path}: {}", o.request_head);
+        }
+        if path == changed {
+            assert_eq!((o.status, o.outcome), (200, Outcome::Fetched), "{path}");
+            assert_eq!(o.sha256, site.sha(&path), "{path} not byte-exact");
+        } else {
+            assert_eq!((o.status, o.outcome), (304, Outcome::NotModified), "{path}");
+        }
+    }
+    // One request per object: a 304 or a whole object ends it.
+    assert_eq!(r.requests, 43);
+}

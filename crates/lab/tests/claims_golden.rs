@@ -247,11 +247,12 @@ fn flagged_runs_are_left_out() {
         .contains("left out for link fidelity (link_lateness.flagged): 5 of 120"));
 }
 
-/// The tally prints four numbers; page checks never count.
+/// The tally prints four numbers; page checks never count (20 claims:
+/// paper 001's 18 of 2026-11-25 and the two Nagle sentences).
 #[test]
 fn tally_has_four_numbers() {
     let j = judge_value(&results(), None).unwrap();
-    assert_eq!(j.tally.iter().sum::<usize>(), 18);
+    assert_eq!(j.tally.iter().sum::<usize>(), 20);
     let text = j.render();
     assert!(
         text.contains("confirmed,") && text.contains("not testable here"),
@@ -506,4 +507,81 @@ fn css_without_http11() {
     let c = css_claim(&css, "s9-css-without-http11");
     assert_eq!(c.verdict, Verdict::Inconclusive, "{}", c.reason);
     assert!(c.reason.contains("payload_bytes_total"), "{}", c.reason);
+}
+
+/// A `bench --nagle` directory beside its Nagle-off baseline (the committed
+/// layout: BASE/results.json and BASE/nagle/results.json), both answered by
+/// `server`; the Nagle-on runs of `st` take `slow` times the baseline's
+/// seconds (every other cell: the same).
+fn nagle_pair(server: &str, st: &str, slow: f64) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut base = results();
+    for r in runs_mut(&mut base) {
+        r["server"] = json!(server);
+        r["robot"]["nagle"] = json!(false);
+        r["server_nagle"] = json!(false);
+    }
+    let mut on = base.clone();
+    for r in runs_mut(&mut on) {
+        r["robot"]["nagle"] = json!(true);
+        r["server_nagle"] = json!(true);
+        if r["strategy"] == st {
+            r["elapsed_s"] = json!(r["elapsed_s"].as_f64().unwrap() * slow);
+        }
+    }
+    std::fs::write(dir.path().join("results.json"), base.to_string()).unwrap();
+    let on_dir = dir.path().join("nagle");
+    std::fs::create_dir(&on_dir).unwrap();
+    std::fs::write(on_dir.join("results.json"), on.to_string()).unwrap();
+    (dir, on_dir)
+}
+
+fn dir_claim(dir: &std::path::Path, id: &str) -> Claim {
+    let j = pagewire_lab::claims::judge_dir(dir).unwrap();
+    j.claims.into_iter().find(|c| c.id == id).unwrap()
+}
+
+/// "In later experiments in which the buffering behavior of the
+/// implementations were changed, we did observe significant (sometimes
+/// dramatic) transmission delays due to Nagle": the largest Nagle-on /
+/// Nagle-off seconds at least 1.5, with a server that does not buffer.
+#[test]
+fn nagle_dramatic_without_buffering() {
+    let id = "nagle-dramatic-without-buffering";
+    let (_d, on) = nagle_pair("nginx", "http11", 3.0);
+    let c = dir_claim(&on, id);
+    assert_eq!(c.verdict, Verdict::Confirmed, "{}", c.reason);
+    // 20% slower is significant, not dramatic.
+    let (_d, on) = nagle_pair("nginx", "http11", 1.2);
+    assert_eq!(dir_claim(&on, id).verdict, Verdict::Contradicted);
+    // A server that buffers pipelined responses is not what it is about.
+    let (_d, on) = nagle_pair("pagewire", "http11", 3.0);
+    let c = dir_claim(&on, id);
+    assert_eq!(c.verdict, Verdict::NotTestable, "{}", c.reason);
+    // No baseline: not measured.
+    let (d, on) = nagle_pair("nginx", "http11", 3.0);
+    std::fs::remove_file(d.path().join("results.json")).unwrap();
+    let c = dir_claim(&on, id);
+    assert_eq!(c.verdict, Verdict::Inconclusive, "{}", c.reason);
+    assert!(c.reason.contains("baseline"), "{}", c.reason);
+    // The Nagle-off run alone: nothing to compare.
+    let (d, _on) = nagle_pair("nginx", "http11", 3.0);
+    assert_eq!(dir_claim(d.path(), id).verdict, Verdict::Inconclusive);
+}
+
+/// "In our initial tests, we did not observe significant problems
+/// introduced by Nagle's algorithm ... with effective buffering": the
+/// pipelined cells less than 10% slower with Nagle on, with a server that
+/// buffers.
+#[test]
+fn nagle_harmless_with_buffering() {
+    let id = "nagle-harmless-with-buffering";
+    // Only HTTP/1.1 without pipelining suffers: the sentence holds.
+    let (_d, on) = nagle_pair("pagewire", "http11", 3.0);
+    let c = dir_claim(&on, id);
+    assert_eq!(c.verdict, Verdict::Confirmed, "{}", c.reason);
+    let (_d, on) = nagle_pair("pagewire", "pipeline", 1.3);
+    assert_eq!(dir_claim(&on, id).verdict, Verdict::Contradicted);
+    let (_d, on) = nagle_pair("nginx", "pipeline", 1.0);
+    assert_eq!(dir_claim(&on, id).verdict, Verdict::NotTestable);
 }

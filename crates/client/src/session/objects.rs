@@ -78,7 +78,7 @@ impl Session {
         o.cached = if revalidating { cached } else { None };
         o.conditional = revalidating;
         st.objs.push(o);
-        self.range_setup(st, id, kind, revalidating);
+        self.range_setup(st, id, kind);
         id
     }
 

@@ -32,18 +32,39 @@ impl RangePart {
 }
 
 impl Session {
-    /// A new object: in range mode, an image of a first visit is asked for
-    /// in two parts.
+    /// A revisit's first part carries `If-Range` beside the validators: the
+    /// range only if the cached copy is still the current one (RFC 9110
+    /// §13.1.5; a strong entity tag, else the exact Last-Modified date).
+    /// With If-None-Match the server answers 304 first; a changed object
+    /// comes whole (If-Range failed).
+    pub(super) fn if_range_header(&self, o: &Obj, headers: &mut super::request::Headers) {
+        if let Some(c) = o.cached.as_ref().filter(|_| o.conditional) {
+            let v = c
+                .meta
+                .etag
+                .as_ref()
+                .filter(|e| !e.starts_with("W/"))
+                .or(c.meta.last_modified.as_ref());
+            if let Some(v) = v {
+                headers.push(("If-Range", v.clone()));
+            }
+        }
+    }
+
+    /// A new object: in range mode, an image is asked for in two parts, on
+    /// a first visit and on a revisit alike: on a revisit the conditional
+    /// GET carries the range and If-Range (paper 001, "Range Requests and
+    /// Validation": "the natural revalidation request for HTTP/1.1 will
+    /// combine both cache validation headers and an If-Range request
+    /// header").
     pub(super) fn range_setup(
         &self,
         st: &mut State,
         id: ObjId,
         kind: ObjectKind,
-        revalidating: bool,
     ) {
         let applies = id != PAGE
             && kind == ObjectKind::Embedded
-            && !revalidating
             && matches!(
                 self.cfg.strategy,
                 Strategy::Pipeline | Strategy::PipelineDeflate

@@ -4,7 +4,7 @@
 
 use super::*;
 
-type Headers = Vec<(&'static str, String)>;
+pub(super) type Headers = Vec<(&'static str, String)>;
 
 impl Session {
     /// The request for `id` on connection `conn`, built at `now`.
@@ -107,6 +107,9 @@ impl Session {
         }
         if let Some(range) = o.range.header() {
             headers.push(("Range", range));
+            if matches!(o.range, RangePart::Head { .. }) {
+                self.if_range_header(o, headers);
+            }
         }
         if strategy == Strategy::Getall && id == PAGE && self.getall_known.is_none() {
             headers.push((crate::getall::GETALL_FIELD, "1".to_string()));

@@ -70,6 +70,23 @@ pub struct MicroscapeCtx {
     /// (RTT in microseconds, strategy, test).
     pub sweep: BTreeMap<(u64, Strategy, Test), Vals>,
     pub page: Option<PageFacts>,
+    /// What the Nagle sentences read (`bench --nagle`).
+    pub nagle: NagleFacts,
+}
+
+/// The Nagle sentences compare these results, made with Nagle's algorithm
+/// on, against a baseline of the same bench with it off.
+#[derive(Default)]
+pub struct NagleFacts {
+    /// Some counted run had Nagle's algorithm on (robot or server).
+    pub on: bool,
+    /// Whether the server buffered pipelined responses
+    /// ([`RunRecord::server_buffers`]), if every run agrees.
+    pub server_buffers: Option<bool>,
+    /// The server's label (every run's, if they agree).
+    pub server: Option<String>,
+    /// The Nagle-off baseline's cells, or why it cannot serve.
+    pub baseline: Option<Result<BTreeMap<Key, Vals>, String>>,
 }
 
 impl MicroscapeCtx {
@@ -110,7 +127,42 @@ impl MicroscapeCtx {
             .into_iter()
             .map(|(k, rs)| (k, Vals::of(&rs)))
             .collect();
+        let ok: Vec<&RunRecord> = runs.iter().filter(|r| r.ok() && !r.is_sweep()).collect();
+        let same = |f: &dyn Fn(&RunRecord) -> Option<String>| {
+            let mut v: Vec<Option<String>> = ok.iter().map(|r| f(r)).collect();
+            v.dedup();
+            (v.len() == 1).then(|| v.remove(0)).flatten()
+        };
+        ctx.nagle = NagleFacts {
+            on: ok.iter().any(|r| r.nagle_on()),
+            server_buffers: same(&|r| r.server_buffers().map(|b| b.to_string()))
+                .map(|b| b == "true"),
+            server: same(&|r| Some(r.server.clone())),
+            baseline: None,
+        };
         ctx
+    }
+
+    /// Attach the Nagle-off baseline (`bench --nagle --baseline`): the runs
+    /// of the same bench without `--nagle`. It serves only if every counted
+    /// run of it had Nagle off and the same server answered.
+    pub fn with_nagle_baseline(mut self, base: &[RunRecord]) -> MicroscapeCtx {
+        let b = MicroscapeCtx::from_runs(base, None);
+        let checked = if b.nagle.on {
+            Err("the baseline has runs with Nagle's algorithm on: it must be the same bench without --nagle".to_string())
+        } else if b.cells.is_empty() {
+            Err("the baseline has no counted runs".to_string())
+        } else if b.nagle.server != self.nagle.server {
+            Err(format!(
+                "the baseline's server ({}) is not these runs' ({})",
+                b.nagle.server.as_deref().unwrap_or("mixed"),
+                self.nagle.server.as_deref().unwrap_or("mixed")
+            ))
+        } else {
+            Ok(b.cells)
+        };
+        self.nagle.baseline = Some(checked);
+        self
     }
 
     fn v(&self, net: Net, st: Strategy, t: Test) -> Option<&Vals> {
@@ -189,6 +241,7 @@ const TEN_TIMES: &str = "The savings were at least a factor of two, and sometime
 const REVALIDATE: &str = "For a common operation in the Web (revisiting a page cached locally), our HTTP/1.1 with buffered pipelining implementation uses less than 1/10 of the total number of packets that HTTP/1.0 does, and executes in much less elapsed time, using a single TCP connection on a WAN.";
 const COMPRESSION: &str = "Transport compression helped in all environments and enabled significant savings (about 16% of the packets and 12% of the elapsed time in our first time retrieval test); the decompression time for the client is more than offset by the savings in data transmission.";
 const OBSERVATIONS: &str = "Observations on HTTP/1.0 and 1.1 Data";
+const NAGLE_LATER: &str = "In later experiments in which the buffering behavior of the implementations were changed, we did observe significant (sometimes dramatic) transmission delays due to Nagle; we recommend therefore that HTTP/1.1 implementations that buffer output disable Nagle's algorithm (set the TCP_NODELAY socket option).";
 
 macro_rules! q {
     ($name:expr, $lo:expr, $hi:expr, $hedge:expr, $src:expr) => {
@@ -412,6 +465,31 @@ pub static CLAIMS: &[ClaimSpec<MicroscapeCtx>] = &[
         rule: higher_latency_better,
     },
     ClaimSpec {
+        id: "nagle-dramatic-without-buffering",
+        aliases: &[],
+        paper: "001",
+        section: "Nagle Interaction",
+        quote: NAGLE_LATER,
+        cells: "every cell measured with Nagle's algorithm on (bench --nagle) against the same cell of the Nagle-off baseline (--baseline), a server that writes each response as it is ready (nginx, or pagewire --server-flush each-response): seconds, the largest cell",
+        quantities: &[
+            q!("largest Nagle-on / Nagle-off seconds", 1.0 + bands::SIGNIFICANT, INF, "significant ... transmission delays", src::SIGNIFICANT),
+            q!("largest Nagle-on / Nagle-off seconds", bands::MUCH, INF, "sometimes dramatic", "hedge table: dramatic = a factor of at least 1.5"),
+        ],
+        kind: ClaimKind::Claim,
+        rule: nagle_dramatic,
+    },
+    ClaimSpec {
+        id: "nagle-harmless-with-buffering",
+        aliases: &[],
+        paper: "001",
+        section: "Nagle Interaction",
+        quote: "In our initial tests, we did not observe significant problems introduced by Nagle's algorithm, though with hindsight, this was the result of our pipelined implementation and the specific test cases chosen, since with effective buffering, the segment sizes are large, avoiding Nagle's algorithm.",
+        cells: "pipeline and pipeline-deflate (tuned robot), every network and test measured with Nagle's algorithm on against the Nagle-off baseline (--baseline), a server that buffers pipelined responses (pagewire, Apache): seconds",
+        quantities: &[q!("Nagle-on / Nagle-off seconds", NINF, 1.0 + bands::SIGNIFICANT, "did not observe significant problems", "hedge table: significant = at least 10% (here: less than 10% slower)")],
+        kind: ClaimKind::Claim,
+        rule: nagle_harmless,
+    },
+    ClaimSpec {
         id: "zlib-beats-modem-compression",
         aliases: &[],
         paper: "001",
@@ -458,6 +536,19 @@ pub fn judge(ctx: &MicroscapeCtx) -> Vec<Claim> {
 /// Judge every claim of paper 001 on run records.
 pub fn check(runs: &[RunRecord], page: Option<PageFacts>) -> Vec<Claim> {
     judge(&MicroscapeCtx::from_runs(runs, page))
+}
+
+/// [`check`], with the Nagle-off baseline of a `bench --nagle` run.
+pub fn check_with_nagle_baseline(
+    runs: &[RunRecord],
+    page: Option<PageFacts>,
+    baseline: Option<&[RunRecord]>,
+) -> Vec<Claim> {
+    let ctx = MicroscapeCtx::from_runs(runs, page);
+    judge(&match baseline {
+        Some(b) => ctx.with_nagle_baseline(b),
+        None => ctx,
+    })
 }
 
 fn pipeline_2x_packets(c: &MicroscapeCtx) -> Measured {
@@ -539,6 +630,94 @@ fn pipelining_needed(c: &MicroscapeCtx) -> Measured {
         ) {
             m.push(1, format!("{net}/{t}"), p / h);
         }
+    }
+    m
+}
+
+/// The Nagle-on cells of these results against the baseline's, as
+/// (label, Nagle-on / Nagle-off seconds), or why there is nothing to read.
+/// `buffered`: the server buffering the sentence is about.
+fn nagle_ratios(
+    c: &MicroscapeCtx,
+    buffered: bool,
+    keep: impl Fn(&Key) -> bool,
+) -> Result<Vec<(String, Interval)>, Measured> {
+    let n = &c.nagle;
+    if !n.on {
+        return Err(Measured::missing(
+            "runs with Nagle's algorithm on (bench --nagle) beside a Nagle-off baseline of the same bench (--baseline): these results have Nagle off",
+        ));
+    }
+    match n.server_buffers {
+        None => {
+            return Err(Measured::not_testable(
+                "whether the server buffered its responses is unknown (a --server-cmd server, or runs of several servers)",
+            ))
+        }
+        Some(b) if b != buffered => {
+            return Err(Measured::not_testable(if buffered {
+                "the server wrote each response as it was ready (nginx, or pagewire --server-flush each-response): the sentence is about servers that buffer pipelined responses"
+            } else {
+                "the server held pipelined responses until no request was left (pagewire's default, Apache): the sentence is about implementations whose buffering changed (bench --server nginx, or --server-flush each-response)"
+            }))
+        }
+        Some(_) => {}
+    }
+    let base = match &n.baseline {
+        None => {
+            return Err(Measured::missing(
+                "the Nagle-off baseline (bench --nagle --baseline RESULTS_JSON, or ../results.json beside these results)",
+            ))
+        }
+        Some(Err(why)) => return Err(Measured::missing(format!("a usable Nagle-off baseline: {why}"))),
+        Some(Ok(b)) => b,
+    };
+    let mut v = Vec::new();
+    for (k, on) in c.cells.iter().filter(|(k, _)| keep(k)) {
+        if let Some(off) = base.get(k) {
+            let (initial, net, st, t) = k;
+            let label = format!(
+                "{net}/{st}/{t}{}",
+                if *initial { " (initial robot)" } else { "" }
+            );
+            v.push((label, on.seconds.interval() / off.seconds.interval()));
+        }
+    }
+    if v.is_empty() {
+        return Err(Measured::missing(
+            "a cell measured both with Nagle on and in the baseline",
+        ));
+    }
+    Ok(v)
+}
+
+fn nagle_dramatic(c: &MicroscapeCtx) -> Measured {
+    let v = match nagle_ratios(c, false, |_| true) {
+        Ok(v) => v,
+        Err(m) => return m,
+    };
+    let all: Vec<Interval> = v.iter().map(|x| x.1).collect();
+    let top = v
+        .iter()
+        .max_by(|a, b| a.1.value.total_cmp(&b.1.value))
+        .map(|x| x.0.clone())
+        .unwrap_or_default();
+    let mut m = Measured::new();
+    m.push_largest(0, format!("largest cell ({top})"), &all);
+    m.push_largest(1, format!("largest cell ({top})"), &all);
+    m
+}
+
+fn nagle_harmless(c: &MicroscapeCtx) -> Measured {
+    let v = match nagle_ratios(c, true, |(initial, _, st, _)| {
+        !initial && matches!(st, Pipeline | PipelineDeflate)
+    }) {
+        Ok(v) => v,
+        Err(m) => return m,
+    };
+    let mut m = Measured::new();
+    for (label, iv) in v {
+        m.push(0, label, iv);
     }
     m
 }

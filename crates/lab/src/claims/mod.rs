@@ -187,7 +187,18 @@ pub fn judge_value(v: &Value, dir: Option<&Path>) -> Result<Judged> {
     match suite {
         Suite::Microscape => {
             let (runs, out, n) = microscape_runs(v)?;
-            Ok(Judged::new(suite, n, out, check(&runs, page_facts(v))))
+            // A `bench --nagle` run: its Nagle-off baseline, for the Nagle
+            // sentences (`--baseline`, or ../results.json beside it).
+            let base = match runs.iter().any(|r| r.ok() && r.nagle_on()) {
+                true => match baseline(v, dir) {
+                    Some(p) => Some(microscape_runs(&read_json(&p)?)?.0),
+                    None => None,
+                },
+                false => None,
+            };
+            let claims =
+                microscape::check_with_nagle_baseline(&runs, page_facts(v), base.as_deref());
+            Ok(Judged::new(suite, n, out, claims))
         }
         Suite::MicroscapeCss => {
             let (css, out, n) = microscape_runs(v)?;
@@ -206,9 +217,10 @@ pub fn judge_value(v: &Value, dir: Option<&Path>) -> Result<Judged> {
     }
 }
 
-/// The original page's results.json for a CSS-page run: the run's own
-/// `--baseline` if that file still exists, else `../results.json` beside
-/// the run's directory (the committed layout).
+/// The original page's results.json for a CSS-page run (the Nagle-off
+/// run for a `--nagle` run): the run's own `--baseline` if that file still
+/// exists, else `../results.json` beside the run's directory (the committed
+/// layout).
 fn baseline(v: &Value, dir: Option<&Path>) -> Option<PathBuf> {
     let cmd: Vec<&str> = v
         .get("provenance")

@@ -128,6 +128,7 @@ pub fn one_run(
     });
     // The run starts before the browser does, so anything it sends at
     // start-up is counted (and found by the audit below).
+    let load_avg = pagewire_provenance::load_avg();
     link.begin_run_with(Some(&pcap), extra)?;
     let visit = match spec.test {
         Test::First => Visit::First,
@@ -238,6 +239,9 @@ pub fn one_run(
         link: link_json.clone(),
         sweep_rtt_ms: None,
         cross_traffic: None,
+        server_nagle: Some(cfg.nagle.server()),
+        server_flush: cfg.server_flush.clone(),
+        load_avg,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         browser,
     })

@@ -208,6 +208,38 @@ impl fmt::Display for Tuning {
     }
 }
 
+/// Where `bench --nagle` leaves Nagle's algorithm on (no TCP_NODELAY):
+/// nowhere (the paper's final tests), in the robot, in the server, or both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NagleSides {
+    #[default]
+    Off,
+    Client,
+    Server,
+    Both,
+}
+
+impl NagleSides {
+    pub fn client(self) -> bool {
+        matches!(self, NagleSides::Client | NagleSides::Both)
+    }
+    pub fn server(self) -> bool {
+        matches!(self, NagleSides::Server | NagleSides::Both)
+    }
+}
+
+impl std::str::FromStr for NagleSides {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "both" => Ok(NagleSides::Both),
+            "client" => Ok(NagleSides::Client),
+            "server" => Ok(NagleSides::Server),
+            _ => Err(format!("expected client, server or both, got {s:?}")),
+        }
+    }
+}
+
 /// The robot settings that shaped a run (so tuned and untuned runs can be
 /// told apart in results.json).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -224,8 +256,10 @@ pub struct RobotConfig {
     /// only used by revalidation runs, recorded for all), or how a
     /// browser run revalidated.
     pub revalidation: Revalidating,
-    /// Nagle's algorithm left on in the robot and the server (paper 001
-    /// "Nagle Interaction"; off otherwise, as the paper's final tests).
+    /// Nagle's algorithm left on in the robot (paper 001 "Nagle
+    /// Interaction"; off otherwise, as the paper's final tests). In records
+    /// without `server_nagle` (before 2026-11-26) it was left on in the
+    /// pagewire server too.
     #[serde(default)]
     pub nagle: bool,
     /// Range mode: first bytes of every image, then the rest
@@ -417,6 +451,20 @@ pub struct RunRecord {
     /// every claim but the latency sentence leave them out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep_rtt_ms: Option<f64>,
+    /// Nagle's algorithm on the server's sockets (`bench --nagle
+    /// server|both`: pagewire without TCP_NODELAY, nginx with `tcp_nodelay
+    /// off`). Absent in records before 2026-11-26, where `robot.nagle` set
+    /// the robot and the pagewire server alike.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_nagle: Option<bool>,
+    /// The pagewire server's flush policy when it is not the default
+    /// `when-idle` (`bench --server-flush each-response`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_flush: Option<String>,
+    /// The machine's load average (/proc/loadavg: 1, 5, 15 minutes) when
+    /// the run began; absent in records before 2026-11-26.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_avg: Option<[f64; 3]>,
     /// Set if the run failed; its numbers are then not used in tables.
     pub error: Option<String>,
     /// A browser run's own numbers (load event, last byte, requests sent,
@@ -438,6 +486,33 @@ impl RunRecord {
     /// tables and every claim but the latency sentence's.
     pub fn is_sweep(&self) -> bool {
         self.sweep_rtt_ms.is_some()
+    }
+
+    /// Nagle's algorithm on the server's side of this run (records before
+    /// `server_nagle` set it with `robot.nagle`).
+    pub fn server_nagle(&self) -> bool {
+        self.server_nagle.unwrap_or(self.robot.nagle)
+    }
+
+    /// Nagle's algorithm on either side.
+    pub fn nagle_on(&self) -> bool {
+        self.robot.nagle || self.server_nagle()
+    }
+
+    /// Whether the server held pipelined responses in a buffer until no
+    /// request was left (paper 001 "Nagle Interaction": "a response buffer
+    /// that it flushes either when full, or when there is no more requests
+    /// coming in"): pagewire with its default flush policy and Apache 2.4
+    /// do, nginx (each response written as it is ready, head and `sendfile`
+    /// body apart) and pagewire with `--server-flush each-response` do not;
+    /// a `--server-cmd` server is unknown.
+    pub fn server_buffers(&self) -> Option<bool> {
+        match self.server.as_str() {
+            "pagewire" => Some(self.server_flush.as_deref() != Some("each-response")),
+            "apache" => Some(true),
+            "nginx" => Some(false),
+            _ => None,
+        }
     }
 }
 

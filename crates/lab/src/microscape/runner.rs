@@ -73,9 +73,12 @@ pub struct BenchConfig {
     /// HTTP/1.0 revalidation style of the tuned runs (default get-head,
     /// as libwww 4.1D).
     pub http10_revalidation: Revalidation,
-    /// Leave Nagle's algorithm on in the robot and in the pagewire server
-    /// (`serve --nagle`).
-    pub nagle: bool,
+    /// Where Nagle's algorithm is left on: the robot (no TCP_NODELAY), the
+    /// server (`serve --nagle`; nginx `tcp_nodelay off`), or both.
+    pub nagle: super::model::NagleSides,
+    /// The pagewire server's flush policy when not the default
+    /// (`serve --flush each-response`).
+    pub server_flush: Option<String>,
     /// How browser strategies revalidate (every object, or Chromium's own
     /// heuristic).
     pub browser_revalidation: super::chromium::BrowserRevalidation,
@@ -110,7 +113,7 @@ fn sha256_hex(b: &[u8]) -> String {
         .collect()
 }
 
-fn nginx_conf(root: &Path, dir: &Path, addr: &str) -> String {
+fn nginx_conf(root: &Path, dir: &Path, addr: &str, nagle: bool) -> String {
     // Generated per network: nginx serves the same files as pagewire.
     // gzip_static serves foo.html.gz to clients that accept gzip; nginx has
     // no way to serve a precompressed *deflate* variant, so the
@@ -134,7 +137,7 @@ fn nginx_conf(root: &Path, dir: &Path, addr: &str) -> String {
          \x20 types {{ text/html html; image/gif gif; text/plain txt; }}\n\
          \x20 default_type application/octet-stream;\n\
          \x20 sendfile on;\n\
-         \x20 tcp_nodelay on;\n\
+         \x20 tcp_nodelay {nodelay};\n\
          \x20 keepalive_requests 10000;\n\
          \x20 keepalive_timeout 60s;\n\
          \x20 gzip_static on;\n\
@@ -148,6 +151,8 @@ fn nginx_conf(root: &Path, dir: &Path, addr: &str) -> String {
         ver = env!("CARGO_PKG_VERSION"),
         dir = dir.display(),
         root = root.display(),
+        // bench --nagle server|both: nginx leaves Nagle's algorithm on.
+        nodelay = if nagle { "off" } else { "on" },
     )
 }
 
@@ -235,8 +240,11 @@ fn start_server(
                 None => c.arg("--root").arg(root),
             };
             c.arg("--addr").arg(&addr);
-            if cfg.nagle {
+            if cfg.nagle.server() {
                 c.arg("--nagle");
+            }
+            if let Some(f) = &cfg.server_flush {
+                c.arg("--flush").arg(f);
             }
             c
         }
@@ -247,7 +255,7 @@ fn start_server(
             fs::create_dir_all(&dir)?;
             let root = std::path::absolute(root)?;
             let conf = dir.join("nginx.conf");
-            fs::write(&conf, nginx_conf(&root, &dir, &addr))?;
+            fs::write(&conf, nginx_conf(&root, &dir, &addr, cfg.nagle.server()))?;
             let mut c = Command::new("nginx");
             c.arg("-c").arg(&conf).arg("-p").arg(&dir);
             c
@@ -335,7 +343,7 @@ fn start_tls_server(
         .arg(format!("{}:{TLS_PORT}", link.server_addr()))
         .arg("--tls")
         .arg(dir);
-    if cfg.nagle {
+    if cfg.nagle.server() {
         c.arg("--nagle");
     }
     c.stdin(Stdio::null()).stdout(log.try_clone()?).stderr(log);
@@ -846,7 +854,7 @@ fn one_run(
     fc.cache_dir = Some(cache);
     fc.revalidate = spec.test == Test::Revalidate;
     fc.request_profile = cfg.request_profile;
-    fc.nodelay = !cfg.nagle;
+    fc.nodelay = !cfg.nagle.client();
     if cfg.replay.is_some() {
         // Every recorded name is the server namespace (Mahimahi's replay).
         fc.connect_to = vec![pagewire_client::ConnectTo {
@@ -882,7 +890,7 @@ fn one_run(
         out_buffer_bytes: fc.out_buffer_bytes,
         request_profile: Requests::Robot(fc.request_profile),
         revalidation: Revalidating::Robot(fc.revalidation),
-        nagle: cfg.nagle,
+        nagle: cfg.nagle.client(),
         range_first: fc.range_first,
     };
     let extra = serde_json::json!({
@@ -900,6 +908,7 @@ fn one_run(
         }
         None => None,
     };
+    let load_avg = pagewire_provenance::load_avg();
     link.begin_run_with(Some(&pcap), extra)?;
     let bulk_start = bulk.as_ref().map(|(_, f)| (f.received(), Instant::now()));
     // Cancelled (None) within crate::interrupt::POLL of a Ctrl-C.
@@ -1019,6 +1028,9 @@ fn one_run(
         har,
         link: link_json.clone(),
         sweep_rtt_ms: spec.sweep_rtt_us.map(|us| f64::from(us) / 1000.0),
+        server_nagle: Some(cfg.nagle.server()),
+        server_flush: cfg.server_flush.clone(),
+        load_avg,
         error,
         browser: None,
         cross_traffic,

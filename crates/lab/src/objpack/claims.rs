@@ -169,6 +169,41 @@ macro_rules! up_to_q {
     };
 }
 
+/// A figure the paper states bare ("reduced 77.4%", "51% of HTTP 1.0"):
+/// read as "about X", the hedge table's X × [0.75, 1.25].
+macro_rules! about_q {
+    ($name:expr, $x:expr, $hedge:expr) => {
+        Quantity {
+            name: $name,
+            band: Band::new($x * 0.75, $x * 1.25, $hedge, BARE),
+        }
+    };
+}
+
+const BARE: &str = "a figure stated bare reads as about X: hedge table, X × [0.75, 1.25]";
+
+/// One quantity per (metric, group), in that order: `method`'s saving over
+/// `base` (`ratio` false) or `method / base` (`ratio` true), paired by set.
+fn per_group(ctx: &Ctx, metrics: &[(Metric, bool)], method: Method, base: Method) -> Measured {
+    let mut m = Measured::new();
+    for (mi, &(metric, ratio)) in metrics.iter().enumerate() {
+        let savings = ctx.savings(metric, method, base);
+        for (gi, &g) in GROUP_MEANS.iter().enumerate() {
+            let g = g >> 10;
+            let label = format!("{} {g} KB {}", ctx.net, metric.label());
+            match savings.iter().find(|s| s.0 == g) {
+                Some((_, s)) => m.push(
+                    mi * GROUP_MEANS.len() + gi,
+                    label,
+                    if ratio { s.one_minus() } else { *s },
+                ),
+                None => m.absent(label),
+            }
+        }
+    }
+    m
+}
+
 /// The paper's findings.
 pub static CLAIMS: &[ClaimSpec<Ctx>] = &[
     ClaimSpec {
@@ -250,6 +285,53 @@ pub static CLAIMS: &[ClaimSpec<Ctx>] = &[
         }],
         kind: ClaimKind::Claim,
         rule: small_files_gain_most,
+    },
+    ClaimSpec {
+        id: "http11-server-time-vs-http10",
+        aliases: &[],
+        paper: "002",
+        section: "Section 4.2 (Table 4, Figure 10)",
+        quote: "It was observed that Object Packaging and HTTP 1.1 Persistent Connection reduced 92.0 and 77.4% of the server response time from HTTP 1.0 when a group of 100 files of 4 KB were used (see Figure 10). The reduction was 75.0 and 62.1% for Object Packaging and HTTP 1.1 Persistent Connection, respectively for 16KB files and they were 55.9 and 47.7%, respectively for 32KB files.",
+        cells: "4, 16 and 32 KB groups on the 100 Mbit/s LAN, HTTP 1.1 Persistent Connection vs HTTP 1.0 (the sentence's Object Packaging half: server-time-vs-http10)",
+        quantities: &[
+            about_q!("saving of HTTP 1.1 over HTTP 1.0 (server response time), 4 KB", 0.774, "reduced 77.4%"),
+            about_q!("saving of HTTP 1.1 over HTTP 1.0 (server response time), 16 KB", 0.621, "reduced 62.1%"),
+            about_q!("saving of HTTP 1.1 over HTTP 1.0 (server response time), 32 KB", 0.477, "reduced 47.7%"),
+        ],
+        kind: ClaimKind::Claim,
+        rule: |c| per_group(c, &[(Metric::ServerTime, false)], Method::Http11, Method::Http10),
+    },
+    ClaimSpec {
+        id: "http11-table7-vs-http10",
+        aliases: &[],
+        paper: "002",
+        section: "Section 4.4 (Table 7)",
+        quote: "HTTP 1.1 Persistent Connection resulted in 51, 92 and 68% of HTTP 1.0 in the accumulated CPU utilization at the server for 4KB, 16KB and 32KB files, respectively. [...] For the accumulated CPU utilization at the client, HTTP 1.1 Persistent Connection resulted in 7, 14 and 18% of HTTP 1.0, while the client response times were 18, 34 and 50% of HTTP 1.0.",
+        cells: "4, 16 and 32 KB groups on the 100 Mbit/s LAN, HTTP 1.1 Persistent Connection / HTTP 1.0 (the server response time: http11-server-time-vs-http10)",
+        quantities: &[
+            about_q!("HTTP 1.1 / HTTP 1.0 server CPU, 4 KB", 0.51, "51% of HTTP 1.0"),
+            about_q!("HTTP 1.1 / HTTP 1.0 server CPU, 16 KB", 0.92, "92% of HTTP 1.0"),
+            about_q!("HTTP 1.1 / HTTP 1.0 server CPU, 32 KB", 0.68, "68% of HTTP 1.0"),
+            about_q!("HTTP 1.1 / HTTP 1.0 client CPU, 4 KB", 0.07, "7% of HTTP 1.0"),
+            about_q!("HTTP 1.1 / HTTP 1.0 client CPU, 16 KB", 0.14, "14% of HTTP 1.0"),
+            about_q!("HTTP 1.1 / HTTP 1.0 client CPU, 32 KB", 0.18, "18% of HTTP 1.0"),
+            about_q!("HTTP 1.1 / HTTP 1.0 client response time, 4 KB", 0.18, "18% of HTTP 1.0"),
+            about_q!("HTTP 1.1 / HTTP 1.0 client response time, 16 KB", 0.34, "34% of HTTP 1.0"),
+            about_q!("HTTP 1.1 / HTTP 1.0 client response time, 32 KB", 0.50, "50% of HTTP 1.0"),
+        ],
+        kind: ClaimKind::Claim,
+        rule: |c| {
+            per_group(
+                c,
+                &[
+                    (Metric::ServerCpu, true),
+                    (Metric::ClientCpu, true),
+                    (Metric::ClientTime, true),
+                ],
+                Method::Http11,
+                Method::Http10,
+            )
+        },
     },
 ];
 
@@ -455,5 +537,69 @@ mod tests {
             (c.verdict, c.reason.starts_with("n < 3")),
             (Verdict::Inconclusive, true)
         );
+    }
+
+    /// HTTP 1.1 against HTTP 1.0 in every metric, as `h11` times HTTP 1.0's
+    /// (server time, server CPU, client CPU, client time), the server time
+    /// at `st` times instead per group, 10 sets, 1% spread.
+    fn h11_ctx(h11: [f64; 4], st: [f64; 3]) -> Ctx {
+        let mut cells = BTreeMap::new();
+        let metrics = [
+            Metric::ServerTime,
+            Metric::ServerCpu,
+            Metric::ClientCpu,
+            Metric::ClientTime,
+        ];
+        for (gi, g) in [4, 16, 32].into_iter().enumerate() {
+            for (i, m) in metrics.into_iter().enumerate() {
+                let r = if i == 0 { st[gi] } else { h11[i] };
+                let e = |mean: f64| Estimate {
+                    mean,
+                    sd: mean * 0.01,
+                    n: 10,
+                };
+                cells.insert((m, g, Method::Http10), e(100.0));
+                cells.insert((m, g, Method::Http11), e(100.0 * r));
+            }
+        }
+        Ctx {
+            net: "lan100".into(),
+            cells,
+            per_set: BTreeMap::new(),
+        }
+    }
+
+    fn by_id(id: &str, c: &Ctx) -> Claim {
+        let spec = CLAIMS.iter().find(|s| s.id == id).unwrap();
+        crate::claims::spec::decide(spec, (spec.rule)(c))
+    }
+
+    /// "HTTP 1.1 Persistent Connection reduced 77.4 ... 62.1 ... 47.7% of
+    /// the server response time from HTTP 1.0": each group's saving in
+    /// X × [0.75, 1.25]. Savings of 75, 60 and 50% fit; ours (about 30, 20
+    /// and 10%) do not; one 70% saving everywhere is too much at 32 KB.
+    #[test]
+    fn http11_server_time_vs_http10_by_the_rule_text() {
+        let id = "http11-server-time-vs-http10";
+        let c = |st| by_id(id, &h11_ctx([1.0; 4], st)).verdict;
+        assert_eq!(c([0.25, 0.4, 0.5]), Verdict::Confirmed);
+        assert_eq!(c([0.7, 0.8, 0.9]), Verdict::Contradicted);
+        assert_eq!(c([0.3, 0.3, 0.3]), Verdict::Contradicted);
+    }
+
+    /// Table 7's HTTP 1.1 / HTTP 1.0 ratios: 0.6 of the server's CPU fits
+    /// 51% and 68% but not 92%: contradicted; a client CPU at 66% of HTTP
+    /// 1.0's (ours) is far from 7-18%.
+    #[test]
+    fn http11_table7_by_the_rule_text() {
+        let id = "http11-table7-vs-http10";
+        let c = by_id(id, &h11_ctx([0.3, 0.6, 0.66, 0.3], [0.3; 3]));
+        assert_eq!(c.verdict, Verdict::Contradicted, "{}", c.reason);
+        // Two sets: n < 3 decides nothing.
+        let mut c2 = h11_ctx([0.3, 0.6, 0.12, 0.3], [0.3; 3]);
+        for e in c2.cells.values_mut() {
+            e.n = 2;
+        }
+        assert_eq!(by_id(id, &c2).verdict, Verdict::Inconclusive);
     }
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use pagewire_emu::LinkConfig;
 use pagewire_lab::claims::PageFacts;
+use pagewire_lab::microscape::model::NagleSides;
 use pagewire_lab::microscape::plan::{Plan, Reps};
 use pagewire_lab::microscape::report::Results;
 use pagewire_lab::microscape::runner::{self, BenchConfig, ServerKind};
@@ -176,6 +177,11 @@ pub struct MicroscapeArgs {
     /// concurrently, see --ppp-parallel).
     #[arg(long)]
     reps: Option<u32>,
+    /// Repetitions on the LAN only (overrides --reps there): LAN times of
+    /// 60-200 ms vary with the machine's load, so their intervals need more
+    /// repetitions than the link-bound WAN and PPP cells.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100))]
+    lan_reps: Option<u32>,
     /// PPP repetitions run at once, each on its own link and server
     /// (1 = one after another). PPP runs are rate-bound, not CPU-bound.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=8))]
@@ -213,11 +219,21 @@ pub struct MicroscapeArgs {
     /// flush, GET + HEAD revalidation), made on the LAN by default.
     #[arg(long)]
     no_initial: bool,
-    /// Leave Nagle's algorithm on in the robot and the pagewire server
-    /// (`serve --nagle`; paper 001 turned it off in both and looked at the
-    /// difference).
-    #[arg(long)]
-    nagle: bool,
+    /// Leave Nagle's algorithm on (no TCP_NODELAY) in the robot and the
+    /// server (`--nagle` or `--nagle both`), or on one side only (`client`,
+    /// `server`). The server side: pagewire (`serve --nagle`) or nginx
+    /// (`tcp_nodelay off`); Apache always sets TCP_NODELAY. Paper 001
+    /// turned it off in both and looked at the difference; with
+    /// `--baseline RESULTS_JSON` of the same bench without `--nagle`, the
+    /// Nagle sentences are judged against it.
+    #[arg(long, value_name = "SIDE", num_args = 0..=1, default_missing_value = "both")]
+    nagle: Option<String>,
+    /// Flush policy of the pagewire server: when-idle (hold pipelined
+    /// responses until no request is left, paper 001's buffering; the
+    /// default) or each-response (one write per response, as a server
+    /// without response buffering).
+    #[arg(long, value_name = "POLICY")]
+    server_flush: Option<String>,
     /// Revalidation of browser strategies: validate (every object, with
     /// `Cache-Control: max-age=0`, like the robot) or heuristic (a plain
     /// new visit: Chromium's heuristic freshness decides what is sent).
@@ -557,12 +573,15 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
     if tests.contains(&Test::Revalidate) && !tests.contains(&Test::First) {
         crate::usage_bail!("--tests revalidate needs first as well: revalidation runs on the cache the first-time run filled");
     }
-    let reps = match (a.reps, a.quick) {
+    let mut reps = match (a.reps, a.quick) {
         (Some(0), _) => crate::usage_bail!("--reps must be at least 1"),
         (Some(n), _) => Reps::uniform(n),
         (None, true) => Reps::QUICK,
         (None, false) => Reps::DEFAULT,
     };
+    if let Some(n) = a.lan_reps {
+        reps.lan = n;
+    }
     let server = match (&a.server_cmd, a.server.as_str()) {
         (Some(cmd), _) => ServerKind::Command(cmd.clone()),
         (None, "pagewire") => ServerKind::Pagewire {
@@ -599,12 +618,33 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         .http10_revalidation
         .parse()
         .map_err(|e| super::usage(format!("--http10-revalidation: {e}")))?;
-    if a.nagle && !matches!(server, ServerKind::Pagewire { .. }) {
+    let nagle: NagleSides = match &a.nagle {
+        None => NagleSides::Off,
+        Some(s) => s
+            .parse()
+            .map_err(|e| super::usage(format!("--nagle: {e}")))?,
+    };
+    if nagle.server() && !matches!(server, ServerKind::Pagewire { .. } | ServerKind::Nginx) {
         crate::usage_bail!(
-            "--nagle sets the pagewire server's sockets; it cannot change {}",
+            "--nagle {} sets the pagewire or nginx server's sockets; it cannot change {} \
+             (Apache always sets TCP_NODELAY); use --nagle client",
+            a.nagle.as_deref().unwrap_or("both"),
             server.label()
         );
     }
+    let server_flush = match a.server_flush.as_deref() {
+        None | Some("when-idle") => None,
+        Some("each-response") if matches!(server, ServerKind::Pagewire { .. }) => {
+            Some("each-response".to_string())
+        }
+        Some("each-response") => crate::usage_bail!(
+            "--server-flush sets the pagewire server's flush policy; it cannot change {}",
+            server.label()
+        ),
+        Some(other) => {
+            crate::usage_bail!("--server-flush: expected when-idle or each-response, got {other:?}")
+        }
+    };
     let replay = match &a.replay {
         Some(file) => {
             if !matches!(server, ServerKind::Pagewire { .. }) {
@@ -629,8 +669,14 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         .map_err(|e| super::usage(format!("--browser-revalidation: {e}")))?;
     let baseline = match &a.baseline {
         Some(p) if a.page == Variant::Css => Some(load_runs(p)?),
+        Some(p) if nagle != NagleSides::Off => {
+            // Read now, so a wrong file fails before the runs; the claims
+            // read it again from the command line.
+            load_runs(p)?;
+            None
+        }
         Some(_) => {
-            crate::usage_bail!("--baseline compares a --page css run with an original-page run")
+            crate::usage_bail!("--baseline compares a --page css run with an original-page run, or a --nagle run with the same bench without --nagle")
         }
         None => None,
     };
@@ -686,7 +732,8 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         progress: !a.common.no_progress,
         request_profile,
         http10_revalidation,
-        nagle: a.nagle,
+        nagle,
+        server_flush,
         browser_revalidation,
         replay: replay.clone(),
         page: a.page,
