@@ -13,6 +13,7 @@ pub mod fetch;
 pub mod link;
 pub mod linkopts;
 pub mod load;
+pub mod model;
 pub mod pack;
 pub mod prefetch;
 pub mod record;
