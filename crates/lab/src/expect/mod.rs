@@ -109,15 +109,16 @@ impl Page {
             not_modified_head: nm,
             ref_end: 0,
         };
-        let mut from = 0usize;
-        let images = m
+        // Where each image's reference ends (the page names them relative,
+        // `images/x.gif`); the robot learns them in document order.
+        let mut images: Vec<Object> = m
             .images
             .iter()
             .map(|im| {
                 let (ok, nm) = head(&im.path, im.bytes.len() as u64, "");
-                let at = memchr::memmem::find(&m.html[from..], im.path.as_bytes())
-                    .map_or(from, |i| from + i + im.path.len());
-                from = at;
+                let rel = im.path.trim_start_matches('/');
+                let at = memchr::memmem::find(&m.html, rel.as_bytes())
+                    .map_or(m.html.len(), |i| i + rel.len());
                 Object {
                     path: im.path.clone(),
                     body: im.bytes.len() as u64,
@@ -127,6 +128,7 @@ impl Page {
                 }
             })
             .collect();
+        images.sort_by_key(|o| o.ref_end);
         Page {
             html,
             html_deflated: microscape::zlib_default_size(&m.html) as u64,
