@@ -57,15 +57,25 @@ pub fn network_table_with_model(
     model: Option<&crate::expect::eval::ModelEval>,
 ) -> String {
     let mut s = String::new();
-    let (tj, ta) = (
+    match (
         reference::table_number(Server::Jigsaw, net),
         reference::table_number(Server::Apache, net),
-    );
-    let _ = writeln!(
-        s,
-        "{} — layout of paper 001 Tables {tj} (Jigsaw) and {ta} (Apache)",
-        net.describe()
-    );
+    ) {
+        (Some(tj), Some(ta)) => {
+            let _ = writeln!(
+                s,
+                "{} — layout of paper 001 Tables {tj} (Jigsaw) and {ta} (Apache)",
+                net.describe()
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                s,
+                "{} — layout of paper 001 Tables 4-9, without paper values",
+                net.describe()
+            );
+        }
+    }
     let w = [40usize, 13, 15, 15, 11, 9];
     let span = w[1] + w[2] + w[3] + w[4] + w[5] + 4;
     let _ = writeln!(
@@ -153,7 +163,7 @@ pub fn network_table_with_model(
         }
         // The paper's rows: Tables 10-11's browsers (PPP only) under the
         // first browser row; none for other extra rows.
-        if st.is_browser() && !browsers_shown {
+        if st.is_browser() && !browsers_shown && net.in_paper() {
             browsers_shown = true;
             s.push_str(&paper_browser_rows(net, &w));
         }
@@ -161,13 +171,13 @@ pub fn network_table_with_model(
             continue;
         }
         for server in [Server::Apache, Server::Jigsaw] {
+            // Paper 001 measured its three networks only.
+            let Some(table) = reference::table_number(server, net) else {
+                continue;
+            };
             let mut line = format!(
                 "  {:<w0$}",
-                format!(
-                    "paper {} (T{})",
-                    server.name(),
-                    reference::table_number(server, net)
-                ),
+                format!("paper {} (T{table})", server.name()),
                 w0 = w[0] - 2
             );
             for (i, t) in Test::ALL.iter().enumerate() {
