@@ -16,6 +16,7 @@
 
 pub mod claims;
 pub mod connlen;
+pub mod expect;
 pub mod html;
 pub mod interrupt;
 pub mod loadtime;

@@ -42,6 +42,8 @@ enum Command {
     Bench(Box<cmd::bench::Args>),
     /// Re-judge a results directory of any suite from its run records (the claims table).
     Claims(cmd::claims::Args),
+    /// The expected-time model beside a results directory's measurement (no new runs).
+    Model(cmd::model::Args),
     /// Run the origin server.
     Serve(cmd::serve::Args),
     /// Fetch a page and its embedded objects with a transfer strategy (the robot).
@@ -87,6 +89,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(*a),
         Command::Claims(a) => cmd::claims::run(a),
+        Command::Model(a) => cmd::model::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Fetch(a) => cmd::fetch::run(a),
         Command::Record(a) => cmd::record::run(a),

@@ -42,6 +42,10 @@ pub struct Results {
     #[serde(skip)]
     pub initial: BTreeMap<Key, Summary>,
     pub claims: Vec<Claim>,
+    /// The expected-time model beside every tuned cell (`pagewire model`);
+    /// absent when the page is not the generated Microscape page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::expect::eval::ModelEval>,
     /// The claims with the count of runs left out (`claims` is its list).
     #[serde(skip)]
     pub judged: Judged,
@@ -70,8 +74,15 @@ impl Results {
             summaries,
             initial,
             claims: Vec::new(),
+            model: None,
             judged: Judged::new(Suite::Microscape, 0, 0, Vec::new()),
         };
+        // The model knows the generated Microscape page only (not a
+        // replayed page or section 9's CSS page).
+        let page = crate::expect::Page::microscape(pagewire_site::microscape::DEFAULT_SEED);
+        if r.page.as_ref().map(|p| p.html_bytes) == Some(page.html.body as usize) {
+            r.model = Some(crate::expect::eval::eval_runs(&r.runs, &page, 0.0));
+        }
         r.judged = r.judge();
         r.claims = r.judged.claims.clone();
         r
@@ -458,7 +469,12 @@ impl Report for Results {
             if !self.plan.nets.contains(&net) {
                 continue;
             }
-            s.push_str(&tables::network_table(net, &self.summaries, &label));
+            s.push_str(&tables::network_table_with_model(
+                net,
+                &self.summaries,
+                &label,
+                self.model.as_ref(),
+            ));
             let _ = writeln!(s);
             s.push_str(&super::chromium::render_browser_rows(net, &self.runs));
             for t in Test::ALL {
@@ -503,6 +519,10 @@ impl Report for Results {
                     r.error.as_deref().unwrap_or("?")
                 );
             }
+            let _ = writeln!(s);
+        }
+        if let Some(m) = &self.model {
+            s.push_str(&m.render());
             let _ = writeln!(s);
         }
         let _ = writeln!(s, "{}\n", self.lateness_line());

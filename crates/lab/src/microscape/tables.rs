@@ -44,6 +44,18 @@ pub fn row_strategies(net: Net, summaries: &BTreeMap<Key, Summary>) -> Vec<Strat
 /// it, the paper's from its Bytes + 40·Pa (its %ov is 40·Pa / (Bytes +
 /// 40·Pa) in every cell).
 pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label: &str) -> String {
+    network_table_with_model(net, summaries, server_label, None)
+}
+
+/// [`network_table`] with the expected-time model's rows under each
+/// measured row: predicted Pa, payload, IP bytes and Sec, and the
+/// physical lower bound on Sec ([`crate::expect`]).
+pub fn network_table_with_model(
+    net: Net,
+    summaries: &BTreeMap<Key, Summary>,
+    server_label: &str,
+    model: Option<&crate::expect::eval::ModelEval>,
+) -> String {
     let mut s = String::new();
     match (
         reference::table_number(Server::Jigsaw, net),
@@ -146,6 +158,9 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
             let _ = write!(line, "   req {} B", req.join("/"));
         }
         let _ = writeln!(s, "{}", line.trim_end());
+        if let Some(m) = model {
+            s.push_str(&model_rows(net, st, m, &w));
+        }
         // The paper's rows: Tables 10-11's browsers (PPP only) under the
         // first browser row; none for other extra rows.
         if st.is_browser() && !browsers_shown && net.in_paper() {
@@ -196,6 +211,84 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
         }
     }
     s
+}
+
+/// The model's two rows of one strategy: predicted and the lower bound.
+fn model_rows(
+    net: Net,
+    st: Strategy,
+    m: &crate::expect::eval::ModelEval,
+    w: &[usize; 6],
+) -> String {
+    let cells: Vec<Option<&crate::expect::eval::CellEval>> = Test::ALL
+        .iter()
+        .map(|t| {
+            m.cells
+                .iter()
+                .find(|c| c.net == net && c.strategy == st && c.test == *t)
+        })
+        .collect();
+    if cells.iter().all(Option::is_none) {
+        return String::new();
+    }
+    let span = w[1] + w[2] + w[3] + w[4] + w[5] + 4;
+    let mut pred = format!("  {:<w0$}", "model (last column: Sec error)", w0 = w[0] - 2);
+    let mut bound = format!("  {:<w0$}", "lower bound (line rate + RTTs)", w0 = w[0] - 2);
+    for (i, c) in cells.iter().enumerate() {
+        if i == 1 {
+            pred.push_str(" |");
+            bound.push_str(" |");
+        }
+        match c {
+            Some(c) => {
+                let p = &c.prediction.predicted;
+                let _ = write!(
+                    pred,
+                    " {:>w1$.0} {:>w2$.0} {:>w3$.0} {:>w4$.*} {:>w5$}",
+                    p.packets,
+                    p.payload,
+                    p.bytes,
+                    sec_decimals(net),
+                    p.seconds,
+                    fmt_err(c.error_pct.seconds),
+                    w1 = w[1],
+                    w2 = w[2],
+                    w3 = w[3],
+                    w4 = w[4],
+                    w5 = w[5]
+                );
+                let _ = write!(
+                    bound,
+                    " {:>w1$} {:>w2$} {:>w3$} {:>w4$.*} {:>w5$}",
+                    "",
+                    "",
+                    "",
+                    sec_decimals(net),
+                    c.prediction.lower_bound_s,
+                    "",
+                    w1 = w[1],
+                    w2 = w[2],
+                    w3 = w[3],
+                    w4 = w[4],
+                    w5 = w[5]
+                );
+            }
+            None => {
+                let _ = write!(pred, " {:>span$}", "-");
+                let _ = write!(bound, " {:>span$}", "-");
+            }
+        }
+    }
+    format!("{}\n{}\n", pred.trim_end(), bound.trim_end())
+}
+
+/// A model error in the %ov column's place, marked as an error of Sec.
+fn fmt_err(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:+.0}%")
+    } else {
+        "-".into()
+    }
 }
 
 /// The paper's browser rows (Tables 10-11: Netscape Navigator and Internet

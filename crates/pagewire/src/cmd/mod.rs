@@ -12,6 +12,7 @@ pub mod fetch;
 pub mod link;
 pub mod linkopts;
 pub mod load;
+pub mod model;
 pub mod pack;
 pub mod prefetch;
 pub mod record;

@@ -1,0 +1,85 @@
+//! `pagewire model DIR [--json] [--write] [--server-ms MS]`: the
+//! expected-time model beside a Microscape-suite results directory's
+//! measurement, from its run records alone (no new runs): measured,
+//! predicted and lower bound per cell, where the time goes, and the
+//! model's error (mean absolute percentage error, Spearman's rank
+//! correlation) per network and over the directory.
+//!
+//! With `--write`, the table goes to `model.txt` and the evaluation (with
+//! the command and this build's commit) to `model.json` in the directory;
+//! results.json is left as it was.
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::json;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A Microscape-suite results directory (with results.json), or its
+    /// results.json.
+    pub dir: PathBuf,
+    /// Print the evaluation as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write model.txt and model.json into the directory.
+    #[arg(long)]
+    pub write: bool,
+    /// The server's time per response the model assumes, ms (an input,
+    /// never fitted).
+    #[arg(long, default_value_t = 0.0, value_name = "MS")]
+    pub server_ms: f64,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if !(args.server_ms.is_finite() && args.server_ms >= 0.0) {
+        eprintln!("pagewire model: --server-ms must be a number >= 0");
+        return Ok(ExitCode::from(2));
+    }
+    let eval = match pagewire_lab::expect::eval::eval_dir(&args.dir, args.server_ms / 1e3) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("pagewire model: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let text = eval.render();
+    if args.write {
+        let dir = if args.dir.is_dir() {
+            args.dir.clone()
+        } else {
+            args.dir.parent().map(PathBuf::from).unwrap_or_default()
+        };
+        let prov =
+            pagewire_provenance::Provenance::begin("model", pagewire_provenance::command_line());
+        let doc = json!({
+            "what": "the expected-time model beside this directory's measurement (pagewire model)",
+            "made_by": {
+                "pagewire_version": prov.pagewire_version,
+                "command": prov.command,
+                "git_commit": prov.git_commit,
+                "git_dirty": prov.git_dirty,
+                "date_utc": prov.date_utc,
+            },
+            "evaluation": eval,
+        });
+        write_atomic(&dir.join("model.txt"), text.as_bytes())?;
+        write_atomic(
+            &dir.join("model.json"),
+            (serde_json::to_string_pretty(&doc)? + "\n").as_bytes(),
+        )?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&eval)?);
+    } else {
+        print!("{text}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).with_context(|| format!("write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))?;
+    Ok(())
+}
