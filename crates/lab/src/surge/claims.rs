@@ -41,6 +41,13 @@ pub struct R {
     pub pages_read: f64,
     #[serde(default)]
     pub oom_kills: u64,
+    /// CPU quota of the server's cgroup, cores (the CPU-bound regime).
+    #[serde(default)]
+    pub cpu_quota: Option<f64>,
+    #[serde(default, deserialize_with = "nn")]
+    pub server_cpu_cores: f64,
+    #[serde(default)]
+    pub cpu_throttled: Option<f64>,
     #[serde(default, deserialize_with = "nn")]
     pub cwnd_mean: f64,
     #[serde(default)]
@@ -81,17 +88,26 @@ impl R {
     fn per_get(&self, x: u64) -> f64 {
         x as f64 / self.gets.max(1) as f64
     }
-    /// CPU-bound: under 10% idle and the server used at least a quarter.
+    /// CPU-bound. Under a CPU quota: the server used at least 90% of its
+    /// quota and was throttled in at least half of the quota's periods
+    /// (the quota, not the load, set its pace). Without one: under 10%
+    /// of the machine idle and the server used at least a quarter of it.
     fn cpu_bound(&self) -> bool {
-        self.idle < 10.0 && self.usr + self.kern >= 25.0
+        match (self.cpu_quota, self.cpu_throttled) {
+            (Some(q), Some(t)) => self.server_cpu_cores >= 0.9 * q && t >= 0.5,
+            (Some(_), None) => false,
+            _ => self.idle < 10.0 && self.usr + self.kern >= 25.0,
+        }
     }
 }
 
 impl Ctx {
+    /// The memory configurations (the CPU-limited one is not among them).
     fn memories(&self) -> Vec<(String, u64)> {
         let mut v: Vec<(String, u64)> = self
             .runs
             .iter()
+            .filter(|r| r.cpu_quota.is_none())
             .map(|r| (r.memory.clone(), r.limit_bytes.unwrap_or(u64::MAX)))
             .collect();
         v.sort_by_key(|x| x.1);
@@ -109,7 +125,16 @@ impl Ctx {
             .collect()
     }
     fn max_ues(&self) -> Option<u64> {
-        self.runs.iter().map(|r| r.ues).max()
+        self.runs
+            .iter()
+            .filter(|r| r.cpu_quota.is_none())
+            .map(|r| r.ues)
+            .max()
+    }
+    /// The CPU-limited configuration's label and highest load, if one ran.
+    fn cpu_config(&self) -> Option<(String, u64)> {
+        let rs: Vec<&R> = self.runs.iter().filter(|r| r.cpu_quota.is_some()).collect();
+        Some((rs.first()?.memory.clone(), rs.iter().map(|r| r.ues).max()?))
     }
     fn ues_of(&self, mem: &str) -> Vec<u64> {
         let mut v: Vec<u64> = self
@@ -197,7 +222,11 @@ fn rule_cwnd(c: &Ctx) -> Measured {
 }
 
 fn rule_cpu(c: &Ctx) -> Measured {
-    let (Some(mem), Some(u)) = (c.largest(), c.max_ues()) else {
+    // The CPU-limited configuration when one ran, else the largest memory.
+    let (Some(mem), Some(u)) = c
+        .cpu_config()
+        .map_or((c.largest(), c.max_ues()), |(m, u)| (Some(m), Some(u)))
+    else {
         return Measured::missing("runs");
     };
     let (a, b) = (c.point(&mem, "http10", u), c.point(&mem, "http11", u));
@@ -206,6 +235,16 @@ fn rule_cpu(c: &Ctx) -> Measured {
     }
     if !a.iter().chain(&b).all(|r| r.cpu_bound()) {
         let (ra, rb) = (a[0], b[0]);
+        if let Some(q) = ra.cpu_quota {
+            let t = |r: &R| r.cpu_throttled.unwrap_or(0.0) * 100.0;
+            return Measured::not_testable(format!(
+                "the server's CPU quota was not its bottleneck: at {mem}, {u} UEs the server used {:.4} / {:.4} cores of its {q} and was throttled in {:.0}% / {:.0}% of the quota's periods (HTTP/1.0 / 1.1, first run; needs 90% of the quota and half the periods in every run)",
+                ra.server_cpu_cores,
+                rb.server_cpu_cores,
+                t(ra),
+                t(rb)
+            ));
+        }
         return Measured::not_testable(format!(
             "the server's CPU was not its bottleneck: at {mem}, {u} UEs the machine was {:.0}% / {:.0}% idle and the server used {:.0}% / {:.0}% of it (HTTP/1.0 / 1.1); needs a CPU-bound server (e.g. a cgroup cpu.max quota)",
             ra.idle,
@@ -379,7 +418,7 @@ pub static CLAIMS: &[ClaimSpec<Ctx>] = &[
         paper: "004",
         section: "section 1 (result 2); section 4.2, Figure 3",
         quote: "When the server CPU is the bottleneck resource, there is no significant difference in performance between HTTP/1.0 and HTTP/1.1.",
-        cells: "the largest memory configuration at the highest load, CPU-bound",
+        cells: "the CPU-limited configuration (--cpu) at its highest load, CPU-bound (else the largest memory configuration at the highest load)",
         quantities: &[Quantity {
             name: "GETs/s, HTTP/1.1 / HTTP/1.0",
             band: Band::new(bands::SAME.0, bands::SAME.1, "no significant difference", src::SAME),
@@ -527,6 +566,9 @@ mod tests {
             iowait: 0.0,
             pages_read: 0.0,
             oom_kills: 0,
+            cpu_quota: None,
+            server_cpu_cores: 0.1,
+            cpu_throttled: None,
             cwnd_mean: 10.0,
             cwnd_n: 5,
             error: None,
@@ -574,6 +616,41 @@ mod tests {
             off_calibration: None,
         };
         assert_eq!(v(&on, "p004-cpu").verdict, Verdict::NotTestable);
+        // A CPU quota that bound (90% used, throttled in most periods) decides
+        // the CPU claim on its own configuration; one that did not bind is
+        // not testable.
+        let quota = |mode: &str, gps: f64, used: f64, thr: f64| R {
+            memory: "cpu".into(),
+            cpu_quota: Some(0.01),
+            server_cpu_cores: used,
+            cpu_throttled: Some(thr),
+            ..r(mode, 40, 30_000, gps)
+        };
+        let mut bound = runs.clone();
+        for g in [30.0, 30.5, 29.5] {
+            bound.push(quota("http10", g, 0.0099, 0.9));
+            bound.push(quota("http11", g, 0.0098, 0.9));
+        }
+        let bc = Ctx {
+            runs: bound.clone(),
+            fits: vec![],
+            off_calibration: None,
+        };
+        let cpu = v(&bc, "p004-cpu");
+        assert_eq!(cpu.verdict, Verdict::Confirmed, "{cpu:?}");
+        // The CPU-limited runs are not the unlimited configuration's.
+        assert_eq!(v(&bc, "p004-network").verdict, Verdict::Confirmed);
+        for r in bound.iter_mut().filter(|r| r.cpu_quota.is_some()) {
+            r.cpu_throttled = Some(0.1);
+        }
+        let unbound = Ctx {
+            runs: bound,
+            fits: vec![],
+            off_calibration: None,
+        };
+        let cpu = v(&unbound, "p004-cpu");
+        assert_eq!(cpu.verdict, Verdict::NotTestable);
+        assert!(cpu.reason.contains("quota"), "{}", cpu.reason);
         // Off the paper's calibration: no claim is testable.
         let off = Ctx {
             runs,
