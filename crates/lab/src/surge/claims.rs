@@ -17,13 +17,22 @@ use crate::claims::spec::{
 use crate::claims::{Judged, Suite};
 
 use crate::claims::spec::nan_if_null as nn;
+use pagewire_load::run::Mode;
+
+/// A mode by its results.json name (`http10`, `early-close`, ...).
+fn mode_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+    String::deserialize(d)?
+        .parse()
+        .map_err(serde::de::Error::custom)
+}
 
 /// One run as results.json records it (the fields the rules read).
 #[derive(Clone, Debug, Deserialize)]
 pub struct R {
     pub memory: String,
     pub limit_bytes: Option<u64>,
-    pub mode: String,
+    #[serde(deserialize_with = "mode_name")]
+    pub mode: Mode,
     pub ues: u64,
     pub gets: u64,
     #[serde(deserialize_with = "nn")]
@@ -65,7 +74,8 @@ pub struct Pk {
 #[derive(Clone, Debug, Deserialize)]
 pub struct F {
     pub memory: String,
-    pub mode: String,
+    #[serde(deserialize_with = "mode_name")]
+    pub mode: Mode,
     pub n: u64,
     #[serde(deserialize_with = "nn")]
     pub slope_kb_per_conn: f64,
@@ -148,14 +158,14 @@ impl Ctx {
         v
     }
     /// The successful runs of a point.
-    fn point(&self, mem: &str, mode: &str, ues: u64) -> Vec<&R> {
+    fn point(&self, mem: &str, mode: Mode, ues: u64) -> Vec<&R> {
         self.runs
             .iter()
             .filter(|r| r.memory == mem && r.mode == mode && r.ues == ues && r.ok())
             .collect()
     }
     /// A quantity over the runs of a point (None: no run).
-    fn q(&self, mem: &str, mode: &str, ues: u64, f: impl Fn(&R) -> f64) -> Option<Interval> {
+    fn q(&self, mem: &str, mode: Mode, ues: u64, f: impl Fn(&R) -> f64) -> Option<Interval> {
         let rs = self.point(mem, mode, ues);
         (!rs.is_empty())
             .then(|| Estimate::of(&rs.iter().map(|r| f(r)).collect::<Vec<_>>()).interval())
@@ -163,7 +173,7 @@ impl Ctx {
     /// Disk-bound: a memory-limited point whose server read at least 500
     /// pages a second from disk, 5 times the unlimited point's rate, with no
     /// process killed for memory (an OOM kill is not a disk-bound server).
-    fn disk_bound(&self, mem: &str, mode: &str, ues: u64) -> bool {
+    fn disk_bound(&self, mem: &str, mode: Mode, ues: u64) -> bool {
         let base = self
             .largest()
             .and_then(|b| self.q(&b, mode, ues, |r| r.pages_read));
@@ -177,7 +187,7 @@ impl Ctx {
                 .is_some_and(|p| p.value >= 500.0 && base.is_none_or(|b| p.value >= 5.0 * b.value))
     }
     /// GETs/s in `mem` over GETs/s without a limit, same mode and load.
-    fn retention(&self, mem: &str, mode: &str, u: u64) -> Option<Interval> {
+    fn retention(&self, mem: &str, mode: Mode, u: u64) -> Option<Interval> {
         let base = self.largest()?;
         Some(
             self.q(mem, mode, u, |r| r.gets_per_second)?
@@ -193,7 +203,7 @@ fn rule_network(c: &Ctx) -> Measured {
     };
     for u in c.ues_of(&mem) {
         let f = |r: &R| r.per_get(r.packets.total);
-        match (c.q(&mem, "http11", u, f), c.q(&mem, "http10", u, f)) {
+        match (c.q(&mem, Mode::Http11, u, f), c.q(&mem, Mode::Http10, u, f)) {
             (Some(b), Some(a)) => m.push(0, format!("{mem} {u} UEs"), b / a),
             _ => m.absent(format!("{mem} {u} UEs http10 and http11")),
         }
@@ -207,12 +217,12 @@ fn rule_cwnd(c: &Ctx) -> Measured {
         return Measured::missing("runs");
     };
     for u in c.ues_of(&mem) {
-        let has = |mode| c.point(&mem, mode, u).iter().all(|r| r.cwnd_n > 0);
+        let has = |mode: Mode| c.point(&mem, mode, u).iter().all(|r| r.cwnd_n > 0);
         match (
-            c.q(&mem, "http11", u, |r| r.cwnd_mean),
-            c.q(&mem, "http10", u, |r| r.cwnd_mean),
+            c.q(&mem, Mode::Http11, u, |r| r.cwnd_mean),
+            c.q(&mem, Mode::Http10, u, |r| r.cwnd_mean),
         ) {
-            (Some(b), Some(a)) if has("http10") && has("http11") => {
+            (Some(b), Some(a)) if has(Mode::Http10) && has(Mode::Http11) => {
                 m.push(0, format!("{mem} {u} UEs"), b / a)
             }
             _ => m.absent(format!("{mem} {u} UEs: CWND samples of http10 and http11")),
@@ -229,7 +239,10 @@ fn rule_cpu(c: &Ctx) -> Measured {
     else {
         return Measured::missing("runs");
     };
-    let (a, b) = (c.point(&mem, "http10", u), c.point(&mem, "http11", u));
+    let (a, b) = (
+        c.point(&mem, Mode::Http10, u),
+        c.point(&mem, Mode::Http11, u),
+    );
     if a.is_empty() || b.is_empty() {
         return Measured::missing(format!("{mem} {u} UEs http10 and http11"));
     }
@@ -258,7 +271,7 @@ fn rule_cpu(c: &Ctx) -> Measured {
     m.push(
         0,
         format!("{mem} {u} UEs"),
-        c.q(&mem, "http11", u, g).unwrap() / c.q(&mem, "http10", u, g).unwrap(),
+        c.q(&mem, Mode::Http11, u, g).unwrap() / c.q(&mem, Mode::Http10, u, g).unwrap(),
     );
     m
 }
@@ -270,24 +283,24 @@ fn rule_disk(c: &Ctx) -> Measured {
     let Some(mem) = c.limited().into_iter().next() else {
         return Measured::not_testable("no memory-limited configuration ran (--memory), so the disk never became the bottleneck");
     };
-    if c.point(&mem, "http10", u).is_empty() || c.point(&mem, "http11", u).is_empty() {
+    if c.point(&mem, Mode::Http10, u).is_empty() || c.point(&mem, Mode::Http11, u).is_empty() {
         return Measured::missing(format!("{mem} {u} UEs http10 and http11"));
     }
-    if !(c.disk_bound(&mem, "http10", u) && c.disk_bound(&mem, "http11", u)) {
-        let p = |mode| {
+    if !(c.disk_bound(&mem, Mode::Http10, u) && c.disk_bound(&mem, Mode::Http11, u)) {
+        let p = |mode: Mode| {
             c.q(&mem, mode, u, |r| r.pages_read)
                 .map_or(0.0, |x| x.value)
         };
         let k: u64 = c
-            .point(&mem, "http10", u)
+            .point(&mem, Mode::Http10, u)
             .iter()
-            .chain(&c.point(&mem, "http11", u))
+            .chain(&c.point(&mem, Mode::Http11, u))
             .map(|r| r.oom_kills)
             .sum();
         return Measured::not_testable(format!(
             "the disk was not shown to be the bottleneck: at {mem}, {u} UEs the server read {:.0} / {:.0} pages/s (HTTP/1.0 / 1.1; needs 500 and 5x the unlimited point) with {k} OOM kills (a killed server is not a disk-bound one)",
-            p("http10"),
-            p("http11")
+            p(Mode::Http10),
+            p(Mode::Http11)
         ));
     }
     let mut m = Measured::new();
@@ -295,7 +308,7 @@ fn rule_disk(c: &Ctx) -> Measured {
     m.push(
         0,
         format!("{mem} {u} UEs"),
-        c.q(&mem, "http11", u, g).unwrap() / c.q(&mem, "http10", u, g).unwrap(),
+        c.q(&mem, Mode::Http11, u, g).unwrap() / c.q(&mem, Mode::Http10, u, g).unwrap(),
     );
     m
 }
@@ -304,7 +317,7 @@ fn rule_mem_per_conn(c: &Ctx) -> Measured {
     let Some(mem) = c.largest() else {
         return Measured::missing("runs");
     };
-    let f = |mode: &str| c.fits.iter().find(|f| f.memory == mem && f.mode == mode);
+    let f = |mode: Mode| c.fits.iter().find(|f| f.memory == mem && f.mode == mode);
     let iv = |f: &F| Interval {
         value: f.slope_kb_per_conn,
         lo: f.slope_kb_per_conn - 1.96 * f.slope_se_kb,
@@ -312,7 +325,7 @@ fn rule_mem_per_conn(c: &Ctx) -> Measured {
         n: f.n.min(u32::MAX as u64) as u32,
     };
     let mut m = Measured::new();
-    match (f("http10"), f("http11")) {
+    match (f(Mode::Http10), f(Mode::Http11)) {
         (Some(a), Some(b)) => m.push(
             0,
             format!("{mem}: KB per HTTP/1.0 connection / per HTTP/1.1 connection"),
@@ -334,16 +347,16 @@ fn rule_ec_throughput(c: &Ctx) -> Measured {
     }
     for mem in limited {
         match (
-            c.retention(&mem, "early-close", u),
-            c.retention(&mem, "http10", u),
+            c.retention(&mem, Mode::EarlyClose, u),
+            c.retention(&mem, Mode::Http10, u),
         ) {
             (Some(e), Some(a)) => m.push(0, format!("{mem} {u} UEs"), e / a),
             _ => m.absent(format!("{mem} {u} UEs early-close and http10")),
         }
-        if c.disk_bound(&mem, "http11", u) || c.disk_bound(&mem, "early-close", u) {
+        if c.disk_bound(&mem, Mode::Http11, u) || c.disk_bound(&mem, Mode::EarlyClose, u) {
             if let (Some(e), Some(b)) = (
-                c.retention(&mem, "early-close", u),
-                c.retention(&mem, "http11", u),
+                c.retention(&mem, Mode::EarlyClose, u),
+                c.retention(&mem, Mode::Http11, u),
             ) {
                 m.push(1, format!("{mem} (disk-bound) {u} UEs"), e / b);
             }
@@ -362,11 +375,11 @@ fn rule_ec_packets(c: &Ctx) -> Measured {
         let cn = |r: &R| r.per_get(r.packets.connections);
         let label = format!("{mem} {u} UEs");
         match (
-            c.q(&mem, "early-close", u, pk),
-            c.q(&mem, "pipeline", u, pk),
-            c.q(&mem, "early-close", u, cn),
-            c.q(&mem, "pipeline", u, cn),
-            c.q(&mem, "http10", u, cn),
+            c.q(&mem, Mode::EarlyClose, u, pk),
+            c.q(&mem, Mode::Pipeline, u, pk),
+            c.q(&mem, Mode::EarlyClose, u, cn),
+            c.q(&mem, Mode::Pipeline, u, cn),
+            c.q(&mem, Mode::Http10, u, cn),
         ) {
             (Some(ep), Some(pp), Some(ec), Some(pc), Some(hc)) => {
                 m.push(0, label.clone(), (ep / pp).minus_one());
@@ -552,7 +565,7 @@ mod tests {
         R {
             memory: "none".into(),
             limit_bytes: None,
-            mode: mode.into(),
+            mode: mode.parse().unwrap(),
             ues,
             gets: 1000,
             gets_per_second: gps,
