@@ -295,8 +295,14 @@ impl Cgroup {
             }
             Flavor::V1 => {
                 let c = self.dir("cpuacct");
-                r.user_ns = num(c, "cpuacct.usage_user");
-                r.system_ns = num(c, "cpuacct.usage_sys");
+                // `usage_user` / `usage_sys` split the time by which mode a
+                // tick found the task in, and overstate a task that runs in
+                // bursts shorter than a tick (a throttled server: 3x, read
+                // against `cpuacct.usage`); `usage` is the scheduler's exact
+                // total, so the split is scaled to it.
+                let (user, sys) = (num(c, "cpuacct.usage_user"), num(c, "cpuacct.usage_sys"));
+                let total = num(c, "cpuacct.usage");
+                (r.user_ns, r.system_ns) = split_exact(user, sys, total);
                 for (k, v) in stat(self.dir("cpu").or(c), "cpu.stat") {
                     match k.as_str() {
                         "nr_periods" => r.cpu_periods = v,
@@ -339,6 +345,17 @@ impl Cgroup {
         }
         r
     }
+}
+
+/// `user` and `sys` scaled so they sum to `total` (as they were when
+/// either is 0 or there is no total).
+fn split_exact(user: u64, sys: u64, total: u64) -> (u64, u64) {
+    let ticks = user + sys;
+    if ticks == 0 || total == 0 {
+        return (user, sys);
+    }
+    let u = (user as u128 * total as u128 / ticks as u128) as u64;
+    (u, total - u)
 }
 
 impl Cgroup {
@@ -404,6 +421,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn tick_split_scaled_to_the_exact_total() {
+        assert_eq!(split_exact(92, 216, 100), (29, 71));
+        assert_eq!(split_exact(0, 0, 100), (0, 0));
+        assert_eq!(split_exact(5, 5, 0), (5, 5));
+        let (u, s) = split_exact(987_877_372, 2_679_421_291, 1_516_816_036);
+        assert_eq!(u + s, 1_516_816_036);
+    }
+
+    #[test]
     fn cpu_quotas() {
         assert_eq!(cpu_quota_us(0.25), Ok((100_000, 25_000)));
         assert_eq!(cpu_quota_us(0.01), Ok((100_000, 1000)));
@@ -448,6 +474,7 @@ mod tests {
         // One second at a hundredth of a core: well under a tenth of the
         // second a busy loop takes unthrottled (the loop ran at least 0.9 s).
         assert!(cpu_ns < 100_000_000, "used {cpu_ns} ns");
+        assert!(cpu_ns > 0, "the loop's CPU time is counted");
     }
 
     fn nix_is_root() -> bool {
