@@ -4,7 +4,8 @@
 Usage: hold_idle.py HOST PORT PATH N PID[,PID...]
 
 Opens N connections, sends one GET on each and reads its response (so every
-connection has completed a request and sits idle in keep-alive), then reads
+connection has completed a request and sits idle in keep-alive), waits 3 s,
+then reads
 the resident set size (VmRSS, /proc/PID/status) of the server's processes
 before and after, and prints one line:
     conns=N rss_before_kb=A rss_after_kb=B per_conn_bytes=C
@@ -76,7 +77,10 @@ def main():
                         del pending[s]
                         continue
                 pending[s] = buf
-    time.sleep(1.0)
+    # Settle: 3 s, so that a server that changes how it holds a connection
+    # after some idle time (pagewire parks one idle for 1 s) is measured in
+    # its idle state; every server gets the same wait.
+    time.sleep(3.0)
     after = rss_kb(pids)
     per_conn = (after - before) * 1024 / n
     print(f"conns={n} rss_before_kb={before} rss_after_kb={after} per_conn_bytes={per_conn:.0f}")

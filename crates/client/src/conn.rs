@@ -1,6 +1,6 @@
 //! One TCP connection of the robot: when request bytes move (output buffer
 //! and flush policy), reading and framing responses in order, and what to do
-//! when the server closes early. The meaning of the bytes is `session.rs`'s.
+//! when the server closes early. The meaning of the bytes is `session`'s.
 //!
 //! Reads and writes are both non-blocking on one task, so a pipelining
 //! client never stops reading while it has requests to write (a server
@@ -146,6 +146,26 @@ pub fn busy_after(
     t
 }
 
+/// The TCP connection to the server, within the connect timeout.
+async fn connect(sess: &Session) -> Result<TcpStream, FetchError> {
+    let addr = sess.addr;
+    let connect = tokio::time::timeout(sess.cfg.timeouts.connect, TcpStream::connect(addr));
+    match connect.await {
+        Ok(Ok(s)) => Ok(s),
+        Ok(Err(e)) => Err(FetchError::Connect {
+            addr: addr.to_string(),
+            reason: e.to_string(),
+        }),
+        Err(_) => Err(FetchError::Connect {
+            addr: addr.to_string(),
+            reason: format!(
+                "no answer within {:.1} s (connect timeout)",
+                sess.cfg.timeouts.connect.as_secs_f64()
+            ),
+        }),
+    }
+}
+
 /// Opens a connection and runs requests from `queue` on it until they are
 /// all answered or the server closes.
 pub async fn drive(
@@ -154,27 +174,8 @@ pub async fn drive(
     plan: Plan,
     sink: &Sink,
 ) -> Result<End, FetchError> {
-    let addr = sess.addr;
     let connect_started = Instant::now();
-    let connect = tokio::time::timeout(sess.cfg.timeouts.connect, TcpStream::connect(addr));
-    let stream = match connect.await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => {
-            return Err(FetchError::Connect {
-                addr: addr.to_string(),
-                reason: e.to_string(),
-            })
-        }
-        Err(_) => {
-            return Err(FetchError::Connect {
-                addr: addr.to_string(),
-                reason: format!(
-                    "no answer within {:.1} s (connect timeout)",
-                    sess.cfg.timeouts.connect.as_secs_f64()
-                ),
-            })
-        }
-    };
+    let stream = connect(sess).await?;
     if sess.cfg.nodelay {
         // Paper 001 "Nagle Interaction": the robot does its own buffering.
         let _ = stream.set_nodelay(true);

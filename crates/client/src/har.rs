@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::report::{rfc3339, ConnectionRecord, FetchReport};
+use crate::report::{rfc3339, ConnectionRecord, FetchReport, ObjectRecord};
 
 fn headers(list: &[(String, String)]) -> Value {
     Value::Array(
@@ -100,11 +100,9 @@ fn timings(o: &crate::report::ObjectRecord, setup: Option<&ConnectionRecord>) ->
     )
 }
 
-/// The report as a HAR document.
-pub fn to_har(report: &FetchReport) -> Value {
-    let started = report.started_at;
-    let at = |ms: f64| rfc3339(started + Duration::from_secs_f64(ms.max(0.0) / 1e3));
-    // The first request sent on each connection carries its setup.
+/// The index of the first object requested on each connection: its entry
+/// carries the connection's setup.
+fn first_on_connection(report: &FetchReport) -> std::collections::HashMap<usize, usize> {
     let mut first_on: std::collections::HashMap<usize, usize> = Default::default();
     for (i, o) in report.objects.iter().enumerate() {
         if o.attempts == 0 {
@@ -115,6 +113,91 @@ pub fn to_har(report: &FetchReport) -> Value {
             *e = i;
         }
     }
+    first_on
+}
+
+/// The request's HTTP version and header fields, from its head.
+fn request_fields(o: &ObjectRecord) -> (&str, Vec<(String, String)>) {
+    let mut lines = o.request_head.split("\r\n");
+    let request_line = lines.next().unwrap_or("");
+    let version = match o.http_version {
+        // h2/h3 requests were rendered as HTTP/1.1 for the session.
+        v @ ("HTTP/2" | "HTTP/3") => v,
+        _ => request_line.rsplit(' ').next().unwrap_or("HTTP/1.1"),
+    };
+    let fields = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.to_string(), v.trim().to_string()))
+        .collect();
+    (version, fields)
+}
+
+/// The query string of a URL, as HAR name/value pairs.
+fn query_string(url: &str) -> Vec<Value> {
+    url.split_once('?')
+        .map(|(_, q)| {
+            q.split('&')
+                .map(|kv| {
+                    let (n, v) = kv.split_once('=').unwrap_or((kv, ""));
+                    json!({"name": n, "value": v})
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// One object's HAR entry; `setup` is its connection's, if its request
+/// was the first on it.
+fn entry(o: &ObjectRecord, setup: Option<&ConnectionRecord>, at: impl Fn(f64) -> String) -> Value {
+    let (start, mut timings) = timings(o, setup);
+    let time = timings["time"].take();
+    if let Some(t) = timings.as_object_mut() {
+        t.remove("time");
+    }
+    let (req_version, req_headers) = request_fields(o);
+    json!({
+        "pageref": "page_1",
+        "startedDateTime": at(start),
+        "time": time,
+        "request": {
+            "method": o.method,
+            "url": o.url,
+            "httpVersion": req_version,
+            "cookies": [],
+            "headers": headers(&req_headers),
+            "queryString": query_string(&o.url),
+            "headersSize": o.request_bytes_sent,
+            "bodySize": 0,
+        },
+        "response": {
+            "status": o.status,
+            "statusText": pagewire_h1::reason_phrase(o.status),
+            "httpVersion": o.http_version,
+            "cookies": [],
+            "headers": headers(&o.response_headers),
+            "content": content(o),
+            "redirectURL": "",
+            "headersSize": o.header_bytes_received,
+            "bodySize": o.body_bytes_received,
+        },
+        "cache": {},
+        "timings": timings,
+        "connection": o.connection.to_string(),
+        // Chrome's HAR field: what made the request (here, where discovery
+        // found the reference and by which rule).
+        "_initiator": match (&o.found_in, o.found_by) {
+            (Some(url), Some(rule)) => json!({"type": "parser", "url": url, "rule": rule}),
+            _ => json!({"type": "other"}),
+        },
+        "comment": format!("{:?}, attempt {}", o.outcome, o.attempts),
+    })
+}
+
+/// The report as a HAR document.
+pub fn to_har(report: &FetchReport) -> Value {
+    let started = report.started_at;
+    let at = |ms: f64| rfc3339(started + Duration::from_secs_f64(ms.max(0.0) / 1e3));
+    let first_on = first_on_connection(report);
     let entries: Vec<Value> = report
         .objects
         .iter()
@@ -123,70 +206,7 @@ pub fn to_har(report: &FetchReport) -> Value {
             let setup = (first_on.get(&o.connection) == Some(&i))
                 .then(|| report.connections.get(o.connection))
                 .flatten();
-            let (start, mut timings) = timings(o, setup);
-            let time = timings["time"].take();
-            if let Some(t) = timings.as_object_mut() {
-                t.remove("time");
-            }
-            let mut lines = o.request_head.split("\r\n");
-            let request_line = lines.next().unwrap_or("");
-            let req_version = match o.http_version {
-                // h2/h3 requests were rendered as HTTP/1.1 for the session.
-                v @ ("HTTP/2" | "HTTP/3") => v,
-                _ => request_line.rsplit(' ').next().unwrap_or("HTTP/1.1"),
-            };
-            let req_headers: Vec<(String, String)> = lines
-                .filter_map(|l| l.split_once(':'))
-                .map(|(n, v)| (n.to_string(), v.trim().to_string()))
-                .collect();
-            let query: Vec<Value> = o
-                .url
-                .split_once('?')
-                .map(|(_, q)| {
-                    q.split('&')
-                        .map(|kv| {
-                            let (n, v) = kv.split_once('=').unwrap_or((kv, ""));
-                            json!({"name": n, "value": v})
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            json!({
-                "pageref": "page_1",
-                "startedDateTime": at(start),
-                "time": time,
-                "request": {
-                    "method": o.method,
-                    "url": o.url,
-                    "httpVersion": req_version,
-                    "cookies": [],
-                    "headers": headers(&req_headers),
-                    "queryString": query,
-                    "headersSize": o.request_bytes_sent,
-                    "bodySize": 0,
-                },
-                "response": {
-                    "status": o.status,
-                    "statusText": pagewire_h1::reason_phrase(o.status),
-                    "httpVersion": o.http_version,
-                    "cookies": [],
-                    "headers": headers(&o.response_headers),
-                    "content": content(o),
-                    "redirectURL": "",
-                    "headersSize": o.header_bytes_received,
-                    "bodySize": o.body_bytes_received,
-                },
-                "cache": {},
-                "timings": timings,
-                "connection": o.connection.to_string(),
-                // Chrome's HAR field: what made the request (here, where
-                // discovery found the reference and by which rule).
-                "_initiator": match (&o.found_in, o.found_by) {
-                    (Some(url), Some(rule)) => json!({"type": "parser", "url": url, "rule": rule}),
-                    _ => json!({"type": "other"}),
-                },
-                "comment": format!("{:?}, attempt {}", o.outcome, o.attempts),
-            })
+            entry(o, setup, at)
         })
         .collect();
     json!({

@@ -10,7 +10,9 @@
 //! ```
 //!
 //! Layout: `config` (what to do), `session` (what bytes mean: objects,
-//! requests, responses, discovery, counters), `conn` (when bytes move: one
+//! requests, responses, discovery, counters; a module per part of the
+//! exchange and per strategy behaviour, no socket, no clock, the cache
+//! entries to write handed back at the end), `conn` (when bytes move: one
 //! connection, output buffer, early-close recovery), `outbuf` (the flush
 //! policy), `multiplex` (the `h2` and `h3` strategies: one TLS or QUIC
 //! connection, a stream per object), `cache`, `inflate`, `report` (+ `har`,
@@ -176,7 +178,17 @@ async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
         Ok(r) => r?,
         Err(_) => return Err(FetchError::TotalTimeout(total, sess.waiting_for())),
     }
-    Ok(sess.finish())
+    let (mut report, writes) = sess.finish();
+    if let Some(cache) = &sess.cache {
+        // After the network work, so disk time never delays a request.
+        for w in writes {
+            if let Err(e) = w.apply(cache) {
+                report.warnings.push(e.to_string());
+            }
+        }
+        report.cache_bytes_written = cache.bytes_written();
+    }
+    Ok(report)
 }
 
 /// `fetch` on a current-thread runtime built for the call: usable from a

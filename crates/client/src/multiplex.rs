@@ -442,7 +442,23 @@ impl Streams for H3 {
         let received = AtomicU64::new(0);
         let exchange = async {
             stream.finish().await.map_err(|e| err(e.into()))?;
-            let resp = stream.recv_response().await.map_err(|e| err(e.into()))?;
+            // Interim (1xx) heads before the final one are skipped, as many
+            // as HTTP/1.x allows: a flood of them is not progress.
+            let mut interim = 0u32;
+            let resp = loop {
+                let resp = stream.recv_response().await.map_err(|e| err(e.into()))?;
+                if !resp.status().is_informational() {
+                    break resp;
+                }
+                interim += 1;
+                if interim > crate::conn::MAX_INTERIM_RESPONSES {
+                    return Err(err(format!(
+                        "more than {} interim (1xx) responses",
+                        crate::conn::MAX_INTERIM_RESPONSES
+                    )
+                    .into()));
+                }
+            };
             progress.touch();
             let (parts, ()) = resp.into_parts();
             let head = to_head(&parts, &sess.method_of(id), &url)?;
@@ -456,6 +472,22 @@ impl Streams for H3 {
                 sess.read(conn, data.len(), Instant::now());
                 let new = sess.on_body(id, &data, Instant::now())?;
                 send_all(&tx, new);
+            }
+            // The h3 crate does not hold DATA to Content-Length (RFC 9114
+            // section 4.1.2: a mismatch is malformed): a body cut short, by
+            // the stream's end or a reset read as its end, is an error,
+            // not a smaller object.
+            let got = received.load(Ordering::Relaxed);
+            let want = match head.body_framing() {
+                pagewire_h1::BodyFraming::Length(n) => Some(n),
+                pagewire_h1::BodyFraming::Empty => Some(0),
+                _ => None,
+            };
+            if let Some(n) = want.filter(|n| *n != got) {
+                return Err(err(format!(
+                    "the body ended after {got} of its {n} bytes (Content-Length)"
+                )
+                .into()));
             }
             Ok(())
         };

@@ -166,6 +166,48 @@ pub struct ObjectRecord {
     pub found_by: Option<&'static str>,
 }
 
+impl ObjectRecord {
+    /// The one constructor of a record: the object, the method of its last
+    /// request, the status and the outcome; sizes, validators and times
+    /// zero or none until the caller sets them (struct update syntax).
+    pub fn new(
+        url: String,
+        kind: ObjectKind,
+        method: RequestMethod,
+        status: u16,
+        outcome: Outcome,
+    ) -> ObjectRecord {
+        ObjectRecord {
+            url,
+            kind,
+            method,
+            status,
+            outcome,
+            size: 0,
+            sha256: String::new(),
+            body_bytes_received: 0,
+            header_bytes_received: 0,
+            request_bytes_sent: 0,
+            content_type: None,
+            content_encoding: None,
+            etag: None,
+            last_modified: None,
+            connection: 0,
+            attempts: 0,
+            requested_ms: 0.0,
+            first_byte_ms: 0.0,
+            done_ms: 0.0,
+            sent_ms: None,
+            request_head: String::new(),
+            response_headers: Vec::new(),
+            http_version: "",
+            body: None,
+            found_in: None,
+            found_by: None,
+        }
+    }
+}
+
 /// A reference to another origin (scheme, host or port): counted and named,
 /// not fetched.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -413,6 +455,14 @@ impl FetchReport {
                 String::new()
             }
         );
+        self.summary_notes(&mut s);
+        s
+    }
+
+    /// The summary's lines about what was not plain: references skipped or
+    /// not fetched, prefetches, other origins, redirects, failures,
+    /// warnings.
+    fn summary_notes(&self, s: &mut String) {
         if !self.skipped_other_server.is_empty() {
             let mut origins: BTreeMap<&str, usize> = BTreeMap::new();
             for c in &self.cross_origin {
@@ -480,7 +530,6 @@ impl FetchReport {
         for w in &self.warnings {
             let _ = writeln!(s, "  warning: {w}");
         }
-        s
     }
 }
 

@@ -231,3 +231,71 @@ async fn a_silent_http2_server_hits_the_read_timeout() {
         .unwrap();
     assert_eq!(held, 1);
 }
+
+/// The robot's request heads for `h2` and `h3` on the Microscape page, a
+/// first visit and a revalidation on the same cache, compared with
+/// `data/request_heads_multiplexed.txt` (the HTTP/1.x strategies' streams
+/// are checked byte for byte by `request_streams.rs`). These are the heads
+/// the session builds, before they become HTTP/2 or HTTP/3 header blocks;
+/// sorted, since the streams run concurrently. The port is normalised to
+/// `PORT` and the robot's version to `VERSION`; file times are fixed so the
+/// validators are the same on every run. `PAGEWIRE_BLESS=1` rewrites the
+/// file.
+#[test]
+fn request_heads_are_the_recorded_ones() {
+    let site = make_site();
+    let fixed = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(852_076_800);
+    for path in site.files.keys() {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(site.root().join(path.trim_start_matches('/')))
+            .unwrap();
+        f.set_modified(fixed).unwrap();
+    }
+    let server = TlsServer::start(&site);
+    let port = format!(":{}", server.addr.port());
+    let version = concat!("pagewire/", env!("CARGO_PKG_VERSION"));
+    let mut text = String::new();
+    for strategy in [Strategy::H2, Strategy::H3] {
+        let cache = tempfile::tempdir().unwrap();
+        for (visit, revalidate) in [("first visit", false), ("revalidation", true)] {
+            let mut cfg = config(&server, strategy, Some(cache.path()));
+            cfg.revalidate = revalidate;
+            let r = fetch_blocking(cfg).unwrap_or_else(|e| panic!("{strategy} {visit}: {e}"));
+            assert_eq!(r.objects.len(), 43, "{strategy} {visit}");
+            let mut heads: Vec<String> = r
+                .objects
+                .iter()
+                .map(|o| {
+                    o.request_head
+                        .replace(&port, ":PORT")
+                        .replace(version, "pagewire/VERSION")
+                })
+                .collect();
+            heads.sort();
+            text.push_str(&format!(
+                "=== {strategy} {visit}: {} requests, sorted:\n",
+                heads.len()
+            ));
+            for h in heads {
+                text.push_str(&h);
+            }
+        }
+    }
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/request_heads_multiplexed.txt");
+    if std::env::var_os("PAGEWIRE_BLESS").is_some() {
+        std::fs::write(&golden, &text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&golden)
+        .unwrap_or_else(|e| panic!("{}: {e} (write it with PAGEWIRE_BLESS=1)", golden.display()));
+    if text != want {
+        let got = std::env::temp_dir().join("pagewire-request_heads_multiplexed.got.txt");
+        let _ = std::fs::write(&got, &text);
+        panic!(
+            "the robot's h2/h3 requests changed (this run's are in {})",
+            got.display()
+        );
+    }
+}

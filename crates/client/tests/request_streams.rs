@@ -1,7 +1,10 @@
 //! The robot's requests, byte for byte, on the Microscape page: every
 //! HTTP/1.x strategy, a first visit (empty cache) and a revalidation (the
 //! same cache), recorded by a loopback proxy between the robot and
-//! pagewire's server and compared with `data/request_streams.txt`. A
+//! pagewire's server and compared with `data/request_streams.txt`; the
+//! options that change requests (request profile, revalidation style,
+//! range mode, a page with a stylesheet and a script) likewise with
+//! `data/request_streams_options.txt` (h2 and h3: `multiplex.rs`). A
 //! refactoring of the robot's session must leave this file unchanged; a
 //! deliberate change of what the robot sends rewrites it with
 //! `PAGEWIRE_BLESS=1 cargo test -p pagewire-client --test request_streams`
@@ -24,11 +27,12 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
-use common::{make_site, pw_config, PwServer};
-use pagewire_client::{fetch_blocking, FetchConfig, Strategy};
+use common::{make_site, pw_config, PwServer, EXTRA_PAGE};
+use pagewire_client::{fetch_blocking, FetchConfig, RequestProfile, Revalidation, Strategy};
 
 const PAGE: &str = "/index.html";
 const GOLDEN: &str = "tests/data/request_streams.txt";
+const GOLDEN_OPTIONS: &str = "tests/data/request_streams_options.txt";
 
 /// One connection's bytes from the client, as they arrive.
 type Record = Arc<Mutex<Vec<u8>>>;
@@ -200,11 +204,11 @@ fn render(streams: &[Vec<u8>], port: u16) -> String {
     out
 }
 
-#[test]
-fn requests_are_the_recorded_ones_for_every_strategy() {
+/// The site with fixed file times (Last-Modified, and so
+/// If-Modified-Since, are the same on every run), served by pagewire behind
+/// a recording proxy.
+fn serve_recorded() -> (common::SiteDir, PwServer, Recorder) {
     let site = make_site();
-    // Fixed times: Last-Modified, and so If-Modified-Since, are the same on
-    // every run.
     let fixed = SystemTime::UNIX_EPOCH + Duration::from_secs(852_076_800); // 1997-01-01
     for path in site.files.keys() {
         let f = std::fs::File::options()
@@ -215,35 +219,61 @@ fn requests_are_the_recorded_ones_for_every_strategy() {
     }
     let server = PwServer::start(site.root(), pw_config());
     let proxy = Recorder::start(server.addr);
-    let url = format!("http://{}{PAGE}", proxy.addr);
-    let strategies = Strategy::ALL.iter().filter(|s| !s.multiplexed());
+    (site, server, proxy)
+}
+
+/// One recorded case: a page, a strategy, and what differs from the
+/// defaults.
+struct Case {
+    name: &'static str,
+    page: &'static str,
+    strategy: Strategy,
+    min_objects: usize,
+    setup: fn(&mut FetchConfig),
+}
+
+/// Each case's first visit and revalidation (on the same cache), as text.
+fn record(proxy: &Recorder, cases: &[Case]) -> String {
     let mut text = String::new();
-    for &strategy in strategies {
+    for case in cases {
         let cache = tempfile::tempdir().unwrap();
         for (visit, revalidate) in [("first visit", false), ("revalidation", true)] {
-            let mut cfg = FetchConfig::new(&url, strategy);
+            let url = format!("http://{}{}", proxy.addr, case.page);
+            let mut cfg = FetchConfig::new(&url, case.strategy);
             cfg.cache_dir = Some(cache.path().to_path_buf());
             cfg.revalidate = revalidate;
-            let r = fetch_blocking(cfg).unwrap_or_else(|e| panic!("{strategy} {visit}: {e}"));
+            (case.setup)(&mut cfg);
+            let name = case.name;
+            let r = fetch_blocking(cfg).unwrap_or_else(|e| panic!("{name} {visit}: {e}"));
             assert!(
-                r.objects.len() >= 43,
-                "{strategy} {visit}: {} objects",
+                r.objects.len() >= case.min_objects,
+                "{name} {visit}: {} objects",
                 r.objects.len()
             );
-            text.push_str(&format!("=== {strategy} {visit}: "));
+            text.push_str(&format!("=== {name} {visit}: "));
             text.push_str(&render(&proxy.take(), proxy.addr.port()));
         }
     }
-    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(GOLDEN);
+    text
+}
+
+/// Compares `text` with the golden file (or writes it with
+/// `PAGEWIRE_BLESS`).
+fn check_golden(file: &str, text: &str) {
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
     if std::env::var_os("PAGEWIRE_BLESS").is_some() {
-        std::fs::write(&golden, &text).unwrap();
+        std::fs::write(&golden, text).unwrap();
         return;
     }
     let want = std::fs::read_to_string(&golden)
         .unwrap_or_else(|e| panic!("{}: {e} (write it with PAGEWIRE_BLESS=1)", golden.display()));
     if text != want {
-        let got = std::env::temp_dir().join("pagewire-request_streams.got.txt");
-        let _ = std::fs::write(&got, &text);
+        let base = std::path::Path::new(file)
+            .file_stem()
+            .unwrap()
+            .to_string_lossy();
+        let got = std::env::temp_dir().join(format!("pagewire-{base}.got.txt"));
+        let _ = std::fs::write(&got, text);
         let first = text
             .lines()
             .zip(want.lines())
@@ -255,4 +285,103 @@ fn requests_are_the_recorded_ones_for_every_strategy() {
             got.display()
         );
     }
+}
+
+#[test]
+fn requests_are_the_recorded_ones_for_every_strategy() {
+    let (_site, _server, proxy) = serve_recorded();
+    let cases: Vec<Case> = Strategy::ALL
+        .iter()
+        .filter(|s| !s.multiplexed())
+        .map(|&strategy| Case {
+            name: strategy.name(),
+            page: PAGE,
+            strategy,
+            min_objects: 43,
+            setup: |_| {},
+        })
+        .collect();
+    check_golden(GOLDEN, &record(&proxy, &cases));
+}
+
+/// The options that change what the robot asks for: request profile,
+/// revalidation style, range mode ("poor man's multiplexing"), and a page
+/// with a stylesheet, a script and images found in CSS (discovery, and
+/// GETALL's and objpack's parts beyond images).
+#[test]
+fn requests_are_the_recorded_ones_for_each_option() {
+    let (_site, _server, proxy) = serve_recorded();
+    let cases = [
+        Case {
+            name: "pipeline libwww-1997",
+            page: PAGE,
+            strategy: Strategy::Pipeline,
+            min_objects: 43,
+            setup: |c| c.request_profile = RequestProfile::Libwww1997,
+        },
+        Case {
+            name: "http11 get-head",
+            page: PAGE,
+            strategy: Strategy::Http11,
+            min_objects: 43,
+            setup: |c| c.revalidation = Revalidation::GetHead,
+        },
+        Case {
+            name: "pipeline conditional-get-head",
+            page: PAGE,
+            strategy: Strategy::Pipeline,
+            min_objects: 43,
+            setup: |c| c.revalidation = Revalidation::ConditionalGetHead,
+        },
+        Case {
+            name: "http10 conditional",
+            page: PAGE,
+            strategy: Strategy::Http10,
+            min_objects: 43,
+            setup: |c| c.revalidation = Revalidation::Conditional,
+        },
+        Case {
+            name: "pipeline range-first 200",
+            page: PAGE,
+            strategy: Strategy::Pipeline,
+            min_objects: 43,
+            setup: |c| c.range_first = Some(200),
+        },
+        Case {
+            name: "pipeline-deflate range-first 200",
+            page: PAGE,
+            strategy: Strategy::PipelineDeflate,
+            min_objects: 43,
+            setup: |c| c.range_first = Some(200),
+        },
+        Case {
+            name: "http11 extra.html",
+            page: EXTRA_PAGE,
+            strategy: Strategy::Http11,
+            min_objects: 7,
+            setup: |_| {},
+        },
+        Case {
+            name: "pipeline extra.html",
+            page: EXTRA_PAGE,
+            strategy: Strategy::Pipeline,
+            min_objects: 7,
+            setup: |_| {},
+        },
+        Case {
+            name: "getall extra.html",
+            page: EXTRA_PAGE,
+            strategy: Strategy::Getall,
+            min_objects: 7,
+            setup: |_| {},
+        },
+        Case {
+            name: "objpack extra.html",
+            page: EXTRA_PAGE,
+            strategy: Strategy::Objpack,
+            min_objects: 7,
+            setup: |_| {},
+        },
+    ];
+    check_golden(GOLDEN_OPTIONS, &record(&proxy, &cases));
 }

@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod cmd;
 
@@ -79,7 +79,8 @@ enum Command {
 fn main() -> ExitCode {
     // A closed stdout (e.g. `pagewire ... | head`) is not an error: Rust ignores
     // SIGPIPE and reports EPIPE, which the commands treat as "stop printing".
-    let cli = Cli::parse_from(suite_alias(std::env::args_os().collect()));
+    let matches = cli_command().get_matches_from(suite_alias(std::env::args_os().collect()));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Bench(a) => cmd::bench::run(*a),
         Command::Claims(a) => cmd::claims::run(a),
@@ -164,14 +165,36 @@ fn suite_alias(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     args
 }
 
+/// What every command's help ends with when it says nothing more precise.
+const EXIT_STATUS: &str = "Exit status: 0 ok; 1 the run or a check failed; 2 usage error \
+                           (nothing was run); 130 interrupted (what was done is written).";
+
+/// The command line: every command (and subcommand) that does not document
+/// its own exit status gets the common one after its own text, in --help
+/// and the man pages.
+fn cli_command() -> clap::Command {
+    fn with_exit(c: clap::Command) -> clap::Command {
+        let c = c.mut_subcommands(with_exit);
+        if c.get_name() == "help" {
+            return c;
+        }
+        match c.get_after_help().map(|h| h.to_string()) {
+            Some(h) if h.contains("Exit status") => c,
+            Some(h) => c.after_help(format!("{h}\n\n{EXIT_STATUS}")),
+            None => c.after_help(EXIT_STATUS),
+        }
+    }
+    Cli::command().mut_subcommands(with_exit)
+}
+
 fn completions(shell: clap_complete::Shell) -> anyhow::Result<ExitCode> {
-    let mut cmd = Cli::command();
+    let mut cmd = cli_command();
     clap_complete::generate(shell, &mut cmd, "pagewire", &mut std::io::stdout());
     Ok(ExitCode::SUCCESS)
 }
 
 fn man(command: Option<&str>) -> anyhow::Result<ExitCode> {
-    let mut root = Cli::command();
+    let mut root = cli_command();
     root.build();
     let page = match command {
         None => root,

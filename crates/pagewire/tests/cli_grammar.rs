@@ -183,42 +183,137 @@ fn files_are_out_file_and_out_stays_an_alias() {
 }
 
 #[test]
-fn every_link_profile_is_taken_or_answered_with_how() {
+fn a_name_that_is_no_link_profile_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r");
     let out_s = out.to_str().unwrap();
-    // Paper 001's suite has values for lan, wan and ppp only: another
-    // profile of `link --net` is a usage error that names the flags
-    // giving the same link over one of them, and nothing is run.
-    for (net, flags) in [
-        ("lan100", "--net lan --rtt 200us --rate 100000000bit"),
-        ("t1", "--net lan --rtt 70000us --rate 1544000bit"),
-        ("none", "--net lan --rate unlimited"),
-        (
-            "lan100+codel",
-            "--net lan --rtt 200us --rate 100000000bit --aqm codel",
-        ),
-    ] {
+    // Every suite that takes --net takes every profile of `link --net`
+    // (`every_link_profile_is_a_network_of_bench` runs one); a name that
+    // is no profile is a usage error naming it, and nothing is made.
+    for suite in [&["bench"][..], &["bench", "objpack"], &["bench", "surge"]] {
+        let o = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+            .args(suite)
+            .args(["--net", "lan10", "--out", out_s])
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{suite:?}: {err}");
+        assert!(err.contains("lan10"), "{suite:?}: {err}");
+        assert!(!out.exists(), "{suite:?}: {err}");
+    }
+    let (_, err) = text(&pagewire(&["bench", "--net", "lan10", "--out", out_s]));
+    assert!(err.contains("lan100, t1 or none"), "{err}");
+    // A queue discipline that does not exist, and one network named twice.
+    for (net, says) in [("lan100+red", "red"), ("lan,lan+codel", "twice")] {
         let o = pagewire(&["bench", "--net", net, "--out", out_s]);
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(2), "{net}: {err}");
-        assert!(err.contains(flags), "{net}: {err}");
+        assert!(err.contains(says), "{net}: {err}");
         assert!(!out.exists(), "{net}: {err}");
-    }
-    // A name that is no profile at all keeps the plain error.
-    let o = pagewire(&["bench", "--net", "lan10", "--out", out_s]);
-    let (_, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("unknown network \"lan10\""), "{err}");
-    // The objpack and surge suites take any profile; a bad one is a usage
-    // error before anything is made.
-    for suite in ["objpack", "surge"] {
-        let o = pagewire(&["bench", suite, "--net", "lan1000", "--out", out_s]);
-        let (_, err) = text(&o);
-        assert_eq!(o.status.code(), Some(2), "{suite}: {err}");
-        assert!(err.contains("lan1000"), "{suite}: {err}");
-        assert!(!out.exists(), "{suite}: {err}");
     }
     let o = pagewire(&["bench", "surge", "--help"]);
     assert!(text(&o).0.contains("any profile of `pagewire link --net`"));
+}
+
+/// `bench --net lan100,none+codel`: profiles paper 001 did not measure run
+/// like its own, with the link as the profile says; their tables have no
+/// paper rows and no claim reads them. Needs root (network namespaces).
+#[test]
+fn every_link_profile_is_a_network_of_bench() {
+    if !pagewire_testreq::require_root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r");
+    let o = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .args([
+            "bench",
+            "--net",
+            "lan100,none+codel",
+            "--strategy",
+            "http10,pipeline",
+            "--tests",
+            "first",
+            "--reps",
+            "1",
+            "--no-initial",
+            "--no-progress",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let (stdout, err) = text(&o);
+    assert!(o.status.success(), "{err}\n{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4, "2 networks x 2 strategies");
+    for (net, profile, rate) in [
+        ("lan100", "lan100", serde_json::json!(100_000_000)),
+        ("none", "none+codel", serde_json::Value::Null),
+    ] {
+        let these: Vec<&serde_json::Value> = runs.iter().filter(|r| r["net"] == net).collect();
+        assert_eq!(these.len(), 2, "{net}: {runs:?}");
+        for r in these {
+            assert!(r["error"].is_null(), "{r}");
+            assert_eq!(r["link"]["profile"], profile, "{r}");
+            if !rate.is_null() {
+                assert_eq!(r["link"]["down_rate"], rate, "{r}");
+            }
+            assert!(r["packets_total"].as_u64().unwrap() > 43, "{r}");
+        }
+    }
+    // No paper rows beside them, and no claim reads them.
+    assert!(stdout.contains("not in paper 001"), "{stdout}");
+    assert!(!stdout.contains("paper Apache (T"), "{stdout}");
+    for c in json["claims"].as_array().unwrap() {
+        assert!(!c.to_string().contains("lan100/"), "{c}");
+    }
+}
+
+/// Every command, and every subcommand, says what its exit status means
+/// (0 ok, 1 the run or a check failed, 2 usage, 130 interrupted).
+#[test]
+fn every_command_documents_its_exit_status() {
+    let commands: &[&[&str]] = &[
+        &[],
+        &["bench"],
+        &["bench", "microscape"],
+        &["bench", "objpack"],
+        &["bench", "conn-length"],
+        &["bench", "getall"],
+        &["bench", "surge"],
+        &["bench", "section9"],
+        &["bench", "prefetch"],
+        &["bench", "list"],
+        &["claims"],
+        &["serve"],
+        &["fetch"],
+        &["record"],
+        &["link"],
+        &["shell"],
+        &["site"],
+        &["prefetch"],
+        &["prefetch", "simulate"],
+        &["load"],
+        &["pack"],
+        &["unpack"],
+        &["completions"],
+        &["man"],
+    ];
+    for c in commands {
+        let mut args = c.to_vec();
+        args.push("--help");
+        let o = pagewire(&args);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{c:?}: {err}");
+        assert!(out.contains("Exit status"), "{c:?}:\n{out}");
+        assert!(
+            out.contains("usage error") && out.contains("130"),
+            "{c:?}:\n{out}"
+        );
+    }
+    let (man, _) = text(&pagewire(&["man", "unpack"]));
+    assert!(man.contains("Exit status"), "{man}");
 }

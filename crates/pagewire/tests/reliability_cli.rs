@@ -1,4 +1,5 @@
-//! Issue 32's command-line items end to end: `serve --root` with a
+//! What a hostile-input campaign found in the command line, end to end
+//! (the fixes, each checked here): `serve --root` with a
 //! 1.5 GB (sparse) file listens without reading it and stays small while
 //! sending it; zero values are refused with a clear message; an OS error
 //! is printed once; `pack` honours the umask.

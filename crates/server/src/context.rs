@@ -12,6 +12,7 @@ use pagewire_prefetch::OnlinePredictor;
 use crate::answer::Handler;
 use crate::io::Pools;
 use crate::log::LogBuffer;
+use crate::park::Park;
 use crate::policy::ServerConfig;
 use crate::registry::Registry;
 use crate::stats::{ServerStats, WorkerStats};
@@ -39,11 +40,15 @@ pub(crate) struct Worker {
     pub(crate) all_closed: tokio::sync::Notify,
     /// Connections refused at the cap still lingering.
     pub(crate) refusing: Cell<usize>,
+    /// Idle keep-alive connections that are not tasks (`park`).
+    pub(crate) park: Park,
 }
 
 impl Worker {
-    pub fn new(shared: Arc<Shared>, log: Option<LogBuffer>) -> Worker {
-        Worker {
+    /// Needs a runtime with I/O (the park's epoll is registered with it).
+    pub fn new(shared: Arc<Shared>, log: Option<LogBuffer>) -> std::io::Result<Worker> {
+        Ok(Worker {
+            park: Park::new(crate::park::PARK_AFTER)?,
             shared,
             stats: WorkerStats::default(),
             pools: Pools::default(),
@@ -51,12 +56,13 @@ impl Worker {
             conns: Cell::new(0),
             all_closed: tokio::sync::Notify::new(),
             refusing: Cell::new(0),
-        }
+        })
     }
 
     #[cfg(test)]
     pub fn new_for_test(shared: Arc<Shared>, stats: WorkerStats, pools: Pools) -> Worker {
         Worker {
+            park: Park::new(std::time::Duration::ZERO).expect("park epoll"),
             shared,
             stats,
             pools,

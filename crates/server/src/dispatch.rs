@@ -25,6 +25,7 @@ use tokio::net::TcpStream;
 
 use crate::context::Worker;
 use crate::io::{WriteBuf, WriteStep};
+use crate::park::Parked;
 use crate::policy::{
     ClosePolicy, FlushPolicy, FlushReason, MAX_PREFETCH_HINTS, MAX_SKIPPED_BODY_BYTES,
     READ_CHUNK_BYTES,
@@ -44,6 +45,8 @@ enum End {
     /// Ended by the sweeper or eviction (reason in the slot).
     Ended(Reason),
     IoError,
+    /// Idle long enough to be parked (`park`): not ended.
+    Parked,
 }
 
 /// What `next_step` did.
@@ -64,6 +67,8 @@ struct Conn {
     w: Rc<Worker>,
     stream: TcpStream,
     peer: SocketAddr,
+    /// The registry's key and slot for this connection.
+    key: usize,
     slot: Arc<Slot>,
     inbuf: Option<BytesMut>,
     /// How far the head in `inbuf` has been scanned (16 bytes): a head that
@@ -82,44 +87,110 @@ struct Conn {
     body_counted: u64,
     /// ... and the credited start of the body deadline (coarse ms).
     body_anchor_ms: u64,
+    /// The park's tick this task's waker was last registered for
+    /// (`wait_idle`), so it registers once per tick.
+    tick_seen: u32,
 }
 
-pub(crate) async fn run_conn(w: Rc<Worker>, stream: TcpStream, peer: SocketAddr) {
-    let registry = &w.shared.registry;
-    let (key, slot) = registry.register(stream.as_raw_fd());
-    let mut conn = Conn {
-        w: w.clone(),
+/// A new connection's task: registered at once, then run.
+pub(crate) fn run_conn(
+    w: Rc<Worker>,
+    stream: TcpStream,
+    peer: SocketAddr,
+) -> impl std::future::Future<Output = ()> {
+    let (key, slot) = w.shared.registry.register(stream.as_raw_fd());
+    drive(Conn::new(w, stream, peer, key, slot, 0, Phase::Fresh))
+}
+
+/// Takes up a parked connection whose socket became readable: a new task.
+pub(crate) fn resume_conn(w: Rc<Worker>, p: Parked) {
+    let Parked {
+        stream,
+        key,
+        slot,
+        served,
+    } = p;
+    let stream = match TcpStream::from_std(stream) {
+        Ok(s) => s,
+        Err(_) => {
+            // Registration failed (rare: out of memory) and `from_std`
+            // closed the socket; the slot goes now.
+            bump(&w.stats.io_errors, 1);
+            w.shared.registry.unregister(key);
+            w.conn_closed();
+            return;
+        }
+    };
+    let peer = stream
+        .peer_addr()
+        .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
+    tokio::task::spawn_local(drive(Conn::new(
+        w,
         stream,
         peer,
+        key,
         slot,
-        inbuf: None,
-        scanner: HeadScanner::new(),
-        out: WriteBuf::new(),
-        served: 0,
-        phase: Phase::Fresh,
-        scratch: String::new(),
-        link: Vec::new(),
-        body_counted: 0,
-        body_anchor_ms: 0,
-    };
-    let end = conn.run().await;
-    let stats = &w.stats;
-    match end {
-        End::ServerClosed => {}
-        End::ClientClosed => bump(&stats.closed_by_client, 1),
-        End::IoError => match conn.slot.reason() {
-            Reason::SendTimeout => bump(&stats.send_timeouts, 1),
-            Reason::None => bump(&stats.io_errors, 1),
-            r => count_reason(&w, r),
-        },
-        End::Ended(r) => count_reason(&w, r),
+        served,
+        Phase::Idle,
+    )));
+}
+
+/// Runs a connection until it ends or is parked. (An `async` block, not an
+/// `async fn`: a moved-in parameter would be stored twice in the future.)
+#[allow(clippy::manual_async_fn)]
+fn drive(mut conn: Conn) -> impl std::future::Future<Output = ()> {
+    async move {
+        let end = conn.run().await;
+        let w = conn.w.clone();
+        if end == End::Parked {
+            // Idle, no buffers held (`wait_idle` checked): only the socket and
+            // the registry slot stay.
+            let Conn {
+                stream,
+                key,
+                slot,
+                served,
+                ..
+            } = conn;
+            let parked = stream.into_std().map(|stream| Parked {
+                stream,
+                key,
+                slot,
+                served,
+            });
+            match parked {
+                Ok(p) => {
+                    if let Err(p) = w.park.park(p) {
+                        // The kernel refused the park: stay a task.
+                        resume_conn(w.clone(), p);
+                    }
+                }
+                Err(_) => {
+                    bump(&w.stats.io_errors, 1);
+                    w.shared.registry.unregister(key);
+                    w.conn_closed();
+                }
+            }
+            return;
+        }
+        let stats = &w.stats;
+        match end {
+            End::ServerClosed | End::Parked => {}
+            End::ClientClosed => bump(&stats.closed_by_client, 1),
+            End::IoError => match conn.slot.reason() {
+                Reason::SendTimeout => bump(&stats.send_timeouts, 1),
+                Reason::None => bump(&stats.io_errors, 1),
+                r => count_reason(&w, r),
+            },
+            End::Ended(r) => count_reason(&w, r),
+        }
+        conn.release_buffers(true);
+        // Unregister before the socket is closed (drop), so the sweeper never
+        // pokes a file descriptor number that was reused.
+        w.shared.registry.unregister(conn.key);
+        drop(conn);
+        w.conn_closed();
     }
-    conn.release_buffers(true);
-    // Unregister before the socket is closed (drop), so the sweeper never
-    // pokes a file descriptor number that was reused.
-    w.shared.registry.unregister(key);
-    drop(conn);
-    w.conn_closed();
 }
 
 fn count_reason(w: &Worker, r: Reason) {
@@ -158,6 +229,34 @@ fn is_prefetch(head: &RequestHead) -> bool {
 }
 
 impl Conn {
+    fn new(
+        w: Rc<Worker>,
+        stream: TcpStream,
+        peer: SocketAddr,
+        key: usize,
+        slot: Arc<Slot>,
+        served: u64,
+        phase: Phase,
+    ) -> Conn {
+        Conn {
+            w,
+            stream,
+            peer,
+            key,
+            slot,
+            inbuf: None,
+            scanner: HeadScanner::new(),
+            out: WriteBuf::new(),
+            served,
+            phase,
+            scratch: String::new(),
+            link: Vec::new(),
+            body_counted: 0,
+            body_anchor_ms: 0,
+            tick_seen: u32::MAX,
+        }
+    }
+
     fn release_buffers(&mut self, closing: bool) {
         let pools = &self.w.pools;
         if let Some(b) = self.inbuf.take() {
@@ -301,6 +400,13 @@ impl Conn {
             if !awaiting_body {
                 self.body_counted = 0;
             }
+            if buffered == 0 && self.phase == Phase::Idle && self.inbuf.is_none() {
+                match self.wait_idle().await {
+                    Ok(true) => return End::Parked,
+                    Ok(false) => {}
+                    Err(_) => return End::IoError,
+                }
+            }
             match self.read().await {
                 Ok(0) => {
                     let reason = self.slot.reason();
@@ -394,6 +500,45 @@ impl Conn {
             .position(|&b| b == b'\r' || b == b'\n')
             .unwrap_or(request.len());
         self.account(&a, &request[..line_end]);
+    }
+
+    /// Waits, idle and holding no buffer, for input; true when the
+    /// connection has been idle for the park's `park_after` instead (it is
+    /// then parked: `park`).
+    async fn wait_idle(&mut self) -> io::Result<bool> {
+        use std::task::Poll;
+        let (stream, slot, out) = (&self.stream, &self.slot, &self.out);
+        let (park, clock) = (&self.w.park, &self.w.shared.registry.clock);
+        let tick_seen = &mut self.tick_seen;
+        let park_after = park.park_after.as_millis() as u64;
+        let start = park.epoch.get();
+        // No waiter lives in this future (the socket's readiness keeps its
+        // own): a waiting connection's future stays small.
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(r) = stream.poll_read_ready(cx) {
+                return Poll::Ready(r.map(|()| false));
+            }
+            let epoch = park.epoch.get();
+            // Only at a tick during this wait: a connection just taken up
+            // from the park has not seen its socket's readiness yet.
+            if epoch != start
+                && slot.reason() == Reason::None
+                && out.is_empty()
+                && slot
+                    .idle_for(clock.now_ms())
+                    .is_some_and(|t| t >= park_after)
+            {
+                return Poll::Ready(Ok(true));
+            }
+            if *tick_seen != epoch {
+                // Registered once per tick (the waker stays valid for
+                // every wait of this task).
+                *tick_seen = epoch;
+                park.wakers.borrow_mut().push(cx.waker().clone());
+            }
+            Poll::Pending
+        })
+        .await
     }
 
     /// Reads once into the input buffer (borrowed from the pool if needed).
@@ -673,11 +818,12 @@ mod tests {
     use crate::stats::WorkerStats;
     use std::time::Duration;
 
-    /// Every open connection costs one task holding this future; an idle one
-    /// holds nothing else but its socket registration and registry slot.
-    /// The budget is 4 KB per idle connection in all. (A parsed head
-    /// held across an await once made this 1472 bytes; now ~690, with the
-    /// 16-byte head scanner.)
+    /// Every open connection that is not parked costs one task holding this
+    /// future, its socket registration and its registry slot. (A parsed
+    /// head held across an await once made this 1472 bytes; 672 with the
+    /// 16-byte head scanner; 576 once the connection stopped being stored
+    /// twice, as an `async fn` parameter and as its local.) A parked
+    /// connection holds none of it: see `parked_connection_is_small`.
     #[test]
     fn connection_future_stays_small() {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -715,7 +861,130 @@ mod tests {
                 std::mem::size_of::<WriteBuf>(),
                 std::mem::size_of::<SocketAddr>()
             );
-            assert!(size <= 768, "connection future is {size} bytes");
+            assert!(size <= 640, "connection future is {size} bytes");
+        });
+    }
+
+    /// What a parked connection keeps besides its socket and registry slot.
+    #[test]
+    fn parked_connection_is_small() {
+        let size = std::mem::size_of::<Parked>();
+        eprintln!("parked connection: {size} bytes");
+        assert!(size <= 32, "a parked connection is {size} bytes");
+    }
+
+    fn test_shared(idle: Duration) -> Arc<Shared> {
+        let d = Duration::from_secs(5);
+        Arc::new(Shared {
+            handler: Handler::from(Arc::new(pagewire_site::store::Site::default())),
+            config: ServerConfig::default(),
+            registry: Registry::new(Deadlines {
+                idle,
+                header: d,
+                send: d,
+                body: d,
+                grace: d,
+            }),
+            predictor: None,
+            max_conns: 4,
+            totals: Default::default(),
+        })
+    }
+
+    /// Reads one response (head and Content-Length body) and returns its
+    /// status line.
+    async fn read_response(client: &mut tokio::net::TcpStream) -> String {
+        use tokio::io::AsyncReadExt as _;
+        let mut got = Vec::new();
+        let mut chunk = [0u8; 4096];
+        // Bounded by the server's answer (the test's caller times it out).
+        loop {
+            if let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&got[..end]).to_string();
+                let len: usize = head
+                    .lines()
+                    .find_map(|l| {
+                        let (k, v) = l.split_once(':')?;
+                        k.eq_ignore_ascii_case("content-length")
+                            .then(|| v.trim().parse().ok())?
+                    })
+                    .unwrap_or(0);
+                if got.len() >= end + 4 + len {
+                    return head.lines().next().unwrap_or("").to_string();
+                }
+            }
+            let n = client.read(&mut chunk).await.unwrap();
+            assert!(n > 0, "server closed before a whole response");
+            got.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Yields until `done` holds (bounded by five seconds).
+    async fn until(what: &str, done: impl Fn() -> bool) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !done() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out waiting: {what}"
+            );
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// An idle keep-alive connection stops being a task (parked), its next
+    /// request brings it back and is answered on the same connection, and
+    /// the idle timeout still ends a parked connection (the sweeper's
+    /// shutdown wakes it), counted as such, with its slot unregistered.
+    #[test]
+    fn idle_connection_is_parked_resumed_and_timed_out() {
+        use tokio::io::AsyncWriteExt as _;
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&rt, async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            let shared = test_shared(Duration::from_millis(1));
+            let w = Rc::new(Worker::new_for_test(
+                shared.clone(),
+                WorkerStats::default(),
+                Pools::default(),
+            ));
+            tokio::task::spawn_local(crate::park::run(w.clone()));
+            let mut client = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let (stream, peer) = listener.accept().await.unwrap();
+            tokio::task::spawn_local(run_conn(w.clone(), stream, peer));
+            let request = b"GET /missing HTTP/1.1\r\nHost: a\r\n\r\n";
+
+            client.write_all(request).await.unwrap();
+            assert!(read_response(&mut client).await.starts_with("HTTP/1.1 404"));
+            until("parked", || w.park.len() == 1).await;
+            assert_eq!(w.park.parks.get(), 1);
+            assert_eq!(w.conns.get(), 1, "a parked connection is still open");
+
+            client.write_all(request).await.unwrap();
+            assert!(read_response(&mut client).await.starts_with("HTTP/1.1 404"));
+            assert_eq!(w.park.resumes.get(), 1);
+            assert_eq!(w.stats.requests.get(), 2);
+
+            // Parked again; the idle timeout (1 ms) ends it from there.
+            until("parked again", || w.park.len() == 1).await;
+            until("idle timeout", || {
+                shared.registry.sweep();
+                w.conns.get() == 0
+            })
+            .await;
+            assert_eq!(w.stats.idle_timeouts.get(), 1);
+            assert_eq!(w.park.len(), 0);
+            let mut rest = Vec::new();
+            use tokio::io::AsyncReadExt as _;
+            let n = tokio::time::timeout(Duration::from_secs(5), client.read_to_end(&mut rest))
+                .await
+                .expect("the server closes the connection")
+                .unwrap();
+            assert_eq!(n, 0, "nothing after the responses");
         });
     }
 }

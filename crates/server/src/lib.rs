@@ -46,6 +46,7 @@ pub mod modern;
 pub mod negotiate;
 pub mod objpack;
 mod os;
+mod park;
 pub mod policy;
 pub mod range;
 mod registry;

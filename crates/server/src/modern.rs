@@ -16,8 +16,10 @@
 //! not fit it without a rewrite. A client offering only `http/1.1` is
 //! refused at the handshake (`no_application_protocol`).
 //!
-//! When bytes move: the `h2` crate buffers frames and writes when its send
-//! queue drains or its buffer fills, much like `FlushPolicy::WhenIdle`;
+//! When bytes move: the `h2` crate encodes frames into its buffer, and a
+//! coalescing layer under it ([`Coalesce`]) hands TLS what a turn of the
+//! connection produced — every response to the requests read so far — in
+//! one write of TLS records up to 16 KB, much like `FlushPolicy::WhenIdle`;
 //! quinn sends as congestion control and pacing allow. Neither is pagewire's
 //! to instrument; connections, requests, statuses and body bytes are counted
 //! into the same `ServerStats`.
@@ -88,9 +90,9 @@ pub struct Bridged {
 }
 
 /// Collects what a `WriteBuf` would write to a socket.
-struct Collect(RefCell<Vec<u8>>);
+struct Collect<'a>(RefCell<&'a mut BytesMut>);
 
-impl Writev for Collect {
+impl Writev for Collect<'_> {
     fn try_writev(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         let mut v = self.0.borrow_mut();
         let mut n = 0;
@@ -102,6 +104,17 @@ impl Writev for Collect {
     }
 }
 
+/// What the bridge reuses from one request to the next on a connection:
+/// the output queue (with its own buffer pool, so the queue's buffer is
+/// taken once, not allocated per request) and the scratch space.
+#[derive(Default)]
+pub struct BridgeBufs {
+    pools: Pools,
+    out: WriteBuf,
+    head: BytesMut,
+    scratch: String,
+}
+
 /// Answers one HTTP/2 or HTTP/3 request through the HTTP/1 static handler.
 /// `fields` are the request's regular fields (no pseudo-headers);
 /// `authority` is `:authority`.
@@ -109,56 +122,70 @@ pub fn bridge<'a>(
     site: &Handler,
     method: &str,
     path: &str,
-    authority: Option<&str>,
+    authority: Option<&'a str>,
     fields: impl Iterator<Item = (&'a str, &'a [u8])>,
 ) -> Bridged {
-    let mut fields_h1: Vec<(&str, &[u8])> = Vec::new();
+    bridge_with(
+        &mut BridgeBufs::default(),
+        site,
+        method,
+        path,
+        authority,
+        fields,
+    )
+}
+
+/// [`bridge`] with buffers kept across the requests of a connection.
+pub fn bridge_with<'a>(
+    bufs: &mut BridgeBufs,
+    site: &Handler,
+    method: &str,
+    path: &str,
+    authority: Option<&'a str>,
+    fields: impl Iterator<Item = (&'a str, &'a [u8])>,
+) -> Bridged {
     let authority = authority.unwrap_or("");
-    if !authority.is_empty() {
-        fields_h1.push(("Host", authority.as_bytes()));
-    }
-    for (name, value) in fields {
-        if DROPPED_REQUEST_FIELDS
+    let host = (!authority.is_empty()).then_some(("Host", authority.as_bytes()));
+    let fields_h1 = host.into_iter().chain(fields.filter(|(name, _)| {
+        !DROPPED_REQUEST_FIELDS
             .iter()
             .any(|d| d.eq_ignore_ascii_case(name))
-        {
-            continue;
-        }
-        fields_h1.push((name, value));
-    }
-    let mut head = BytesMut::with_capacity(256);
+    }));
     let limits = Limits::default();
-    if write_request_head(&mut head, method, path, Version::Http11, fields_h1).is_err() {
+    let head = &mut bufs.head;
+    head.clear();
+    if write_request_head(head, method, path, Version::Http11, fields_h1).is_err() {
         return plain(400, "request cannot be expressed as HTTP/1.1\n");
     }
-    let req = match parse_request(&mut head, &limits) {
+    let req = match parse_request(head, &limits) {
         Ok(Some(r)) => r,
         _ => return plain(400, "malformed request\n"),
     };
-    let pools = Pools::default();
-    let mut out = WriteBuf::new();
-    out.ensure(&pools, 1 << 16);
-    let mut scratch = String::new();
+    let out = &mut bufs.out;
+    out.ensure(&bufs.pools, 1 << 16);
+    bufs.scratch.clear();
     site.answer(
         &req,
         Ctx {
             conn: ConnHeader::None,
             extra: b"",
-            scratch: &mut scratch,
+            scratch: &mut bufs.scratch,
             body: b"",
         },
-        &mut out,
+        out,
     );
-    let sink = Collect(RefCell::new(Vec::with_capacity(out.queued_bytes())));
-    // Bounded: each pass writes every queued segment (up to MAX_IOVECS).
-    loop {
-        match out.write_once(&sink) {
-            Ok((WriteStep::Done, _)) => break,
-            Ok((WriteStep::Partial, _)) => continue,
-            Err(_) => return plain(500, "internal error\n"),
+    let mut resp = BytesMut::with_capacity(out.queued_bytes());
+    {
+        let sink = Collect(RefCell::new(&mut resp));
+        // Bounded: each pass writes every queued segment (up to MAX_IOVECS).
+        loop {
+            match out.write_once(&sink) {
+                Ok((WriteStep::Done, _)) => break,
+                Ok((WriteStep::Partial, _)) => continue,
+                Err(_) => return plain(500, "internal error\n"),
+            }
         }
     }
-    let mut resp = BytesMut::from(&sink.0.into_inner()[..]);
     let head = match parse_response(&mut resp, &limits, &req.method()) {
         Ok(Some(h)) => h,
         _ => return plain(500, "internal error\n"),
@@ -193,13 +220,15 @@ fn plain(status: u16, body: &'static str) -> Bridged {
     }
 }
 
-fn response(b: &Bridged) -> http::Response<()> {
+/// The response head of `b`, its fields moved out of `b`.
+fn response(b: &mut Bridged) -> http::Response<()> {
     let mut r = http::Response::new(());
     *r.status_mut() =
         http::StatusCode::from_u16(b.status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
     let h = r.headers_mut();
-    for (k, v) in &b.fields {
-        h.append(k.clone(), v.clone());
+    h.reserve(b.fields.len());
+    for (k, v) in b.fields.drain(..) {
+        h.append(k, v);
     }
     r
 }
@@ -411,6 +440,147 @@ impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Returned<T> {
     }
 }
 
+/// Bytes of h2 output gathered before they go to TLS without waiting for
+/// the end of the connection's turn: about one TLS record (16 KB) plus its
+/// last frame.
+const COALESCE_BYTES: usize = 16 * 1024;
+
+/// Gathers the h2 crate's writes into TLS records of up to
+/// [`COALESCE_BYTES`], one `write` per turn of the connection instead of one
+/// per frame.
+///
+/// The `h2` crate writes a DATA frame whose payload it did not copy (over
+/// 256 bytes) and then flushes before it encodes the next frame, so every
+/// response of a kilobyte or more became its own TLS record and its own
+/// `write` system call. Here a flush that follows new writes is put off
+/// (the task is woken to come back at once); the flush that follows no new
+/// write — h2's last one of the turn, after it has answered everything
+/// read — writes the gathered bytes and flushes TLS. Output waits only
+/// while the connection still has work queued, as with the HTTP/1 server's
+/// `FlushPolicy::WhenIdle`.
+struct Coalesce<T> {
+    io: T,
+    buf: Vec<u8>,
+    /// How much of `buf` went to `io` already.
+    sent: usize,
+    /// Written to since the last flush was asked for.
+    wrote: bool,
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> Coalesce<T> {
+    fn new(io: T) -> Self {
+        Coalesce {
+            io,
+            buf: Vec::new(),
+            sent: 0,
+            wrote: false,
+        }
+    }
+
+    /// Writes everything gathered to `io`.
+    fn poll_drain(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
+        use std::task::Poll;
+        // Bounded: every pass sends at least one byte or returns.
+        while self.sent < self.buf.len() {
+            match std::pin::Pin::new(&mut self.io).poll_write(cx, &self.buf[self.sent..]) {
+                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
+                Poll::Ready(Ok(n)) => self.sent += n,
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        self.buf.clear();
+        self.sent = 0;
+        if self.buf.capacity() > 4 * COALESCE_BYTES {
+            self.buf = Vec::new();
+        }
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Coalesce<T> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Coalesce<T> {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        self.poll_write_vectored(cx, &[IoSlice::new(data)])
+    }
+
+    fn poll_write_vectored(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> std::task::Poll<io::Result<usize>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        let total: usize = bufs.iter().map(|b| b.len()).sum();
+        if this.buf.len() >= COALESCE_BYTES {
+            match this.poll_drain(cx) {
+                Poll::Ready(Ok(())) => {}
+                other => return other.map(|r| r.map(|()| 0)),
+            }
+        }
+        if this.buf.is_empty() && total >= COALESCE_BYTES {
+            // Large writes go through as they are.
+            return std::pin::Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        }
+        for b in bufs {
+            this.buf.extend_from_slice(b);
+        }
+        this.wrote = true;
+        Poll::Ready(Ok(total))
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        if this.wrote {
+            // More frames may follow in this turn: come back at once, and
+            // flush then if nothing new was written.
+            this.wrote = false;
+            cx.waker().wake_by_ref();
+            return Poll::Ready(Ok(()));
+        }
+        match this.poll_drain(cx) {
+            Poll::Ready(Ok(())) => {}
+            other => return other,
+        }
+        std::pin::Pin::new(&mut this.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        match this.poll_drain(cx) {
+            Poll::Ready(Ok(())) => {}
+            other => return other,
+        }
+        this.wrote = false;
+        std::pin::Pin::new(&mut this.io).poll_shutdown(cx)
+    }
+}
+
 async fn h2_serve(
     acceptor: tokio_rustls::TlsAcceptor,
     stream: Returned<tokio::net::TcpStream>,
@@ -420,8 +590,8 @@ async fn h2_serve(
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
     let tls = handshake.await.map_err(|_| "TLS handshake timed out")??;
-    let mut conn = h2_builder().handshake(tls).await?;
-    let mut streams = JoinSet::new();
+    let mut conn = h2_builder().handshake(Coalesce::new(tls)).await?;
+    let mut bufs = BridgeBufs::default();
     let mut stopping = false;
     loop {
         let next = if stopping {
@@ -444,12 +614,12 @@ async fn h2_serve(
         }
         let Some(next) = next else { break };
         let (req, mut respond) = next?;
-        let site = site.clone();
-        let b = {
+        let mut b = {
             let (parts, _body) = req.into_parts();
             let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
             let authority = parts.uri.authority().map(|a| a.as_str());
-            bridge(
+            bridge_with(
+                &mut bufs,
                 &site,
                 parts.method.as_str(),
                 path,
@@ -458,19 +628,16 @@ async fn h2_serve(
             )
         };
         counters.answered(&b);
-        streams.spawn(async move {
-            let end = b.body.is_empty();
-            let mut send = respond.send_response(response(&b), end)?;
+        // Queued, not written: h2 sends the frames when the connection is
+        // next polled (the `accept` above), as the peer's flow-control
+        // windows allow. A stream the client has reset is its own affair.
+        let end = b.body.is_empty();
+        if let Ok(mut send) = respond.send_response(response(&mut b), end) {
             if !end {
-                // h2 queues the data and sends it as the peer's flow-control
-                // windows open.
-                send.send_data(b.body, true)?;
+                let _ = send.send_data(b.body, true);
             }
-            Ok::<(), h2::Error>(())
-        });
-        while streams.try_join_next().is_some() {}
+        }
     }
-    while streams.join_next().await.is_some() {}
     Ok(())
 }
 
@@ -554,7 +721,7 @@ async fn h3_conn(
             Ok(x) => x,
             Err(_) => continue,
         };
-        let b = {
+        let mut b = {
             let (parts, _) = req.into_parts();
             let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
             let authority = parts.uri.authority().map(|a| a.as_str());
@@ -568,7 +735,7 @@ async fn h3_conn(
         };
         counters.answered(&b);
         streams.spawn(async move {
-            stream.send_response(response(&b)).await?;
+            stream.send_response(response(&mut b)).await?;
             if !b.body.is_empty() {
                 stream.send_data(b.body).await?;
             }

@@ -110,6 +110,12 @@ impl Slot {
             .store((phase as u64) << PHASE_SHIFT | since, Ordering::Release);
     }
 
+    /// How long the connection has been idle at `now_ms` (`None`: not idle).
+    pub fn idle_for(&self, now_ms: u64) -> Option<u64> {
+        let (phase, since) = self.load();
+        (phase == Phase::Idle as u8).then(|| now_ms.saturating_sub(since))
+    }
+
     /// Marks busy (no timestamp needed: busy is never timed).
     pub fn set_busy(&self) {
         self.state.store(0, Ordering::Release);

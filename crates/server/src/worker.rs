@@ -44,7 +44,8 @@ pub(crate) fn run(
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
         let listener = TcpListener::from_std(listener)?;
-        let w = Rc::new(Worker::new(shared, log_tx.map(LogBuffer::new)));
+        let w = Rc::new(Worker::new(shared, log_tx.map(LogBuffer::new))?);
+        tokio::task::spawn_local(crate::park::run(w.clone()));
         if w.log.borrow().is_some() {
             let w2 = w.clone();
             let mut stop2 = stop.clone();

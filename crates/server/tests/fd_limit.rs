@@ -1,5 +1,5 @@
-//! At the file-descriptor limit (issue: "`--max-conns` defaults to 100,000
-//! whatever the process may open"). Its own test binary, one test: it lowers
+//! At the file-descriptor limit (`--max-conns` once defaulted to 100,000
+//! whatever the process may open). Its own test binary, one test: it lowers
 //! RLIMIT_NOFILE for the whole process.
 //!
 //! A child process (python3) holds hundreds of idle connections, far more

@@ -38,6 +38,26 @@ fn path_of_name(name: &str) -> String {
     encode_target(&escaped)
 }
 
+/// An attribute, if it is set.
+fn nonempty(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// A package file's response headers, as its record names them.
+fn file_headers(meta: &EntryMeta) -> Vec<(String, String)> {
+    let mut headers = Vec::new();
+    if let Some(ct) = &meta.content_type {
+        headers.push(("Content-Type".to_string(), ct.clone()));
+    }
+    if let Some(e) = &meta.etag {
+        headers.push(("ETag".to_string(), e.clone()));
+    }
+    if let Some(lm) = &meta.last_modified {
+        headers.push(("Last-Modified".to_string(), lm.clone()));
+    }
+    headers
+}
+
 impl PackageRx {
     pub(super) fn new() -> PackageRx {
         PackageRx {
@@ -48,6 +68,21 @@ impl PackageRx {
 }
 
 impl Session {
+    /// The reader of the page's response if it is a package (objpack).
+    pub(super) fn package_for(
+        &self,
+        id: ObjId,
+        status: u16,
+        content_type: Option<&str>,
+    ) -> Option<PackageRx> {
+        let package = self.cfg.strategy == Strategy::Objpack
+            && id == PAGE
+            && status == 200
+            && content_type
+                .is_some_and(|t| super::head::is_media_type(t, pagewire_objpack::MEDIA_TYPE));
+        package.then(PackageRx::new)
+    }
+
     /// Package bytes of the page's response.
     pub(super) fn package_body(
         &self,
@@ -137,6 +172,9 @@ impl Session {
         Ok(())
     }
 
+    /// A file of the package other than the page is complete: an object
+    /// of its own, recorded, and handed over now (cache, `save_dir`), as
+    /// the paper's client unpacks "on the fly".
     fn package_file_done(
         &self,
         st: &mut State,
@@ -150,79 +188,56 @@ impl Session {
             let p = &st.objs[PAGE];
             (p.resp.as_ref().map_or(0, |r| r.conn), p.requested)
         };
-        let nonempty = |s: &str| (!s.is_empty()).then(|| s.to_string());
-        let last_modified = attrs.last_modified.map(|s| {
-            httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_secs(s.min(1 << 40)))
-        });
-        let mut headers = Vec::new();
-        if let Some(ct) = nonempty(&attrs.media_type) {
-            headers.push(("Content-Type".to_string(), ct));
-        }
-        if let Some(e) = nonempty(&attrs.etag) {
-            headers.push(("ETag".to_string(), e));
-        }
-        if let Some(lm) = &last_modified {
-            headers.push(("Last-Modified".to_string(), lm.clone()));
-        }
+        let meta = EntryMeta {
+            url: st.objs[f.id].url.clone(),
+            status: 200,
+            etag: nonempty(&attrs.etag),
+            last_modified: attrs.last_modified.map(|s| {
+                httpdate::fmt_http_date(std::time::UNIX_EPOCH + Duration::from_secs(s.min(1 << 40)))
+            }),
+            content_type: nonempty(&attrs.media_type),
+            body_len: f.size,
+            body_sha256: hex(&f.hasher.finalize_reset()),
+            prefetched: false,
+        };
         let body = Bytes::from(std::mem::take(&mut f.body));
-        let sha = hex(&f.hasher.finalize_reset());
         let o = &mut st.objs[f.id];
         o.record = Some(ObjectRecord {
-            url: o.url.clone(),
-            kind: o.kind,
-            method: RequestMethod::Get,
-            status: 200,
-            outcome: Outcome::Fetched,
             size: f.size,
-            sha256: sha.clone(),
+            sha256: meta.body_sha256.clone(),
             body_bytes_received: f.size,
-            header_bytes_received: 0,
-            request_bytes_sent: 0,
-            content_type: nonempty(&attrs.media_type),
-            content_encoding: None,
-            etag: nonempty(&attrs.etag),
-            last_modified: last_modified.clone(),
+            content_type: meta.content_type.clone(),
+            etag: meta.etag.clone(),
+            last_modified: meta.last_modified.clone(),
             connection: page_conn,
-            attempts: 0,
             requested_ms: ms(requested),
             first_byte_ms: ms(f.started),
             done_ms: ms(now),
-            sent_ms: None,
-            request_head: String::new(),
-            response_headers: headers,
+            response_headers: file_headers(&meta),
             http_version: "HTTP/1.1",
-            body: None,
-            found_in: None,
-            found_by: None,
+            ..o.record_base(RequestMethod::Get, 200, Outcome::Fetched)
         });
-        // Handed over now, as the paper's client unpacks "on the fly".
+        self.hand_over(st, f.id, &meta, body);
+        st.last_done = st.last_done.max(now);
+    }
+
+    /// A package file's object to the cache and `save_dir` at once, and
+    /// its body kept if bodies are.
+    fn hand_over(&self, st: &mut State, id: ObjId, meta: &EntryMeta, body: Bytes) {
         if let Some(cache) = &self.cache {
-            let meta = EntryMeta {
-                url: o.url.clone(),
-                status: 200,
-                etag: nonempty(&attrs.etag),
-                last_modified,
-                content_type: nonempty(&attrs.media_type),
-                body_len: f.size,
-                body_sha256: sha,
-                prefetched: false,
-            };
-            match cache.put(&meta, &body) {
-                Ok(()) => o.stored = true,
+            match cache.put(meta, &body) {
+                Ok(()) => st.objs[id].stored = true,
                 Err(e) => st.warnings.push(e.to_string()),
             }
         }
-        let o = &mut st.objs[f.id];
         if let Some(dir) = &self.cfg.save_dir {
-            if let Err(e) = crate::save::write_one(dir, &o.url, &body) {
+            if let Err(e) = crate::save::write_one(dir, &meta.url, &body) {
                 st.warnings.push(e.to_string());
             }
         }
-        let o = &mut st.objs[f.id];
         if self.keep_bodies() {
-            o.body = Some(body);
+            st.objs[id].body = Some(body);
         }
-        st.last_done = st.last_done.max(now);
     }
 
     /// The page's package response ended: it must be complete. Returns the

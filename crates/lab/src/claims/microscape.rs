@@ -134,7 +134,7 @@ impl MicroscapeCtx {
     /// precompressed deflate), nor can many `--server-cmd` servers.
     fn deflate_served(&self) -> Option<bool> {
         let mut any = None;
-        for net in Net::ALL {
+        for net in Net::PAPER {
             if let (Some(p), Some(pd)) = (
                 self.pa(net, Pipeline, First),
                 self.v(net, PipelineDeflate, First),
@@ -160,7 +160,7 @@ fn paper_has(net: Net, sts: &[Strategy]) -> bool {
 
 /// Every (net, test) cell, in table order.
 fn cells() -> impl Iterator<Item = (Net, Test)> {
-    Net::ALL
+    Net::PAPER
         .into_iter()
         .flat_map(|n| Test::ALL.into_iter().map(move |t| (n, t)))
 }
@@ -607,7 +607,7 @@ fn spec_ms(us: u64) -> String {
 }
 
 fn firsts() -> impl Iterator<Item = (Net, Test)> {
-    Net::ALL.into_iter().map(|n| (n, First))
+    Net::PAPER.into_iter().map(|n| (n, First))
 }
 
 fn deflate_16_12(c: &MicroscapeCtx) -> Measured {
@@ -661,7 +661,7 @@ fn deflate_helps_everywhere(c: &MicroscapeCtx) -> Measured {
 /// A payload saving of `st` over http10 per first-retrieval cell; runs
 /// without payload are reported missing.
 fn payload_saving(c: &MicroscapeCtx, m: &mut Measured, q: usize, st: Strategy) {
-    for net in Net::ALL {
+    for net in Net::PAPER {
         let label = if st == Pipeline {
             format!("{net}/first")
         } else {
@@ -737,7 +737,7 @@ fn packets_per_connection(c: &MicroscapeCtx) -> Measured {
 
 fn packet_size_doubled(c: &MicroscapeCtx) -> Measured {
     let mut m = Measured::new();
-    for net in Net::ALL {
+    for net in Net::PAPER {
         let label = format!("{net}/first");
         match (
             c.bytes(net, Http10, First),

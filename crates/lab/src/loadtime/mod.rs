@@ -133,6 +133,18 @@ pub enum Method {
     Objpack,
 }
 
+impl std::str::FromStr for Method {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Method::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| {
+                format!("unknown method {s:?} (http10, persistent, pipelined, getall, objpack)")
+            })
+    }
+}
+
 impl Method {
     pub const ALL: [Method; 5] = [
         Method::Http10,
@@ -402,6 +414,8 @@ pub struct SuiteOptions {
     pub hosts: Hosts,
     /// Override of the plan's networks.
     pub nets: Option<Vec<Net>>,
+    /// Override of the plan's methods (all five by default).
+    pub methods: Option<Vec<Method>>,
     pub out: PathBuf,
     pub command: Vec<String>,
     pub progress: bool,
@@ -432,6 +446,12 @@ pub fn suite(o: &SuiteOptions) -> Result<report::Results> {
             bail!("--nets: nothing to run");
         }
         plan.nets = n.clone();
+    }
+    if let Some(m) = &o.methods {
+        if m.is_empty() {
+            bail!("--methods: nothing to run");
+        }
+        plan.methods = m.clone();
     }
     std::fs::create_dir_all(&o.out).with_context(|| format!("create {}", o.out.display()))?;
     let root = o.out.join("site");

@@ -48,11 +48,11 @@ pub fn protocol(strategy: Strategy, tls: Option<(&Path, &str)>) -> Result<Protoc
 
 /// Longest a page load may take (the load event and every request done).
 pub fn load_timeout(net: Net) -> Duration {
-    match net {
+    match net.like() {
         Net::Lan => Duration::from_secs(60),
         Net::Wan => Duration::from_secs(120),
         // ~200 KB at 28.8 kbit/s is ~60 s; allow for a slow machine.
-        Net::Ppp => Duration::from_secs(400),
+        _ => Duration::from_secs(400),
     }
 }
 

@@ -6,33 +6,74 @@ use std::str::FromStr;
 use pagewire_client::{RequestProfile, Revalidation};
 use serde::{Deserialize, Serialize};
 
-/// Network profiles of paper 001 Table 1 (the emulator's profiles of the
-/// same names; see docs/architecture.md, "Network profiles").
+/// Network profiles: paper 001 Table 1's three (the emulator's profiles of
+/// the same names; see docs/architecture.md, "Network profiles") and the
+/// emulator's other profiles, which have no paper values to compare with
+/// (their runs are reported, and no claim reads them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Net {
     Lan,
     Wan,
     Ppp,
+    /// Papers 002/004's switched 100 Mbit/s LAN (`lan100`).
+    Lan100,
+    /// Paper 003's remote server over a T1 (`t1`).
+    T1,
+    /// The forwarder alone: no delay, no rate limit (`none`).
+    #[serde(rename = "none")]
+    Unlimited,
 }
 
 impl Net {
-    pub const ALL: [Net; 3] = [Net::Lan, Net::Wan, Net::Ppp];
+    /// Every profile, paper 001's first.
+    pub const ALL: [Net; 6] = [
+        Net::Lan,
+        Net::Wan,
+        Net::Ppp,
+        Net::Lan100,
+        Net::T1,
+        Net::Unlimited,
+    ];
+    /// Paper 001's networks (Table 1): the only ones with paper values.
+    pub const PAPER: [Net; 3] = [Net::Lan, Net::Wan, Net::Ppp];
 
     pub fn name(self) -> &'static str {
         match self {
             Net::Lan => "lan",
             Net::Wan => "wan",
             Net::Ppp => "ppp",
+            Net::Lan100 => "lan100",
+            Net::T1 => "t1",
+            Net::Unlimited => "none",
         }
     }
 
-    /// The emulator profile's bottleneck rate, bits/s (docs/link.md).
+    /// Whether paper 001 measured this network.
+    pub fn in_paper(self) -> bool {
+        Net::PAPER.contains(&self)
+    }
+
+    /// The paper network whose timing this one resembles (for estimates,
+    /// repetitions and browser timeouts): a fast LAN is a LAN, a T1 a WAN.
+    pub fn like(self) -> Net {
+        match self {
+            Net::Lan | Net::Lan100 | Net::Unlimited => Net::Lan,
+            Net::Wan | Net::T1 => Net::Wan,
+            Net::Ppp => Net::Ppp,
+        }
+    }
+
+    /// The emulator profile's bottleneck rate, bits/s (docs/link.md;
+    /// infinite for `none`).
     pub fn nominal_rate_bps(self) -> f64 {
         match self {
             Net::Lan => 10e6,
             Net::Wan => 1.5e6,
             Net::Ppp => 28.8e3,
+            Net::Lan100 => 100e6,
+            Net::T1 => 1.544e6,
+            Net::Unlimited => f64::INFINITY,
         }
     }
 
@@ -41,15 +82,21 @@ impl Net {
             Net::Lan => "10 Mbit/s",
             Net::Wan => "1.5 Mbit/s",
             Net::Ppp => "28.8 kbit/s",
+            Net::Lan100 => "100 Mbit/s",
+            Net::T1 => "1.544 Mbit/s",
+            Net::Unlimited => "unlimited",
         }
     }
 
-    /// The paper's description (Table 1).
+    /// The paper's description (Table 1), or the profile's.
     pub fn describe(self) -> &'static str {
         match self {
             Net::Lan => "High bandwidth, low latency (LAN, 10 Mbit/s, RTT < 1 ms)",
             Net::Wan => "High bandwidth, high latency (WAN, 1.5 Mbit/s, RTT ~90 ms)",
             Net::Ppp => "Low bandwidth, high latency (PPP, 28.8 kbit/s, RTT ~150 ms)",
+            Net::Lan100 => "Switched LAN (lan100, 100 Mbit/s, RTT 0.2 ms; not in paper 001)",
+            Net::T1 => "T1 (t1, 1.544 Mbit/s, RTT 70 ms; not in paper 001)",
+            Net::Unlimited => "No link emulation (none: forwarder only; not in paper 001)",
         }
     }
 }
@@ -63,7 +110,7 @@ impl fmt::Display for Net {
 /// A name that is no network or test of the run matrix.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum UnknownName {
-    #[error("unknown network {0:?} (expected lan, wan or ppp)")]
+    #[error("unknown network {0:?} (expected lan, wan, ppp, lan100, t1 or none)")]
     Net(String),
     #[error("unknown test {0:?} (expected first or revalidate)")]
     Test(String),
@@ -76,6 +123,9 @@ impl FromStr for Net {
             "lan" => Ok(Net::Lan),
             "wan" => Ok(Net::Wan),
             "ppp" => Ok(Net::Ppp),
+            "lan100" => Ok(Net::Lan100),
+            "t1" => Ok(Net::T1),
+            "none" => Ok(Net::Unlimited),
             other => Err(UnknownName::Net(other.to_string())),
         }
     }
@@ -348,7 +398,8 @@ pub struct RunRecord {
     #[serde(default, deserialize_with = "nan_if_null")]
     pub mean_request_bytes: f64,
     /// The robot configuration of this run (absent in results made before
-    /// issue 17: those were tuned runs with the minimal request profile).
+    /// runs recorded it: those were tuned runs with the minimal request
+    /// profile).
     #[serde(default)]
     pub robot: RobotConfig,
     /// Path of the run's pcap, relative to the results directory.

@@ -40,10 +40,10 @@ impl Reps {
     }
 
     pub fn get(&self, net: Net) -> u32 {
-        match net {
+        match net.like() {
             Net::Lan => self.lan,
             Net::Wan => self.wan,
-            Net::Ppp => self.ppp,
+            _ => self.ppp,
         }
     }
 }
@@ -84,19 +84,19 @@ impl RunSpec {
             .estimate_s();
             return (base * f64::from(us) / 90_000.0).max(base.min(1.2));
         }
-        let settle = match self.net {
+        let settle = match self.net.like() {
             Net::Lan => 0.25,
             Net::Wan => 0.35,
-            Net::Ppp => 0.4,
+            _ => 0.4,
         };
         if self.strategy.is_browser() {
             // Whole run incl. the browser's start and close (docs/chromium.md).
             return settle
-                + match (self.net, self.test) {
+                + match (self.net.like(), self.test) {
                     (Net::Lan, _) => 2.5,
                     (Net::Wan, _) => 3.1,
-                    (Net::Ppp, First) => 52.0,
-                    (Net::Ppp, Revalidate) => 13.5,
+                    (_, First) => 52.0,
+                    (_, Revalidate) => 13.5,
                 };
         }
         // Measured on the 2-core development machine (docs/bench-results).
@@ -109,7 +109,7 @@ impl RunSpec {
                     Test::Revalidate => 2.1,
                 };
         }
-        let work = match (self.net, self.test, self.strategy) {
+        let work = match (self.net.like(), self.test, self.strategy) {
             (Net::Lan, First, _) => 0.2,
             (Net::Lan, Revalidate, _) => 0.1,
             (Net::Wan, First, Http11) => 5.1,
@@ -118,12 +118,12 @@ impl RunSpec {
             (Net::Wan, Revalidate, Http11) => 4.1,
             (Net::Wan, Revalidate, Http10) => 2.3,
             (Net::Wan, Revalidate, _) => 0.35,
-            (Net::Ppp, First, PipelineDeflate) => 44.5,
-            (Net::Ppp, First, Pipeline) => 53.5,
-            (Net::Ppp, First, _) => 61.0,
-            (Net::Ppp, Revalidate, Http11) => 11.5,
-            (Net::Ppp, Revalidate, Http10) => 8.1,
-            (Net::Ppp, Revalidate, _) => 3.1,
+            (_, First, PipelineDeflate) => 44.5,
+            (_, First, Pipeline) => 53.5,
+            (_, First, _) => 61.0,
+            (_, Revalidate, Http11) => 11.5,
+            (_, Revalidate, Http10) => 8.1,
+            (_, Revalidate, _) => 3.1,
         };
         work + settle
     }
@@ -391,7 +391,7 @@ mod tests {
 
     #[test]
     fn default_plan_fits_the_time_budget() {
-        let p = Plan::new(&Net::ALL, &Strategy::PAPER_001, &Test::ALL, Reps::DEFAULT)
+        let p = Plan::new(&Net::PAPER, &Strategy::PAPER_001, &Test::ALL, Reps::DEFAULT)
             .with_ppp_parallel(5);
         assert_eq!(p.runs.len(), (5 + 5 + 5) * 8);
         assert_eq!(p.lanes(Net::Ppp), 5);

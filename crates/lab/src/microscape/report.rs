@@ -246,10 +246,17 @@ impl Results {
                 )?;
                 key_plots.push(Figure {
                     html: svg,
-                    caption: format!(
-                        "{}: our means (bars), the paper's Apache values (triangles)",
-                        net.name().to_uppercase()
-                    ),
+                    caption: if net.in_paper() {
+                        format!(
+                            "{}: our means (bars), the paper's Apache values (triangles)",
+                            net.name().to_uppercase()
+                        )
+                    } else {
+                        format!(
+                            "{}: our means (bars; paper 001 did not measure this network)",
+                            net.name().to_uppercase()
+                        )
+                    },
                 });
             }
         }
@@ -258,7 +265,8 @@ impl Results {
         // Time-sequence graphs side by side on one time axis.
         let net = [Net::Wan, Net::Lan, Net::Ppp]
             .into_iter()
-            .find(|n| self.plan.nets.contains(n));
+            .find(|n| self.plan.nets.contains(n))
+            .or_else(|| self.plan.nets.first().copied());
         if let Some(net) = net {
             let mut graphs = Vec::new();
             for st in &self.plan.strategies {

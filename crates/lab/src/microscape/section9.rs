@@ -366,7 +366,7 @@ fn css_reduction(c: &S9Ctx) -> Measured {
         );
     };
     let mut m = Measured::new();
-    for net in Net::ALL {
+    for net in Net::PAPER {
         for test in Test::ALL {
             let st = Strategy::Http10;
             let css_pa = est(&c.css, net, st, test, packets);

@@ -45,15 +45,25 @@ pub fn row_strategies(net: Net, summaries: &BTreeMap<Key, Summary>) -> Vec<Strat
 /// 40·Pa) in every cell).
 pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label: &str) -> String {
     let mut s = String::new();
-    let (tj, ta) = (
+    match (
         reference::table_number(Server::Jigsaw, net),
         reference::table_number(Server::Apache, net),
-    );
-    let _ = writeln!(
-        s,
-        "{} — layout of paper 001 Tables {tj} (Jigsaw) and {ta} (Apache)",
-        net.describe()
-    );
+    ) {
+        (Some(tj), Some(ta)) => {
+            let _ = writeln!(
+                s,
+                "{} — layout of paper 001 Tables {tj} (Jigsaw) and {ta} (Apache)",
+                net.describe()
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                s,
+                "{} — layout of paper 001 Tables 4-9, without paper values",
+                net.describe()
+            );
+        }
+    }
     let w = [40usize, 13, 15, 15, 11, 9];
     let span = w[1] + w[2] + w[3] + w[4] + w[5] + 4;
     let _ = writeln!(
@@ -138,7 +148,7 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
         let _ = writeln!(s, "{}", line.trim_end());
         // The paper's rows: Tables 10-11's browsers (PPP only) under the
         // first browser row; none for other extra rows.
-        if st.is_browser() && !browsers_shown {
+        if st.is_browser() && !browsers_shown && net.in_paper() {
             browsers_shown = true;
             s.push_str(&paper_browser_rows(net, &w));
         }
@@ -146,13 +156,13 @@ pub fn network_table(net: Net, summaries: &BTreeMap<Key, Summary>, server_label:
             continue;
         }
         for server in [Server::Apache, Server::Jigsaw] {
+            // Paper 001 measured its three networks only.
+            let Some(table) = reference::table_number(server, net) else {
+                continue;
+            };
             let mut line = format!(
                 "  {:<w0$}",
-                format!(
-                    "paper {} (T{})",
-                    server.name(),
-                    reference::table_number(server, net)
-                ),
+                format!("paper {} (T{table})", server.name()),
                 w0 = w[0] - 2
             );
             for (i, t) in Test::ALL.iter().enumerate() {

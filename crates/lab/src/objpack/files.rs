@@ -50,18 +50,6 @@ impl FileSet {
     pub fn total_bytes(&self) -> usize {
         self.files.iter().map(|f| f.1).sum()
     }
-
-    /// Every file a run of `method` reads from the disk.
-    pub fn paths(&self, method: super::methods::Method) -> Vec<PathBuf> {
-        use super::methods::Method;
-        match method {
-            Method::Objpack => vec![self.objp.clone()],
-            Method::ObjpackPaper => vec![self.objp1.clone()],
-            Method::Tar => vec![self.tar.clone()],
-            Method::Multipart => vec![self.mhtml.clone()],
-            _ => self.files.iter().map(|f| self.dir.join(&f.0)).collect(),
-        }
-    }
 }
 
 /// Version field of the paper-sized package (a bench-only variant of

@@ -22,7 +22,7 @@
 //! plus system), not a sampler: the paper summed 100 ms utilization
 //! readings, which is CPU time in units of 1 ms per 100 %-reading.
 
-#![allow(unsafe_code)] // thread_cpu and wait_readable: two system calls, each with its SAFETY note
+#![allow(unsafe_code)] // wait_readable, the send queue and the timer slack: system calls, each with its SAFETY note
 
 use std::fs;
 use std::io::{Read, Write};
@@ -36,6 +36,7 @@ use pagewire_objpack::{Event, Limits, Reader, Step, MEDIA_TYPE};
 use serde::Serialize;
 
 use super::files::FileSet;
+use super::sys::thread_cpu;
 
 /// Read size of both programs.
 const READ_BYTES: usize = 64 << 10;
@@ -104,6 +105,17 @@ impl Method {
         matches!(self, Method::Http10 | Method::Http11 | Method::Objpack)
     }
 
+    /// Every file of `set` a run of this method reads from the disk.
+    pub fn paths(self, set: &FileSet) -> Vec<std::path::PathBuf> {
+        match self {
+            Method::Objpack => vec![set.objp.clone()],
+            Method::ObjpackPaper => vec![set.objp1.clone()],
+            Method::Tar => vec![set.tar.clone()],
+            Method::Multipart => vec![set.mhtml.clone()],
+            _ => set.files.iter().map(|f| set.dir.join(&f.0)).collect(),
+        }
+    }
+
     /// Requests the server answers in one run.
     pub fn requests(self, files: usize) -> usize {
         match self {
@@ -111,19 +123,6 @@ impl Method {
             _ => 1,
         }
     }
-}
-
-/// CPU time (user + system) of the calling thread.
-pub fn thread_cpu() -> Duration {
-    // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_THREAD
-    // is valid on Linux for the calling thread.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
 /// Longest the server waits for a connection or a request: a client that

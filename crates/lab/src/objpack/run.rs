@@ -284,7 +284,7 @@ pub fn run(cfg: &ObjpackConfig) -> Result<ObjpackOutcome> {
                 break;
             }
             let _in_flight = crate::interrupt::InFlight::finishing();
-            let paths: Vec<PathBuf> = t.sets.iter().flat_map(|s| s.paths(t.method)).collect();
+            let paths: Vec<PathBuf> = t.sets.iter().flat_map(|s| t.method.paths(s)).collect();
             let refs: Vec<&std::path::Path> = paths.iter().map(PathBuf::as_path).collect();
             let resident_pct = sys::prepare(&refs, t.cache)?;
             let owned: Vec<FileSet> = t.sets.iter().map(|s| (*s).clone()).collect();

@@ -4,7 +4,7 @@
 //! `/proc/stat` counters (softirq, irq, system, iowait); a CPU sampler for
 //! the paper's Figures 5-8 (utilization per 100 ms reading).
 
-#![allow(unsafe_code)] // posix_fadvise, mincore, mmap, getrusage, pthread clock: each with its SAFETY note
+#![allow(unsafe_code)] // posix_fadvise, mincore, mmap, pthread clock: each with its SAFETY note
 
 use std::fs::{self, File};
 use std::os::fd::AsRawFd;
@@ -14,6 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use nix::sys::resource::{getrusage, UsageWho};
+use nix::sys::time::TimeVal;
 use serde::Serialize;
 
 /// Whether the files of a run were in the page cache when it began.
@@ -124,16 +126,23 @@ pub fn prepare(paths: &[&Path], cache: Cache) -> Result<f64> {
     })
 }
 
-/// CPU time of the whole process (user + system).
+/// CPU time (user + system) of the whole process.
 pub fn process_cpu() -> Duration {
-    // SAFETY: getrusage writes into the zeroed struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    if rc != 0 {
+    cpu_time(UsageWho::RUSAGE_SELF)
+}
+
+/// CPU time (user + system) of the calling thread.
+pub fn thread_cpu() -> Duration {
+    cpu_time(UsageWho::RUSAGE_THREAD)
+}
+
+/// User + system time of `who` by getrusage(2); zero if the call fails.
+fn cpu_time(who: UsageWho) -> Duration {
+    let Ok(ru) = getrusage(who) else {
         return Duration::ZERO;
-    }
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    };
+    let tv = |t: TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
+    tv(ru.user_time()) + tv(ru.system_time())
 }
 
 /// Nanoseconds on a CPU of one thread of this process (its CPU-time clock,

@@ -13,6 +13,7 @@ use pagewire_lab::{Net, Strategy, Test};
 use pagewire_site::microscape::Variant;
 
 mod objpack;
+mod surge;
 
 /// `pagewire bench [SUITE]`: one subcommand per suite, each with its own
 /// flags; `bench` alone runs Microscape (its flags given directly), and
@@ -56,7 +57,7 @@ enum Suite {
     Getall(GetallArgs),
     /// Paper 004 (Barford & Crovella, SURGE): load against a memory-limited
     /// server, monitored once a second.
-    Surge(super::bench_surge::SurgeSuiteArgs),
+    Surge(surge::SurgeSuiteArgs),
     /// Paper 003 section 8: the prefetching simulator over an access log
     /// (the same as `pagewire prefetch simulate`; no network).
     Prefetch(super::prefetch::SimulateArgs),
@@ -152,9 +153,10 @@ impl Common {
     pagewire bench --server-cmd 'python3 -m http.server {port} -d {root}' --net lan\n  \
     pagewire bench --tcp 1997 --mss 536")]
 pub struct MicroscapeArgs {
-    /// Networks, comma-separated: lan, wan, ppp (paper 001's three; the
-    /// other profiles of `pagewire link --net` have no paper values to
-    /// compare with: lay --rate/--rtt over one of these instead).
+    /// Networks, comma-separated: any profile of `pagewire link --net`,
+    /// optionally with a queue discipline (`lan100+codel`). Paper 001's
+    /// lan, wan and ppp have its values beside ours and feed the claims;
+    /// lan100, t1 and none are measured and reported alone.
     #[arg(long, value_delimiter = ',', default_value = "lan,wan,ppp")]
     net: Vec<String>,
     /// Strategies, comma-separated: http10, http11, pipeline, pipeline-deflate;
@@ -333,6 +335,11 @@ pub struct GetallArgs {
     /// Networks, comma-separated: local, remote (default: both).
     #[arg(long, value_delimiter = ',', value_name = "NETS")]
     nets: Vec<String>,
+    /// Methods, comma-separated: http10, persistent, pipelined, getall,
+    /// objpack (default: all five; the claims of a method left out are
+    /// "not measured").
+    #[arg(long, value_delimiter = ',', value_name = "METHODS")]
+    methods: Vec<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -365,7 +372,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Some(Suite::Objpack(o)) => objpack::run(&o),
         Some(Suite::ConnLength(c)) => conn_length(&c),
         Some(Suite::Getall(g)) => getall(&g),
-        Some(Suite::Surge(s)) => super::bench_surge::run(&s),
+        Some(Suite::Surge(s)) => surge::run(&s),
         Some(Suite::Prefetch(p)) => super::prefetch::simulate(p),
         Some(Suite::List(l)) => list(&l),
     }
@@ -484,49 +491,58 @@ fn load_runs(path: &std::path::Path) -> Result<Vec<pagewire_lab::microscape::mod
         .with_context(|| format!("--baseline {}: not a bench results.json", path.display()))
 }
 
-/// Link configuration per network: the profile plus the user's overrides.
+/// Link configuration per network: the profile (with the queue discipline
+/// `--net` named, e.g. `lan100+codel`) plus the user's overrides.
 fn link_factory(
     a: &MicroscapeArgs,
+    profiles: &std::collections::BTreeMap<Net, String>,
 ) -> Result<Box<dyn Fn(Net) -> Result<LinkConfig> + Send + Sync>> {
     let overrides = a.link.parse().map_err(super::usage_from)?;
     let seed = a.seed;
-    let make = move |net: Net| overrides.config(net.name(), seed);
+    let profiles = profiles.clone();
+    let make = move |net: Net| {
+        let profile = profiles.get(&net).map_or(net.name(), String::as_str);
+        overrides.config(profile, seed)
+    };
     // Validate once up front so a bad flag fails before anything starts.
-    make(Net::Lan).map_err(super::usage_from)?;
+    for net in Net::ALL {
+        make(net).map_err(super::usage_from)?;
+    }
     Ok(Box::new(make))
+}
+
+/// `--net`: every profile of `pagewire link --net` (paper 001's lan, wan
+/// and ppp, and lan100, t1, none), each optionally with a queue discipline
+/// (`lan100+codel`); a network at most once. Returns the networks and the
+/// full profile name of each.
+fn parse_nets(xs: &[String]) -> Result<(Vec<Net>, std::collections::BTreeMap<Net, String>)> {
+    let mut nets = Vec::new();
+    let mut profiles = std::collections::BTreeMap::new();
+    for x in xs.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        let base = x.split_once('+').map_or(x, |(b, _)| b);
+        let net: Net = base
+            .parse()
+            .map_err(|e| super::usage(format!("--net: {e}")))?;
+        pagewire_link::LinkConfig::profile(x)
+            .map_err(|e| super::usage(format!("--net {x}: {e}")))?;
+        if profiles.insert(net, x.to_string()).is_some() {
+            crate::usage_bail!("--net names {base} twice (one queue discipline per network)");
+        }
+        nets.push(net);
+    }
+    if nets.is_empty() {
+        crate::usage_bail!("--net: nothing to run");
+    }
+    Ok((nets, profiles))
 }
 
 /// `bench` / `bench microscape`: paper 001's Tables 3-9.
 fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
-    for n in a.net.iter().map(|n| n.trim()) {
-        if n.parse::<Net>().is_err() {
-            if let Ok(c) = pagewire_link::LinkConfig::profile(n) {
-                // A profile of `link --net` that is not one of paper 001's
-                // networks: say how to run over it.
-                let mut flags = String::new();
-                if !c.rtt.is_zero() {
-                    flags += &format!(" --rtt {}us", c.rtt.as_micros());
-                }
-                flags += &match &c.down_rate {
-                    pagewire_link::Rate::Bps(b) => format!(" --rate {b}bit"),
-                    _ => " --rate unlimited".to_string(),
-                };
-                if let Some((_, aqm)) = n.split_once('+') {
-                    flags += &format!(" --aqm {aqm}");
-                }
-                crate::usage_bail!(
-                    "--net {n}: paper 001 has no values for this link (its networks are lan, \
-                     wan and ppp). To fetch the page over it, lay its parameters over one of \
-                     them, e.g. --net lan{flags} (the runs record the link as configured)"
-                );
-            }
-        }
-    }
-    let mut nets: Vec<Net> = parse_list("net", &a.net)?;
+    let (mut nets, profiles) = parse_nets(&a.net)?;
     if a.quick {
         nets.retain(|n| *n != Net::Ppp);
         if nets.is_empty() {
-            crate::usage_bail!("--quick runs lan and wan only; --net left nothing");
+            crate::usage_bail!("--quick leaves out ppp; --net left nothing");
         }
     }
     let strategies: Vec<Strategy> = parse_list("strategy", &a.strategy)?;
@@ -554,7 +570,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
             )
         }
     };
-    let link_config = link_factory(&a)?;
+    let link_config = link_factory(&a, &profiles)?;
     let request_profile: pagewire_client::RequestProfile = a
         .request_profile
         .parse()
@@ -770,7 +786,7 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
         report.push('\n');
         report.push_str(&text);
     }
-    let compression = link_factory(&a)?(Net::Ppp)?.compression;
+    let compression = link_factory(&a, &profiles)?(Net::Ppp)?.compression;
     if compression != pagewire_link::LinkCompression::None {
         let text = pagewire_lab::microscape::extras::line_table(&results.runs, compression.name());
         std::fs::write(out.join("line.txt"), &text)
@@ -914,6 +930,16 @@ fn getall(a: &GetallArgs) -> Result<ExitCode> {
             nets.push(n);
         }
     }
+    let mut methods = Vec::new();
+    for m in &a.methods {
+        let m: pagewire_lab::loadtime::Method = m
+            .trim()
+            .parse()
+            .map_err(|e: String| crate::cmd::usage(format!("--methods: {e}")))?;
+        if !methods.contains(&m) {
+            methods.push(m);
+        }
+    }
     let out = a.common.out_dir("bench-getall")?;
     let r = pagewire_lab::loadtime::suite(&pagewire_lab::loadtime::SuiteOptions {
         quick: a.quick,
@@ -922,6 +948,7 @@ fn getall(a: &GetallArgs) -> Result<ExitCode> {
         local_reps: a.local_reps,
         hosts,
         nets: (!nets.is_empty()).then_some(nets),
+        methods: (!methods.is_empty()).then_some(methods),
         out: out.clone(),
         command: pagewire_emu::command_line(),
         progress: !a.common.no_progress,

@@ -7,7 +7,6 @@
 //! when it is a [`Usage`] or names a flag first; any other error is a
 //! failure.
 pub mod bench;
-pub mod bench_surge;
 pub mod claims;
 pub mod fetch;
 pub mod link;

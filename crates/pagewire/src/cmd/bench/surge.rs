@@ -29,7 +29,7 @@ pub struct SurgeSuiteArgs {
     #[command(flatten)]
     pub surge: SurgeArgs,
     #[command(flatten)]
-    pub common: super::bench::Common,
+    pub common: super::Common,
 }
 
 /// The surge suite's own options.
@@ -61,13 +61,13 @@ pub struct SurgeArgs {
     )]
     pub modes: Vec<String>,
     /// Length of each run (the ramp included). Default 30s (--quick: 10s).
-    #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cmd::positive_duration, allow_hyphen_values = true)]
     pub duration: Option<Duration>,
     /// Not measured at the start of each run. Default a tenth of --duration (at most 30 s).
-    #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cmd::positive_duration, allow_hyphen_values = true)]
     pub warmup: Option<Duration>,
     /// UEs start spread over this much time. Default 5s (--quick: 2s).
-    #[arg(long, value_parser = super::positive_duration, allow_hyphen_values = true)]
+    #[arg(long, value_parser = crate::cmd::positive_duration, allow_hyphen_values = true)]
     pub ramp: Option<Duration>,
     /// Files in the SURGE set (paper: 2000, about 50 MB).
     #[arg(long, default_value_t = pagewire_load::fileset::DEFAULT_FILES)]
@@ -112,7 +112,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
     };
     let mut memories = mem_specs
         .iter()
-        .map(|m| Memory::parse(m).map_err(|e| super::usage(format!("--memory: {e}"))))
+        .map(|m| Memory::parse(m).map_err(|e| crate::cmd::usage(format!("--memory: {e}"))))
         .collect::<Result<Vec<_>>>()?;
     if let Some(c) = s.cpu {
         memories.push(Memory::cpu(c).map_err(|e| super::usage(format!("--cpu: {e}")))?);
@@ -133,7 +133,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         .map(|m| {
             m.trim()
                 .parse::<Mode>()
-                .map_err(|e| super::usage(format!("--modes: {e}")))
+                .map_err(|e| crate::cmd::usage(format!("--modes: {e}")))
         })
         .collect::<Result<Vec<_>>>()?;
     if modes.is_empty() {
@@ -178,7 +178,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
     }
     let warmup = s
         .warmup
-        .unwrap_or_else(|| super::load::default_warmup(duration));
+        .unwrap_or_else(|| crate::cmd::load::default_warmup(duration));
     if warmup >= duration {
         crate::usage_bail!("--warmup must be shorter than --duration");
     }

@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""bench/perf.sh's report: one table of ratios (pagewire against its peers,
+with issue 27's goals), then the per-server figures behind it.
+
+Usage: perf_report.py OUT --commit C --dirty true|false --load-before L
+       --load-after L --versions V --machine M --settings S --seconds N
+Reads OUT/runs.csv, OUT/idle.csv and OUT/loadgen.csv; writes OUT/perf.json and
+prints Markdown (perf.sh saves it as OUT/results.md).
+"""
+import argparse
+import csv
+import datetime
+import json
+import os
+import statistics
+
+
+def num(x):
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def ok(x):
+    return x == x  # not NaN
+
+
+def med(xs):
+    xs = [x for x in xs if ok(x)]
+    return statistics.median(xs) if xs else float("nan")
+
+
+def lo(xs):
+    xs = [x for x in xs if ok(x)]
+    return min(xs) if xs else float("nan")
+
+
+def hi(xs):
+    xs = [x for x in xs if ok(x)]
+    return max(xs) if xs else float("nan")
+
+
+def f(x, fmt="{:,.0f}"):
+    return fmt.format(x) if ok(x) else "n/a"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    for k in ("commit", "dirty", "load-before", "load-after", "versions", "machine", "settings", "seconds"):
+        ap.add_argument("--" + k, required=True)
+    a = ap.parse_args()
+
+    runs = list(csv.DictReader(open(os.path.join(a.out, "runs.csv"))))
+    idle = list(csv.DictReader(open(os.path.join(a.out, "idle.csv"))))
+    gen = list(csv.DictReader(open(os.path.join(a.out, "loadgen.csv"))))
+    servers = ["pagewire", "nginx", "h2o"]
+    cells = ["h2-m1", "h2-m10", "h2-m100", "h1-keepalive", "h1-pipelined"]
+
+    def vals(server, cell, key):
+        return [num(r[key]) if r["note"] == "ok" else float("nan")
+                for r in runs if r["server"] == server and r["cell"] == cell]
+
+    per = {}
+    for s in servers:
+        for c in cells:
+            rps, cpu = vals(s, c, "req_per_s"), vals(s, c, "cpu_s_per_100k")
+            per[(s, c)] = {
+                "runs": len(rps),
+                "valid_runs": sum(1 for x in rps if ok(x)),
+                "req_per_s_median": med(rps), "req_per_s_min": lo(rps), "req_per_s_max": hi(rps),
+                "cpu_s_per_100k_median": med(cpu), "cpu_s_per_100k_min": lo(cpu),
+                "cpu_s_per_100k_max": hi(cpu),
+            }
+    mem = {r["server"]: num(r["bytes_per_conn"]) for r in idle}
+    gens = sorted({r["generator"] for r in gen})
+    genfig = {g: {"cpu_us_per_get_median": med([num(r["cpu_us_per_get"]) for r in gen if r["generator"] == g]),
+                  "cpu_us_per_get_min": lo([num(r["cpu_us_per_get"]) for r in gen if r["generator"] == g]),
+                  "req_per_s_median": med([num(r["req_per_s"]) for r in gen if r["generator"] == g])}
+              for g in gens}
+
+    def better_peer(cell, key, best):
+        vs = {s: per[(s, cell)][key] for s in ("nginx", "h2o")}
+        vs = {s: v for s, v in vs.items() if ok(v)}
+        if not vs:
+            return None, float("nan")
+        s = best(vs, key=vs.get)
+        return s, vs[s]
+
+    rows = []
+
+    def row(what, value, goal, met, detail):
+        rows.append({"measure": what, "value": value, "goal": goal, "met": met, "detail": detail})
+
+    for c in ("h2-m1", "h2-m10", "h2-m100"):
+        ps, pv = better_peer(c, "req_per_s_median", max)
+        r = per[("pagewire", c)]["req_per_s_median"] / pv if ps else float("nan")
+        cs, cv = better_peer(c, "cpu_s_per_100k_median", min)
+        rc = per[("pagewire", c)]["cpu_s_per_100k_median"] / cv if cs else float("nan")
+        m = c.split("-m")[1]
+        row(f"HTTP/2 -m{m}: req/s, pagewire / better peer ({ps})", f(r, "{:.2f}x"),
+            ">= 1.00x" if m != "1" else "(reported)",
+            ("yes" if (r >= 1.0 or rc <= 1.0) else "no") if m != "1" else "-",
+            f"CPU per request, pagewire / lowest peer ({cs}): {f(rc, '{:.2f}x')}")
+    # Keep-alive: CPU per request against h2o, ratio of mins and of medians.
+    pk, hk = per[("pagewire", "h1-keepalive")], per[("h2o", "h1-keepalive")]
+    rmin = pk["cpu_s_per_100k_min"] / hk["cpu_s_per_100k_min"]
+    rmed = pk["cpu_s_per_100k_median"] / hk["cpu_s_per_100k_median"]
+    row("HTTP/1.1 keep-alive: CPU per request, pagewire / h2o (min; median)",
+        f"{f(rmin, '{:.2f}')}; {f(rmed, '{:.2f}')}", "<= 0.85",
+        "yes" if rmin <= 0.85 and rmed <= 0.85 else "no",
+        f"CPU s per 100k: pagewire {f(pk['cpu_s_per_100k_median'], '{:.3f}')}, h2o {f(hk['cpu_s_per_100k_median'], '{:.3f}')} (medians)")
+    ps, pv = better_peer("h1-pipelined", "req_per_s_median", max)
+    r = per[("pagewire", "h1-pipelined")]["req_per_s_median"] / pv if ps else float("nan")
+    row(f"HTTP/1.1 pipelined: req/s, pagewire / better peer ({ps})", f(r, "{:.2f}x"), ">= 3x",
+        "yes" if r >= 3 else "no", "")
+    pm = mem.get("pagewire", float("nan"))
+    row("idle keep-alive connection: bytes, pagewire (nginx; h2o)",
+        f"{f(pm)} ({f(mem.get('nginx', float('nan')))}; {f(mem.get('h2o', float('nan')))})",
+        "<= 512 and <= nginx's",
+        "yes" if pm <= 512 and pm <= mem.get("nginx", float("nan")) else "no", "")
+    pl = [g for g in gens if g.startswith("pagewire-load-rate")]
+    wv = genfig.get("wrk", {}).get("cpu_us_per_get_median", float("nan"))
+    for g in pl + ["pagewire-load"]:
+        if g not in genfig:
+            continue
+        v = genfig[g]["cpu_us_per_get_median"]
+        row(f"load generator: CPU per GET, {g} / wrk", f(v / wv, "{:.2f}x"), "<= 1.00x",
+            "yes" if v / wv <= 1.0 else "no",
+            f"{f(v, '{:.2f}')} us vs {f(wv, '{:.2f}')} us per GET (medians)")
+
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    doc = {
+        "provenance": {"git_commit": a.commit, "git_dirty": a.dirty == "true", "date_utc": date,
+                       "command": ["bench/perf.sh"], "settings": a.settings,
+                       "load_average_before": a.load_before, "load_average_after": a.load_after,
+                       "machine": a.machine, "versions": a.versions, "seconds": int(a.seconds)},
+        "ratios": rows,
+        "cells": [{"server": s, "cell": c, **per[(s, c)]} for s in servers for c in cells],
+        "idle_bytes_per_conn": mem,
+        "load_generators": genfig,
+    }
+    def clean(v):
+        if isinstance(v, float) and not ok(v):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+
+    with open(os.path.join(a.out, "perf.json"), "w") as fh:
+        json.dump(clean(doc), fh, indent=1, allow_nan=False)
+        fh.write("\n")
+
+    print("# pagewire performance (bench/perf.sh)\n")
+    print(f"Run: {date}, {a.seconds} s; commit {a.commit[:12]}{' (dirty tree)' if a.dirty == 'true' else ''}.")
+    print(f"Machine: {a.machine}; load average {a.load_before} before, {a.load_after} after (a shared VM, busy with other builds).")
+    print(f"Versions: {a.versions}.")
+    print(f"Settings: {a.settings}. Servers on one core, generators on the other; rounds interleaved.\n")
+    print("| measure | value | goal | met | detail |")
+    print("|---|---:|---|---|---|")
+    for r in rows:
+        print(f"| {r['measure']} | {r['value']} | {r['goal']} | {r['met']} | {r['detail']} |")
+    print("\nPer server (median of the rounds; min-max in parentheses):\n")
+    print("| cell | server | req/s | CPU s / 100k requests |")
+    print("|---|---|---:|---:|")
+    for c in cells:
+        for s in servers:
+            p = per[(s, c)]
+            print(f"| {c} | {s} | {f(p['req_per_s_median'])} ({f(p['req_per_s_min'])}-{f(p['req_per_s_max'])}) "
+                  f"| {f(p['cpu_s_per_100k_median'], '{:.3f}')} ({f(p['cpu_s_per_100k_min'], '{:.3f}')}-{f(p['cpu_s_per_100k_max'], '{:.3f}')}) |")
+    print("\nLoad generators against pagewire's HTTP/1.1 server (1 KB file, 50 connections; median of the rounds):\n")
+    print("| generator | req/s | CPU us per GET (median) | (min) |")
+    print("|---|---:|---:|---:|")
+    for g in gens:
+        v = genfig[g]
+        print(f"| {g} | {f(v['req_per_s_median'])} | {f(v['cpu_us_per_get_median'], '{:.2f}')} | {f(v['cpu_us_per_get_min'], '{:.2f}')} |")
+
+
+if __name__ == "__main__":
+    main()
