@@ -115,7 +115,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         .map(|m| Memory::parse(m).map_err(|e| crate::cmd::usage(format!("--memory: {e}"))))
         .collect::<Result<Vec<_>>>()?;
     if let Some(c) = s.cpu {
-        memories.push(Memory::cpu(c).map_err(|e| super::usage(format!("--cpu: {e}")))?);
+        memories.push(Memory::cpu(c).map_err(|e| crate::cmd::usage(format!("--cpu: {e}")))?);
     }
     let ues = if !s.ues.is_empty() {
         s.ues.clone()
@@ -162,7 +162,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
             .map(|m| {
                 m.trim()
                     .parse::<Mode>()
-                    .map_err(|e| super::usage(format!("--modes-of {label}: {e}")))
+                    .map_err(|e| crate::cmd::usage(format!("--modes-of {label}: {e}")))
             })
             .collect::<Result<Vec<_>>>()?;
         modes_of.push((label.to_string(), ms));
