@@ -37,6 +37,11 @@ pub struct Reading {
     pub major_faults: u64,
     /// Processes the kernel's OOM killer killed in the cgroup.
     pub oom_kills: u64,
+    /// CPU bandwidth control (a `cpu.max` / `cpu.cfs_quota_us` quota):
+    /// enforcement periods elapsed and periods in which the cgroup was
+    /// throttled (it had used its quota). 0 without a quota.
+    pub cpu_periods: u64,
+    pub cpu_throttled: u64,
 }
 
 /// The server's cgroup: one directory (v2) or one per controller (v1).
@@ -46,6 +51,28 @@ pub struct Cgroup {
     /// Directories whose `cgroup.procs` a process is written to.
     dirs: Vec<PathBuf>,
     pub limit_bytes: Option<u64>,
+    /// CPU quota, in cores (0.01: one hundredth of one CPU).
+    pub cpu_quota: Option<f64>,
+}
+
+/// The CFS bandwidth period and quota (microseconds) that give `cores` of
+/// CPU: a 100 ms period, lengthened (up to 1 s) when the quota would fall
+/// below the kernel's 1 ms minimum.
+pub fn cpu_quota_us(cores: f64) -> Result<(u64, u64), String> {
+    if !(cores.is_finite() && cores > 0.0) {
+        return Err(format!("CPU quota {cores} must be above 0"));
+    }
+    let mut period = 100_000.0;
+    if cores * period < 1000.0 {
+        period = 1000.0 / cores;
+    }
+    if period > 1_000_000.0 {
+        return Err(format!(
+            "CPU quota {cores} of a core is below the kernel's least (1 ms per 1 s period: 0.001)"
+        ));
+    }
+    let period = period.round() as u64;
+    Ok((period, (cores * period as f64).round() as u64))
 }
 
 fn v2_has_memory() -> bool {
@@ -77,7 +104,11 @@ impl Cgroup {
     /// Creates `pagewire-surge-<pid>-<tag>` with memory limit `limit_bytes`
     /// (None: no limit, still accounted). Swap is held at the same limit so
     /// the server's own memory cannot escape to swap.
-    pub fn create(tag: &str, limit_bytes: Option<u64>) -> Result<Cgroup> {
+    pub fn create(tag: &str, limit_bytes: Option<u64>, cpu_quota: Option<f64>) -> Result<Cgroup> {
+        let quota = cpu_quota
+            .map(cpu_quota_us)
+            .transpose()
+            .map_err(anyhow::Error::msg)?;
         let name = format!("pagewire-surge-{}-{tag}", std::process::id());
         if v2_has_memory() {
             let dir = Path::new(ROOT).join(&name);
@@ -92,10 +123,14 @@ impl Cgroup {
                 name,
                 dirs: vec![dir.clone()],
                 limit_bytes,
+                cpu_quota,
             };
             if let Some(b) = limit_bytes {
                 write(&dir.join("memory.max"), &b.to_string())?;
                 let _ = fs::write(dir.join("memory.swap.max"), "0");
+            }
+            if let Some((period, q)) = quota {
+                write(&dir.join("cpu.max"), &format!("{q} {period}"))?;
             }
             return Ok(cg);
         }
@@ -107,9 +142,20 @@ impl Cgroup {
             );
         }
         let mut dirs = Vec::new();
-        for ctl in ["memory", "cpuacct", "blkio"] {
+        for ctl in ["memory", "cpuacct", "blkio", "cpu"] {
             let base = Path::new(ROOT).join(ctl);
             if !base.join("cgroup.procs").exists() {
+                if ctl == "cpu" && quota.is_some() {
+                    bail!(
+                        "no cgroup cpu controller on this machine ({}): cannot set a CPU quota",
+                        describe()
+                    );
+                }
+                continue;
+            }
+            // The cpu hierarchy only when there is a quota to enforce (when
+            // it is co-mounted with cpuacct both name the same directory).
+            if ctl == "cpu" && quota.is_none() {
                 continue;
             }
             let d = base.join(&name);
@@ -121,7 +167,16 @@ impl Cgroup {
             name,
             dirs,
             limit_bytes,
+            cpu_quota,
         };
+        if let Some((period, q)) = quota {
+            let d = cg
+                .dir("cpu")
+                .or_else(|| cg.dir("cpuacct"))
+                .context("the cpu hierarchy")?;
+            write(&d.join("cpu.cfs_period_us"), &period.to_string())?;
+            write(&d.join("cpu.cfs_quota_us"), &q.to_string())?;
+        }
         if let Some(b) = limit_bytes {
             let d = cg.dir("memory").expect("memory dir made above");
             write(&d.join("memory.limit_in_bytes"), &b.to_string())?;
@@ -130,6 +185,27 @@ impl Cgroup {
             let _ = fs::write(d.join("memory.swappiness"), "0");
         }
         Ok(cg)
+    }
+
+    /// The counters' CPU quota, as `cpu.max` / `cpu.cfs_quota_us` read back
+    /// (period, quota in microseconds); None without one.
+    pub fn quota_read_back(&self) -> Option<(u64, u64)> {
+        match self.flavor {
+            Flavor::V2 => {
+                let s = fs::read_to_string(self.dir("cpu")?.join("cpu.max")).ok()?;
+                let mut it = s.split_whitespace();
+                let q = it.next()?.parse().ok()?;
+                Some((it.next()?.parse().ok()?, q))
+            }
+            Flavor::V1 => {
+                let d = self.dir("cpu")?;
+                let r = |f: &str| -> Option<i64> {
+                    fs::read_to_string(d.join(f)).ok()?.trim().parse().ok()
+                };
+                let q = r("cpu.cfs_quota_us")?;
+                (q > 0).then_some((r("cpu.cfs_period_us")? as u64, q as u64))
+            }
+        }
     }
 
     fn dir(&self, ctl: &str) -> Option<&PathBuf> {
@@ -188,6 +264,8 @@ impl Cgroup {
                     match k.as_str() {
                         "user_usec" => r.user_ns = v * 1000,
                         "system_usec" => r.system_ns = v * 1000,
+                        "nr_periods" => r.cpu_periods = v,
+                        "nr_throttled" => r.cpu_throttled = v,
                         _ => {}
                     }
                 }
@@ -217,8 +295,21 @@ impl Cgroup {
             }
             Flavor::V1 => {
                 let c = self.dir("cpuacct");
-                r.user_ns = num(c, "cpuacct.usage_user");
-                r.system_ns = num(c, "cpuacct.usage_sys");
+                // `usage_user` / `usage_sys` split the time by which mode a
+                // tick found the task in, and overstate a task that runs in
+                // bursts shorter than a tick (a throttled server: 3x, read
+                // against `cpuacct.usage`); `usage` is the scheduler's exact
+                // total, so the split is scaled to it.
+                let (user, sys) = (num(c, "cpuacct.usage_user"), num(c, "cpuacct.usage_sys"));
+                let total = num(c, "cpuacct.usage");
+                (r.user_ns, r.system_ns) = split_exact(user, sys, total);
+                for (k, v) in stat(self.dir("cpu").or(c), "cpu.stat") {
+                    match k.as_str() {
+                        "nr_periods" => r.cpu_periods = v,
+                        "nr_throttled" => r.cpu_throttled = v,
+                        _ => {}
+                    }
+                }
                 let m = self.dir("memory");
                 let usage = num(m, "memory.usage_in_bytes");
                 for (k, v) in stat(m, "memory.stat") {
@@ -254,6 +345,17 @@ impl Cgroup {
         }
         r
     }
+}
+
+/// `user` and `sys` scaled so they sum to `total` (as they were when
+/// either is 0 or there is no total).
+fn split_exact(user: u64, sys: u64, total: u64) -> (u64, u64) {
+    let ticks = user + sys;
+    if ticks == 0 || total == 0 {
+        return (user, sys);
+    }
+    let u = (user as u128 * total as u128 / ticks as u128) as u64;
+    (u, total - u)
 }
 
 impl Cgroup {
@@ -317,6 +419,74 @@ pub fn parse_size(s: &str) -> Result<Option<u64>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tick_split_scaled_to_the_exact_total() {
+        assert_eq!(split_exact(92, 216, 100), (29, 71));
+        assert_eq!(split_exact(0, 0, 100), (0, 0));
+        assert_eq!(split_exact(5, 5, 0), (5, 5));
+        let (u, s) = split_exact(987_877_372, 2_679_421_291, 1_516_816_036);
+        assert_eq!(u + s, 1_516_816_036);
+    }
+
+    #[test]
+    fn cpu_quotas() {
+        assert_eq!(cpu_quota_us(0.25), Ok((100_000, 25_000)));
+        assert_eq!(cpu_quota_us(0.01), Ok((100_000, 1000)));
+        // Below 1 ms per 100 ms the period grows so the quota stays at 1 ms.
+        assert_eq!(cpu_quota_us(0.005), Ok((200_000, 1000)));
+        assert_eq!(cpu_quota_us(1.5), Ok((100_000, 150_000)));
+        assert!(cpu_quota_us(0.0005).is_err());
+        assert!(cpu_quota_us(0.0).is_err());
+        assert!(cpu_quota_us(f64::NAN).is_err());
+    }
+
+    /// A CPU quota really throttles: a busy loop in a cgroup with a
+    /// hundredth of a core is throttled and gets about its quota. Root only
+    /// (PAGEWIRE_REQUIRE_ALL makes a missing privilege a failure).
+    #[test]
+    fn a_quota_throttles_a_busy_process() {
+        if !nix_is_root() {
+            assert!(
+                std::env::var_os("PAGEWIRE_REQUIRE_ALL").is_none(),
+                "PAGEWIRE_REQUIRE_ALL: the cgroup test needs root"
+            );
+            eprintln!("skipped: needs root for a cgroup");
+            return;
+        }
+        let cg = Cgroup::create("quota-test", None, Some(0.01)).unwrap();
+        assert_eq!(cg.quota_read_back(), Some((100_000, 1000)));
+        let before = cg.read();
+        // A shell busy loop, bounded by `timeout`, inside the cgroup.
+        let st = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{}exec timeout 1 sh -c 'while :; do :; done'",
+                cg.enter_prefix()
+            ))
+            .status()
+            .unwrap();
+        assert_eq!(st.code(), Some(124), "timeout ends the loop");
+        let after = cg.read();
+        let cpu_ns = (after.user_ns + after.system_ns) - (before.user_ns + before.system_ns);
+        assert!(after.cpu_periods > before.cpu_periods, "{after:?}");
+        assert!(after.cpu_throttled > before.cpu_throttled, "{after:?}");
+        // One second at a hundredth of a core: well under a tenth of the
+        // second a busy loop takes unthrottled (the loop ran at least 0.9 s).
+        assert!(cpu_ns < 100_000_000, "used {cpu_ns} ns");
+        assert!(cpu_ns > 0, "the loop's CPU time is counted");
+    }
+
+    fn nix_is_root() -> bool {
+        fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("Uid:"))
+                    .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+            })
+            .unwrap_or(false)
+    }
 
     #[test]
     fn sizes() {

@@ -17,13 +17,22 @@ use crate::claims::spec::{
 use crate::claims::{Judged, Suite};
 
 use crate::claims::spec::nan_if_null as nn;
+use pagewire_load::run::Mode;
+
+/// A mode by its results.json name (`http10`, `early-close`, ...).
+fn mode_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Mode, D::Error> {
+    String::deserialize(d)?
+        .parse()
+        .map_err(serde::de::Error::custom)
+}
 
 /// One run as results.json records it (the fields the rules read).
 #[derive(Clone, Debug, Deserialize)]
 pub struct R {
     pub memory: String,
     pub limit_bytes: Option<u64>,
-    pub mode: String,
+    #[serde(deserialize_with = "mode_name")]
+    pub mode: Mode,
     pub ues: u64,
     pub gets: u64,
     #[serde(deserialize_with = "nn")]
@@ -41,6 +50,13 @@ pub struct R {
     pub pages_read: f64,
     #[serde(default)]
     pub oom_kills: u64,
+    /// CPU quota of the server's cgroup, cores (the CPU-bound regime).
+    #[serde(default)]
+    pub cpu_quota: Option<f64>,
+    #[serde(default, deserialize_with = "nn")]
+    pub server_cpu_cores: f64,
+    #[serde(default)]
+    pub cpu_throttled: Option<f64>,
     #[serde(default, deserialize_with = "nn")]
     pub cwnd_mean: f64,
     #[serde(default)]
@@ -58,7 +74,8 @@ pub struct Pk {
 #[derive(Clone, Debug, Deserialize)]
 pub struct F {
     pub memory: String,
-    pub mode: String,
+    #[serde(deserialize_with = "mode_name")]
+    pub mode: Mode,
     pub n: u64,
     #[serde(deserialize_with = "nn")]
     pub slope_kb_per_conn: f64,
@@ -81,17 +98,26 @@ impl R {
     fn per_get(&self, x: u64) -> f64 {
         x as f64 / self.gets.max(1) as f64
     }
-    /// CPU-bound: under 10% idle and the server used at least a quarter.
+    /// CPU-bound. Under a CPU quota: the server used at least 90% of its
+    /// quota and was throttled in at least half of the quota's periods
+    /// (the quota, not the load, set its pace). Without one: under 10%
+    /// of the machine idle and the server used at least a quarter of it.
     fn cpu_bound(&self) -> bool {
-        self.idle < 10.0 && self.usr + self.kern >= 25.0
+        match (self.cpu_quota, self.cpu_throttled) {
+            (Some(q), Some(t)) => self.server_cpu_cores >= 0.9 * q && t >= 0.5,
+            (Some(_), None) => false,
+            _ => self.idle < 10.0 && self.usr + self.kern >= 25.0,
+        }
     }
 }
 
 impl Ctx {
+    /// The memory configurations (the CPU-limited one is not among them).
     fn memories(&self) -> Vec<(String, u64)> {
         let mut v: Vec<(String, u64)> = self
             .runs
             .iter()
+            .filter(|r| r.cpu_quota.is_none())
             .map(|r| (r.memory.clone(), r.limit_bytes.unwrap_or(u64::MAX)))
             .collect();
         v.sort_by_key(|x| x.1);
@@ -109,7 +135,16 @@ impl Ctx {
             .collect()
     }
     fn max_ues(&self) -> Option<u64> {
-        self.runs.iter().map(|r| r.ues).max()
+        self.runs
+            .iter()
+            .filter(|r| r.cpu_quota.is_none())
+            .map(|r| r.ues)
+            .max()
+    }
+    /// The CPU-limited configuration's label and highest load, if one ran.
+    fn cpu_config(&self) -> Option<(String, u64)> {
+        let rs: Vec<&R> = self.runs.iter().filter(|r| r.cpu_quota.is_some()).collect();
+        Some((rs.first()?.memory.clone(), rs.iter().map(|r| r.ues).max()?))
     }
     fn ues_of(&self, mem: &str) -> Vec<u64> {
         let mut v: Vec<u64> = self
@@ -123,14 +158,14 @@ impl Ctx {
         v
     }
     /// The successful runs of a point.
-    fn point(&self, mem: &str, mode: &str, ues: u64) -> Vec<&R> {
+    fn point(&self, mem: &str, mode: Mode, ues: u64) -> Vec<&R> {
         self.runs
             .iter()
             .filter(|r| r.memory == mem && r.mode == mode && r.ues == ues && r.ok())
             .collect()
     }
     /// A quantity over the runs of a point (None: no run).
-    fn q(&self, mem: &str, mode: &str, ues: u64, f: impl Fn(&R) -> f64) -> Option<Interval> {
+    fn q(&self, mem: &str, mode: Mode, ues: u64, f: impl Fn(&R) -> f64) -> Option<Interval> {
         let rs = self.point(mem, mode, ues);
         (!rs.is_empty())
             .then(|| Estimate::of(&rs.iter().map(|r| f(r)).collect::<Vec<_>>()).interval())
@@ -138,7 +173,7 @@ impl Ctx {
     /// Disk-bound: a memory-limited point whose server read at least 500
     /// pages a second from disk, 5 times the unlimited point's rate, with no
     /// process killed for memory (an OOM kill is not a disk-bound server).
-    fn disk_bound(&self, mem: &str, mode: &str, ues: u64) -> bool {
+    fn disk_bound(&self, mem: &str, mode: Mode, ues: u64) -> bool {
         let base = self
             .largest()
             .and_then(|b| self.q(&b, mode, ues, |r| r.pages_read));
@@ -152,7 +187,7 @@ impl Ctx {
                 .is_some_and(|p| p.value >= 500.0 && base.is_none_or(|b| p.value >= 5.0 * b.value))
     }
     /// GETs/s in `mem` over GETs/s without a limit, same mode and load.
-    fn retention(&self, mem: &str, mode: &str, u: u64) -> Option<Interval> {
+    fn retention(&self, mem: &str, mode: Mode, u: u64) -> Option<Interval> {
         let base = self.largest()?;
         Some(
             self.q(mem, mode, u, |r| r.gets_per_second)?
@@ -168,7 +203,7 @@ fn rule_network(c: &Ctx) -> Measured {
     };
     for u in c.ues_of(&mem) {
         let f = |r: &R| r.per_get(r.packets.total);
-        match (c.q(&mem, "http11", u, f), c.q(&mem, "http10", u, f)) {
+        match (c.q(&mem, Mode::Http11, u, f), c.q(&mem, Mode::Http10, u, f)) {
             (Some(b), Some(a)) => m.push(0, format!("{mem} {u} UEs"), b / a),
             _ => m.absent(format!("{mem} {u} UEs http10 and http11")),
         }
@@ -182,12 +217,12 @@ fn rule_cwnd(c: &Ctx) -> Measured {
         return Measured::missing("runs");
     };
     for u in c.ues_of(&mem) {
-        let has = |mode| c.point(&mem, mode, u).iter().all(|r| r.cwnd_n > 0);
+        let has = |mode: Mode| c.point(&mem, mode, u).iter().all(|r| r.cwnd_n > 0);
         match (
-            c.q(&mem, "http11", u, |r| r.cwnd_mean),
-            c.q(&mem, "http10", u, |r| r.cwnd_mean),
+            c.q(&mem, Mode::Http11, u, |r| r.cwnd_mean),
+            c.q(&mem, Mode::Http10, u, |r| r.cwnd_mean),
         ) {
-            (Some(b), Some(a)) if has("http10") && has("http11") => {
+            (Some(b), Some(a)) if has(Mode::Http10) && has(Mode::Http11) => {
                 m.push(0, format!("{mem} {u} UEs"), b / a)
             }
             _ => m.absent(format!("{mem} {u} UEs: CWND samples of http10 and http11")),
@@ -197,15 +232,32 @@ fn rule_cwnd(c: &Ctx) -> Measured {
 }
 
 fn rule_cpu(c: &Ctx) -> Measured {
-    let (Some(mem), Some(u)) = (c.largest(), c.max_ues()) else {
+    // The CPU-limited configuration when one ran, else the largest memory.
+    let (Some(mem), Some(u)) = c
+        .cpu_config()
+        .map_or((c.largest(), c.max_ues()), |(m, u)| (Some(m), Some(u)))
+    else {
         return Measured::missing("runs");
     };
-    let (a, b) = (c.point(&mem, "http10", u), c.point(&mem, "http11", u));
+    let (a, b) = (
+        c.point(&mem, Mode::Http10, u),
+        c.point(&mem, Mode::Http11, u),
+    );
     if a.is_empty() || b.is_empty() {
         return Measured::missing(format!("{mem} {u} UEs http10 and http11"));
     }
     if !a.iter().chain(&b).all(|r| r.cpu_bound()) {
         let (ra, rb) = (a[0], b[0]);
+        if let Some(q) = ra.cpu_quota {
+            let t = |r: &R| r.cpu_throttled.unwrap_or(0.0) * 100.0;
+            return Measured::not_testable(format!(
+                "the server's CPU quota was not its bottleneck: at {mem}, {u} UEs the server used {:.4} / {:.4} cores of its {q} and was throttled in {:.0}% / {:.0}% of the quota's periods (HTTP/1.0 / 1.1, first run; needs 90% of the quota and half the periods in every run)",
+                ra.server_cpu_cores,
+                rb.server_cpu_cores,
+                t(ra),
+                t(rb)
+            ));
+        }
         return Measured::not_testable(format!(
             "the server's CPU was not its bottleneck: at {mem}, {u} UEs the machine was {:.0}% / {:.0}% idle and the server used {:.0}% / {:.0}% of it (HTTP/1.0 / 1.1); needs a CPU-bound server (e.g. a cgroup cpu.max quota)",
             ra.idle,
@@ -219,7 +271,7 @@ fn rule_cpu(c: &Ctx) -> Measured {
     m.push(
         0,
         format!("{mem} {u} UEs"),
-        c.q(&mem, "http11", u, g).unwrap() / c.q(&mem, "http10", u, g).unwrap(),
+        c.q(&mem, Mode::Http11, u, g).unwrap() / c.q(&mem, Mode::Http10, u, g).unwrap(),
     );
     m
 }
@@ -231,24 +283,24 @@ fn rule_disk(c: &Ctx) -> Measured {
     let Some(mem) = c.limited().into_iter().next() else {
         return Measured::not_testable("no memory-limited configuration ran (--memory), so the disk never became the bottleneck");
     };
-    if c.point(&mem, "http10", u).is_empty() || c.point(&mem, "http11", u).is_empty() {
+    if c.point(&mem, Mode::Http10, u).is_empty() || c.point(&mem, Mode::Http11, u).is_empty() {
         return Measured::missing(format!("{mem} {u} UEs http10 and http11"));
     }
-    if !(c.disk_bound(&mem, "http10", u) && c.disk_bound(&mem, "http11", u)) {
-        let p = |mode| {
+    if !(c.disk_bound(&mem, Mode::Http10, u) && c.disk_bound(&mem, Mode::Http11, u)) {
+        let p = |mode: Mode| {
             c.q(&mem, mode, u, |r| r.pages_read)
                 .map_or(0.0, |x| x.value)
         };
         let k: u64 = c
-            .point(&mem, "http10", u)
+            .point(&mem, Mode::Http10, u)
             .iter()
-            .chain(&c.point(&mem, "http11", u))
+            .chain(&c.point(&mem, Mode::Http11, u))
             .map(|r| r.oom_kills)
             .sum();
         return Measured::not_testable(format!(
             "the disk was not shown to be the bottleneck: at {mem}, {u} UEs the server read {:.0} / {:.0} pages/s (HTTP/1.0 / 1.1; needs 500 and 5x the unlimited point) with {k} OOM kills (a killed server is not a disk-bound one)",
-            p("http10"),
-            p("http11")
+            p(Mode::Http10),
+            p(Mode::Http11)
         ));
     }
     let mut m = Measured::new();
@@ -256,7 +308,7 @@ fn rule_disk(c: &Ctx) -> Measured {
     m.push(
         0,
         format!("{mem} {u} UEs"),
-        c.q(&mem, "http11", u, g).unwrap() / c.q(&mem, "http10", u, g).unwrap(),
+        c.q(&mem, Mode::Http11, u, g).unwrap() / c.q(&mem, Mode::Http10, u, g).unwrap(),
     );
     m
 }
@@ -265,7 +317,7 @@ fn rule_mem_per_conn(c: &Ctx) -> Measured {
     let Some(mem) = c.largest() else {
         return Measured::missing("runs");
     };
-    let f = |mode: &str| c.fits.iter().find(|f| f.memory == mem && f.mode == mode);
+    let f = |mode: Mode| c.fits.iter().find(|f| f.memory == mem && f.mode == mode);
     let iv = |f: &F| Interval {
         value: f.slope_kb_per_conn,
         lo: f.slope_kb_per_conn - 1.96 * f.slope_se_kb,
@@ -273,7 +325,7 @@ fn rule_mem_per_conn(c: &Ctx) -> Measured {
         n: f.n.min(u32::MAX as u64) as u32,
     };
     let mut m = Measured::new();
-    match (f("http10"), f("http11")) {
+    match (f(Mode::Http10), f(Mode::Http11)) {
         (Some(a), Some(b)) => m.push(
             0,
             format!("{mem}: KB per HTTP/1.0 connection / per HTTP/1.1 connection"),
@@ -295,16 +347,16 @@ fn rule_ec_throughput(c: &Ctx) -> Measured {
     }
     for mem in limited {
         match (
-            c.retention(&mem, "early-close", u),
-            c.retention(&mem, "http10", u),
+            c.retention(&mem, Mode::EarlyClose, u),
+            c.retention(&mem, Mode::Http10, u),
         ) {
             (Some(e), Some(a)) => m.push(0, format!("{mem} {u} UEs"), e / a),
             _ => m.absent(format!("{mem} {u} UEs early-close and http10")),
         }
-        if c.disk_bound(&mem, "http11", u) || c.disk_bound(&mem, "early-close", u) {
+        if c.disk_bound(&mem, Mode::Http11, u) || c.disk_bound(&mem, Mode::EarlyClose, u) {
             if let (Some(e), Some(b)) = (
-                c.retention(&mem, "early-close", u),
-                c.retention(&mem, "http11", u),
+                c.retention(&mem, Mode::EarlyClose, u),
+                c.retention(&mem, Mode::Http11, u),
             ) {
                 m.push(1, format!("{mem} (disk-bound) {u} UEs"), e / b);
             }
@@ -323,11 +375,11 @@ fn rule_ec_packets(c: &Ctx) -> Measured {
         let cn = |r: &R| r.per_get(r.packets.connections);
         let label = format!("{mem} {u} UEs");
         match (
-            c.q(&mem, "early-close", u, pk),
-            c.q(&mem, "pipeline", u, pk),
-            c.q(&mem, "early-close", u, cn),
-            c.q(&mem, "pipeline", u, cn),
-            c.q(&mem, "http10", u, cn),
+            c.q(&mem, Mode::EarlyClose, u, pk),
+            c.q(&mem, Mode::Pipeline, u, pk),
+            c.q(&mem, Mode::EarlyClose, u, cn),
+            c.q(&mem, Mode::Pipeline, u, cn),
+            c.q(&mem, Mode::Http10, u, cn),
         ) {
             (Some(ep), Some(pp), Some(ec), Some(pc), Some(hc)) => {
                 m.push(0, label.clone(), (ep / pp).minus_one());
@@ -379,7 +431,7 @@ pub static CLAIMS: &[ClaimSpec<Ctx>] = &[
         paper: "004",
         section: "section 1 (result 2); section 4.2, Figure 3",
         quote: "When the server CPU is the bottleneck resource, there is no significant difference in performance between HTTP/1.0 and HTTP/1.1.",
-        cells: "the largest memory configuration at the highest load, CPU-bound",
+        cells: "the CPU-limited configuration (--cpu) at its highest load, CPU-bound (else the largest memory configuration at the highest load)",
         quantities: &[Quantity {
             name: "GETs/s, HTTP/1.1 / HTTP/1.0",
             band: Band::new(bands::SAME.0, bands::SAME.1, "no significant difference", src::SAME),
@@ -513,7 +565,7 @@ mod tests {
         R {
             memory: "none".into(),
             limit_bytes: None,
-            mode: mode.into(),
+            mode: mode.parse().unwrap(),
             ues,
             gets: 1000,
             gets_per_second: gps,
@@ -527,6 +579,9 @@ mod tests {
             iowait: 0.0,
             pages_read: 0.0,
             oom_kills: 0,
+            cpu_quota: None,
+            server_cpu_cores: 0.1,
+            cpu_throttled: None,
             cwnd_mean: 10.0,
             cwnd_n: 5,
             error: None,
@@ -574,6 +629,41 @@ mod tests {
             off_calibration: None,
         };
         assert_eq!(v(&on, "p004-cpu").verdict, Verdict::NotTestable);
+        // A CPU quota that bound (90% used, throttled in most periods) decides
+        // the CPU claim on its own configuration; one that did not bind is
+        // not testable.
+        let quota = |mode: &str, gps: f64, used: f64, thr: f64| R {
+            memory: "cpu".into(),
+            cpu_quota: Some(0.01),
+            server_cpu_cores: used,
+            cpu_throttled: Some(thr),
+            ..r(mode, 40, 30_000, gps)
+        };
+        let mut bound = runs.clone();
+        for g in [30.0, 30.5, 29.5] {
+            bound.push(quota("http10", g, 0.0099, 0.9));
+            bound.push(quota("http11", g, 0.0098, 0.9));
+        }
+        let bc = Ctx {
+            runs: bound.clone(),
+            fits: vec![],
+            off_calibration: None,
+        };
+        let cpu = v(&bc, "p004-cpu");
+        assert_eq!(cpu.verdict, Verdict::Confirmed, "{cpu:?}");
+        // The CPU-limited runs are not the unlimited configuration's.
+        assert_eq!(v(&bc, "p004-network").verdict, Verdict::Confirmed);
+        for r in bound.iter_mut().filter(|r| r.cpu_quota.is_some()) {
+            r.cpu_throttled = Some(0.1);
+        }
+        let unbound = Ctx {
+            runs: bound,
+            fits: vec![],
+            off_calibration: None,
+        };
+        let cpu = v(&unbound, "p004-cpu");
+        assert_eq!(cpu.verdict, Verdict::NotTestable);
+        assert!(cpu.reason.contains("quota"), "{}", cpu.reason);
         // Off the paper's calibration: no claim is testable.
         let off = Ctx {
             runs,

@@ -38,25 +38,68 @@ pub use servers::Server;
 /// Port the server listens on inside its namespace.
 pub const PORT: u16 = 80;
 
-/// One memory configuration: a label (`32M`, `none`) and its limit.
-/// A run record carries both as `memory` and `limit_bytes`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// Which resource a server configuration is meant to make the server's
+/// bottleneck (the paper's sections 4.2 and 4.3): `none` (unlimited),
+/// `cpu` (a CPU quota on the server's cgroup), `disk` (a memory limit
+/// with the page cache emptied before each run, so files come from disk).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Regime {
+    None,
+    Cpu,
+    Disk,
+}
+
+/// One server configuration: a label (`32M`, `none`, `cpu`), its memory
+/// limit and its CPU quota. A run record carries them as `memory`,
+/// `limit_bytes`, `cpu_quota` (cores) and `regime`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Memory {
     #[serde(rename = "memory")]
     pub label: String,
     pub limit_bytes: Option<u64>,
+    /// CPU quota of the server's cgroup, in cores (None: unlimited).
+    pub cpu_quota: Option<f64>,
+    pub regime: Regime,
 }
 
 impl Memory {
     pub fn parse(s: &str) -> Result<Memory, String> {
+        let limit_bytes = cgroup::parse_size(s)?;
         Ok(Memory {
             label: s.trim().to_string(),
-            limit_bytes: cgroup::parse_size(s)?,
+            limit_bytes,
+            cpu_quota: None,
+            regime: if limit_bytes.is_some() {
+                Regime::Disk
+            } else {
+                Regime::None
+            },
         })
     }
-    /// Ordering key: smaller limits first, no limit last.
+    /// The CPU-bound configuration: unlimited memory, `cores` of CPU
+    /// (a cgroup `cpu.max` / CFS quota), labelled `cpu`.
+    pub fn cpu(cores: f64) -> Result<Memory, String> {
+        cgroup::cpu_quota_us(cores)?;
+        Ok(Memory {
+            label: "cpu".into(),
+            limit_bytes: None,
+            cpu_quota: Some(cores),
+            regime: Regime::Cpu,
+        })
+    }
+    /// Neither a memory limit nor a CPU quota: the server is not short of anything.
+    pub fn unlimited(&self) -> bool {
+        self.limit_bytes.is_none() && self.cpu_quota.is_none()
+    }
+    /// Ordering key: smaller limits first, the CPU-limited configuration
+    /// next, no limit last.
     pub fn key(&self) -> u64 {
-        self.limit_bytes.unwrap_or(u64::MAX)
+        match (self.limit_bytes, self.cpu_quota) {
+            (Some(b), _) => b,
+            (None, Some(_)) => u64::MAX - 1,
+            (None, None) => u64::MAX,
+        }
     }
 }
 
@@ -66,6 +109,8 @@ pub struct SurgeConfig {
     pub memories: Vec<Memory>,
     pub ues: Vec<u64>,
     pub modes: Vec<Mode>,
+    /// Modes of particular configurations (by label), in place of `modes`.
+    pub modes_of: Vec<(String, Vec<Mode>)>,
     pub duration: Duration,
     /// Not measured at the start of each run (UEs start at a random phase
     /// of their ON/OFF cycle; the warm-up covers the server's start).
@@ -87,6 +132,16 @@ pub struct SurgeConfig {
     pub cold_cache: bool,
     pub progress: bool,
     pub command: Vec<String>,
+}
+
+impl SurgeConfig {
+    /// The modes run in configuration `m`.
+    pub fn modes_for(&self, m: &Memory) -> &[Mode] {
+        self.modes_of
+            .iter()
+            .find(|(l, _)| l.eq_ignore_ascii_case(&m.label))
+            .map_or(&self.modes[..], |(_, v)| &v[..])
+    }
 }
 
 /// Packets by type on the link, both directions (Figure 1, Tables 2 and 7).
@@ -149,6 +204,12 @@ pub struct Run {
     pub major_faults: f64,
     /// Server processes the OOM killer killed during the run.
     pub oom_kills: u64,
+    /// The server's CPU use over the run, in cores (its cgroup's user +
+    /// system time over the run's wall time).
+    pub server_cpu_cores: f64,
+    /// Share of the CPU quota's enforcement periods in which the server
+    /// was throttled (it had used its quota); None without a quota.
+    pub cpu_throttled: Option<f64>,
     pub tcp_sent: f64,
     pub tcp_received: f64,
     pub established: f64,
@@ -219,6 +280,8 @@ impl Run {
             sys_pages_read: 0.0,
             major_faults: 0.0,
             oom_kills: 0,
+            server_cpu_cores: 0.0,
+            cpu_throttled: None,
             tcp_sent: 0.0,
             tcp_received: 0.0,
             established: 0.0,
@@ -289,8 +352,8 @@ fn rep_label(rep: u32) -> String {
 }
 
 /// The suite's calibration: every run's table where the server was not
-/// short of memory (the unlimited configuration; all runs when there is
-/// none), since there the load is the workload's, not the server's limit;
+/// short of memory or CPU (the unlimited configuration; all runs when there
+/// is none), since there the load is the workload's, not the server's limit;
 /// plus the HTTP/1.0 : HTTP/1.1 connection ratio of every memory and load
 /// level that ran both. Written into results.json as `calibration`; the
 /// claims are not testable when `within_bands` is false.
@@ -299,7 +362,7 @@ pub fn suite_calibration(runs: &[Run]) -> Calibration {
     let unlimited: Vec<&Run> = ok
         .iter()
         .copied()
-        .filter(|r| r.memory.limit_bytes.is_none())
+        .filter(|r| r.memory.unlimited())
         .collect();
     let judged = if unlimited.is_empty() { ok } else { unlimited };
     let mut rows = Vec::new();
@@ -404,7 +467,12 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
     // Unlimited (warm, CPU-bound) first, then smaller and smaller.
     memories.sort_by_key(|m| std::cmp::Reverse(m.key()));
     let reps = cfg.reps.max(1);
-    let total = memories.len() * cfg.modes.len() * cfg.ues.len() * reps as usize;
+    let total = memories
+        .iter()
+        .map(|m| cfg.modes_for(m).len())
+        .sum::<usize>()
+        * cfg.ues.len()
+        * reps as usize;
     let mut done = 0;
     // The same bar as the other suites: elapsed, the plan's ETA (each run
     // lasts --duration plus about 2 s of set-up), the run in flight.
@@ -432,11 +500,12 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
         let cg = Arc::new(Cgroup::create(
             &mem.label.to_ascii_lowercase(),
             mem.limit_bytes,
+            mem.cpu_quota,
         )?);
         let link = Link::start(cfg.link.clone()).context("start the link")?;
         let addr = format!("{}:{PORT}", link.server_addr());
         let target = format!("http://{addr}");
-        for &mode in &cfg.modes {
+        for &mode in cfg.modes_for(mem) {
             // A fresh server per mode: under a limit the OOM killer may kill
             // a server process (Apache's parent included), which must not
             // carry over into the next mode's runs.
@@ -571,6 +640,7 @@ fn one_run(
         start_at: None,
     };
     link.begin_run(None)?;
+    let cpu_before = (cg.read(), Instant::now());
     let mon = Monitor::start(Target {
         netns_pid: server.pid(),
         netns: server.netns.clone(),
@@ -580,6 +650,7 @@ fn one_run(
     let live = Arc::new(Live::default());
     let res = link.run_in_client(move || pagewire_load::run::run(lc, manifest, live))?;
     let rec = mon.stop();
+    let cpu_after = (cg.read(), Instant::now());
     let c = link.end_run_settled(Duration::from_millis(300))?;
     // Repetition 0 keeps the name runs had before --reps.
     let stem = format!(
@@ -643,6 +714,16 @@ fn one_run(
         sys_pages_read: rec.mean(|s| s.sys_pages_read),
         major_faults: rec.mean(|s| s.major_faults),
         oom_kills: rec.samples.iter().map(|s| s.oom_kills).sum(),
+        server_cpu_cores: {
+            let (a, b) = (&cpu_before.0, &cpu_after.0);
+            let ns = (b.user_ns + b.system_ns).saturating_sub(a.user_ns + a.system_ns);
+            ns as f64 / 1e9 / (cpu_after.1 - cpu_before.1).as_secs_f64().max(1e-3)
+        },
+        cpu_throttled: mem.cpu_quota.map(|_| {
+            let (a, b) = (&cpu_before.0, &cpu_after.0);
+            let periods = b.cpu_periods.saturating_sub(a.cpu_periods);
+            b.cpu_throttled.saturating_sub(a.cpu_throttled) as f64 / periods.max(1) as f64
+        }),
         tcp_sent: rec.mean(|s| s.tcp_sent),
         tcp_received: rec.mean(|s| s.tcp_received),
         established: rec.mean(|s| s.established),

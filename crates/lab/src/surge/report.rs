@@ -200,7 +200,8 @@ pub mod paper {
 pub struct Fit {
     pub server: String,
     pub memory: String,
-    pub mode: String,
+    #[serde(serialize_with = "super::ser_mode")]
+    pub mode: Mode,
     pub n: usize,
     pub slope_kb_per_conn: f64,
     pub slope_se_kb: f64,
@@ -232,25 +233,19 @@ pub fn least_squares(points: &[(f64, f64)]) -> Option<(f64, f64, f64, f64)> {
 /// Figure 9: memory against ESTABLISHED per (memory config, mode), over
 /// every monitor second of every load level.
 pub fn fits(runs: &[Run]) -> Vec<Fit> {
-    let mut keys: Vec<(String, String, String)> = runs
+    let mut keys: Vec<(String, String, Mode)> = runs
         .iter()
-        .map(|r| {
-            (
-                r.server.label().to_string(),
-                r.memory.label.clone(),
-                r.mode.name().to_string(),
-            )
-        })
+        .map(|r| (r.server.label().to_string(), r.memory.label.clone(), r.mode))
         .collect();
-    keys.dedup();
-    keys.sort();
+    // By server, memory and mode name, as results.json has always had them.
+    keys.sort_by(|a, b| (&a.0, &a.1, a.2.name()).cmp(&(&b.0, &b.1, b.2.name())));
     keys.dedup();
     keys.into_iter()
         .filter_map(|(s, m, mode)| {
             let pts: Vec<(f64, f64)> = runs
                 .iter()
                 .filter(|r| {
-                    r.server.label() == s && r.memory.label == m && r.mode.name() == mode && r.ok()
+                    r.server.label() == s && r.memory.label == m && r.mode == mode && r.ok()
                 })
                 .flat_map(|r| r.mem_points.iter().copied())
                 .collect();
@@ -291,19 +286,14 @@ pub fn check(runs: &[Run], fits: &[Fit]) -> Vec<Claim> {
     judge(runs, fits).claims
 }
 
-const MODE_NAMES: [(&str, &str); 4] = [
-    ("http10", "HTTP/1.0"),
-    ("http11", "HTTP/1.1"),
-    ("pipeline", "HTTP/1.1 Pipelining"),
-    ("early-close", "HTTP/1.1 early close"),
-];
-
-fn mode_title(m: &str) -> &str {
-    MODE_NAMES
-        .iter()
-        .find(|x| x.0 == m)
-        .map(|x| x.1)
-        .unwrap_or(m)
+/// A mode's name in the paper's tables and figures.
+fn mode_title(m: Mode) -> &'static str {
+    match m {
+        Mode::Http10 => "HTTP/1.0",
+        Mode::Http11 => "HTTP/1.1",
+        Mode::Pipeline => "HTTP/1.1 Pipelining",
+        Mode::EarlyClose => "HTTP/1.1 early close",
+    }
 }
 
 fn paper_col(u: u64) -> Option<usize> {
@@ -409,10 +399,17 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
     for (mem, _) in &mems {
         let rs: Vec<&Run> = o.runs.iter().filter(|r| &r.memory.label == mem).collect();
         let server = rs.first().map(|r| r.server.label()).unwrap_or_default();
-        let what = format!("{server}, memory {mem}");
+        let quota = rs.first().and_then(|r| r.memory.cpu_quota);
+        let what = match quota {
+            Some(q) => format!("{server}, CPU quota {q} cores, memory unlimited"),
+            None => format!("{server}, memory {mem}"),
+        };
         table2(&mut s, &what, &rs);
         table3(&mut s, &what, &rs);
         table4(&mut s, &what, &rs);
+        if quota.is_some() {
+            cpu_quota(&mut s, &what, &rs);
+        }
         table6(&mut s, &what, &rs);
         throughput(&mut s, &what, &rs);
     }
@@ -593,6 +590,41 @@ fn table4(s: &mut String, what: &str, rs: &[&Run]) {
     );
 }
 
+/// The CPU-bound regime's counters: what the quota allowed and what the
+/// server used.
+fn cpu_quota(s: &mut String, what: &str, rs: &[&Run]) {
+    let rows: &Rows = &[
+        (
+            "server CPU (cores)",
+            4,
+            &|r: &Run| r.server_cpu_cores,
+            &none,
+        ),
+        (
+            "share of the quota used (%)",
+            1,
+            &|r: &Run| {
+                r.memory
+                    .cpu_quota
+                    .map_or(f64::NAN, |q| 100.0 * r.server_cpu_cores / q)
+            },
+            &none,
+        ),
+        (
+            "periods throttled (%)",
+            1,
+            &|r: &Run| r.cpu_throttled.map_or(f64::NAN, |t| 100.0 * t),
+            &none,
+        ),
+    ];
+    grid(
+        s,
+        &format!("CPU quota — the server's use of its cgroup CPU quota ({what})"),
+        rs,
+        rows,
+    );
+}
+
 /// Tables 6 and 7: TCP connections.
 fn table6(s: &mut String, what: &str, rs: &[&Run]) {
     let p = |f: fn(&paper::Connections) -> [f64; 3]| {
@@ -671,7 +703,7 @@ fn figure9(s: &mut String, fits: &[Fit]) {
             "{:<10} {:<8} {:<12} {:>6} {:>14.1} {:>10.1} {:>14.1} {:>6.2}",
             f.server,
             f.memory,
-            f.mode,
+            f.mode.name(),
             f.n,
             f.slope_kb_per_conn,
             f.slope_se_kb,
@@ -888,9 +920,9 @@ fn html(res: &Results) -> Result<String> {
         .collect();
     mems.sort_by_key(|m| std::cmp::Reverse(m.1));
     mems.dedup();
-    let mut modes: Vec<&str> = res.runs.iter().map(|r| r.mode.name()).collect();
-    modes.dedup();
-    modes.sort();
+    // By name, as the report has always listed them.
+    let mut modes: Vec<Mode> = res.runs.iter().map(|r| r.mode).collect();
+    modes.sort_by_key(|m| m.name());
     modes.dedup();
     for (mem, _) in &mems {
         let curve = |f: &dyn Fn(&Run) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {
@@ -900,11 +932,11 @@ fn html(res: &Results) -> Result<String> {
                     let mut pts: Vec<(f64, f64)> = res
                         .runs
                         .iter()
-                        .filter(|r| &r.memory.label == mem && r.mode.name() == *m && r.ok())
+                        .filter(|r| &r.memory.label == mem && r.mode == *m && r.ok())
                         .map(|r| (r.ues as f64, f(r)))
                         .collect();
                     pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                    (mode_title(m).to_string(), pts)
+                    (mode_title(*m).to_string(), pts)
                 })
                 .collect()
         };
@@ -958,7 +990,7 @@ fn html(res: &Results) -> Result<String> {
                             pts.push(((*x as f64).min(64.0), (i + 1) as f64 / n));
                         }
                     }
-                    (mode_title(r.mode.name()).to_string(), pts)
+                    (mode_title(r.mode).to_string(), pts)
                 })
                 .collect();
             if !series.is_empty() {
@@ -979,11 +1011,11 @@ fn html(res: &Results) -> Result<String> {
                 let mut pts: Vec<(f64, f64)> = res
                     .runs
                     .iter()
-                    .filter(|r| &r.memory.label == mem && r.mode.name() == *m)
+                    .filter(|r| &r.memory.label == mem && r.mode == *m)
                     .flat_map(|r| r.mem_points.iter().map(|p| (p.0, p.1 / 1048576.0)))
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                (mode_title(m).to_string(), pts)
+                (mode_title(*m).to_string(), pts)
             })
             .collect();
         h.push_str(&line_plot(

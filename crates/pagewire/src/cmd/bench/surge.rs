@@ -39,6 +39,17 @@ pub struct SurgeArgs {
     /// Default none,64M,32M (--quick: none,24M; pagewire: none).
     #[arg(long, value_delimiter = ',')]
     pub memory: Vec<String>,
+    /// Add a CPU-bound configuration (the paper's section 4.2): unlimited
+    /// memory and a CPU quota of this many cores on the server's cgroup
+    /// (cgroup v2 `cpu.max`, v1 `cpu.cfs_quota_us`), labelled `cpu`.
+    /// E.g. 0.01: a hundredth of one CPU.
+    #[arg(long, value_name = "CORES")]
+    pub cpu: Option<f64>,
+    /// Modes of one configuration in place of --modes, as LABEL=MODES
+    /// (repeatable): e.g. --modes-of cpu=http10,http11 --modes-of
+    /// 64M=http10,http11,early-close.
+    #[arg(long, value_name = "LABEL=MODES")]
+    pub modes_of: Vec<String>,
     /// Load levels in user equivalents. Default 40,280,520 (--quick: 10,40).
     #[arg(long, value_delimiter = ',')]
     pub ues: Vec<u64>,
@@ -99,10 +110,13 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
     } else {
         vec!["none".into(), "64M".into(), "32M".into()]
     };
-    let memories = mem_specs
+    let mut memories = mem_specs
         .iter()
         .map(|m| Memory::parse(m).map_err(|e| crate::cmd::usage(format!("--memory: {e}"))))
         .collect::<Result<Vec<_>>>()?;
+    if let Some(c) = s.cpu {
+        memories.push(Memory::cpu(c).map_err(|e| crate::cmd::usage(format!("--cpu: {e}")))?);
+    }
     let ues = if !s.ues.is_empty() {
         s.ues.clone()
     } else if quick {
@@ -124,6 +138,34 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         .collect::<Result<Vec<_>>>()?;
     if modes.is_empty() {
         crate::usage_bail!("--modes: nothing to run");
+    }
+    let mut modes_of = Vec::new();
+    for spec in &s.modes_of {
+        let Some((label, list)) = spec.split_once('=') else {
+            crate::usage_bail!(
+                "--modes-of: expected LABEL=MODES (e.g. cpu=http10,http11), got {spec:?}"
+            );
+        };
+        let label = label.trim();
+        if !memories.iter().any(|m| m.label.eq_ignore_ascii_case(label)) {
+            crate::usage_bail!(
+                "--modes-of: no configuration {label:?} (configurations: {})",
+                memories
+                    .iter()
+                    .map(|m| m.label.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+        let ms = list
+            .split(',')
+            .map(|m| {
+                m.trim()
+                    .parse::<Mode>()
+                    .map_err(|e| crate::cmd::usage(format!("--modes-of {label}: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        modes_of.push((label.to_string(), ms));
     }
     let duration = s
         .duration
@@ -155,6 +197,7 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         memories,
         ues,
         modes,
+        modes_of,
         duration,
         warmup,
         ramp,
@@ -168,7 +211,13 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         progress,
         command: command.clone(),
     };
-    let runs = cfg.memories.len() * cfg.modes.len() * cfg.ues.len() * cfg.reps as usize;
+    let runs = cfg
+        .memories
+        .iter()
+        .map(|m| cfg.modes_for(m).len())
+        .sum::<usize>()
+        * cfg.ues.len()
+        * cfg.reps as usize;
     eprintln!(
         "surge suite: {} server, {runs} runs of {} s on {} (~{:.0} min); results: {}",
         server.label(),
