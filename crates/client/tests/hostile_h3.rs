@@ -203,10 +203,14 @@ async fn hostile_answer(script: Script, conn: &quinn::Connection, send: &mut qui
             }
             let chunk = data(&[b'g'; 16 * 1024]);
             // Bounded by SERVER_BOUND and by the robot stopping the stream.
+            // Paced (16 KiB a millisecond at most): unpaced, a quiet machine
+            // sends the robot's 256 MiB object limit before the object
+            // deadline, and the limit, not the deadline, ends the fetch.
             while t0.elapsed() < SERVER_BOUND {
                 if send.write_all(&chunk).await.is_err() {
                     return;
                 }
+                tokio::time::sleep(Duration::from_millis(1)).await;
             }
         }
         Script::InterimFlood => {
