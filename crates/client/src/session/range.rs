@@ -57,12 +57,7 @@ impl Session {
     /// Validation": "the natural revalidation request for HTTP/1.1 will
     /// combine both cache validation headers and an If-Range request
     /// header").
-    pub(super) fn range_setup(
-        &self,
-        st: &mut State,
-        id: ObjId,
-        kind: ObjectKind,
-    ) {
+    pub(super) fn range_setup(&self, st: &mut State, id: ObjId, kind: ObjectKind) {
         let applies = id != PAGE
             && kind == ObjectKind::Embedded
             && matches!(
