@@ -117,10 +117,7 @@ pub(crate) fn resume_conn(w: Rc<Worker>, p: Parked) {
         Err(_) => {
             // Registration failed (rare: out of memory) and `from_std`
             // closed the socket; the slot goes now.
-            bump(&w.stats.io_errors, 1);
-            w.shared.registry.unregister(key);
-            w.conn_closed();
-            return;
+            return lost_in_handover(&w, key);
         }
     };
     let peer = stream
@@ -139,6 +136,14 @@ pub(crate) fn resume_conn(w: Rc<Worker>, p: Parked) {
 
 /// Runs a connection until it ends or is parked. (An `async` block, not an
 /// `async fn`: a moved-in parameter would be stored twice in the future.)
+/// A socket that failed to move between tokio and the parking epoll: an
+/// I/O error, and the connection is gone with its registry slot.
+fn lost_in_handover(w: &Worker, key: usize) {
+    bump(&w.stats.io_errors, 1);
+    w.shared.registry.unregister(key);
+    w.conn_closed();
+}
+
 #[allow(clippy::manual_async_fn)]
 fn drive(mut conn: Conn) -> impl std::future::Future<Output = ()> {
     async move {
@@ -167,11 +172,7 @@ fn drive(mut conn: Conn) -> impl std::future::Future<Output = ()> {
                         resume_conn(w.clone(), p);
                     }
                 }
-                Err(_) => {
-                    bump(&w.stats.io_errors, 1);
-                    w.shared.registry.unregister(key);
-                    w.conn_closed();
-                }
+                Err(_) => lost_in_handover(&w, key),
             }
             return;
         }
