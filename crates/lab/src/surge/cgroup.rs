@@ -1,6 +1,7 @@
 //! A cgroup for the server under test: a memory limit (the paper's 32-256 MB
-//! servers) and the accounting the monitor reads (CPU user/system, memory,
-//! block I/O). cgroup v2 when the unified hierarchy has the `memory`
+//! servers), a CPU quota, a read IOPS limit on the disk holding the file set
+//! (a disk of the paper's era), and the accounting the monitor reads (CPU
+//! user/system, memory, block I/O). cgroup v2 when the unified hierarchy has the `memory`
 //! controller, else the v1 hierarchies (`memory`, `cpuacct`, `blkio`).
 //! Removed on drop, after any process left in it is killed.
 
@@ -29,6 +30,9 @@ pub struct Reading {
     /// Bytes read from / written to block devices.
     pub io_read_bytes: u64,
     pub io_write_bytes: u64,
+    /// Read requests the block layer served for the cgroup (v1
+    /// `blkio.throttle.io_serviced`, v2 `io.stat` `rios`).
+    pub io_reads: u64,
     /// Memory charged to the cgroup, page cache excluded (anon + kernel), bytes.
     pub mem_nonfile: u64,
     /// Page cache charged to the cgroup, bytes.
@@ -53,6 +57,33 @@ pub struct Cgroup {
     pub limit_bytes: Option<u64>,
     /// CPU quota, in cores (0.01: one hundredth of one CPU).
     pub cpu_quota: Option<f64>,
+    /// Read IOPS limit on one block device (`MAJ:MIN`, reads a second).
+    pub disk_iops: Option<(String, u32)>,
+}
+
+/// The whole disk (`MAJ:MIN`) holding `path`: the device the I/O limits
+/// name (a partition is mapped to its disk). An error when `path` is not
+/// on a block device (tmpfs, overlay): no disk to limit.
+pub fn block_device_of(path: &Path) -> Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = fs::metadata(path)
+        .with_context(|| format!("stat {}", path.display()))?
+        .dev();
+    let major = ((dev >> 32) & 0xffff_f000) | ((dev >> 8) & 0xfff);
+    let minor = ((dev >> 12) & 0xffff_ff00) | (dev & 0xff);
+    let sys = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    if !sys.exists() {
+        bail!(
+            "{} is not on a block device ({major}:{minor}): no disk to limit",
+            path.display()
+        );
+    }
+    if sys.join("partition").exists() {
+        let disk = fs::read_to_string(sys.join("../dev"))
+            .with_context(|| format!("the disk of partition {major}:{minor}"))?;
+        return Ok(disk.trim().to_string());
+    }
+    Ok(format!("{major}:{minor}"))
 }
 
 /// The CFS bandwidth period and quota (microseconds) that give `cores` of
@@ -104,7 +135,16 @@ impl Cgroup {
     /// Creates `pagewire-surge-<pid>-<tag>` with memory limit `limit_bytes`
     /// (None: no limit, still accounted). Swap is held at the same limit so
     /// the server's own memory cannot escape to swap.
-    pub fn create(tag: &str, limit_bytes: Option<u64>, cpu_quota: Option<f64>) -> Result<Cgroup> {
+    ///
+    /// `disk_iops`: (`MAJ:MIN`, N) limits the cgroup's reads from that
+    /// disk to N a second (v1 `blkio.throttle.read_iops_device`, v2
+    /// `io.max riops`): the server's page-cache misses queue on it.
+    pub fn create(
+        tag: &str,
+        limit_bytes: Option<u64>,
+        cpu_quota: Option<f64>,
+        disk_iops: Option<(String, u32)>,
+    ) -> Result<Cgroup> {
         let quota = cpu_quota
             .map(cpu_quota_us)
             .transpose()
@@ -124,7 +164,11 @@ impl Cgroup {
                 dirs: vec![dir.clone()],
                 limit_bytes,
                 cpu_quota,
+                disk_iops: disk_iops.clone(),
             };
+            if let Some((dev, n)) = &disk_iops {
+                write(&dir.join("io.max"), &format!("{dev} riops={n}"))?;
+            }
             if let Some(b) = limit_bytes {
                 write(&dir.join("memory.max"), &b.to_string())?;
                 let _ = fs::write(dir.join("memory.swap.max"), "0");
@@ -168,7 +212,20 @@ impl Cgroup {
             dirs,
             limit_bytes,
             cpu_quota,
+            disk_iops: disk_iops.clone(),
         };
+        if let Some((dev, n)) = &disk_iops {
+            let d = cg.dir("blkio").with_context(|| {
+                format!(
+                    "no cgroup blkio controller on this machine ({}): cannot limit the disk",
+                    describe()
+                )
+            })?;
+            write(
+                &d.join("blkio.throttle.read_iops_device"),
+                &format!("{dev} {n}"),
+            )?;
+        }
         if let Some((period, q)) = quota {
             let d = cg
                 .dir("cpu")
@@ -289,6 +346,8 @@ impl Cgroup {
                             r.io_read_bytes += v.parse().unwrap_or(0);
                         } else if let Some(v) = tok.strip_prefix("wbytes=") {
                             r.io_write_bytes += v.parse().unwrap_or(0);
+                        } else if let Some(v) = tok.strip_prefix("rios=") {
+                            r.io_reads += v.parse().unwrap_or(0);
                         }
                     }
                 }
@@ -326,19 +385,26 @@ impl Cgroup {
                     }
                 }
                 let b = self.dir("blkio");
-                if let Some(s) = b.and_then(|d| {
-                    fs::read_to_string(d.join("blkio.throttle.io_service_bytes")).ok()
-                }) {
-                    for l in s.lines() {
-                        let f: Vec<&str> = l.split_whitespace().collect();
-                        if f.len() == 3 {
-                            let v: u64 = f[2].parse().unwrap_or(0);
-                            match f[1] {
-                                "Read" => r.io_read_bytes += v,
-                                "Write" => r.io_write_bytes += v,
-                                _ => {}
-                            }
-                        }
+                let per_device = |f: &str| -> Vec<(String, u64)> {
+                    b.and_then(|d| fs::read_to_string(d.join(f)).ok())
+                        .unwrap_or_default()
+                        .lines()
+                        .filter_map(|l| {
+                            let f: Vec<&str> = l.split_whitespace().collect();
+                            (f.len() == 3).then(|| (f[1].to_string(), f[2].parse().unwrap_or(0)))
+                        })
+                        .collect()
+                };
+                for (op, v) in per_device("blkio.throttle.io_service_bytes") {
+                    match op.as_str() {
+                        "Read" => r.io_read_bytes += v,
+                        "Write" => r.io_write_bytes += v,
+                        _ => {}
+                    }
+                }
+                for (op, v) in per_device("blkio.throttle.io_serviced") {
+                    if op == "Read" {
+                        r.io_reads += v;
                     }
                 }
             }
@@ -454,7 +520,7 @@ mod tests {
             eprintln!("skipped: needs root for a cgroup");
             return;
         }
-        let cg = Cgroup::create("quota-test", None, Some(0.01)).unwrap();
+        let cg = Cgroup::create("quota-test", None, Some(0.01), None).unwrap();
         assert_eq!(cg.quota_read_back(), Some((100_000, 1000)));
         let before = cg.read();
         // A shell busy loop, bounded by `timeout`, inside the cgroup.
@@ -475,6 +541,58 @@ mod tests {
         // second a busy loop takes unthrottled (the loop ran at least 0.9 s).
         assert!(cpu_ns < 100_000_000, "used {cpu_ns} ns");
         assert!(cpu_ns > 0, "the loop's CPU time is counted");
+    }
+
+    /// A read IOPS limit lands on the disk holding the files and the
+    /// cgroup counts the reads its processes make there. The files are
+    /// dropped from the page cache one by one (`dd iflag=nocache`), not the
+    /// whole machine's cache. Root only.
+    #[test]
+    fn a_disk_limit_counts_the_reads_it_limits() {
+        if !nix_is_root() {
+            assert!(
+                std::env::var_os("PAGEWIRE_REQUIRE_ALL").is_none(),
+                "PAGEWIRE_REQUIRE_ALL: the cgroup test needs root"
+            );
+            eprintln!("skipped: needs root for a cgroup");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let Ok(dev) = block_device_of(dir.path()) else {
+            eprintln!("skipped: the test's files are not on a block device");
+            return;
+        };
+        for i in 0..20 {
+            fs::write(dir.path().join(format!("f{i}")), vec![i as u8; 20_000]).unwrap();
+        }
+        let _ = std::process::Command::new("sync").status();
+        let cg = Cgroup::create("disk-test", None, None, Some((dev.clone(), 2000))).unwrap();
+        let limit = fs::read_to_string(
+            cg.dir("blkio")
+                .map(|d| d.join("blkio.throttle.read_iops_device"))
+                .unwrap_or_else(|| cg.dirs[0].join("io.max")),
+        )
+        .unwrap();
+        assert!(limit.contains(&dev) && limit.contains("2000"), "{limit}");
+        let before = cg.read();
+        let st = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{}cd {} && for f in f*; do dd if=$f iflag=nocache count=0 status=none; done; cat f* > /dev/null",
+                cg.enter_prefix(),
+                dir.path().display()
+            ))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let after = cg.read();
+        // Twenty files evicted and read back: twenty reads at least, each
+        // served by the disk.
+        assert!(
+            after.io_reads - before.io_reads >= 20,
+            "{before:?} {after:?}"
+        );
+        assert!(after.io_read_bytes - before.io_read_bytes >= 20 * 20_000);
     }
 
     fn nix_is_root() -> bool {

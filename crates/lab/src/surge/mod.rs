@@ -41,7 +41,8 @@ pub const PORT: u16 = 80;
 /// Which resource a server configuration is meant to make the server's
 /// bottleneck (the paper's sections 4.2 and 4.3): `none` (unlimited),
 /// `cpu` (a CPU quota on the server's cgroup), `disk` (a memory limit
-/// with the page cache emptied before each run, so files come from disk).
+/// with the page cache emptied before each run, so files come from disk,
+/// and with `--disk-iops` a disk as slow as the paper's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Regime {
@@ -51,8 +52,9 @@ pub enum Regime {
 }
 
 /// One server configuration: a label (`32M`, `none`, `cpu`), its memory
-/// limit and its CPU quota. A run record carries them as `memory`,
-/// `limit_bytes`, `cpu_quota` (cores) and `regime`.
+/// limit, its CPU quota and its disk's read IOPS limit. A run record
+/// carries them as `memory`, `limit_bytes`, `cpu_quota` (cores),
+/// `disk_iops` and `regime`.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Memory {
     #[serde(rename = "memory")]
@@ -60,6 +62,9 @@ pub struct Memory {
     pub limit_bytes: Option<u64>,
     /// CPU quota of the server's cgroup, in cores (None: unlimited).
     pub cpu_quota: Option<f64>,
+    /// Reads a second the server's cgroup may make from the disk holding
+    /// the file set (None: the machine's disk as it is).
+    pub disk_iops: Option<u32>,
     pub regime: Regime,
 }
 
@@ -70,6 +75,7 @@ impl Memory {
             label: s.trim().to_string(),
             limit_bytes,
             cpu_quota: None,
+            disk_iops: None,
             regime: if limit_bytes.is_some() {
                 Regime::Disk
             } else {
@@ -85,12 +91,14 @@ impl Memory {
             label: "cpu".into(),
             limit_bytes: None,
             cpu_quota: Some(cores),
+            disk_iops: None,
             regime: Regime::Cpu,
         })
     }
-    /// Neither a memory limit nor a CPU quota: the server is not short of anything.
+    /// Neither a memory limit nor a CPU quota nor a disk limit: the server
+    /// is not short of anything.
     pub fn unlimited(&self) -> bool {
-        self.limit_bytes.is_none() && self.cpu_quota.is_none()
+        self.limit_bytes.is_none() && self.cpu_quota.is_none() && self.disk_iops.is_none()
     }
     /// Ordering key: smaller limits first, the CPU-limited configuration
     /// next, no limit last.
@@ -204,6 +212,13 @@ pub struct Run {
     pub major_faults: f64,
     /// Server processes the OOM killer killed during the run.
     pub oom_kills: u64,
+    /// Reads a second the block layer served for the server's cgroup over
+    /// the run (page-cache misses reaching the disk; with `disk_iops`, the
+    /// disk is saturated when this reaches the limit).
+    pub disk_reads_per_s: f64,
+    /// The most memory (page cache excluded) the server's cgroup held in
+    /// any second of the run, bytes (beside `rss_mean`).
+    pub rss_max: f64,
     /// The server's CPU use over the run, in cores (its cgroup's user +
     /// system time over the run's wall time).
     pub server_cpu_cores: f64,
@@ -280,6 +295,8 @@ impl Run {
             sys_pages_read: 0.0,
             major_faults: 0.0,
             oom_kills: 0,
+            disk_reads_per_s: 0.0,
+            rss_max: 0.0,
             server_cpu_cores: 0.0,
             cpu_throttled: None,
             tcp_sent: 0.0,
@@ -496,11 +513,17 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
     };
     let mut runs = Vec::new();
     let mut interrupted_by = None;
+    let disk = if memories.iter().any(|m| m.disk_iops.is_some()) {
+        Some(cgroup::block_device_of(&root).context("--disk-iops: the file set's disk")?)
+    } else {
+        None
+    };
     'mem: for mem in &memories {
         let cg = Arc::new(Cgroup::create(
             &mem.label.to_ascii_lowercase(),
             mem.limit_bytes,
             mem.cpu_quota,
+            mem.disk_iops.and_then(|n| Some((disk.clone()?, n))),
         )?);
         let link = Link::start(cfg.link.clone()).context("start the link")?;
         let addr = format!("{}:{PORT}", link.server_addr());
@@ -714,6 +737,12 @@ fn one_run(
         sys_pages_read: rec.mean(|s| s.sys_pages_read),
         major_faults: rec.mean(|s| s.major_faults),
         oom_kills: rec.samples.iter().map(|s| s.oom_kills).sum(),
+        disk_reads_per_s: {
+            let (a, b) = (&cpu_before.0, &cpu_after.0);
+            b.io_reads.saturating_sub(a.io_reads) as f64
+                / (cpu_after.1 - cpu_before.1).as_secs_f64().max(1e-3)
+        },
+        rss_max: rec.samples.iter().map(|s| s.rss).max().unwrap_or(0) as f64,
         server_cpu_cores: {
             let (a, b) = (&cpu_before.0, &cpu_after.0);
             let ns = (b.user_ns + b.system_ns).saturating_sub(a.user_ns + a.system_ns);

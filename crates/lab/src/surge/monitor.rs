@@ -37,6 +37,9 @@ pub struct Sample {
     /// Pages read / written per second by the whole machine (/proc/vmstat pgpgin/pgpgout).
     pub sys_pages_read: f64,
     pub sys_pages_written: f64,
+    /// Reads a second the block layer served for the server's cgroup
+    /// (requests, not pages: the disk's IOPS).
+    pub disk_reads: f64,
     /// Major page faults of the server per second.
     pub major_faults: f64,
     /// Server processes killed by the OOM killer in the second (memory.oom_control / memory.events).
@@ -387,6 +390,7 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
             // pgpgin/pgpgout count KiB.
             sys_pages_read: vm.0.saturating_sub(prev_vm.0) as f64 / 4.0 / dt,
             sys_pages_written: vm.1.saturating_sub(prev_vm.1) as f64 / 4.0 / dt,
+            disk_reads: cg.io_reads.saturating_sub(prev_cg.io_reads) as f64 / dt,
             major_faults: cg.major_faults.saturating_sub(prev_cg.major_faults) as f64 / dt,
             oom_kills: cg.oom_kills.saturating_sub(prev_cg.oom_kills),
             tcp_sent: tcp.0.saturating_sub(prev_tcp.0) as f64 / dt,

@@ -400,15 +400,20 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
         let rs: Vec<&Run> = o.runs.iter().filter(|r| &r.memory.label == mem).collect();
         let server = rs.first().map(|r| r.server.label()).unwrap_or_default();
         let quota = rs.first().and_then(|r| r.memory.cpu_quota);
-        let what = match quota {
-            Some(q) => format!("{server}, CPU quota {q} cores, memory unlimited"),
-            None => format!("{server}, memory {mem}"),
+        let iops = rs.first().and_then(|r| r.memory.disk_iops);
+        let what = match (quota, iops) {
+            (Some(q), _) => format!("{server}, CPU quota {q} cores, memory unlimited"),
+            (None, Some(n)) => format!("{server}, memory {mem}, disk {n} reads/s"),
+            (None, None) => format!("{server}, memory {mem}"),
         };
         table2(&mut s, &what, &rs);
         table3(&mut s, &what, &rs);
         table4(&mut s, &what, &rs);
         if quota.is_some() {
             cpu_quota(&mut s, &what, &rs);
+        }
+        if rs.iter().any(|r| r.memory.limit_bytes.is_some()) {
+            disk(&mut s, &what, &rs);
         }
         table6(&mut s, &what, &rs);
         throughput(&mut s, &what, &rs);
@@ -620,6 +625,58 @@ fn cpu_quota(s: &mut String, what: &str, rs: &[&Run]) {
     grid(
         s,
         &format!("CPU quota — the server's use of its cgroup CPU quota ({what})"),
+        rs,
+        rows,
+    );
+}
+
+/// The disk-bound regime's counters: the server's reads from disk against
+/// its disk's limit, the memory its processes held beside its page cache,
+/// the machine's iowait, and the OOM killer's count (a killed server is
+/// not a disk-bound one).
+fn disk(s: &mut String, what: &str, rs: &[&Run]) {
+    let rows: &Rows = &[
+        (
+            "server disk reads/s",
+            1,
+            &|r: &Run| r.disk_reads_per_s,
+            &none,
+        ),
+        (
+            "share of the disk's read limit (%)",
+            1,
+            &|r: &Run| {
+                r.memory
+                    .disk_iops
+                    .map_or(f64::NAN, |n| 100.0 * r.disk_reads_per_s / n as f64)
+            },
+            &none,
+        ),
+        ("server pages read/s", 1, &|r: &Run| r.pages_read, &none),
+        ("iowait (machine %)", 2, &|r: &Run| r.iowait, &none),
+        (
+            "server memory, no cache, mean (MB)",
+            1,
+            &|r: &Run| r.rss_mean / 1048576.0,
+            &none,
+        ),
+        (
+            "server memory, no cache, max (MB)",
+            1,
+            &|r: &Run| r.rss_max / 1048576.0,
+            &none,
+        ),
+        (
+            "server page cache (MB)",
+            1,
+            &|r: &Run| r.page_cache_mean / 1048576.0,
+            &none,
+        ),
+        ("OOM kills (run)", 0, &|r: &Run| r.oom_kills as f64, &none),
+    ];
+    grid(
+        s,
+        &format!("Disk — the server's reads against its memory limit ({what})"),
         rs,
         rows,
     );

@@ -45,6 +45,13 @@ pub struct SurgeArgs {
     /// E.g. 0.01: a hundredth of one CPU.
     #[arg(long, value_name = "CORES")]
     pub cpu: Option<f64>,
+    /// A disk of the paper's era for the memory-limited configurations:
+    /// the server's cgroup may read at most this many times a second from
+    /// the disk holding the file set (cgroup v1
+    /// `blkio.throttle.read_iops_device`, v2 `io.max riops`), so its
+    /// page-cache misses queue on the disk (a 1998 disk: about 100).
+    #[arg(long, value_name = "READS_PER_S", value_parser = clap::value_parser!(u32).range(1..))]
+    pub disk_iops: Option<u32>,
     /// Modes of one configuration in place of --modes, as LABEL=MODES
     /// (repeatable): e.g. --modes-of cpu=http10,http11 --modes-of
     /// 64M=http10,http11,early-close.
@@ -114,6 +121,18 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         .iter()
         .map(|m| Memory::parse(m).map_err(|e| crate::cmd::usage(format!("--memory: {e}"))))
         .collect::<Result<Vec<_>>>()?;
+    if let Some(n) = s.disk_iops {
+        let mut any = false;
+        for m in memories.iter_mut().filter(|m| m.limit_bytes.is_some()) {
+            m.disk_iops = Some(n);
+            any = true;
+        }
+        if !any {
+            crate::usage_bail!(
+                "--disk-iops: no memory-limited configuration to give the slow disk (add e.g. --memory none,96M)"
+            );
+        }
+    }
     if let Some(c) = s.cpu {
         memories.push(Memory::cpu(c).map_err(|e| crate::cmd::usage(format!("--cpu: {e}")))?);
     }
