@@ -223,7 +223,10 @@ fn chromium_records_two_tls_origins_and_script_loaded_objects() {
         );
         let head = String::from_utf8_lossy(e.request_head.as_deref().unwrap()).into_owned();
         assert!(
-            head.starts_with(&format!("GET {} HTTP/1.1\r\nHost: {origin}\r\n", &want[8 + origin.len()..])),
+            head.starts_with(&format!(
+                "GET {} HTTP/1.1\r\nHost: {origin}\r\n",
+                &want[8 + origin.len()..]
+            )),
             "{head}"
         );
     }
@@ -284,7 +287,14 @@ fn chromium_recording_refuses_robot_flags_and_bad_urls() {
         ),
         (vec!["record", "ftp://127.0.0.1/"], "http:// or https://"),
         (
-            vec!["record", "https://127.0.0.1:9/", "--with", "robot", "--upstream-ca", "x.pem"],
+            vec![
+                "record",
+                "https://127.0.0.1:9/",
+                "--with",
+                "robot",
+                "--upstream-ca",
+                "x.pem",
+            ],
             "--with chromium",
         ),
     ] {

@@ -495,11 +495,17 @@ mod tests {
         };
         assert!(hs(a.clone(), "a.test").is_ok());
         assert!(hs(ip, "127.0.0.1").is_ok());
-        assert!(hs(a, "b.test").is_err(), "a leaf for a.test must not pass for b.test");
+        assert!(
+            hs(a, "b.test").is_err(),
+            "a leaf for a.test must not pass for b.test"
+        );
         let spki = ca.spki_sha256_base64();
         let parts: Vec<&str> = spki.split(',').collect();
         assert_eq!(parts.len(), 2);
-        assert!(parts.iter().all(|p| p.len() == 44 && p.ends_with('=')), "{spki}");
+        assert!(
+            parts.iter().all(|p| p.len() == 44 && p.ends_with('=')),
+            "{spki}"
+        );
         assert!(ca.server_config("bad name").is_err());
     }
 

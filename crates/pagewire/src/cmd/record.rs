@@ -195,7 +195,10 @@ fn run_robot(args: Args) -> anyhow::Result<ExitCode> {
 /// installed), a fresh profile, the page's load event plus `--quiet`; the
 /// browser and the proxy are torn down on every path out.
 fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
-    let scheme = args.url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    let scheme = args
+        .url
+        .split_once("://")
+        .map(|(s, _)| s.to_ascii_lowercase());
     if !matches!(scheme.as_deref(), Some("http" | "https")) {
         anyhow::bail!("{}: record takes an http:// or https:// URL", args.url);
     }
@@ -217,7 +220,12 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
     let proxy = rt
         .block_on(proxy::Proxy::start(proxy::Options {
             upstream_tls,
-            connect_to: args.resolve.iter().chain(&args.connect_to).cloned().collect(),
+            connect_to: args
+                .resolve
+                .iter()
+                .chain(&args.connect_to)
+                .cloned()
+                .collect(),
             ca: ca.clone(),
         }))
         .context("start the recording proxy on 127.0.0.1")?;
@@ -294,6 +302,13 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// Hosts Chromium itself calls (component updates, account checks, safe
+/// browsing) that no page loads from: they go around the proxy, so they are
+/// neither recorded nor counted as the page's failures.
+const BROWSER_SERVICES: &str = "update.googleapis.com;accounts.google.com;clients2.google.com;\
+     clientservices.googleapis.com;safebrowsing.googleapis.com;optimizationguide-pa.googleapis.com;\
+     content-autofill.googleapis.com;*.gvt1.com;edgedl.me.gvt1.com";
+
 /// Starts Chromium on the proxy, loads the page, waits for `--quiet`
 /// without requests, closes the browser; returns its product name. The
 /// browser's process group is killed on every path out (`Browser`'s drop).
@@ -319,9 +334,13 @@ fn load_through(
         |mut cmd| {
             use std::os::unix::process::CommandExt as _;
             // Every request through the proxy, loopback origins included
-            // (Chromium bypasses proxies for them unless told otherwise).
+            // (Chromium bypasses proxies for them unless told otherwise),
+            // except the browser's own services, which it calls even with
+            // background networking off and which are no page's.
             cmd.arg(format!("--proxy-server=http://{proxy_addr}"))
-                .arg("--proxy-bypass-list=<-loopback>")
+                .arg(format!(
+                    "--proxy-bypass-list=<-loopback>;{BROWSER_SERVICES}"
+                ))
                 .process_group(0);
             Ok(cmd.spawn()?)
         },

@@ -237,7 +237,10 @@ fn host_port(authority: &hyper::http::uri::Authority, default: u16) -> (String, 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Answer {
     if req.method() == Method::CONNECT {
         let Some(authority) = req.uri().authority().cloned() else {
-            return text(StatusCode::BAD_REQUEST, "CONNECT without host:port\n".into());
+            return text(
+                StatusCode::BAD_REQUEST,
+                "CONNECT without host:port\n".into(),
+            );
         };
         let (host, port) = host_port(&authority, 443);
         let origin = Origin {
@@ -292,7 +295,12 @@ async fn handle_in_tunnel(shared: Arc<Shared>, req: Request<Incoming>, origin: O
 }
 
 /// Sends `req` on to `origin`, records the exchange or the error.
-async fn relay(shared: Arc<Shared>, origin: Origin, target: String, req: Request<Incoming>) -> Answer {
+async fn relay(
+    shared: Arc<Shared>,
+    origin: Origin,
+    target: String,
+    req: Request<Incoming>,
+) -> Answer {
     let url = origin.url(&target);
     shared.begin();
     let r = forward(&shared, origin, &target, req).await;
@@ -327,9 +335,10 @@ async fn serve_tunnel(shared: Arc<Shared>, up: hyper::upgrade::Upgraded, origin:
     let config = match shared.opts.ca.server_config(&name) {
         Ok(c) => c,
         Err(e) => {
-            lock(&shared.log)
-                .errors
-                .push(format!("{}: no certificate for {name}: {e}", origin.url("/")));
+            lock(&shared.log).errors.push(format!(
+                "{}: no certificate for {name}: {e}",
+                origin.url("/")
+            ));
             return;
         }
     };
@@ -367,7 +376,8 @@ async fn collect(body: Incoming, what: &str) -> Result<Bytes, String> {
     let mut body = body;
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| format!("{what} broke off after {} bytes: {e}", out.len()))?;
+        let frame =
+            frame.map_err(|e| format!("{what} broke off after {} bytes: {e}", out.len()))?;
         if let Ok(data) = frame.into_data() {
             if out.len() + data.len() > MAX_BODY {
                 return Err(format!("{what} exceeds {MAX_BODY} bytes"));
@@ -389,7 +399,11 @@ async fn forward(
     let (sender, rtt_ms) = checkout(shared, &origin).await?;
     let h2 = matches!(sender, Sender::H2(_));
     let authority = origin.authority();
-    let mut head = format!("{} {target} HTTP/1.1\r\nHost: {authority}\r\n", parts.method).into_bytes();
+    let mut head = format!(
+        "{} {target} HTTP/1.1\r\nHost: {authority}\r\n",
+        parts.method
+    )
+    .into_bytes();
     let mut headers = HeaderMap::new();
     for (n, v) in &parts.headers {
         if hop_by_hop(n) || n == HOST {
@@ -426,7 +440,9 @@ async fn forward(
     let exchange = async {
         let (resp, sender) = match sender {
             Sender::H1(mut s) => {
-                s.ready().await.map_err(|e| format!("upstream connection: {e}"))?;
+                s.ready()
+                    .await
+                    .map_err(|e| format!("upstream connection: {e}"))?;
                 let r = s.send_request(up).await;
                 (r, Some(s))
             }
@@ -546,9 +562,10 @@ async fn connect(shared: &Arc<Shared>, origin: &Origin) -> Result<(Sender, f64),
         .await
         .map_err(|e| format!("TLS with {} ({addr}): {e}", origin.host))?;
     if tls.get_ref().1.alpn_protocol() == Some(pagewire_tls::ALPN_H2) {
-        let (s, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
-            .await
-            .map_err(|e| format!("HTTP/2 with {addr}: {e}"))?;
+        let (s, conn) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+                .await
+                .map_err(|e| format!("HTTP/2 with {addr}: {e}"))?;
         tokio::spawn(conn);
         let s2 = s.clone();
         lock(&shared.pool).entry(origin.clone()).or_default().h2 = Some((s2, rtt_ms));
@@ -591,9 +608,11 @@ mod tests {
 
     async fn get(proxy: SocketAddr, url: &str) -> String {
         let mut s = TcpStream::connect(proxy).await.unwrap();
-        s.write_all(format!("GET {url} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes())
-            .await
-            .unwrap();
+        s.write_all(
+            format!("GET {url} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
         let mut out = Vec::new();
         s.read_to_end(&mut out).await.unwrap();
         String::from_utf8_lossy(&out).into_owned()
@@ -605,7 +624,8 @@ mod tests {
     #[tokio::test]
     async fn a_broken_origin_is_an_error_and_the_proxy_keeps_serving() {
         let broken = origin(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nonly this").await;
-        let good = origin(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Kept: yes\r\n\r\nhello").await;
+        let good =
+            origin(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Kept: yes\r\n\r\nhello").await;
         let proxy = Proxy::start(Options {
             upstream_tls: Arc::new(pagewire_tls::upstream_client_config(None, &[]).unwrap()),
             connect_to: vec![],
@@ -631,9 +651,15 @@ mod tests {
         assert_eq!(&e.body[..], b"hello");
         assert_eq!(e.header("x-kept"), Some(&b"yes"[..]));
         let head = String::from_utf8_lossy(e.request_head.as_ref().unwrap()).into_owned();
-        assert!(head.starts_with(&format!("GET /small?q=1 HTTP/1.1\r\nHost: {good}\r\n")), "{head}");
+        assert!(
+            head.starts_with(&format!("GET /small?q=1 HTTP/1.1\r\nHost: {good}\r\n")),
+            "{head}"
+        );
         assert!(!head.to_ascii_lowercase().contains("connection:"), "{head}");
         let t = e.timing.unwrap();
-        assert!(t.sent_ms <= t.first_byte_ms && t.first_byte_ms <= t.done_ms, "{t:?}");
+        assert!(
+            t.sent_ms <= t.first_byte_ms && t.first_byte_ms <= t.done_ms,
+            "{t:?}"
+        );
     }
 }
