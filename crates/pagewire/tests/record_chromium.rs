@@ -299,7 +299,7 @@ fn chromium_recording_refuses_robot_flags_and_bad_urls() {
         ),
     ] {
         let o = Command::new(PW)
-            .args(&args)
+            .args(args.iter())
             .arg("--out-file")
             .arg(&out)
             .env("PAGEWIRE_CHROMIUM", "/nonexistent")

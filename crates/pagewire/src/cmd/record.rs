@@ -252,14 +252,10 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     for e in &recorded.exchanges {
-        let t = e.timing.expect("the proxy times every exchange");
-        println!(
-            "  {} {:>8} {:>9} {}",
-            e.status,
-            e.body.len(),
-            format!("{:.1}ms", t.server_ms),
-            e.url
-        );
+        let server = e
+            .timing
+            .map_or("-".to_string(), |t| format!("{:.1}ms", t.server_ms));
+        println!("  {} {:>8} {:>9} {}", e.status, e.body.len(), server, e.url);
     }
     if recorded.exchanges.is_empty() {
         anyhow::bail!("nothing to record: no response came back for {}", args.url);

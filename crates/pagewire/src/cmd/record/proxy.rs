@@ -249,9 +249,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Answer {
             port,
         };
         tokio::spawn(async move {
-            match hyper::upgrade::on(req).await {
-                Ok(up) => serve_tunnel(shared, up, origin).await,
-                Err(_) => { /* the browser gave up on the tunnel */ }
+            // An error here: the browser gave up on the tunnel.
+            if let Ok(up) = hyper::upgrade::on(req).await {
+                serve_tunnel(shared, up, origin).await;
             }
         });
         return Response::new(Full::new(Bytes::new()));
@@ -641,7 +641,7 @@ mod tests {
         assert!(ok.ends_with("hello"), "{ok}");
         let junk = get(proxy.addr, "/not-absolute").await;
         assert!(junk.starts_with("HTTP/1.1 400"), "{junk}");
-        assert_eq!(proxy.idle_for().map(|_| ()), Some(()));
+        assert!(proxy.idle_for().is_some());
         let log = proxy.take_log();
         assert_eq!(log.errors.len(), 1, "{:?}", log.errors);
         assert!(log.errors[0].contains("/big"), "{:?}", log.errors);
