@@ -345,6 +345,8 @@ impl MintingCa {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_ascii_lowercase();
+        // Only a DNS name or an IP address gets a certificate.
+        server_name(&host)?;
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = cache.get(&host) {
             return Ok(c.clone());
