@@ -206,6 +206,8 @@ fn record(files_root: &Path, out: &Path) -> Option<u16> {
         Command::new(PW).args([
             "record",
             &url,
+            "--with",
+            "robot",
             "--resolve",
             &format!("replay.test:{port}:127.0.0.1"),
             "--out",

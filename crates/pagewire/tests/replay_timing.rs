@@ -152,7 +152,15 @@ fn recorded_server_times_are_replayed_and_scored() {
     let url = format!("http://{}/", server.addr);
     let (out, _, _) = run_bounded(
         Command::new(PW)
-            .args(["record", "--strategy", "http11", &url, "--out"])
+            .args([
+                "record",
+                "--with",
+                "robot",
+                "--strategy",
+                "http11",
+                &url,
+                "--out",
+            ])
             .arg(&archive),
         Duration::from_secs(60),
         "pagewire record",

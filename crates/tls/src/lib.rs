@@ -272,6 +272,146 @@ pub fn client_config(ca: &Path, alpn: &[&[u8]]) -> Result<rustls::ClientConfig, 
     Ok(config)
 }
 
+/// A certificate authority that issues a server certificate per host on
+/// demand, as a recording proxy needs (`pagewire record`): every host the
+/// browser connects to gets a leaf for its name, signed by this CA and
+/// cached. The CA lives in memory for one recording and its key is never
+/// written. All leaves share one key pair, so a browser can be told to trust
+/// exactly them by one SPKI hash ([`MintingCa::spki_sha256_base64`]).
+pub struct MintingCa {
+    issuer: rcgen::Issuer<'static, KeyPair>,
+    ca_der: CertificateDer<'static>,
+    ca_pem: String,
+    ca_spki: Vec<u8>,
+    leaf_key: KeyPair,
+    alpn: Vec<Vec<u8>>,
+    cache: std::sync::Mutex<std::collections::HashMap<String, Arc<rustls::ServerConfig>>>,
+    serial: std::sync::atomic::AtomicU64,
+}
+
+/// Most hosts a [`MintingCa`] issues certificates for (bounds its cache).
+pub const MAX_MINTED_HOSTS: usize = 4096;
+
+impl MintingCa {
+    /// A new CA and leaf key; the leaves' TLS configurations offer `alpn`.
+    pub fn new(alpn: &[&[u8]]) -> Result<MintingCa, TlsError> {
+        use rcgen::PublicKeyData as _;
+        let ca_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
+        let mut ca = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, "pagewire recording proxy CA");
+        ca.distinguished_name = dn;
+        ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let ca_cert = ca.self_signed(&ca_key)?;
+        let ca_spki = ca_key.subject_public_key_info();
+        Ok(MintingCa {
+            issuer: rcgen::Issuer::new(ca, ca_key),
+            ca_der: ca_cert.der().clone(),
+            ca_pem: ca_cert.pem(),
+            ca_spki,
+            leaf_key: KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?,
+            alpn: alpn.iter().map(|p| p.to_vec()).collect(),
+            cache: Default::default(),
+            serial: std::sync::atomic::AtomicU64::new(1),
+        })
+    }
+
+    /// The CA certificate, PEM.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// `--ignore-certificate-errors-spki-list`'s value for Chromium: the
+    /// base64 SHA-256 of the leaves' SubjectPublicKeyInfo, then the CA's.
+    pub fn spki_sha256_base64(&self) -> String {
+        use base64::Engine as _;
+        use rcgen::PublicKeyData as _;
+        let b64 = |der: &[u8]| {
+            base64::engine::general_purpose::STANDARD
+                .encode(ring::digest::digest(&ring::digest::SHA256, der))
+        };
+        format!(
+            "{},{}",
+            b64(&self.leaf_key.subject_public_key_info()),
+            b64(&self.ca_spki)
+        )
+    }
+
+    /// The server configuration for `host` (a DNS name or an IP address):
+    /// a leaf certificate for it, issued on the first call and cached.
+    pub fn server_config(&self, host: &str) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
+        // Only a DNS name or an IP address gets a certificate.
+        server_name(&host)?;
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cache.get(&host) {
+            return Ok(c.clone());
+        }
+        if cache.len() >= MAX_MINTED_HOSTS {
+            return Err(TlsError::BadName(format!(
+                "{host}: more than {MAX_MINTED_HOSTS} hosts in one recording"
+            )));
+        }
+        let mut leaf = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, host.clone());
+        leaf.distinguished_name = dn;
+        leaf.subject_alt_names = vec![san(&host)?];
+        leaf.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        // A distinct serial per leaf: the leaves share one issuer and key.
+        let serial = self
+            .serial
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        leaf.serial_number = Some(rcgen::SerialNumber::from(serial));
+        let cert = leaf.signed_by(&self.leaf_key, &self.issuer)?;
+        let key = PrivateKeyDer::Pkcs8(self.leaf_key.serialize_der().into());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()?
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der().clone(), self.ca_der.clone()], key)?;
+        config.alpn_protocols = self.alpn.clone();
+        let config = Arc::new(config);
+        cache.insert(host, config.clone());
+        Ok(config)
+    }
+
+    /// How many hosts have a certificate so far.
+    pub fn hosts(&self) -> usize {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+}
+
+/// A client configuration for real origins (a recording proxy's upstream):
+/// TLS 1.2 and 1.3, the system's trust anchors (`/etc/ssl/certs` and the
+/// like, as `rustls-native-certs` finds them) plus the CA certificates of
+/// `extra_ca` when given, offering `alpn`.
+pub fn upstream_client_config(
+    extra_ca: Option<&Path>,
+    alpn: &[&[u8]],
+) -> Result<rustls::ClientConfig, TlsError> {
+    let mut roots = rustls::RootCertStore::empty();
+    let native = rustls_native_certs::load_native_certs();
+    // Unreadable system certificates are skipped, as every client does;
+    // with none at all only `extra_ca` is trusted.
+    roots.add_parsable_certificates(native.certs);
+    if let Some(ca) = extra_ca {
+        for cert in load_certs(ca)? {
+            roots.add(cert)?;
+        }
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(config)
+}
+
 /// The rustls server name for a URL host (DNS name or IP address).
 pub fn server_name(host: &str) -> Result<rustls::pki_types::ServerName<'static>, TlsError> {
     let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -333,6 +473,66 @@ mod tests {
             Arc::new(client_config(&other.ca, &[ALPN_H2]).unwrap()),
         );
         assert!(bad.is_err());
+    }
+
+    /// The minting CA issues a leaf per host that a client trusting only
+    /// its CA accepts for that host and refuses for another; the leaves
+    /// share one key, named first in the SPKI list.
+    #[test]
+    fn minted_leaves_verify_per_host() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = MintingCa::new(&[ALPN_HTTP11]).unwrap();
+        let ca_file = dir.path().join("ca.pem");
+        std::fs::write(&ca_file, ca.ca_pem()).unwrap();
+        let a = ca.server_config("a.test").unwrap();
+        assert!(Arc::ptr_eq(&a, &ca.server_config("A.test").unwrap()));
+        let ip = ca.server_config("127.0.0.1").unwrap();
+        assert_eq!(ca.hosts(), 2);
+        let client = Arc::new(upstream_client_config(Some(&ca_file), &[ALPN_HTTP11]).unwrap());
+        let hs = |server: Arc<rustls::ServerConfig>, name: &str| {
+            let mut c =
+                rustls::ClientConnection::new(client.clone(), server_name(name).unwrap()).unwrap();
+            let mut s = rustls::ServerConnection::new(server).unwrap();
+            drive(&mut c, &mut s)
+        };
+        assert!(hs(a.clone(), "a.test").is_ok());
+        assert!(hs(ip, "127.0.0.1").is_ok());
+        assert!(
+            hs(a, "b.test").is_err(),
+            "a leaf for a.test must not pass for b.test"
+        );
+        let spki = ca.spki_sha256_base64();
+        let parts: Vec<&str> = spki.split(',').collect();
+        assert_eq!(parts.len(), 2);
+        assert!(
+            parts.iter().all(|p| p.len() == 44 && p.ends_with('=')),
+            "{spki}"
+        );
+        assert!(ca.server_config("bad name").is_err());
+    }
+
+    fn drive(
+        c: &mut rustls::ClientConnection,
+        s: &mut rustls::ServerConnection,
+    ) -> Result<(), rustls::Error> {
+        for _ in 0..10 {
+            let mut buf = Vec::new();
+            while c.wants_write() {
+                c.write_tls(&mut buf).unwrap();
+            }
+            s.read_tls(&mut buf.as_slice()).unwrap();
+            s.process_new_packets()?;
+            let mut buf = Vec::new();
+            while s.wants_write() {
+                s.write_tls(&mut buf).unwrap();
+            }
+            c.read_tls(&mut buf.as_slice()).unwrap();
+            c.process_new_packets()?;
+            if !c.is_handshaking() && !s.is_handshaking() {
+                return Ok(());
+            }
+        }
+        panic!("handshake did not finish");
     }
 
     fn handshake(

@@ -1,38 +1,73 @@
-//! `pagewire record`: fetch a page and its objects with the robot and write
-//! every exchange to a WARC file, for `pagewire serve --replay`,
-//! `pagewire replay` and `pagewire bench --replay`. Each response record
-//! carries its place in the waterfall and its server think time
-//! (`WARC-Pagewire-Timing`; `replay::timings`).
+//! `pagewire record`: load a page and write every exchange to a WARC file,
+//! for `pagewire serve --replay`, `pagewire replay` and `pagewire bench
+//! --replay`. Each response record carries its place in the waterfall and
+//! its server think time (`WARC-Pagewire-Timing`).
+//!
+//! By default headless Chromium loads the page through a recording proxy
+//! ([`proxy`]): `http://` and `https://` pages, every origin, every request
+//! a script makes. `--with robot` fetches with pagewire's robot instead
+//! (plain HTTP, the page and the objects its HTML names; timings from
+//! `replay::timings`).
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use anyhow::Context as _;
 use pagewire_client::{ConnectTo, FetchConfig, Outcome, Strategy, Timeouts};
 use pagewire_replay::{Archive, Exchange};
 use pagewire_server::replay::ReplaySite;
 
+mod proxy;
+
+/// Who loads the page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum With {
+    /// Headless Chromium through the recording proxy (HTTP and HTTPS).
+    Chromium,
+    /// pagewire's robot (plain HTTP; the objects the HTML names).
+    Robot,
+}
+
 #[derive(clap::Args)]
 pub struct Args {
-    /// Page URL (http://host[:port]/path).
+    /// Page URL (http[s]://host[:port]/path; https needs the default --with chromium).
     pub url: String,
     /// The WARC file to write (`.warc`, or `.warc.gz` for gzip per record).
     /// (`--out` is an alias.)
     #[arg(long = "out-file", alias = "out", value_name = "FILE")]
     pub out: PathBuf,
-    /// How the robot fetches: pipeline, http11 or http10 (no content coding
-    /// is asked for, so bodies are recorded as the server sends them).
-    #[arg(long, default_value = "pipeline", value_parser = parse_strategy)]
-    pub strategy: Strategy,
+    /// Who loads the page: chromium (headless, through a recording proxy)
+    /// or robot.
+    #[arg(long = "with", value_enum, default_value = "chromium")]
+    pub with: With,
+    /// With --with robot: how it fetches, pipeline (default), http11 or
+    /// http10 (no content coding is asked for, so bodies are recorded as
+    /// the server sends them).
+    #[arg(long, value_parser = parse_strategy)]
+    pub strategy: Option<Strategy>,
     /// Connect to ADDR for HOST:PORT (curl's --resolve HOST:PORT:ADDR).
     #[arg(long, value_name = "HOST:PORT:ADDR", value_parser = ConnectTo::parse_resolve)]
     pub resolve: Vec<ConnectTo>,
     /// Connect to ADDR:PORT2 for HOST1:PORT1 (curl's --connect-to).
     #[arg(long, value_name = "HOST1:PORT1:ADDR:PORT2", value_parser = ConnectTo::parse_connect_to)]
     pub connect_to: Vec<ConnectTo>,
-    /// Follow up to N redirects of the page (the final page is recorded).
+    /// With --with chromium: also trust the CA certificates in FILE (PEM)
+    /// for origins' TLS, besides the system's trust anchors (a local test
+    /// site's CA).
+    #[arg(long, value_name = "FILE")]
+    pub upstream_ca: Option<PathBuf>,
+    /// With --with chromium: after the page's load event, record until no
+    /// request has been in flight for this long (requests a script makes
+    /// late), within --timeout.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = super::positive_duration, allow_hyphen_values = true)]
+    pub quiet: Duration,
+    /// With --with robot: follow up to N redirects of the page (the final
+    /// page is recorded). Chromium follows redirects itself and records
+    /// each.
     #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=20))]
     pub max_redirects: u8,
-    /// The whole fetch's deadline, e.g. 10m.
+    /// The whole recording's deadline, e.g. 10m.
     #[arg(long, value_name = "DURATION", default_value = "600s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub timeout: Duration,
 }
@@ -48,7 +83,28 @@ pub fn parse_strategy(s: &str) -> Result<Strategy, String> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut cfg = FetchConfig::new(args.url.clone(), args.strategy);
+    match args.with {
+        With::Robot => run_robot(args),
+        With::Chromium => {
+            if let Some(s) = args.strategy {
+                anyhow::bail!("--strategy {s} is the robot's: add --with robot, or leave it out");
+            }
+            if args.max_redirects > 0 {
+                anyhow::bail!(
+                    "--max-redirects is the robot's: Chromium follows redirects itself (add --with robot)"
+                );
+            }
+            run_chromium(args)
+        }
+    }
+}
+
+fn run_robot(args: Args) -> anyhow::Result<ExitCode> {
+    if args.upstream_ca.is_some() {
+        anyhow::bail!("--upstream-ca is for --with chromium (the robot records plain HTTP)");
+    }
+    let strategy = args.strategy.unwrap_or(Strategy::Pipeline);
+    let mut cfg = FetchConfig::new(args.url.clone(), strategy);
     cfg.keep_bodies = true;
     cfg.connect_to = args
         .resolve
@@ -109,7 +165,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         exchanges.len(),
         body,
         report.url,
-        args.strategy,
+        strategy,
         args.out.display(),
         bytes
     );
@@ -132,6 +188,188 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Records with headless Chromium through the recording proxy: a CA for
+/// this recording only (the browser trusts it by SPKI hash, nothing is
+/// installed), a fresh profile, the page's load event plus `--quiet`; the
+/// browser and the proxy are torn down on every path out.
+fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
+    let scheme = args
+        .url
+        .split_once("://")
+        .map(|(s, _)| s.to_ascii_lowercase());
+    if !matches!(scheme.as_deref(), Some("http" | "https")) {
+        anyhow::bail!("{}: record takes an http:// or https:// URL", args.url);
+    }
+    let exe = pagewire_chromium::find_chromium().context(
+        "no Chromium found: install chromium (scripts/setup-deps.sh does), set PAGEWIRE_CHROMIUM, \
+         or record with --with robot",
+    )?;
+    let ca = Arc::new(pagewire_tls::MintingCa::new(&[pagewire_tls::ALPN_HTTP11])?);
+    let upstream_tls = Arc::new(pagewire_tls::upstream_client_config(
+        args.upstream_ca.as_deref(),
+        &[pagewire_tls::ALPN_H2, pagewire_tls::ALPN_HTTP11],
+    )?);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("pw-record-proxy")
+        .enable_all()
+        .build()
+        .context("start the proxy's runtime")?;
+    let proxy = rt
+        .block_on(proxy::Proxy::start(proxy::Options {
+            upstream_tls,
+            connect_to: args
+                .resolve
+                .iter()
+                .chain(&args.connect_to)
+                .cloned()
+                .collect(),
+            ca: ca.clone(),
+        }))
+        .context("start the recording proxy on 127.0.0.1")?;
+    let work = tempfile::Builder::new()
+        .prefix("pagewire-record-")
+        .tempdir()
+        .context("make a directory for the browser profile")?;
+    let log = work.path().join("chromium.log");
+    let loaded = load_through(&exe, work.path(), &log, &proxy, &ca, &args);
+    // The proxy stops with its runtime: no task outlives the recording.
+    let recorded = proxy.take_log();
+    rt.shutdown_timeout(Duration::from_secs(1));
+    let exe_log = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut failed = false;
+    if let Err(e) = &loaded {
+        failed = true;
+        let tail: Vec<&str> = exe_log.lines().rev().take(8).collect();
+        eprintln!("pagewire record: the page did not load whole: {e:#}");
+        if !tail.is_empty() {
+            eprintln!(
+                "pagewire record: the browser's last words:\n  {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n  ")
+            );
+        }
+    }
+    for e in &recorded.exchanges {
+        let server = e
+            .timing
+            .map_or("-".to_string(), |t| format!("{:.1}ms", t.server_ms));
+        println!("  {} {:>8} {:>9} {}", e.status, e.body.len(), server, e.url);
+    }
+    if recorded.exchanges.is_empty() {
+        anyhow::bail!("nothing to record: no response came back for {}", args.url);
+    }
+    let software = format!("pagewire {} record (chromium)", env!("CARGO_PKG_VERSION"));
+    let bytes = pagewire_replay::warc_io::write(&args.out, &recorded.exchanges, &software)
+        .map_err(anyhow::Error::new)?;
+    let origins: std::collections::BTreeSet<&str> = recorded
+        .exchanges
+        .iter()
+        .filter_map(|e| pagewire_replay::split_url(&e.url).map(|(_, a, _)| a))
+        .collect();
+    let body: usize = recorded.exchanges.iter().map(|e| e.body.len()).sum();
+    println!(
+        "recorded {} exchanges ({} body bytes, {} over HTTP/2) of {} from {} origins ({}) with {} into {} ({} bytes)",
+        recorded.exchanges.len(),
+        body,
+        recorded.h2,
+        args.url,
+        origins.len(),
+        origins.into_iter().collect::<Vec<_>>().join(" "),
+        loaded.as_ref().map_or("Chromium", |p| p.as_str()),
+        args.out.display(),
+        bytes
+    );
+    if !recorded.errors.is_empty() {
+        eprintln!(
+            "pagewire record: {} requests without a whole response not recorded:",
+            recorded.errors.len()
+        );
+        for e in &recorded.errors {
+            eprintln!("  {e}");
+        }
+        failed = true;
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Hosts Chromium itself calls (component updates, account checks, safe
+/// browsing) that no page loads from: they go around the proxy, so they are
+/// neither recorded nor counted as the page's failures.
+const BROWSER_SERVICES: &str = "update.googleapis.com;accounts.google.com;clients2.google.com;\
+     clientservices.googleapis.com;safebrowsing.googleapis.com;optimizationguide-pa.googleapis.com;\
+     content-autofill.googleapis.com;*.gvt1.com;edgedl.me.gvt1.com";
+
+/// Starts Chromium on the proxy, loads the page, waits for `--quiet`
+/// without requests, closes the browser; returns its product name. The
+/// browser's process group is killed on every path out (`Browser`'s drop).
+fn load_through(
+    exe: &Path,
+    work: &Path,
+    log: &Path,
+    proxy: &proxy::Proxy,
+    ca: &pagewire_tls::MintingCa,
+    args: &Args,
+) -> anyhow::Result<String> {
+    let started = Instant::now();
+    let deadline = started + args.timeout;
+    let protocol = pagewire_chromium::Protocol::H2 {
+        spki: ca.spki_sha256_base64(),
+    };
+    let proxy_addr = proxy.addr;
+    let mut browser = pagewire_chromium::Browser::launch(
+        exe,
+        &work.join("profile"),
+        &protocol,
+        log,
+        |mut cmd| {
+            use std::os::unix::process::CommandExt as _;
+            // Every request through the proxy, loopback origins included
+            // (Chromium bypasses proxies for them unless told otherwise),
+            // except the browser's own services, which it calls even with
+            // background networking off and which are no page's.
+            cmd.arg(format!("--proxy-server=http://{proxy_addr}"))
+                .arg(format!(
+                    "--proxy-bypass-list=<-loopback>;{BROWSER_SERVICES}"
+                ))
+                .process_group(0);
+            Ok(cmd.spawn()?)
+        },
+    )?;
+    let product = browser.product.clone();
+    let loaded = browser.load(&args.url, pagewire_chromium::Visit::First, args.timeout);
+    // Requests a script makes after the load event: wait until none has
+    // been in flight for --quiet (bounded by --timeout).
+    let mut quiet_reached = false;
+    while Instant::now() < deadline {
+        if proxy.idle_for().is_some_and(|d| d >= args.quiet) {
+            quiet_reached = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = browser.close();
+    let page = loaded?;
+    if !quiet_reached {
+        anyhow::bail!(
+            "requests were still in flight {:?} after the start (--timeout); {} seen",
+            args.timeout,
+            proxy.requests()
+        );
+    }
+    eprintln!(
+        "pagewire record: {} loaded {} in {:.0} ms (load event), recorded until {:?} without requests",
+        product,
+        args.url,
+        page.load_s * 1e3,
+        args.quiet
+    );
+    Ok(product)
 }
 
 fn bytes_of(b: &[u8]) -> pagewire_replay::Bytes {
