@@ -74,5 +74,8 @@ wait "$LOADPID" || true
     echo "# $("$WORK/pagewire" --version); load: $(grep -E 'Requests/sec|^finished in' "$OUT/load.txt" | head -1)"
     echo "# perf report --no-children --sort dso,symbol (self time, % of the server's samples)"
     perf report -i "$OUT/perf.data" --no-children --sort dso,symbol --stdio -g none --percent-limit 0.3 2> /dev/null |
-        grep -E '^ +[0-9]' | head -n "$TOP"
+        grep -E '^ +[0-9]' | sed 's/[ -]*$//' | head -n "$TOP"
+    echo "# by binary:"
+    perf report -i "$OUT/perf.data" --no-children --sort dso --stdio -g none 2> /dev/null |
+        grep -E '^ +[0-9]' | head -n 5
 } | tee "$OUT/top.txt"
