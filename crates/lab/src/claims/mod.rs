@@ -19,6 +19,7 @@ use serde_json::Value;
 
 pub mod bands;
 pub mod microscape;
+pub mod pool;
 pub mod prefetch;
 pub mod spec;
 
