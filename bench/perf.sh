@@ -171,7 +171,7 @@ server_pids() {
 wait_ready() {
     for _ in $(seq 1 100); do
         for p in "${PIDS[@]}"; do
-            kill -0 "$p" 2>/dev/null || { echo "server exited at start:" >&2; tail -5 "$WORK"/*.err "$WORK"/*.out >&2 || true; return 1; }
+            kill -0 "$p" 2>/dev/null || { echo "server exited at start:" >&2; tail -n 5 "$WORK"/*.err "$WORK"/*.out >&2 || true; return 1; }
         done
         if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$H1/1k.bin")" = 200 ] &&
             [ "$(curl -sk --http2 -o /dev/null -w '%{http_code}' "https://127.0.0.1:$H2/1k.bin")" = 200 ]; then
@@ -180,6 +180,19 @@ wait_ready() {
         sleep 0.1
     done
     echo "server did not start" >&2
+    return 1
+}
+# start SERVER: starts it and waits until it answers; a server that exits at
+# start (a port taken between the check and its bind) is tried again on
+# other ports, up to three times.
+start() {
+    local attempt
+    for attempt in 1 2 3; do
+        "start_$1"
+        if wait_ready; then return 0; fi
+        stop_server
+        echo "bench/perf.sh: $1 did not start (attempt $attempt)" >&2
+    done
     return 1
 }
 stop_server() {
@@ -260,14 +273,14 @@ measure() {
 echo "bench/perf.sh: $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 # Makes the certificates (pagewire's CA) once.
-start_pagewire; wait_ready; stop_server
+start pagewire; stop_server
 
 SERVERS=(pagewire nginx h2o)
 CELLS=(h2-m1 h2-m10 h2-m100 h1-keepalive h1-pipelined)
 for round in $(seq 1 "$ROUNDS"); do
     for i in 0 1 2; do
         server=${SERVERS[$(((i + round - 1) % 3))]}
-        "start_$server"; wait_ready
+        start "$server"
         # Warm-up: one short run of each protocol (caches, TLS keys).
         taskset -c "$LOAD_CPU" h2load -c10 -m10 -n 5000 -t1 "https://127.0.0.1:$H2/1k.bin" > /dev/null 2>&1 || true
         taskset -c "$LOAD_CPU" wrk -t1 -c50 -d1s "http://127.0.0.1:$H1/1k.bin" > /dev/null 2>&1 || true
@@ -281,7 +294,7 @@ IDLE=$OUT/idle.csv
 echo "round,server,conns,rss_before_kb,rss_after_kb,bytes_per_conn" > "$IDLE"
 for round in 1; do
     for server in "${SERVERS[@]}"; do
-        "start_$server"; wait_ready
+        start "$server"
         # pagewire's HTTP/1 process alone (the TLS one holds no connections).
         pids=$(if [ "$server" = pagewire ]; then echo "${PIDS[0]}"; else server_pids | tr ' ' ','; fi)
         line=$(timeout 120 python3 "$ROOT/bench/server/hold_idle.py" 127.0.0.1 "$H1" /1k.bin "$IDLE_CONNS" "$pids" 2>&1) || line="failed: $line"
@@ -316,7 +329,7 @@ gen_run() {
     echo "$round,$name,${reqs:-0},${rps:-0},$cpu,$us" >> "$GEN"
     { echo "# $*"; cat "$WORK/gen.out" "$WORK/gen.err" "$WORK/time.out"; } > "$OUT/raw/loadgen-$name-round$round.txt"
 }
-start_pagewire; wait_ready
+start pagewire
 URL="http://127.0.0.1:$H1/1k.bin"
 for round in $(seq 1 "$ROUNDS"); do
     gen_run "pagewire-load-rate$LOADGEN_RATE" "$round" "$PW" load "$URL" -c 50 -d "${H1_SECONDS}s" --rate "$LOADGEN_RATE" --json

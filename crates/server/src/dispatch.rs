@@ -17,7 +17,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::rc::Rc;
-use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 use pagewire_h1::{BodyFraming, Decoded, Decoder, HeadScanner, Method, RequestHead, Version};
@@ -30,7 +29,7 @@ use crate::policy::{
     ClosePolicy, FlushPolicy, FlushReason, MAX_PREFETCH_HINTS, MAX_SKIPPED_BODY_BYTES,
     READ_CHUNK_BYTES,
 };
-use crate::registry::{Phase, Reason, Slot};
+use crate::registry::{Phase, Reason, SlotRef};
 use crate::respond::{self, Answered, ConnHeader, Ctx};
 use crate::stats::bump;
 use crate::target::{self, Target};
@@ -69,9 +68,8 @@ struct Conn {
     w: Rc<Worker>,
     stream: TcpStream,
     peer: SocketAddr,
-    /// The registry's key and slot for this connection.
-    key: usize,
-    slot: Arc<Slot>,
+    /// The registry's slot (and key) for this connection.
+    slot: SlotRef,
     inbuf: Option<BytesMut>,
     /// How far the head in `inbuf` has been scanned (16 bytes): a head that
     /// arrives a byte per read costs O(head), not O(head²) (docs/h1.md).
@@ -100,15 +98,14 @@ pub(crate) fn run_conn(
     stream: TcpStream,
     peer: SocketAddr,
 ) -> impl std::future::Future<Output = ()> {
-    let (key, slot) = w.shared.registry.register(stream.as_raw_fd());
-    drive(Conn::new(w, stream, peer, key, slot, 0, Phase::Fresh))
+    let slot = w.shared.registry.register(stream.as_raw_fd());
+    drive(Conn::new(w, stream, peer, slot, 0, Phase::Fresh))
 }
 
 /// Takes up a parked connection whose socket became readable: a new task.
 pub(crate) fn resume_conn(w: Rc<Worker>, p: Parked) {
     let Parked {
         stream,
-        key,
         slot,
         served,
     } = p;
@@ -117,21 +114,13 @@ pub(crate) fn resume_conn(w: Rc<Worker>, p: Parked) {
         Err(_) => {
             // Registration failed (rare: out of memory) and `from_std`
             // closed the socket; the slot goes now.
-            return lost_in_handover(&w, key);
+            return lost_in_handover(&w, slot.key());
         }
     };
     let peer = stream
         .peer_addr()
         .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
-    tokio::task::spawn_local(drive(Conn::new(
-        w,
-        stream,
-        peer,
-        key,
-        slot,
-        served,
-        Phase::Idle,
-    )));
+    tokio::task::spawn_local(drive(Conn::new(w, stream, peer, slot, served, Phase::Idle)));
 }
 
 /// Runs a connection until it ends or is parked. (An `async` block, not an
@@ -154,14 +143,13 @@ fn drive(mut conn: Conn) -> impl std::future::Future<Output = ()> {
             // the registry slot stay.
             let Conn {
                 stream,
-                key,
                 slot,
                 served,
                 ..
             } = conn;
+            let key = slot.key();
             let parked = stream.into_std().map(|stream| Parked {
                 stream,
-                key,
                 slot,
                 served,
             });
@@ -190,7 +178,7 @@ fn drive(mut conn: Conn) -> impl std::future::Future<Output = ()> {
         conn.release_buffers(true);
         // Unregister before the socket is closed (drop), so the sweeper never
         // pokes a file descriptor number that was reused.
-        w.shared.registry.unregister(conn.key);
+        w.shared.registry.unregister(conn.slot.key());
         drop(conn);
         w.conn_closed();
     }
@@ -236,8 +224,7 @@ impl Conn {
         w: Rc<Worker>,
         stream: TcpStream,
         peer: SocketAddr,
-        key: usize,
-        slot: Arc<Slot>,
+        slot: SlotRef,
         served: u64,
         phase: Phase,
     ) -> Conn {
@@ -245,7 +232,6 @@ impl Conn {
             w,
             stream,
             peer,
-            key,
             slot,
             inbuf: None,
             scanner: HeadScanner::new(),
@@ -842,6 +828,7 @@ mod tests {
     use crate::policy::ServerConfig;
     use crate::registry::{Deadlines, Registry};
     use crate::stats::WorkerStats;
+    use std::sync::Arc;
     use std::time::Duration;
 
     /// Every open connection that is not parked costs one task holding this

@@ -47,6 +47,15 @@ impl Pools {
         }
     }
 
+    /// Frees pooled buffers beyond `keep` of each kind (after a burst, when
+    /// many connections have gone idle: `park`).
+    pub fn shrink(&self, keep: usize) {
+        self.read.borrow_mut().truncate(keep);
+        self.read.borrow_mut().shrink_to_fit();
+        self.write.borrow_mut().truncate(keep);
+        self.write.borrow_mut().shrink_to_fit();
+    }
+
     pub fn take_write(&self, capacity: usize) -> Vec<u8> {
         self.outstanding.set(self.outstanding.get() + 1);
         let mut v = self.write.borrow_mut().pop().unwrap_or_default();

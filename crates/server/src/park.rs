@@ -22,7 +22,6 @@ use std::io;
 use std::mem::MaybeUninit;
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::Duration;
 
 use rustix::event::epoll;
@@ -30,7 +29,7 @@ use slab::Slab;
 use tokio::io::unix::AsyncFd;
 
 use crate::context::Worker;
-use crate::registry::Slot;
+use crate::registry::SlotRef;
 
 /// How long a keep-alive connection waits as a task before it is parked.
 pub const PARK_AFTER: Duration = Duration::from_secs(1);
@@ -39,12 +38,15 @@ pub const PARK_AFTER: Duration = Duration::from_secs(1);
 /// memory is handed back to the system (`malloc_trim`) at the next tick.
 const TRIM_AFTER_PARKED: usize = 256;
 
+/// Buffers of each kind the worker's pool keeps when it is shrunk after
+/// many parks.
+const POOL_KEEP_AFTER_PARKS: usize = 16;
+
 /// What a parked connection keeps.
 pub(crate) struct Parked {
     pub stream: std::net::TcpStream,
-    /// Its registry key and slot (still registered).
-    pub key: usize,
-    pub slot: Arc<Slot>,
+    /// Its registry slot and key (still registered).
+    pub slot: SlotRef,
     /// Responses written on it so far.
     pub served: u64,
 }
@@ -145,8 +147,13 @@ pub(crate) async fn run(w: Rc<Worker>) {
                 for waker in wakers {
                     waker.wake();
                 }
+                // The woken tasks run (and park) before this one goes on.
+                tokio::task::yield_now().await;
                 if w.park.parked_since_trim.get() >= TRIM_AFTER_PARKED {
                     w.park.parked_since_trim.set(0);
+                    // Many connections went idle: the burst that needed
+                    // the pooled buffers is over.
+                    w.pools.shrink(POOL_KEEP_AFTER_PARKS);
                     trim();
                 }
             }

@@ -10,11 +10,9 @@
 //! and the connection closes itself, still on its own thread.
 
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use slab::Slab;
 
 use crate::time::CoarseClock;
 
@@ -87,10 +85,108 @@ const SINCE_MASK: u64 = (1 << PHASE_SHIFT) - 1;
 /// One connection's shared state.
 #[derive(Debug)]
 pub struct Slot {
-    fd: RawFd,
     /// phase << 56 | since (coarse ms)
     state: AtomicU64,
+    /// The connection's socket; -1 while the slot is free. Written only
+    /// under the registry's lock (register, unregister), and read under it.
+    fd: AtomicI32,
     reason: AtomicU8,
+}
+
+/// Slots per chunk: 256 x 16 bytes, one 4 KiB allocation.
+const CHUNK_SLOTS: usize = 256;
+
+/// Slots are allocated a chunk at a time and reused, never one per
+/// connection: a small allocation of its own made at every accept would sit
+/// between the connection's task memory on the heap, and those pages would
+/// stay resident after a parked connection's task is freed (`park`).
+#[derive(Debug)]
+struct Chunk([Slot; CHUNK_SLOTS]);
+
+impl Chunk {
+    fn new() -> Arc<Chunk> {
+        Arc::new(Chunk(std::array::from_fn(|_| Slot {
+            state: AtomicU64::new(0),
+            fd: AtomicI32::new(-1),
+            reason: AtomicU8::new(0),
+        })))
+    }
+}
+
+/// A connection's handle on its slot: its chunk and its registry key (no
+/// allocation of its own).
+#[derive(Debug, Clone)]
+pub struct SlotRef {
+    chunk: Arc<Chunk>,
+    key: u32,
+}
+
+impl SlotRef {
+    /// The registry key (for `Registry::unregister`).
+    pub fn key(&self) -> usize {
+        self.key as usize
+    }
+}
+
+impl std::ops::Deref for SlotRef {
+    type Target = Slot;
+    fn deref(&self) -> &Slot {
+        &self.chunk.0[self.key as usize % CHUNK_SLOTS]
+    }
+}
+
+/// The slots: chunks, and the free ones' keys (a key is
+/// `chunk * CHUNK_SLOTS + index`).
+#[derive(Debug, Default)]
+struct Table {
+    chunks: Vec<Arc<Chunk>>,
+    free: Vec<u32>,
+}
+
+impl Table {
+    fn get(&self, key: usize) -> Option<&Slot> {
+        let slot = &self.chunks.get(key / CHUNK_SLOTS)?.0[key % CHUNK_SLOTS];
+        (slot.fd.load(Ordering::Relaxed) >= 0).then_some(slot)
+    }
+
+    /// Every slot in use.
+    fn iter(&self) -> impl Iterator<Item = &Slot> {
+        self.chunks
+            .iter()
+            .flat_map(|c| c.0.iter())
+            .filter(|s| s.fd.load(Ordering::Relaxed) >= 0)
+    }
+
+    fn insert(&mut self, fd: RawFd, state: u64) -> SlotRef {
+        let key = match self.free.pop() {
+            Some(k) => k as usize,
+            None => {
+                let first = self.chunks.len() * CHUNK_SLOTS;
+                self.chunks.push(Chunk::new());
+                // Lowest keys first.
+                self.free
+                    .extend((first as u32 + 1..(first + CHUNK_SLOTS) as u32).rev());
+                first
+            }
+        };
+        let slot = SlotRef {
+            chunk: self.chunks[key / CHUNK_SLOTS].clone(),
+            key: key as u32,
+        };
+        slot.reason.store(0, Ordering::Relaxed);
+        slot.state.store(state, Ordering::Release);
+        slot.fd.store(fd, Ordering::Release);
+        slot
+    }
+
+    /// Frees a slot; its reason, if it was in use.
+    fn remove(&mut self, key: usize) -> Option<Reason> {
+        let slot = self.get(key)?;
+        let reason = slot.reason();
+        slot.fd.store(-1, Ordering::Release);
+        self.free.push(key as u32);
+        Some(reason)
+    }
 }
 
 impl Slot {
@@ -142,7 +238,7 @@ impl Slot {
         // SAFETY-free: shutdown(2) on an fd the registry guarantees is open
         // (a connection removes its slot before closing its socket, under
         // the same lock this is called with).
-        unsafe { libc::shutdown(self.fd, how) };
+        unsafe { libc::shutdown(self.fd.load(Ordering::Relaxed), how) };
         true
     }
 }
@@ -162,7 +258,7 @@ pub struct Deadlines {
 /// All open connections.
 #[derive(Debug)]
 pub struct Registry {
-    slots: Mutex<Slab<Arc<Slot>>>,
+    slots: Mutex<Table>,
     pub clock: CoarseClock,
     /// Admitted connections (low 32 bits) and, of those, the ones told to
     /// close for eviction and not closed yet (high 32 bits), in one word so
@@ -182,7 +278,7 @@ pub struct Registry {
 impl Registry {
     pub fn new(deadlines: Deadlines) -> Registry {
         Registry {
-            slots: Mutex::new(Slab::new()),
+            slots: Mutex::new(Table::default()),
             clock: CoarseClock::new(),
             counts: AtomicU64::new(0),
             peak: AtomicUsize::new(0),
@@ -220,25 +316,15 @@ impl Registry {
         self.shutting_down.load(Ordering::Relaxed)
     }
 
-    pub fn register(&self, fd: RawFd) -> (usize, Arc<Slot>) {
-        let slot = Arc::new(Slot {
-            fd,
-            state: AtomicU64::new(0),
-            reason: AtomicU8::new(0),
-        });
-        slot.set(Phase::Fresh, self.clock.now_ms());
-        let key = self
-            .slots
-            .lock()
-            .expect("registry lock")
-            .insert(slot.clone());
-        (key, slot)
+    pub fn register(&self, fd: RawFd) -> SlotRef {
+        let state = (Phase::Fresh as u64) << PHASE_SHIFT | (self.clock.now_ms() & SINCE_MASK);
+        self.slots.lock().expect("registry lock").insert(fd, state)
     }
 
     /// Must be called before the socket is closed.
     pub fn unregister(&self, key: usize) {
-        let slot = self.slots.lock().expect("registry lock").try_remove(key);
-        let evicted = slot.is_some_and(|s| s.reason() == Reason::Evicted);
+        let reason = self.slots.lock().expect("registry lock").remove(key);
+        let evicted = reason == Some(Reason::Evicted);
         // One word: the place and, if evicted, its eviction mark go together.
         self.counts
             .fetch_sub(1 + if evicted { EVICTING_ONE } else { 0 }, Ordering::AcqRel);
@@ -271,9 +357,9 @@ impl Registry {
     fn evict(&self, classes: &[(&[Phase], u64)]) -> bool {
         let now = self.clock.now_ms();
         let slots = self.slots.lock().expect("registry lock");
-        let mut best: Option<(u64, &Arc<Slot>)> = None;
+        let mut best: Option<(u64, &Slot)> = None;
         for (class, min_age) in classes {
-            for (_, slot) in slots.iter() {
+            for slot in slots.iter() {
                 let (phase, since) = slot.load();
                 if class.iter().any(|&p| p as u8 == phase)
                     && now.saturating_sub(since) >= *min_age
@@ -317,10 +403,10 @@ impl Registry {
             && now.saturating_sub(self.shutdown_at_ms.load(Ordering::Acquire))
                 > d.grace.as_millis() as u64;
         let slots = self.slots.lock().expect("registry lock");
-        for (_, slot) in slots.iter() {
+        for slot in slots.iter() {
             if grace_over {
                 // Past the grace period everything goes, busy or not.
-                unsafe { libc::shutdown(slot.fd, libc::SHUT_RDWR) };
+                unsafe { libc::shutdown(slot.fd.load(Ordering::Relaxed), libc::SHUT_RDWR) };
                 continue;
             }
             if slot.reason() != Reason::None {
