@@ -34,18 +34,19 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let judged = match pagewire_lab::claims::judge_dir(&args.dir) {
-        Ok(j) => j,
-        Err(e) => {
-            eprintln!("pagewire claims: {}: {e:#}", args.dir.display());
-            return Ok(ExitCode::from(2));
-        }
-    };
+    // A directory that cannot be judged (missing, not a results
+    // directory) is a failure (exit 1), as a missing input of any command;
+    // --write on a directory that records no claims is a usage error (2).
+    let judged = pagewire_lab::claims::judge_dir(&args.dir)
+        .with_context(|| format!("claims: {}", args.dir.display()))?;
     if args.write {
-        if let Err(e) = write(&args.dir, &judged) {
-            eprintln!("pagewire claims: {}: {e:#}", args.dir.display());
-            return Ok(ExitCode::from(2));
-        }
+        write(&args.dir, &judged).map_err(|e| {
+            if super::is_usage(&e) {
+                super::usage(format!("claims: {}: {e:#}", args.dir.display()))
+            } else {
+                e.context(format!("claims: {}", args.dir.display()))
+            }
+        })?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&judged)?);

@@ -22,6 +22,12 @@ pub mod shell;
 pub mod site;
 pub mod unpack;
 
+/// Every `--seed`'s default (the Microscape page's, paper 001's year): the
+/// page, link loss and jitter, the SURGE request stream and the prefetch
+/// walks. `site surge --seed` alone differs: the file set's seed
+/// (`pagewire_load::fileset::DEFAULT_SEED`), the set `bench surge` serves.
+pub const DEFAULT_SEED: u64 = pagewire_site::microscape::DEFAULT_SEED;
+
 /// A wrong flag value or combination: exit 2, nothing was run.
 #[derive(Debug)]
 pub struct Usage(pub String);

@@ -35,9 +35,29 @@ pub struct Args {
     /// The whole fetch's deadline, e.g. 10m.
     #[arg(long, value_name = "DURATION", default_value = "600s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub timeout: Duration,
+    /// Print what was recorded as one JSON object (instead of the lines).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One recorded exchange, as `--json` prints it.
+#[derive(serde::Serialize)]
+struct RecordedJson<'a> {
+    url: &'a str,
+    status: u16,
+    body_bytes: usize,
+    server_ms: Option<f64>,
+    sha256: &'a str,
 }
 
 pub fn parse_strategy(s: &str) -> Result<Strategy, String> {
+    if s.contains(',') {
+        // fetch and bench take a list; an archive holds one visit.
+        return Err(format!(
+            "{s:?}: one strategy here (the archive holds one visit and its waterfall); \
+             `fetch` and `bench` take a comma-separated list"
+        ));
+    }
     let st: Strategy = s.parse().map_err(|e| format!("{e}"))?;
     match st {
         Strategy::Http10 | Strategy::Http11 | Strategy::Pipeline => Ok(st),
@@ -65,6 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let timings = super::replay::timings(&report);
     let mut exchanges = Vec::with_capacity(report.objects.len());
     let mut not_recorded = Vec::new();
+    let mut recorded = Vec::new();
     for (o, timing) in report.objects.iter().zip(timings) {
         let (Some(body), true) = (&o.body, o.status != 0 && o.outcome == Outcome::Fetched) else {
             not_recorded.push(format!("{} ({:?})", o.url, o.outcome));
@@ -85,14 +106,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             body: body.clone(),
             timing,
         });
-        println!(
-            "  {} {:>8} {:>9} {} {}",
-            o.status,
-            body.len(),
-            timing.map_or("-".into(), |t| format!("{:.1}ms", t.server_ms)),
-            o.sha256,
-            o.url
-        );
+        recorded.push(RecordedJson {
+            url: &o.url,
+            status: o.status,
+            body_bytes: body.len(),
+            server_ms: timing.map(|t| t.server_ms),
+            sha256: &o.sha256,
+        });
+        if !args.json {
+            println!(
+                "  {} {:>8} {:>9} {} {}",
+                o.status,
+                body.len(),
+                timing.map_or("-".into(), |t| format!("{:.1}ms", t.server_ms)),
+                o.sha256,
+                o.url
+            );
+        }
     }
     if exchanges.is_empty() {
         anyhow::bail!(
@@ -104,15 +134,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let bytes = pagewire_replay::warc_io::write(&args.out, &exchanges, &software)
         .map_err(anyhow::Error::new)?;
     let body: usize = exchanges.iter().map(|e| e.body.len()).sum();
-    println!(
-        "recorded {} exchanges ({} body bytes) of {} with --strategy {} into {} ({} bytes)",
-        exchanges.len(),
-        body,
-        report.url,
-        args.strategy,
-        args.out.display(),
-        bytes
-    );
+    if args.json {
+        let doc = serde_json::json!({
+            "page": report.url,
+            "strategy": args.strategy.to_string(),
+            "out": args.out.display().to_string(),
+            "archive_bytes": bytes,
+            "exchanges": recorded.len(),
+            "body_bytes": body,
+            "recorded": recorded,
+            "not_recorded": not_recorded,
+            "redirects": report.redirects,
+            "warnings": report.warnings,
+        });
+        println!("{doc}");
+    } else {
+        println!(
+            "recorded {} exchanges ({} body bytes) of {} with --strategy {} into {} ({} bytes)",
+            exchanges.len(),
+            body,
+            report.url,
+            args.strategy,
+            args.out.display(),
+            bytes
+        );
+    }
     if !report.redirects.is_empty() {
         eprintln!(
             "pagewire record: the page's redirects ({}) are not recorded; replay from {}",

@@ -49,7 +49,7 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// The whole fetch's deadline.
-    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = super::positive_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub timeout: Duration,
 }
 
