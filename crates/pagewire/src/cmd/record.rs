@@ -21,7 +21,7 @@ pub struct Args {
     pub out: PathBuf,
     /// How the robot fetches: pipeline, http11 or http10 (no content coding
     /// is asked for, so bodies are recorded as the server sends them).
-    #[arg(long, default_value = "pipeline", value_parser = parse_strategy)]
+    #[arg(long, default_value = "pipeline", value_parser = super::recording_strategy)]
     pub strategy: Strategy,
     /// Connect to ADDR for HOST:PORT (curl's --resolve HOST:PORT:ADDR).
     #[arg(long, value_name = "HOST:PORT:ADDR", value_parser = ConnectTo::parse_resolve)]
@@ -48,23 +48,6 @@ struct RecordedJson<'a> {
     body_bytes: usize,
     server_ms: Option<f64>,
     sha256: &'a str,
-}
-
-pub fn parse_strategy(s: &str) -> Result<Strategy, String> {
-    if s.contains(',') {
-        // fetch and bench take a list; an archive holds one visit.
-        return Err(format!(
-            "{s:?}: one strategy here (the archive holds one visit and its waterfall); \
-             `fetch` and `bench` take a comma-separated list"
-        ));
-    }
-    let st: Strategy = s.parse().map_err(|e| format!("{e}"))?;
-    match st {
-        Strategy::Http10 | Strategy::Http11 | Strategy::Pipeline => Ok(st),
-        _ => Err(format!(
-            "record fetches with http10, http11 or pipeline, not {st} (it would record coded or packaged answers)"
-        )),
-    }
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {

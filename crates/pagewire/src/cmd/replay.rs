@@ -31,7 +31,7 @@ pub struct Args {
     pub page: Option<String>,
     /// How the robot fetches: pipeline, http11 or http10 (use the strategy
     /// the page was recorded with: the waterfall depends on it).
-    #[arg(long, default_value = "pipeline", value_parser = super::record::parse_strategy)]
+    #[arg(long, default_value = "pipeline", value_parser = super::recording_strategy)]
     pub strategy: Strategy,
     /// Absolute part of the tolerance, milliseconds: a replayed time
     /// within max(this, --tolerance-pct of the recorded time) of the
