@@ -61,7 +61,7 @@ STRATEGIES = ["http10", "http11", "pipeline", "pipeline-deflate"]
 
 
 def run_once(pw, site, net, strategy, cache, revalidate):
-    fetch = f"{pw} fetch http://$PAGEWIRE_SERVER_ADDR/ --strategy {strategy} --cache {cache} --json"
+    fetch = f"{pw} fetch http://$PAGEWIRE_SERVER_ADDR/ --strategy {strategy} --request-profile minimal --cache {cache} --json"
     if revalidate:
         fetch += " --revalidate"
     out = os.path.join(cache, "fetch.json")

@@ -56,7 +56,7 @@ LOG="$work/nginx/access.log"
 
 # The object list in page order, from the robot itself (curl and h2load do
 # not parse HTML; they are given the same 43 URLs).
-"$PAGEWIRE" fetch "$URL" --json | python3 -c '
+"$PAGEWIRE" fetch "$URL" --request-profile minimal --json | python3 -c '
 import json, sys
 for o in json.load(sys.stdin)["objects"]:
     print(o["url"])' >"$work/urls.txt"
@@ -97,6 +97,6 @@ run "curl -Z --parallel-max 4 (43 URLs)" curl -s --http1.1 -Z --parallel-max 4 "
 run "wget -p (parses the page)" wget -q -p -P "$work/wget" "$URL"
 run "h2load --h1 -c 1 -m 43 (pipelined, 43 URLs)" h2load --h1 -n 43 -c 1 -m 43 -i "$work/urls.txt"
 for s in http10 http11 pipeline pipeline-deflate; do
-    run "pagewire fetch --strategy $s" "$PAGEWIRE" fetch "$URL" --strategy "$s"
+    run "pagewire fetch --strategy $s" "$PAGEWIRE" fetch "$URL" --request-profile minimal --strategy "$s"
 done
-run "pagewire fetch --strategy pipeline --flush-at-page-end" "$PAGEWIRE" fetch "$URL" --strategy pipeline --flush-at-page-end
+run "pagewire fetch --strategy pipeline --flush-at-page-end" "$PAGEWIRE" fetch "$URL" --request-profile minimal --strategy pipeline --flush-at-page-end

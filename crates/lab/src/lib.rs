@@ -9,9 +9,14 @@
 //! launcher; [`stats`] summarises
 //! repetitions.
 
-// `unsafe` only where a system call has no safe wrapper in our dependencies:
-// `objpack::methods` (getrusage(RUSAGE_THREAD) and poll(2)) and `connlen::wire`
-// (TCP_INFO's tcpi_rcv_wnd), allowed there alone.
+// `unsafe` only where a system call has no safe wrapper in our
+// dependencies, allowed in these alone, each call with its SAFETY note:
+// `connlen::wire` (TCP_INFO's tcpi_rcv_wnd, past the libc crate's struct),
+// `objpack::methods` (poll(2) for a bounded accept wait, the TIOCOUTQ
+// send-queue ioctl, prctl's timer slack) and `objpack::sys` (posix_fadvise,
+// mincore over an mmap for the page-cache state, sysconf,
+// pthread_getcpuclockid for another thread's CPU clock). getrusage goes
+// through nix's safe call.
 #![deny(unsafe_code)]
 
 pub mod claims;

@@ -244,3 +244,61 @@ fn chain_once(err: &anyhow::Error) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::error::ErrorKind;
+
+    /// Every duration flag of every command: a minus sign is "must be
+    /// positive" (not clap's "to pass '-5' as a value, use '-- -5'", which
+    /// would run something else). A duration flag is one whose parser
+    /// takes `5ms` and refuses a word.
+    #[test]
+    fn every_duration_flag_says_must_be_positive() {
+        fn walk(path: &[String], c: &clap::Command, seen: &mut Vec<String>) {
+            for a in c.get_arguments() {
+                let Some(long) = a.get_long() else { continue };
+                if !a.get_action().takes_values() {
+                    continue;
+                }
+                let try_value = |v: &str| {
+                    let mut argv = path.to_vec();
+                    argv.push(format!("--{long}"));
+                    argv.push(v.to_string());
+                    super::cli_command().try_get_matches_from(argv)
+                };
+                let refused = |r: &Result<clap::ArgMatches, clap::Error>| matches!(r, Err(e) if matches!(e.kind(), ErrorKind::ValueValidation | ErrorKind::InvalidValue));
+                if refused(&try_value("5ms")) || !refused(&try_value("sometimes")) {
+                    continue;
+                }
+                let name = format!("{} --{long}", path.join(" "));
+                let err = try_value("-5ms").expect_err(&name);
+                assert!(
+                    err.to_string().contains("must be positive"),
+                    "{name} -5ms: {err}"
+                );
+                seen.push(name);
+            }
+            for s in c.get_subcommands() {
+                let mut p = path.to_vec();
+                p.push(s.get_name().to_string());
+                walk(&p, s, seen);
+            }
+        }
+        let mut seen = Vec::new();
+        walk(&["pagewire".to_string()], &super::cli_command(), &mut seen);
+        for want in [
+            "pagewire fetch --read-timeout",
+            "pagewire load --ramp",
+            "pagewire load --warmup",
+            "pagewire replay --timeout",
+            "pagewire link --rtt",
+            "pagewire bench surge --duration",
+        ] {
+            assert!(
+                seen.iter().any(|s| s == want),
+                "{want} not found in {seen:?}"
+            );
+        }
+    }
+}

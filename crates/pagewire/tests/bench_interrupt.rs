@@ -10,6 +10,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+mod common;
+mod schema;
+
 /// Kills the bench if the test fails before it ended (its servers and
 /// namespaces go with it: parent-death signal, anonymous namespaces).
 struct Bench(Child);
@@ -270,6 +273,8 @@ fn sigint_during_a_ppp_run_acknowledges_cancels_writes_and_exits_130() {
     assert_eq!(runs[0]["net"], "lan");
     assert!(runs[0]["error"].is_null(), "{}", runs[0]);
     assert!(out.join("report.txt").exists());
+    // The finished run's HAR is written and valid; the cancelled one's is not there.
+    assert_eq!(schema::check_hars_in(&out), 1, "{log}");
     let pcaps: Vec<String> = std::fs::read_dir(out.join("pcaps"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

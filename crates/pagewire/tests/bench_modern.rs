@@ -11,6 +11,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod common;
+mod schema;
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -104,6 +105,8 @@ fn h2_and_h3_rows_are_byte_exact_and_counted_like_tcp() {
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     let runs = json["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 6, "{stdout}");
+    // Every run's HAR (h1, h2 and h3 alike) is valid HAR 1.2.
+    assert_eq!(schema::check_hars_in(&out), 6, "one HAR per run");
     let get = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k}"));
     for r in runs {
         let what = format!("{} {}", r["strategy"], r["test"]);

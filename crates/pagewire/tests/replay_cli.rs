@@ -4,6 +4,7 @@
 //! HEAD, conditional requests, unknown URLs) over several origins.
 
 mod common;
+mod schema;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -309,6 +310,9 @@ fn a_warc_recorded_from_nginx_replays_byte_exact_to_the_robot() {
             "pagewire fetch --har",
         );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&har).unwrap()).unwrap();
+        schema::check_har(&doc, "fetch --har of a replayed page");
         let (stderr, log) = replay.stop();
         let again = Replay::start(&har, &format!("127.0.0.3:{port}"), dir.path(), &[]);
         let (o, _, _) = run_bounded(

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
+mod schema;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pagewire");
 
@@ -77,6 +78,7 @@ fn bench_quick_as_a_normal_user_completes_with_results() {
         assert!(r["packets_total"].as_u64().unwrap_or(0) > 0, "{r}");
         assert_eq!(r["objects_ok"], r["objects_expected"], "{r}");
     }
+    assert!(schema::check_hars_in(&out_dir) > 0, "no HAR written");
     // Every capture says which datapath carried it.
     let want = expected_user_datapath();
     let mut sidecars = 0;

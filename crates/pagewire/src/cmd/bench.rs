@@ -202,7 +202,7 @@ pub struct MicroscapeArgs {
     #[command(flatten)]
     common: Common,
     /// Seed of the Microscape page (and of link loss/jitter).
-    #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
+    #[arg(long, default_value_t = crate::cmd::DEFAULT_SEED)]
     seed: u64,
     /// Link options, laid over every network's profile.
     #[command(flatten)]
@@ -289,7 +289,7 @@ pub struct Section9Args {
     #[arg(long, value_name = "RESULTS_JSON")]
     css_results: PathBuf,
     /// Seed of the Microscape page both runs used.
-    #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
+    #[arg(long, default_value_t = crate::cmd::DEFAULT_SEED)]
     seed: u64,
     /// Directory to write section9.txt into (default: print only).
     #[arg(long, value_name = "DIR")]

@@ -53,24 +53,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return pool(&args);
     }
     let [dir] = args.dirs.as_slice() else {
-        eprintln!(
-            "pagewire claims: {} directories given: judge one at a time, or pool runs of the same plan with --pool",
+        return Err(super::usage(format!(
+            "claims: {} directories given: judge one at a time, or pool runs of the same plan with --pool",
             args.dirs.len()
-        );
-        return Ok(ExitCode::from(2));
+        )));
     };
-    let judged = match pagewire_lab::claims::judge_dir(dir) {
-        Ok(j) => j,
-        Err(e) => {
-            eprintln!("pagewire claims: {}: {e:#}", dir.display());
-            return Ok(ExitCode::from(2));
-        }
-    };
+    // A directory that cannot be judged (missing, not a results
+    // directory) is a failure (exit 1), as a missing input of any command;
+    // --write on a directory that records no claims is a usage error (2).
+    let judged = pagewire_lab::claims::judge_dir(dir)
+        .with_context(|| format!("claims: {}", dir.display()))?;
     if args.write {
-        if let Err(e) = write(dir, &judged) {
-            eprintln!("pagewire claims: {}: {e:#}", dir.display());
-            return Ok(ExitCode::from(2));
-        }
+        write(dir, &judged).map_err(|e| {
+            if super::is_usage(&e) {
+                super::usage(format!("claims: {}: {e:#}", dir.display()))
+            } else {
+                e.context(format!("claims: {}", dir.display()))
+            }
+        })?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&judged)?);

@@ -25,15 +25,18 @@ the minimum rate missed); 2 a usage error (bad arguments, nothing fetched); \
 pub struct Args {
     /// Page URL (http://host[:port]/path; https:// with --strategy h2 or h3).
     pub url: String,
-    /// Transfer strategy: http10, http11, pipeline, pipeline-deflate,
-    /// getall (GETALL/GETLIST, paper 003), objpack (object package by content
-    /// negotiation, paper 002). Both fall back to pipelining against servers
-    /// that do not offer them. h2 (HTTP/2 over TLS 1.3) and h3 (HTTP/3 over
-    /// QUIC): one connection, a stream per object; https URLs and --ca.
-    /// The default, pipeline, is paper 001's robot with its 50 ms flush
-    /// timer (see below); http11 is plain persistent HTTP/1.1.
-    #[arg(long, default_value = "pipeline", value_parser = parse_strategy)]
-    pub strategy: Strategy,
+    /// Transfer strategies, comma-separated (each fetches the page in turn,
+    /// as `bench --strategy` runs each): http10, http11, pipeline,
+    /// pipeline-deflate, getall (GETALL/GETLIST, paper 003), objpack
+    /// (object package by content negotiation, paper 002). Both fall back
+    /// to pipelining against servers that do not offer them. h2 (HTTP/2
+    /// over TLS 1.3) and h3 (HTTP/3 over QUIC): one connection, a stream
+    /// per object; https URLs and --ca. The default, pipeline, is paper
+    /// 001's robot with its 50 ms flush timer (see below); http11 is plain
+    /// persistent HTTP/1.1. With more than one, --har FILE is written once
+    /// per strategy (FILE with `.STRATEGY` before its extension).
+    #[arg(long, value_delimiter = ',', default_value = "pipeline", value_parser = parse_strategy)]
+    pub strategy: Vec<Strategy>,
     /// Pipeline output buffer size in bytes (flushed when full).
     #[arg(long, default_value_t = pagewire_client::config::DEFAULT_OUT_BUFFER_BYTES)]
     pub out_buffer: usize,
@@ -59,9 +62,10 @@ pub struct Args {
     /// Default: get-head for http10, conditional otherwise.
     #[arg(long, value_name = "STYLE", value_parser = parse_revalidation)]
     pub revalidation: Option<Revalidation>,
-    /// Request headers: minimal, or libwww-1997 (sized like paper 001's
-    /// robot, ~190-byte requests).
-    #[arg(long, value_name = "PROFILE", default_value = "minimal", value_parser = parse_profile)]
+    /// Request headers: libwww-1997 (sized like paper 001's robot,
+    /// ~190-byte requests; the default, as in `bench`), or minimal
+    /// (~90 bytes, curl-like).
+    #[arg(long, value_name = "PROFILE", default_value = "libwww-1997", value_parser = parse_profile)]
     pub request_profile: RequestProfile,
     /// http10: most connections open at once.
     #[arg(long, default_value_t = pagewire_client::config::DEFAULT_MAX_CONNS)]
@@ -171,8 +175,35 @@ fn parse_strategy(s: &str) -> Result<Strategy, pagewire_client::config::UnknownS
     s.parse()
 }
 
+/// `--har FILE` for strategy `st`: FILE itself with one strategy, else
+/// FILE with `.st` before its extension (`page.har` -> `page.http11.har`).
+fn har_path(file: &std::path::Path, st: Strategy, several: bool) -> PathBuf {
+    if !several {
+        return file.to_path_buf();
+    }
+    let stem = file.file_stem().unwrap_or_default().to_string_lossy();
+    let name = match file.extension() {
+        Some(ext) => format!("{stem}.{st}.{}", ext.to_string_lossy()),
+        None => format!("{stem}.{st}"),
+    };
+    file.with_file_name(name)
+}
+
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let mut cfg = FetchConfig::new(args.url.clone(), args.strategy);
+    let mut strategies = args.strategy.clone();
+    strategies.dedup();
+    let several = strategies.len() > 1;
+    let mut code = ExitCode::SUCCESS;
+    for st in strategies {
+        if run_one(&args, st, several)? != ExitCode::SUCCESS {
+            code = ExitCode::from(1);
+        }
+    }
+    Ok(code)
+}
+
+fn run_one(args: &Args, strategy: Strategy, several: bool) -> anyhow::Result<ExitCode> {
+    let mut cfg = FetchConfig::new(args.url.clone(), strategy);
     cfg.out_buffer_bytes = args.out_buffer;
     cfg.flush_after = args.flush_after;
     cfg.flush_at_page_end = args.flush_at_page_end;
@@ -271,8 +302,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         {
             eprintln!("pagewire: fetch: {w}");
         }
-        if let Some(path) = &args.har {
-            std::fs::write(path, pagewire_client::har::to_har_string(&report))
+        if let Some(file) = &args.har {
+            let path = har_path(file, strategy, several);
+            std::fs::write(&path, pagewire_client::har::to_har_string(&report))
                 .with_context(|| format!("writing {}", path.display()))?;
         }
         if report.failed_objects().next().is_some() {

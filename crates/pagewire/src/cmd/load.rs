@@ -15,8 +15,6 @@ use pagewire_load::metrics::{merge_dirs, write_dir};
 use pagewire_load::model::{self, Params};
 use pagewire_load::run::{self, Config, Live, LoadModel, Mode};
 
-use pagewire_link::config::parse_duration;
-
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
@@ -43,13 +41,13 @@ pub struct Args {
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     pub ues: u64,
     /// How long UEs start new requests (e.g. 30s, 10m); in-flight requests then finish or time out.
-    #[arg(long, short = 'd', default_value = "30s", value_name = "DURATION", value_parser = positive_duration)]
+    #[arg(long, short = 'd', default_value = "30s", value_name = "DURATION", value_parser = positive_duration, allow_hyphen_values = true)]
     pub duration: Duration,
     /// The first part of the run that is not measured (default: a tenth of
     /// --duration, at most 30 s). UEs start at a random phase of their
     /// ON/OFF cycle, so the load is stationary from the start; the warm-up
     /// covers the server's and the connections' start.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub warmup: Option<Duration>,
     /// Exit 1 when failed GETs exceed this share of all GETs (0 = any error fails the run).
     #[arg(long, default_value_t = 0.0, value_name = "SHARE")]
@@ -66,13 +64,14 @@ pub struct Args {
     #[arg(long, default_value = "http11")]
     pub mode: Mode,
     /// Start the UEs evenly over this time instead of all at once.
-    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, default_value = "0s", value_name = "DURATION", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub ramp: Duration,
     /// Connections per UE for embedded files (paper 004 Figure 10 used 2); http10 and http11 only.
     #[arg(long, default_value_t = 1)]
     pub conns_per_ue: usize,
-    /// Seed of the request stream; UE i's choices depend only on it and i.
-    #[arg(long, default_value_t = 1)]
+    /// Seed of the request stream; UE i's choices depend only on it and i
+    /// (the default is every command's, as `bench surge`).
+    #[arg(long, default_value_t = super::DEFAULT_SEED)]
     pub seed: u64,
     /// Run only the K-th of N slices of the UEs (0-based), e.g. 2/8; merge with `pagewire load merge`.
     #[arg(long, default_value = "0/1", value_parser = parse_shard)]
@@ -81,7 +80,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     pub threads: u64,
     /// Connect and each response must complete within this, else the GET counts as a timeout error.
-    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = positive_duration)]
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = positive_duration, allow_hyphen_values = true)]
     pub timeout: Duration,
     /// Begin at this UTC time (RFC 3339, e.g. 2026-11-22T15:00:00Z) so that
     /// shards on several machines start together.
@@ -121,7 +120,7 @@ pub enum Sub {
 }
 
 fn positive_duration(s: &str) -> Result<Duration, String> {
-    let d = parse_duration(s).map_err(|e| e.to_string())?;
+    let d = super::positive_duration(s)?;
     if d.is_zero() {
         return Err(format!("{s:?}: must be positive"));
     }

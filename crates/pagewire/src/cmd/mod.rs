@@ -22,6 +22,12 @@ pub mod shell;
 pub mod site;
 pub mod unpack;
 
+/// Every `--seed`'s default (the Microscape page's, paper 001's year): the
+/// page, link loss and jitter, the SURGE request stream and the prefetch
+/// walks. `site surge --seed` alone differs: the file set's seed
+/// (`pagewire_load::fileset::DEFAULT_SEED`), the set `bench surge` serves.
+pub const DEFAULT_SEED: u64 = pagewire_site::microscape::DEFAULT_SEED;
+
 /// A wrong flag value or combination: exit 2, nothing was run.
 #[derive(Debug)]
 pub struct Usage(pub String);
@@ -73,4 +79,24 @@ pub fn positive_duration(s: &str) -> Result<std::time::Duration, String> {
         ));
     }
     pagewire_link::config::parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// `--strategy` of `record` and `replay`: one of the strategies whose
+/// answers can be recorded as sent (no content coding, no packages).
+pub fn recording_strategy(s: &str) -> Result<pagewire_client::Strategy, String> {
+    use pagewire_client::Strategy;
+    if s.contains(',') {
+        // fetch and bench take a list; an archive holds one visit.
+        return Err(format!(
+            "{s:?}: one strategy here (the archive holds one visit and its waterfall); \
+             `fetch` and `bench` take a comma-separated list"
+        ));
+    }
+    let st: Strategy = s.parse().map_err(|e| format!("{e}"))?;
+    match st {
+        Strategy::Http10 | Strategy::Http11 | Strategy::Pipeline => Ok(st),
+        _ => Err(format!(
+            "record fetches with http10, http11 or pipeline, not {st} (it would record coded or packaged answers)"
+        )),
+    }
 }

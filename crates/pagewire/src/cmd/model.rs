@@ -36,13 +36,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("pagewire model: --server-ms must be a number >= 0");
         return Ok(ExitCode::from(2));
     }
-    let eval = match pagewire_lab::expect::eval::eval_dir(&args.dir, args.server_ms / 1e3) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("pagewire model: {e:#}");
-            return Ok(ExitCode::from(2));
-        }
-    };
+    // A directory that cannot be read is a failure (1), as in `claims`.
+    let eval = pagewire_lab::expect::eval::eval_dir(&args.dir, args.server_ms / 1e3)
+        .map_err(|e| e.context("model"))?;
     let text = eval.render();
     if args.write {
         let dir = if args.dir.is_dir() {

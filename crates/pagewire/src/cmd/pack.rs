@@ -21,9 +21,18 @@ pub struct Args {
     /// an alias: every other `--out` names a directory.)
     #[arg(long = "out-file", alias = "out", value_name = "FILE")]
     pub out: PathBuf,
+    /// Print what was packed as one JSON object on stdout (not with
+    /// `--out-file -`, whose package is stdout).
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    if args.json && args.out.as_os_str() == "-" {
+        crate::usage_bail!(
+            "--json with --out-file -: the package is written to stdout; write it to a file"
+        );
+    }
     let site = Site::from_dir_with(
         &args.root,
         &LoadOptions {
@@ -61,6 +70,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("writing {}", args.out.display()))?;
     }
     let m = &pkg.manifest;
+    if args.json {
+        let doc = serde_json::json!({
+            "out": args.out.display().to_string(),
+            "page": page,
+            "files": m.entries().len(),
+            "package_bytes": m.package_bytes(),
+            "head_bytes": m.head().len(),
+            "data_bytes": m.data_bytes(),
+            "entries": m.entries().iter().map(|e| serde_json::json!({
+                "name": e.name, "size": e.size
+            })).collect::<Vec<_>>(),
+            "not_packed": pkg.missing,
+        });
+        println!("{doc}");
+        return Ok(ExitCode::SUCCESS);
+    }
     eprintln!(
         "packed {} files, {} bytes ({} header and table, {} data)",
         m.entries().len(),

@@ -140,7 +140,8 @@ struct MarkovArgs {
     /// Proxies the proxied walks are spread over.
     #[arg(long, default_value_t = 1)]
     proxies: usize,
-    #[arg(long, default_value_t = 17)]
+    /// Seed of the walks (the default is every command's).
+    #[arg(long, default_value_t = super::DEFAULT_SEED)]
     seed: u64,
 }
 

@@ -44,7 +44,7 @@ pub struct Args {
     /// With --with robot: how it fetches, pipeline (default), http11 or
     /// http10 (no content coding is asked for, so bodies are recorded as
     /// the server sends them).
-    #[arg(long, value_parser = parse_strategy)]
+    #[arg(long, value_parser = super::recording_strategy)]
     pub strategy: Option<Strategy>,
     /// Connect to ADDR for HOST:PORT (curl's --resolve HOST:PORT:ADDR).
     #[arg(long, value_name = "HOST:PORT:ADDR", value_parser = ConnectTo::parse_resolve)]
@@ -70,16 +70,19 @@ pub struct Args {
     /// The whole recording's deadline, e.g. 10m.
     #[arg(long, value_name = "DURATION", default_value = "600s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub timeout: Duration,
+    /// Print what was recorded as one JSON object (instead of the lines).
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub fn parse_strategy(s: &str) -> Result<Strategy, String> {
-    let st: Strategy = s.parse().map_err(|e| format!("{e}"))?;
-    match st {
-        Strategy::Http10 | Strategy::Http11 | Strategy::Pipeline => Ok(st),
-        _ => Err(format!(
-            "record fetches with http10, http11 or pipeline, not {st} (it would record coded or packaged answers)"
-        )),
-    }
+/// One recorded exchange, as `--json` prints it.
+#[derive(serde::Serialize)]
+struct RecordedJson<'a> {
+    url: &'a str,
+    status: u16,
+    body_bytes: usize,
+    server_ms: Option<f64>,
+    sha256: &'a str,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -121,6 +124,7 @@ fn run_robot(args: Args) -> anyhow::Result<ExitCode> {
     let timings = super::replay::timings(&report);
     let mut exchanges = Vec::with_capacity(report.objects.len());
     let mut not_recorded = Vec::new();
+    let mut recorded = Vec::new();
     for (o, timing) in report.objects.iter().zip(timings) {
         let (Some(body), true) = (&o.body, o.status != 0 && o.outcome == Outcome::Fetched) else {
             not_recorded.push(format!("{} ({:?})", o.url, o.outcome));
@@ -141,14 +145,23 @@ fn run_robot(args: Args) -> anyhow::Result<ExitCode> {
             body: body.clone(),
             timing,
         });
-        println!(
-            "  {} {:>8} {:>9} {} {}",
-            o.status,
-            body.len(),
-            timing.map_or("-".into(), |t| format!("{:.1}ms", t.server_ms)),
-            o.sha256,
-            o.url
-        );
+        recorded.push(RecordedJson {
+            url: &o.url,
+            status: o.status,
+            body_bytes: body.len(),
+            server_ms: timing.map(|t| t.server_ms),
+            sha256: &o.sha256,
+        });
+        if !args.json {
+            println!(
+                "  {} {:>8} {:>9} {} {}",
+                o.status,
+                body.len(),
+                timing.map_or("-".into(), |t| format!("{:.1}ms", t.server_ms)),
+                o.sha256,
+                o.url
+            );
+        }
     }
     if exchanges.is_empty() {
         anyhow::bail!(
@@ -160,15 +173,31 @@ fn run_robot(args: Args) -> anyhow::Result<ExitCode> {
     let bytes = pagewire_replay::warc_io::write(&args.out, &exchanges, &software)
         .map_err(anyhow::Error::new)?;
     let body: usize = exchanges.iter().map(|e| e.body.len()).sum();
-    println!(
-        "recorded {} exchanges ({} body bytes) of {} with --strategy {} into {} ({} bytes)",
-        exchanges.len(),
-        body,
-        report.url,
-        strategy,
-        args.out.display(),
-        bytes
-    );
+    if args.json {
+        let doc = serde_json::json!({
+            "page": report.url,
+            "strategy": strategy.to_string(),
+            "out": args.out.display().to_string(),
+            "archive_bytes": bytes,
+            "exchanges": recorded.len(),
+            "body_bytes": body,
+            "recorded": recorded,
+            "not_recorded": not_recorded,
+            "redirects": report.redirects,
+            "warnings": report.warnings,
+        });
+        println!("{doc}");
+    } else {
+        println!(
+            "recorded {} exchanges ({} body bytes) of {} with --strategy {} into {} ({} bytes)",
+            exchanges.len(),
+            body,
+            report.url,
+            strategy,
+            args.out.display(),
+            bytes
+        );
+    }
     if !report.redirects.is_empty() {
         eprintln!(
             "pagewire record: the page's redirects ({}) are not recorded; replay from {}",
@@ -251,11 +280,13 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    for e in &recorded.exchanges {
-        let server = e
-            .timing
-            .map_or("-".to_string(), |t| format!("{:.1}ms", t.server_ms));
-        println!("  {} {:>8} {:>9} {}", e.status, e.body.len(), server, e.url);
+    if !args.json {
+        for e in &recorded.exchanges {
+            let server = e
+                .timing
+                .map_or("-".to_string(), |t| format!("{:.1}ms", t.server_ms));
+            println!("  {} {:>8} {:>9} {}", e.status, e.body.len(), server, e.url);
+        }
     }
     if recorded.exchanges.is_empty() {
         anyhow::bail!("nothing to record: no response came back for {}", args.url);
@@ -269,7 +300,35 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
         .filter_map(|e| pagewire_replay::split_url(&e.url).map(|(_, a, _)| a))
         .collect();
     let body: usize = recorded.exchanges.iter().map(|e| e.body.len()).sum();
-    println!(
+    if args.json {
+        let list: Vec<_> = recorded
+            .exchanges
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "url": e.url,
+                    "status": e.status,
+                    "body_bytes": e.body.len(),
+                    "server_ms": e.timing.map(|t| t.server_ms),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "page": args.url,
+            "with": "chromium",
+            "browser": loaded.as_ref().ok(),
+            "out": args.out.display().to_string(),
+            "archive_bytes": bytes,
+            "exchanges": recorded.exchanges.len(),
+            "body_bytes": body,
+            "h2_exchanges": recorded.h2,
+            "origins": origins,
+            "recorded": list,
+            "not_recorded": recorded.errors,
+        });
+        println!("{doc}");
+    } else {
+        println!(
         "recorded {} exchanges ({} body bytes, {} over HTTP/2) of {} from {} origins ({}) with {} into {} ({} bytes)",
         recorded.exchanges.len(),
         body,
@@ -281,6 +340,7 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
         args.out.display(),
         bytes
     );
+    }
     if !recorded.errors.is_empty() {
         eprintln!(
             "pagewire record: {} requests without a whole response not recorded:",

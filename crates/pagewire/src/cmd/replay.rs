@@ -31,7 +31,7 @@ pub struct Args {
     pub page: Option<String>,
     /// How the robot fetches: pipeline, http11 or http10 (use the strategy
     /// the page was recorded with: the waterfall depends on it).
-    #[arg(long, default_value = "pipeline", value_parser = super::record::parse_strategy)]
+    #[arg(long, default_value = "pipeline", value_parser = super::recording_strategy)]
     pub strategy: Strategy,
     /// Absolute part of the tolerance, milliseconds: a replayed time
     /// within max(this, --tolerance-pct of the recorded time) of the
@@ -49,7 +49,7 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
     /// The whole fetch's deadline.
-    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = super::positive_duration)]
+    #[arg(long, value_name = "DURATION", default_value = "120s", value_parser = super::positive_duration, allow_hyphen_values = true)]
     pub timeout: Duration,
 }
 

@@ -41,7 +41,7 @@ pub struct Args {
     #[arg(long, requires = "replay")]
     pub replay_server_time: bool,
     /// Seed of the generated site.
-    #[arg(long, default_value_t = microscape::DEFAULT_SEED, requires = "site")]
+    #[arg(long, default_value_t = super::DEFAULT_SEED, requires = "site")]
     pub seed: u64,
     /// Address to listen on; port 0 picks a free port. The chosen address is
     /// printed as "listening on http://ADDR".

@@ -27,8 +27,8 @@ pub struct Args {
     net: String,
     #[command(flatten)]
     link: super::linkopts::LinkOptions,
-    /// Seed for loss and jitter.
-    #[arg(long, default_value_t = 1)]
+    /// Seed for loss and jitter (the default is every command's, as `bench`).
+    #[arg(long, default_value_t = super::DEFAULT_SEED)]
     seed: u64,
     /// Write everything that crossed the link to this pcap (+ FILE.json).
     #[arg(long)]

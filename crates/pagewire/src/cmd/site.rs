@@ -9,6 +9,9 @@ use pagewire_site::microscape;
 pub struct Args {
     #[command(subcommand)]
     pub site: Site,
+    /// Print what was written as one JSON object (instead of the tables).
+    #[arg(long, global = true)]
+    pub json: bool,
 }
 
 #[derive(clap::Subcommand)]
@@ -20,7 +23,7 @@ pub enum Site {
         #[arg(long)]
         out: PathBuf,
         /// Seed; the same seed gives the same bytes everywhere.
-        #[arg(long, default_value_t = microscape::DEFAULT_SEED)]
+        #[arg(long, default_value_t = super::DEFAULT_SEED)]
         seed: u64,
         /// Write every HTML tag and attribute name in lower case (paper 001
         /// section 8.3: tag case changes how well the page compresses).
@@ -42,7 +45,10 @@ pub enum Site {
         /// Number of files (the paper: 2000, about 50 MB).
         #[arg(long, default_value_t = pagewire_load::fileset::DEFAULT_FILES)]
         files: usize,
-        /// Seed; the same seed gives the same bytes everywhere.
+        /// Seed of the file set; the same seed gives the same bytes
+        /// everywhere. Its default (4) is the file set's, the one `bench
+        /// surge` serves, not the seed of the other commands (1997): that
+        /// one seeds the request stream (`load --seed`).
         #[arg(long, default_value_t = pagewire_load::fileset::DEFAULT_SEED)]
         seed: u64,
     },
@@ -60,6 +66,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("writing the SURGE site to {}", out.display()))?;
             let composite = m.objects.iter().filter(|o| o.files.len() > 1).count();
             let embedded: usize = m.objects.iter().map(|o| o.files.len() - 1).sum();
+            if args.json {
+                let doc = serde_json::json!({
+                    "site": "surge",
+                    "seed": seed,
+                    "out": out.display().to_string(),
+                    "web_objects": m.objects.len(),
+                    "base_pages": composite,
+                    "embedded_files": embedded,
+                    "single_files": m.objects.len() - composite,
+                    "files": m.files,
+                    "bytes": m.bytes,
+                    "manifest": fileset::MANIFEST,
+                });
+                println!("{doc}");
+                return Ok(ExitCode::SUCCESS);
+            }
             println!(
                 "SURGE file set, seed {seed}: {} web objects ({composite} base pages with {embedded} embedded files, {} single files)",
                 m.objects.len(),
@@ -82,20 +104,37 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             variant,
         } => {
             let options = microscape::Options { seed, lowercase };
-            let site = match variant {
+            let (site, table) = match variant {
                 microscape::Variant::Original => {
                     let site = microscape::generate(options);
-                    print!("{}", site.composition().table());
-                    site
+                    let table = site.composition().table();
+                    (site, table)
                 }
                 microscape::Variant::Css => {
                     let (site, c) = microscape::css::generate(options)?;
-                    print!("{}", c.table());
-                    site
+                    (site, c.table())
                 }
             };
             site.write_to_dir(&out)
                 .with_context(|| format!("writing the Microscape site to {}", out.display()))?;
+            if args.json {
+                let doc = serde_json::json!({
+                    "site": "microscape",
+                    "seed": seed,
+                    "variant": variant.name(),
+                    "lowercase": lowercase,
+                    "out": out.display().to_string(),
+                    "files": 1 + site.images.len(),
+                    "bytes": site.html.len() + site.images.iter().map(|i| i.bytes.len()).sum::<usize>(),
+                    "html_bytes": site.html.len(),
+                    "images": site.images.iter().map(|i| serde_json::json!({
+                        "path": i.path, "bytes": i.bytes.len()
+                    })).collect::<Vec<_>>(),
+                });
+                println!("{doc}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            print!("{table}");
             println!(
                 "wrote {} files ({} bytes) to {}",
                 1 + site.images.len(),

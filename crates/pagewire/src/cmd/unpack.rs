@@ -17,6 +17,10 @@ pub struct Args {
     /// Print each file as it completes.
     #[arg(long, short)]
     pub verbose: bool,
+    /// Print the result as one JSON object on stdout: the files written
+    /// (name, size, path), and the error if the package was refused.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -28,12 +32,36 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("{}: {e}", args.package.display()))?,
         )
     };
-    let verbose = args.verbose;
+    let (verbose, json) = (args.verbose, args.json);
+    let mut files = Vec::new();
     let result = unpack_to_dir(input, &args.out, Limits::default(), |entry, path| {
-        if verbose {
+        if json {
+            files.push(serde_json::json!({
+                "name": entry.name, "size": entry.size, "path": path.display().to_string()
+            }));
+        } else if verbose {
             println!("{} {}", entry.size, path.display());
         }
     });
+    if json {
+        let (error, incomplete) = match &result {
+            Ok(_) => (None, None),
+            Err(e) => (Some(e.to_string()), e.incomplete_file().map(str::to_string)),
+        };
+        let doc = serde_json::json!({
+            "out": args.out.display().to_string(),
+            "files": files.len(),
+            "entries": files,
+            "error": error,
+            "incomplete_file": incomplete,
+        });
+        println!("{doc}");
+        return Ok(if result.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        });
+    }
     match result {
         Ok(n) => {
             eprintln!("unpacked {n} files into {}", args.out.display());

@@ -96,6 +96,13 @@ pub fn check_results_dir(dir: &Path) {
         records.len() + extra,
         "results.csv rows vs results.json records"
     );
+    check_hars_in(dir);
+}
+
+/// Every HAR under `dir/har/` (a results directory's, also a partial one)
+/// passes [`check_har`]; returns how many there were.
+pub fn check_hars_in(dir: &Path) -> usize {
+    let mut n = 0;
     if let Ok(rd) = std::fs::read_dir(dir.join("har")) {
         for f in rd {
             let p = f.unwrap().path();
@@ -103,9 +110,11 @@ pub fn check_results_dir(dir: &Path) {
                 let har: Value =
                     serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
                 check_har(&har, &p.display().to_string());
+                n += 1;
             }
         }
     }
+    n
 }
 
 /// Opens `dir/report.html` in headless Chromium at 1400x900 (the first

@@ -34,7 +34,7 @@ pub struct ObjpackArgs {
     #[arg(long)]
     quick: bool,
     /// Seed of the file sets (and of link loss/jitter).
-    #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
+    #[arg(long, default_value_t = crate::cmd::DEFAULT_SEED)]
     seed: u64,
     /// Link options, laid over every network's profile.
     #[command(flatten)]

@@ -19,7 +19,7 @@ pub struct SurgeSuiteArgs {
     #[arg(long)]
     pub quick: bool,
     /// Seed of the SURGE request stream.
-    #[arg(long, default_value_t = pagewire_site::microscape::DEFAULT_SEED)]
+    #[arg(long, default_value_t = crate::cmd::DEFAULT_SEED)]
     pub seed: u64,
     /// The link between the load generator and the server: any profile of
     /// `pagewire link --net` (lan, lan100, t1, wan, ppp, none, with
