@@ -14,6 +14,7 @@
 // (TCP_INFO's tcpi_rcv_wnd), allowed there alone.
 #![deny(unsafe_code)]
 
+pub mod browse;
 pub mod claims;
 pub mod connlen;
 pub mod expect;
@@ -31,6 +32,7 @@ pub mod server;
 pub mod stats;
 pub mod suite;
 pub mod surge;
+pub mod webreplay;
 
 // Paper 001's model, reference values and section-9 comparison, where the
 // claims engine names them.
