@@ -273,15 +273,11 @@ pub fn run(cfg: &BrowseConfig) -> Result<Outcome> {
                     extra.push("--disable-quic".into());
                     Protocol::H1
                 }
-                (Some(spki), BrowseProtocol::H3) => {
-                    Protocol::H3 {
-                        spki: spki.clone(),
-                        origin: https.join(","),
-                    }
-                }
-                (Some(spki), _) => {
-                    Protocol::H2 { spki: spki.clone() }
-                }
+                (Some(spki), BrowseProtocol::H3) => Protocol::H3 {
+                    spki: spki.clone(),
+                    origin: https.join(","),
+                },
+                (Some(spki), _) => Protocol::H2 { spki: spki.clone() },
             };
             servers = Some(s);
             p
@@ -291,9 +287,12 @@ pub fn run(cfg: &BrowseConfig) -> Result<Outcome> {
                 Some(g) => g.clone(),
                 None => GatewayConfig::from_env()?,
             };
-            _gateway = Some(Gateway::start(&link, gw_cfg).context("start the gateway to the host")?);
+            _gateway =
+                Some(Gateway::start(&link, gw_cfg).context("start the gateway to the host")?);
             let mut resolv = tempfile_in(&cfg.out_dir.join("logs"), "resolv.conf")?;
-            resolv.1.write_all(gateway::shell_resolv_conf().as_bytes())?;
+            resolv
+                .1
+                .write_all(gateway::shell_resolv_conf().as_bytes())?;
             resolv.1.flush()?;
             _resolv = Some(resolv);
             extra.push("--disable-quic".into());
@@ -333,8 +332,7 @@ pub fn run(cfg: &BrowseConfig) -> Result<Outcome> {
                    "url": url, "rep": rep}),
         )?;
         let loaded = (|| -> Result<(PageLoad, Option<PaintTimes>, String)> {
-            let mut b =
-                Browser::launch_with(&chromium, &profile, &protocol, &extra, &log, &spawn)?;
+            let mut b = Browser::launch_with(&chromium, &profile, &protocol, &extra, &log, &spawn)?;
             let l = b.load(&url, Visit::First, cfg.timeout)?;
             let p = b.paint_times().ok();
             let product = b.product.clone();
@@ -367,9 +365,10 @@ pub fn run(cfg: &BrowseConfig) -> Result<Outcome> {
                     if e.failed.is_some() {
                         r.failed += 1;
                     }
-                    if e.response_headers.iter().any(|(k, v)| {
-                        k.eq_ignore_ascii_case(MISS_FIELD) && v == "miss"
-                    }) {
+                    if e.response_headers
+                        .iter()
+                        .any(|(k, v)| k.eq_ignore_ascii_case(MISS_FIELD) && v == "miss")
+                    {
                         r.misses += 1;
                     }
                     if !e.protocol.is_empty() {
@@ -547,7 +546,17 @@ pub fn render_text(o: &Outcome) -> String {
     let _ = writeln!(
         s,
         "{:>4} {:>8} {:>8} {:>8} {:>8} {:>9} {:>8} {:>6} {:>5} {:>6} {:>7}  protocols",
-        "rep", "load s", "DCL s", "FCP s", "LCP s", "KB (link)", "packets", "conns", "reqs", "failed", "misses"
+        "rep",
+        "load s",
+        "DCL s",
+        "FCP s",
+        "LCP s",
+        "KB (link)",
+        "packets",
+        "conns",
+        "reqs",
+        "failed",
+        "misses"
     );
     for r in &o.reps {
         if let Some(e) = &r.error {
@@ -635,8 +644,18 @@ pub fn report_html(o: &Outcome, hars: &[(u32, Value)]) -> String {
         &rows,
     ));
     let head: Vec<String> = [
-        "rep", "load s", "DCL s", "FCP s", "LCP s", "link bytes", "packets", "conns", "requests",
-        "failed", "misses", "error",
+        "rep",
+        "load s",
+        "DCL s",
+        "FCP s",
+        "LCP s",
+        "link bytes",
+        "packets",
+        "conns",
+        "requests",
+        "failed",
+        "misses",
+        "error",
     ]
     .iter()
     .map(|s| s.to_string())

@@ -329,7 +329,10 @@ mod tests {
     #[test]
     fn origins_parse_ports_and_ipv6() {
         let o = Origin::of_url("https://B.Test/x?y").unwrap();
-        assert_eq!((o.host.as_str(), o.port, o.is_https()), ("b.test", 443, true));
+        assert_eq!(
+            (o.host.as_str(), o.port, o.is_https()),
+            ("b.test", 443, true)
+        );
         let o = Origin::of_url("http://127.0.0.1:8080/").unwrap();
         assert_eq!(o.host_port(), "127.0.0.1:8080");
         let o = Origin::of_url("http://[::1]:81/a").unwrap();

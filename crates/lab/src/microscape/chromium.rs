@@ -112,7 +112,10 @@ pub fn one_run(
             .collect();
         if !https.is_empty() {
             let Some(ca) = tls_ca.as_deref() else {
-                bail!("{}: the archive's https origins need the TLS listener", spec.strategy);
+                bail!(
+                    "{}: the archive's https origins need the TLS listener",
+                    spec.strategy
+                );
             };
             let spki = crate::webreplay::spki_of(ca.parent().unwrap_or(Path::new(".")))?;
             proto = match proto {

@@ -9,14 +9,16 @@ use pagewire_emu::Datapath;
 use pagewire_lab::browse::{self, BrowseConfig, BrowseProtocol};
 
 #[derive(clap::Args)]
-#[command(after_help = "Live pages go out through the link's gateway to the host (as in `pagewire \
+#[command(
+    after_help = "Live pages go out through the link's gateway to the host (as in `pagewire \
                   shell`: 198.18.0.2:PORT is the host's 127.0.0.1:PORT); --replay serves every \
                   recorded origin in the server namespace instead (http on port 80, https with \
                   a throwaway certificate only this browser trusts on 443) and maps each \
                   recorded host:port there with Chromium's --host-resolver-rules.\n\
                   Examples:\n  pagewire browse https://example.org/ --net wan --reps 5\n  \
                   pagewire browse --replay site.warc.gz --net ppp --har page.har\n  \
-                  pagewire browse http://198.18.0.2:8080/ --net lan --protocol h1")]
+                  pagewire browse http://198.18.0.2:8080/ --net lan --protocol h1"
+)]
 pub struct Args {
     /// The page (with --replay: a recorded URL; default the archive's
     /// first recorded HTML page).
