@@ -332,7 +332,7 @@ pub fn run(cfg: &BrowseConfig) -> Result<Outcome> {
                    "url": url, "rep": rep}),
         )?;
         let loaded = (|| -> Result<(PageLoad, Option<PaintTimes>, String)> {
-            let mut b = Browser::launch_with(&chromium, &profile, &protocol, &extra, &log, &spawn)?;
+            let mut b = Browser::launch_with(&chromium, &profile, &protocol, &extra, &log, spawn)?;
             let l = b.load(&url, Visit::First, cfg.timeout)?;
             let p = b.paint_times().ok();
             let product = b.product.clone();
