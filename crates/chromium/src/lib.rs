@@ -84,6 +84,11 @@ pub fn find_chromium() -> Option<PathBuf> {
 /// DevTools on fds 3/4, and every background service that would put
 /// packets on the measured link switched off.
 pub fn command(exe: &Path, profile: &Path, protocol: &Protocol) -> Command {
+    command_with(exe, profile, protocol, &[])
+}
+
+/// [`command`] with `extra` switches added before the start URL.
+pub fn command_with(exe: &Path, profile: &Path, protocol: &Protocol, extra: &[String]) -> Command {
     let mut c = Command::new(exe);
     c.arg("--headless=new")
         .arg("--no-sandbox")
@@ -128,9 +133,60 @@ pub fn command(exe: &Path, profile: &Path, protocol: &Protocol) -> Command {
                 .arg(format!("--origin-to-force-quic-on={origin}"));
         }
     }
+    c.args(extra);
     c.arg("about:blank");
     c
 }
+
+/// `--host-resolver-rules` sending each `host:port` to `to` (an
+/// `addr:port`), every other name to nowhere (`~NOTFOUND`: no DNS query
+/// leaves the browser). Chromium keeps the URL, so `Host` and TLS SNI
+/// still name the recorded origin.
+pub fn host_resolver_rules<'a>(maps: impl IntoIterator<Item = (&'a str, String)>) -> String {
+    let mut rules: Vec<String> = maps
+        .into_iter()
+        .map(|(from, to)| format!("MAP {from} {to}"))
+        .collect();
+    rules.push("MAP * ~NOTFOUND".to_string());
+    format!("--host-resolver-rules={}", rules.join(", "))
+}
+
+/// Paint and navigation times of the page, seconds from the navigation's
+/// start (the page's `performance.timeOrigin`), as the page itself saw
+/// them (`PerformanceNavigationTiming`, `paint` and
+/// `largest-contentful-paint` entries).
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct PaintTimes {
+    pub load_s: Option<f64>,
+    pub dcl_s: Option<f64>,
+    pub fcp_s: Option<f64>,
+    pub lcp_s: Option<f64>,
+}
+
+/// What the page is asked for [`PaintTimes`] (milliseconds; `null` when
+/// the page has none; LCP waits at most 500 ms for its buffered entries).
+const PAINT_SCRIPT: &str = r#"(async () => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const fcp = performance.getEntriesByType('paint').find(e => e.name === 'first-contentful-paint');
+  const lcp = await new Promise(resolve => {
+    let last = null;
+    try {
+      const po = new PerformanceObserver(list => {
+        const es = list.getEntries();
+        if (es.length) last = es[es.length - 1].startTime;
+      });
+      po.observe({type: 'largest-contentful-paint', buffered: true});
+      setTimeout(() => { po.disconnect(); resolve(last); }, 500);
+    } catch (e) { resolve(null); }
+  });
+  return JSON.stringify({
+    load: nav && nav.loadEventStart > 0 ? nav.loadEventStart : null,
+    dcl: nav && nav.domContentLoadedEventStart > 0 ? nav.domContentLoadedEventStart : null,
+    fcp: fcp ? fcp.startTime : null,
+    lcp: last_or(lcp),
+  });
+  function last_or(x) { return x === null || x === undefined ? null : x; }
+})()"#;
 
 /// A running browser and the DevTools session of its page.
 pub struct Browser {
@@ -194,9 +250,22 @@ impl Browser {
         log: &Path,
         spawn: impl FnOnce(Command) -> Result<Child>,
     ) -> Result<Browser> {
+        Self::launch_with(exe, profile, protocol, &[], log, spawn)
+    }
+
+    /// [`Browser::launch`] with more switches on the command line (before
+    /// the start URL), e.g. `--host-resolver-rules=...`.
+    pub fn launch_with(
+        exe: &Path,
+        profile: &Path,
+        protocol: &Protocol,
+        extra: &[String],
+        log: &Path,
+        spawn: impl FnOnce(Command) -> Result<Child>,
+    ) -> Result<Browser> {
         fs::create_dir_all(profile)
             .with_context(|| format!("create the profile {}", profile.display()))?;
-        let mut cmd = command(exe, profile, protocol);
+        let mut cmd = command_with(exe, profile, protocol, extra);
         let pipes = PipeFds::new()?;
         pipes.attach(&mut cmd);
         let logf = File::create(log).with_context(|| format!("create {}", log.display()))?;
@@ -351,6 +420,29 @@ impl Browser {
             last_byte_s: (!last_byte.is_nan()).then_some(last_byte - t0),
             started_wall: entries.first().map(|e| e.start_wall).unwrap_or(0.0),
             entries,
+        })
+    }
+
+    /// The page's own paint and navigation times ([`PaintTimes`]), read
+    /// after [`Browser::load`].
+    pub fn paint_times(&mut self) -> Result<PaintTimes> {
+        let r = self.call(
+            "Runtime.evaluate",
+            json!({"expression": PAINT_SCRIPT, "awaitPromise": true, "returnByValue": true}),
+        )?;
+        if let Some(ex) = r.get("exceptionDetails") {
+            bail!("reading the page's paint times failed: {ex}");
+        }
+        let text = r["result"]["value"]
+            .as_str()
+            .context("the page's paint times were not a string")?;
+        let v: Value = serde_json::from_str(text).context("parse the page's paint times")?;
+        let s = |k: &str| v[k].as_f64().map(|ms| ms / 1e3);
+        Ok(PaintTimes {
+            load_s: s("load"),
+            dcl_s: s("dcl"),
+            fcp_s: s("fcp"),
+            lcp_s: s("lcp"),
         })
     }
 
@@ -839,6 +931,17 @@ pub fn pcap_audit(
     server: Ipv4Addr,
     port: u16,
 ) -> Result<(u64, u64, u64)> {
+    pcap_audit_ports(path, client, server, &[port])
+}
+
+/// [`pcap_audit`] with page traffic on any of the server's `ports` (a
+/// replayed site's HTTP and HTTPS listeners).
+pub fn pcap_audit_ports(
+    path: &Path,
+    client: Ipv4Addr,
+    server: Ipv4Addr,
+    ports: &[u16],
+) -> Result<(u64, u64, u64)> {
     use etherparse::{NetSlice, SlicedPacket, TransportSlice};
     let f = File::open(path).with_context(|| format!("open {}", path.display()))?;
     let mut r = pcap_file::pcap::PcapReader::new(BufReader::new(f))
@@ -865,8 +968,8 @@ pub fn pcap_audit(
                     // arrives after the server closed the connection).
                     let icmp = matches!(t, TransportSlice::Icmpv4(_))
                         && ((s == client && d == server) || (s == server && d == client));
-                    icmp || (s == client && d == server && dp == port)
-                        || (s == server && d == client && sp_ == port)
+                    icmp || (s == client && d == server && ports.contains(&dp))
+                        || (s == server && d == client && ports.contains(&sp_))
                 }
                 _ => false,
             },

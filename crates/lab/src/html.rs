@@ -204,7 +204,8 @@ impl Page<'_> {
     }
 }
 
-const CSS: &str = "body{font-family:system-ui,sans-serif;max-width:1400px;margin:0 auto;padding:0 12px;color:#222}\
+/// The report pages' style sheet.
+pub const CSS: &str = "body{font-family:system-ui,sans-serif;max-width:1400px;margin:0 auto;padding:0 12px;color:#222}\
 h1{font-size:20px;margin:10px 0 2px}.prov{font-size:12px;color:#555;margin:0 0 6px}\
 .tally{display:flex;gap:8px;margin:6px 0}.t{padding:4px 10px;border-radius:4px;font-size:14px;background:#eee}\
 .t b{font-size:18px}.t.confirmed{background:#dcefdc}.t.contradicted{background:#f6d5d5}\

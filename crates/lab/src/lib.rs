@@ -19,6 +19,7 @@
 // through nix's safe call.
 #![deny(unsafe_code)]
 
+pub mod browse;
 pub mod claims;
 pub mod connlen;
 pub mod expect;
@@ -36,6 +37,7 @@ pub mod server;
 pub mod stats;
 pub mod suite;
 pub mod surge;
+pub mod webreplay;
 
 // Paper 001's model, reference values and section-9 comparison, where the
 // claims engine names them.

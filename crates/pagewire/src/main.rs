@@ -58,6 +58,9 @@ enum Command {
     /// A shell (or any command) whose network crosses an emulated link to the
     /// host and beyond, like Mahimahi's mm-delay / mm-link.
     Shell(cmd::shell::Args),
+    /// Load any page in headless Chromium over an emulated link, live or
+    /// replayed from an archive: paint and load times, bytes, packets, HAR.
+    Browse(cmd::browse::Args),
     /// Generate a test site: the Microscape page (paper 001) or the SURGE
     /// file set (paper 004).
     Site(cmd::site::Args),
@@ -96,6 +99,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => cmd::replay::run(a),
         Command::Link(a) => cmd::link::run(a),
         Command::Shell(a) => cmd::shell::run(a),
+        Command::Browse(a) => cmd::browse::run(a),
         Command::Site(a) => cmd::site::run(a),
         Command::Prefetch(a) => cmd::prefetch::run(a),
         Command::Load(a) => cmd::load::run(a),

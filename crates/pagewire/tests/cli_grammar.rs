@@ -293,6 +293,7 @@ fn every_command_documents_its_exit_status() {
         &["record"],
         &["link"],
         &["shell"],
+        &["browse"],
         &["site"],
         &["prefetch"],
         &["prefetch", "simulate"],

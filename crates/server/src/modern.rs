@@ -33,7 +33,6 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use pagewire_h1::{parse_request, parse_response, write_request_head, Limits, Version};
-use pagewire_site::store::Site;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
@@ -263,12 +262,13 @@ impl Counters {
     }
 }
 
-/// Serves `site` over TLS (HTTP/2) on `listener` and, if `tls.udp` is set,
-/// over QUIC (HTTP/3), until `shutdown` completes; then closes every
-/// connection (HTTP/2 GOAWAY, QUIC CONNECTION_CLOSE) and returns counters.
+/// Serves `site` (an `Arc<Site>` or a recorded site: [`Handler`]) over TLS
+/// (HTTP/2) on `listener` and, if `tls.udp` is set, over QUIC (HTTP/3),
+/// until `shutdown` completes; then closes every connection (HTTP/2
+/// GOAWAY, QUIC CONNECTION_CLOSE) and returns counters.
 pub async fn serve_tls<F>(
     listener: TcpListener,
-    site: Arc<Site>,
+    site: impl Into<Handler>,
     config: crate::ServerConfig,
     tls: TlsServe,
     shutdown: F,
@@ -278,7 +278,7 @@ where
 {
     let started = Instant::now();
     let cpu_before = crate::os::cpu_times();
-    let site = Arc::new(Handler::from(site));
+    let site = Arc::new(site.into());
     let counters = Arc::new(Counters::default());
     let mut tcp_tls = tls.tls.clone();
     tcp_tls.alpn_protocols = vec![pagewire_tls::ALPN_H2.to_vec()];

@@ -64,6 +64,10 @@ pub const MAX_MISS_LINES: u64 = 100;
 /// Characters of a missed request's target repeated in its 404 body.
 const MAX_TARGET_IN_MISS: usize = 200;
 
+/// The field a replay miss's 404 carries (`X-Pagewire-Replay: miss`), so a
+/// client (a browser's HAR) can count misses apart from recorded 404s.
+pub const MISS_FIELD: &str = "X-Pagewire-Replay";
+
 /// How a request found its recorded answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Match {
@@ -539,7 +543,14 @@ impl ReplaySite {
                     );
                 }
                 // The client learns why too (a 404 body naming the reason).
-                return simple(out, 404, ctx.conn, &[], &format!("{what}\n"), head_only);
+                return simple(
+                    out,
+                    404,
+                    ctx.conn,
+                    &[(MISS_FIELD, "miss")],
+                    &format!("{what}\n"),
+                    head_only,
+                );
             }
         };
         let variant = match &entry.deflate {

@@ -15,7 +15,7 @@ use pagewire_emu::Link;
 use pagewire_site::microscape;
 
 pub use pagewire_chromium::{find_chromium, BrowserRevalidation, BrowserSummary};
-use pagewire_chromium::{pcap_audit, Browser, PageLoad, Protocol, Visit};
+use pagewire_chromium::{pcap_audit_ports, Browser, PageLoad, Protocol, Visit};
 
 use super::config::{BenchConfig, SERVER_PORT, TLS_PORT};
 use super::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Strategy, Test};
@@ -83,14 +83,53 @@ pub fn one_run(
     link_json: &serde_json::Value,
 ) -> Result<RunRecord> {
     let origin = format!("{}:{TLS_PORT}", link.server_addr());
-    let proto = protocol(
+    let mut proto = protocol(
         spec.strategy,
         tls_ca.as_deref().map(|ca| (ca, origin.as_str())),
     )?;
-    let port = if spec.strategy == Strategy::ChromiumH1 {
+    let mut ports = vec![if spec.strategy == Strategy::ChromiumH1 {
         SERVER_PORT
     } else {
         TLS_PORT
+    }];
+    // A replayed site: every recorded host:port mapped to the server's
+    // listeners (http to SERVER_PORT, https to TLS_PORT), as
+    // `pagewire browse --replay` does; https origins pinned by the TLS
+    // listener's key whatever the strategy (pagewire's TLS server speaks
+    // HTTP/2 and HTTP/3, so chromium-h1 speaks HTTP/2 to them).
+    let mut switches = Vec::new();
+    if let Some(r) = &cfg.replay {
+        switches.push(crate::webreplay::resolver_rules(
+            &r.origins,
+            link.server_addr(),
+        ));
+        ports = vec![SERVER_PORT, TLS_PORT];
+        let https: Vec<String> = r
+            .origins
+            .iter()
+            .filter(|o| o.is_https())
+            .map(crate::webreplay::Origin::host_port)
+            .collect();
+        if !https.is_empty() {
+            let Some(ca) = tls_ca.as_deref() else {
+                bail!(
+                    "{}: the archive's https origins need the TLS listener",
+                    spec.strategy
+                );
+            };
+            let spki = crate::webreplay::spki_of(ca.parent().unwrap_or(Path::new(".")))?;
+            proto = match proto {
+                Protocol::H3 { .. } => Protocol::H3 {
+                    spki,
+                    origin: https.join(","),
+                },
+                _ => Protocol::H2 { spki },
+            };
+        }
+    }
+    let page_path = match &cfg.replay {
+        Some(_) => pagewire_chromium::url_path(url).to_string(),
+        None => microscape::PAGE_PATH.to_string(),
     };
     let exe = find_chromium().ok_or_else(|| anyhow::anyhow!("no Chromium found"))?;
     let profile = caches.join(format!(
@@ -138,7 +177,9 @@ pub fn one_run(
         },
     };
     let loaded = (|| -> Result<(PageLoad, String)> {
-        let mut b = Browser::launch(&exe, &profile, &proto, &log, |c| link.spawn_in_client(c))?;
+        let mut b = Browser::launch_with(&exe, &profile, &proto, &switches, &log, |c| {
+            link.spawn_in_client(c)
+        })?;
         let load = b.load(url, visit, load_timeout(spec.net))?;
         let product = b.product.clone();
         b.close()?;
@@ -146,7 +187,7 @@ pub fn one_run(
     })();
     let c = link.end_run()?;
     let (packets, bytes, foreign) =
-        pcap_audit(&pcap, link.client_addr(), link.server_addr(), port)?;
+        pcap_audit_ports(&pcap, link.client_addr(), link.server_addr(), &ports)?;
     let mut errors = Vec::new();
     if packets != c.packets_total || bytes != c.bytes_total {
         errors.push(format!(
@@ -161,11 +202,7 @@ pub fn one_run(
     }
     let (elapsed_s, objects, body, requests, mean_req, browser) = match &loaded {
         Ok((load, product)) => {
-            let (ok, bad) = load.check(
-                expected,
-                microscape::PAGE_PATH,
-                spec.test == Test::Revalidate,
-            );
+            let (ok, bad) = load.check(expected, &page_path, spec.test == Test::Revalidate);
             if ok as usize != expected.len() {
                 errors.push(format!(
                     "{ok} of {} objects ok; not ok: {}{}",

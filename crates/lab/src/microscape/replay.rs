@@ -29,6 +29,24 @@ pub struct ReplayPage {
     pub expected: BTreeMap<String, String>,
     /// Body bytes per target, for the composition table.
     sizes: BTreeMap<String, (usize, String)>,
+    /// Every recorded origin (a browser is pointed at each:
+    /// [`crate::webreplay`]).
+    pub origins: Vec<crate::webreplay::Origin>,
+}
+
+impl ReplayPage {
+    /// Whether some recorded origin is https (a browser run needs the TLS
+    /// listener then).
+    pub fn has_https(&self) -> bool {
+        self.origins.iter().any(crate::webreplay::Origin::is_https)
+    }
+
+    /// Every recorded host name (for the TLS listener's certificate).
+    pub fn hosts(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.origins.iter().map(|o| o.host.clone()).collect();
+        v.dedup();
+        v
+    }
 }
 
 impl ReplayPage {
@@ -94,7 +112,9 @@ impl ReplayPage {
             expected.insert(k.target.clone(), sha);
             sizes.insert(k.target, (e.body.len(), ct));
         }
+        let origins = crate::webreplay::origins(&a)?;
         Ok(ReplayPage {
+            origins,
             archive: archive
                 .canonicalize()
                 .with_context(|| format!("find {}", archive.display()))?,

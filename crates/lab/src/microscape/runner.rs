@@ -264,10 +264,13 @@ fn start_tls_server(
         fs::File::create(&log_path).with_context(|| format!("create {}", log_path.display()))?;
     let dir = files.ca.parent().unwrap_or(Path::new("."));
     let mut c = Command::new(exe);
-    c.arg("serve")
-        .arg("--root")
-        .arg(root)
-        .arg("--addr")
+    c.arg("serve");
+    match &cfg.replay {
+        // Every recorded origin over TLS (a browser's https origins).
+        Some(r) => c.arg("--replay").arg(&r.archive),
+        None => c.arg("--root").arg(root),
+    };
+    c.arg("--addr")
         .arg(format!("{}:{TLS_PORT}", link.server_addr()))
         .arg("--tls")
         .arg(dir);
@@ -431,13 +434,18 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
     let caches = cfg.out_dir.join("cache");
     // The h2 and h3 runs: one throwaway CA for the whole bench, in the
     // results directory (any client can trust `tls/ca.pem`).
-    let tls = if cfg.plan.strategies.iter().any(|s| s.needs_tls()) {
+    // A replayed site's https origins need it for the browser rows too,
+    // with every recorded name in the certificate.
+    let replay_tls = cfg.replay.as_ref().is_some_and(|r| r.has_https())
+        && cfg.plan.strategies.iter().any(|s| s.is_browser());
+    let tls = if replay_tls || cfg.plan.strategies.iter().any(|s| s.needs_tls()) {
         let dir = cfg.out_dir.join("tls");
-        let server_ip = pagewire_emu::SERVER_ADDR.to_string();
-        Some(pagewire_tls::ensure(
-            &dir,
-            &[server_ip.as_str(), "localhost"],
-        )?)
+        let mut names = vec![pagewire_emu::SERVER_ADDR.to_string(), "localhost".into()];
+        if let Some(r) = &cfg.replay {
+            names.extend(r.hosts());
+        }
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        Some(pagewire_tls::ensure(&dir, &names)?)
     } else {
         None
     };
@@ -629,11 +637,16 @@ fn run_lane(
             microscape::PAGE_PATH
         ),
     };
-    let tls_url = format!(
-        "https://{}:{TLS_PORT}{}",
-        link.server_addr(),
-        microscape::PAGE_PATH
-    );
+    let tls_url = match &cfg.replay {
+        // A replayed page keeps its recorded URL; a browser reaches its
+        // https origins through the TLS listener.
+        Some(r) => r.url.clone(),
+        None => format!(
+            "https://{}:{TLS_PORT}{}",
+            link.server_addr(),
+            microscape::PAGE_PATH
+        ),
+    };
     let mut out = Vec::with_capacity(specs.len());
     let mut interrupted_by = None;
     for &(i, spec) in specs {
@@ -654,7 +667,12 @@ fn run_lane(
             }
         ));
         let (url, ca) = match ctx.tls {
-            Some(files) if spec.strategy.needs_tls() => (&tls_url, Some(files.ca.clone())),
+            Some(files)
+                if spec.strategy.needs_tls()
+                    || (cfg.replay.is_some() && spec.strategy.is_browser()) =>
+            {
+                (&tls_url, Some(files.ca.clone()))
+            }
             _ => (&url, None),
         };
         let in_flight = crate::interrupt::InFlight::cancellable();

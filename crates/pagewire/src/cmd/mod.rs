@@ -7,6 +7,7 @@
 //! when it is a [`Usage`] or names a flag first; any other error is a
 //! failure.
 pub mod bench;
+pub mod browse;
 pub mod claims;
 pub mod fetch;
 pub mod link;

@@ -109,7 +109,8 @@ pub struct Args {
     /// throwaway CA (`ca.pem`, `server.pem`, `server-key.pem`); when they are
     /// missing a new CA and a certificate for localhost, 127.0.0.1, ::1 and
     /// the --addr address are made there. Clients trust DIR/ca.pem. HTTP/1.1
-    /// over TLS is not offered.
+    /// over TLS is not offered. With --replay: the recorded site over TLS
+    /// (every recorded origin, https or not, answered by its Host).
     #[arg(long, value_name = "DIR")]
     pub tls: Option<PathBuf>,
     /// With --tls: no HTTP/3 (no UDP socket).
@@ -170,10 +171,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
             use std::io::Write as _;
             let _ = std::io::stdout().flush();
-            let stats =
-                pagewire_server::serve_tls(listener, Arc::new(site), config, tls, signals.wait())
-                    .await
-                    .context("serving")?;
+            let handler = match &replay {
+                Some(r) => pagewire_server::Handler::from(r.clone()),
+                None => pagewire_server::Handler::from(Arc::new(site)),
+            };
+            let stats = pagewire_server::serve_tls(listener, handler, config, tls, signals.wait())
+                .await
+                .context("serving")?;
+            report_replay(replay.as_deref());
             return anyhow::Ok(stats);
         }
         // Scripts and tests read this line to learn the port.
@@ -187,13 +192,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let stats = pagewire_server::serve(listener, handler, config, signals.wait())
             .await
             .context("serving")?;
-        if let Some(r) = &replay {
-            eprintln!(
-                "pagewire serve: replay misses (404, no recorded answer): {}; fuzzy query matches: {}",
-                r.misses(),
-                r.fuzzy_matches()
-            );
-        }
+        report_replay(replay.as_deref());
         anyhow::Ok(stats)
     })?;
     eprintln!("pagewire serve: stopped\n{stats}");
@@ -202,6 +201,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// The run's certificates (made when missing) and the UDP socket for
 /// HTTP/3 on the listener's port.
+/// The replay summary line on stderr (what `browse` and scripts read).
+fn report_replay(replay: Option<&pagewire_server::replay::ReplaySite>) {
+    if let Some(r) = replay {
+        eprintln!(
+            "pagewire serve: replay misses (404, no recorded answer): {}; fuzzy query matches: {}",
+            r.misses(),
+            r.fuzzy_matches()
+        );
+    }
+}
+
 fn tls_serve(
     dir: &std::path::Path,
     addr: SocketAddr,
