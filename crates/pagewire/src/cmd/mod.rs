@@ -20,6 +20,7 @@ pub mod replay;
 pub mod serve;
 pub mod shell;
 pub mod site;
+pub mod throttle;
 pub mod unpack;
 
 /// A wrong flag value or combination: exit 2, nothing was run.
