@@ -269,7 +269,7 @@ fn write_site(src: &PageSource, root: &Path) -> Result<Site> {
             let rp = crate::microscape::replay::ReplayPage::load(archive, None)?;
             let a = pagewire_replay::Archive::load(archive).map_err(anyhow::Error::new)?;
             let mut files = Vec::new();
-            for (target, _) in &rp.expected {
+            for target in rp.expected.keys() {
                 let ex = a
                     .exchanges
                     .iter()
@@ -1031,7 +1031,7 @@ pub fn render(r: &Results) -> String {
                         .iter()
                         .filter(good)
                         .filter(|l| {
-                            &l.page == &p.name
+                            l.page == p.name
                                 && &l.net == net
                                 && l.proto == proto
                                 && l.method == method
@@ -1093,7 +1093,7 @@ pub fn render(r: &Results) -> String {
                         .iter()
                         .filter(good)
                         .filter(|l| {
-                            &l.page == &p.name && &l.net == net && l.proto == proto && l.method == m
+                            l.page == p.name && &l.net == net && l.proto == proto && l.method == m
                         })
                         .collect();
                     median_load(&ls)
