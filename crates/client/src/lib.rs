@@ -12,8 +12,10 @@
 //! Layout: `config` (what to do), `session` (what bytes mean: objects,
 //! requests, responses, discovery, counters; a module per part of the
 //! exchange and per strategy behaviour, no socket, no clock, the cache
-//! entries to write handed back at the end), `conn` (when bytes move: one
-//! connection, output buffer, early-close recovery), `outbuf` (the flush
+//! entries to write handed back at the end), `conn` (when bytes move: `conn::Machine`,
+//! one connection without its socket — events in, effects out,
+//! `next_deadline()` — and `conn::drive`, its socket; output buffer,
+//! early-close recovery), `outbuf` (the flush
 //! policy), `multiplex` (the `h2` and `h3` strategies: one TLS or QUIC
 //! connection, a stream per object), `cache`, `inflate`, `report` (+ `har`,
 //! `save` for output).

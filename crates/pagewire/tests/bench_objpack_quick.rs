@@ -106,7 +106,7 @@ fn quick_objpack_suite_runs_end_to_end() {
             assert_eq!(r["connections"], n, "{r}");
         }
     }
-    assert_eq!(v["claims"].as_array().unwrap().len(), 9);
+    assert_eq!(v["claims"].as_array().unwrap().len(), 11);
     assert!(out.join("results.csv").exists() && out.join("report.html").exists());
     assert!(!out.join("files").exists(), "generated inputs are removed");
 }

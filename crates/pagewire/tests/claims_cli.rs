@@ -180,6 +180,108 @@ fn write_records_the_rejudged_claims_beside_the_runs_provenance() {
     assert!(!pre.path().join("claims.txt").exists());
 }
 
+/// `--pool`: a committed run split into two runs (even and odd
+/// repetitions, the second stamped with its own start date) judges as the
+/// whole run, and the output names both with their load averages; one
+/// half with another commit, or more LAN repetitions in its plan, is
+/// refused naming the field; two directories without `--pool` are a usage
+/// error.
+#[test]
+fn pool_judges_split_runs_as_the_whole_and_refuses_differences() {
+    let src = docs().join("bench-results/2026-11-26-nagle");
+    let whole: Value =
+        serde_json::from_str(&std::fs::read_to_string(src.join("results.json")).unwrap()).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let half = |parity: u64, name: &str| {
+        let mut v = whole.clone();
+        let runs: Vec<Value> = v["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["rep"].as_u64().unwrap() % 2 == parity)
+            .cloned()
+            .collect();
+        v["runs"] = Value::Array(runs);
+        if parity == 1 {
+            v["provenance"]["date_utc"] = Value::from("2026-11-26 04:00:00 UTC");
+            v["provenance"]["load_avg_before"] = serde_json::json!([3.5, 2.0, 1.0]);
+        }
+        let dir = tmp.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("results.json"), v.to_string()).unwrap();
+        (dir, v)
+    };
+    let (even, _) = half(0, "even");
+    let (odd, odd_v) = half(1, "odd");
+    let pool = |dirs: &[&Path], json: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_pagewire"));
+        c.arg("claims").args(dirs).arg("--pool");
+        if json {
+            c.arg("--json");
+        }
+        let o = c.output().unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = pool(&[&even, &odd], true);
+    assert_eq!(code, Some(0), "{err}");
+    let pooled: Value = serde_json::from_str(&out).unwrap();
+    let (ok, one, _) = claims(&src, true);
+    assert!(ok);
+    let one: Value = serde_json::from_str(&one).unwrap();
+    assert_eq!(pooled["tally"], one["tally"]);
+    assert_eq!(pooled["records"], one["records"]);
+    let verdicts = |v: &Value| -> Vec<(String, String)> {
+        v["claims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c["id"].to_string(), c["verdict"].to_string()))
+            .collect()
+    };
+    assert_eq!(verdicts(&pooled), verdicts(&one));
+    let members = pooled["pooled"].as_array().unwrap();
+    assert_eq!(members.len(), 2);
+    assert_eq!(members[1]["load_avg_before"][0], 3.5);
+    let (_, text, _) = pool(&[&even, &odd], false);
+    assert!(
+        text.contains("Pooled: 2 runs") && text.contains("load average 3.50 / 2.00 / 1.00"),
+        "{text}"
+    );
+
+    let mut other = odd_v.clone();
+    other["provenance"]["git_commit"] = Value::from("0".repeat(40));
+    other["plan"]["reps"]["lan"] = Value::from(20);
+    let dir = tmp.path().join("other");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("results.json"), other.to_string()).unwrap();
+    let (code, _, err) = pool(&[&even, &dir], false);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("commit: ") && err.contains("plan.reps.lan: 10 vs 20"),
+        "{err}"
+    );
+    let (code, _, err) = pool(
+        &[&even, &docs().join("bench-results/2026-11-25/css")],
+        false,
+    );
+    assert!(code == Some(2) && err.contains("microscape suite"), "{err}");
+
+    let o = Command::new(env!("CARGO_BIN_EXE_pagewire"))
+        .arg("claims")
+        .args([&even, &odd])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.code() == Some(2) && err.contains("--pool"),
+        "{err}"
+    );
+}
+
 /// Every results.json under docs/, found by walking the tree.
 fn committed_results(dir: &Path, out: &mut Vec<PathBuf>) {
     for e in std::fs::read_dir(dir).unwrap() {

@@ -56,7 +56,7 @@ use range::RangePart;
 use request::asks_deflate;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 /// Objects fetched because of prefetch hints, per fetch: hints are advice,
 /// and a server could hint forever.

@@ -12,15 +12,15 @@ use crate::config::Strategy;
 use bytes::BytesMut;
 use std::io::Write;
 
-const HOST: &str = "example.test";
-const UA: &str = concat!("pagewire/", env!("CARGO_PKG_VERSION"));
+pub(crate) const HOST: &str = "example.test";
+pub(crate) const UA: &str = concat!("pagewire/", env!("CARGO_PKG_VERSION"));
 const MS: Duration = Duration::from_millis(1);
 
-fn page_html() -> &'static [u8] {
+pub(crate) fn page_html() -> &'static [u8] {
     b"<html><body><img src=\"a.gif\"><img src=\"/b.gif\"></body></html>"
 }
 
-fn session(
+pub(crate) fn session(
     strategy: Strategy,
     setup: impl FnOnce(&mut FetchConfig),
     cache: Option<&Cache>,
@@ -43,7 +43,7 @@ fn head(text: &str, method: &Method) -> ResponseHead {
         .expect("complete head")
 }
 
-fn text(req: &[u8]) -> String {
+pub(crate) fn text(req: &[u8]) -> String {
     String::from_utf8(req.to_vec()).unwrap()
 }
 
@@ -60,11 +60,11 @@ fn respond(s: &Session, id: ObjId, at: Instant, head_text: &str, body: &[u8]) ->
     next
 }
 
-fn ok_head(len: usize, extra: &str) -> String {
+pub(crate) fn ok_head(len: usize, extra: &str) -> String {
     format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\n{extra}\r\n")
 }
 
-fn gif(n: u8) -> Vec<u8> {
+pub(crate) fn gif(n: u8) -> Vec<u8> {
     let mut g = b"GIF89a".to_vec();
     g.extend([n; 24]);
     g
@@ -143,7 +143,7 @@ fn pipeline_flush_times_are_the_flushes() {
     assert_eq!(report.flush_counts.get("timer"), Some(&1));
 }
 
-fn deflate(data: &[u8]) -> Vec<u8> {
+pub(crate) fn deflate(data: &[u8]) -> Vec<u8> {
     let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
     z.write_all(data).unwrap();
     z.finish().unwrap()

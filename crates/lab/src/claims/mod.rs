@@ -20,6 +20,7 @@ use serde_json::Value;
 pub mod bands;
 pub mod microscape;
 pub mod model_column;
+pub mod pool;
 pub mod prefetch;
 pub mod spec;
 

@@ -17,9 +17,9 @@ use pagewire_site::microscape;
 pub use pagewire_chromium::{find_chromium, BrowserRevalidation, BrowserSummary};
 use pagewire_chromium::{pcap_audit, Browser, PageLoad, Protocol, Visit};
 
+use super::config::{BenchConfig, SERVER_PORT, TLS_PORT};
 use super::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Strategy, Test};
 use super::plan::RunSpec;
-use super::runner::{BenchConfig, SERVER_PORT, TLS_PORT};
 
 /// The protocol of a browser strategy. `tls`: the run's throwaway CA
 /// (`ca.pem` beside the server's key) and the TLS listener's `host:port`,

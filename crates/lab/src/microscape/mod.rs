@@ -7,6 +7,7 @@
 
 pub mod bulk;
 pub mod chromium;
+pub mod config;
 pub mod extras;
 pub mod model;
 pub mod plan;

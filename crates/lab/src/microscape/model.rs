@@ -470,7 +470,7 @@ pub struct RunRecord {
     /// A browser run's own numbers (load event, last byte, requests sent,
     /// 304s, cache hits, its HAR); absent for the robot's runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub browser: Option<super::chromium::BrowserSummary>,
+    pub browser: Option<pagewire_chromium::BrowserSummary>,
     /// Competing bulk traffic during the load (`bench --bulk`); absent
     /// without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]

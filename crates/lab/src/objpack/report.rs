@@ -73,6 +73,7 @@ pub fn contexts(rows: &[RunRow]) -> Vec<Ctx> {
                 net,
                 cells: groups.into_iter().map(|(k, v)| (k, estimate(&v))).collect(),
                 per_set,
+                cold_per_set: BTreeMap::new(),
             }
         })
         .collect()

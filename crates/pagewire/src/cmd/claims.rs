@@ -10,6 +10,12 @@
 //! says what measured), and the table is written to `claims.txt`. That is
 //! how a results directory made before a rule changed is brought under the
 //! current rule without pretending it was re-measured.
+//!
+//! With `--pool DIR1 DIR2 ...`, paper 001's claims are judged on the run
+//! records of several runs of the same plan, link configurations and
+//! commit at once (more repetitions, narrower intervals); runs that differ
+//! in anything that changes what is measured are refused, naming the
+//! difference.
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -19,8 +25,10 @@ use serde_json::{json, Value};
 #[derive(clap::Args)]
 pub struct Args {
     /// A results directory (with results.json, or a prefetch simulator's
-    /// summary.json and results.jsonl), or a results.json file.
-    pub dir: PathBuf,
+    /// summary.json and results.jsonl), or a results.json file; with
+    /// --pool, two or more.
+    #[arg(required = true, num_args = 1..)]
+    pub dirs: Vec<PathBuf>,
     /// Print the judged claims as JSON (suite, records, runs left out,
     /// claims with cells, bands and verdicts, the four-number tally).
     #[arg(long)]
@@ -29,21 +37,38 @@ pub struct Args {
     /// judged now, add `judged_by` (this build's commit, the command, the
     /// date), and write the table to claims.txt in the directory. Not for
     /// a prefetch simulator's directory (re-run the simulator instead).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "pool")]
     pub write: bool,
+    /// Judge paper 001's claims on the repetitions of every DIR together:
+    /// runs of `pagewire bench` with the same plan, link configurations,
+    /// page, server, options and commit, from clean trees (anything else
+    /// is refused, naming the difference). The output lists the runs
+    /// pooled and their load averages.
+    #[arg(long)]
+    pub pool: bool,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let judged = match pagewire_lab::claims::judge_dir(&args.dir) {
+    if args.pool {
+        return pool(&args);
+    }
+    let [dir] = args.dirs.as_slice() else {
+        eprintln!(
+            "pagewire claims: {} directories given: judge one at a time, or pool runs of the same plan with --pool",
+            args.dirs.len()
+        );
+        return Ok(ExitCode::from(2));
+    };
+    let judged = match pagewire_lab::claims::judge_dir(dir) {
         Ok(j) => j,
         Err(e) => {
-            eprintln!("pagewire claims: {}: {e:#}", args.dir.display());
+            eprintln!("pagewire claims: {}: {e:#}", dir.display());
             return Ok(ExitCode::from(2));
         }
     };
     if args.write {
-        if let Err(e) = write(&args.dir, &judged) {
-            eprintln!("pagewire claims: {}: {e:#}", args.dir.display());
+        if let Err(e) = write(dir, &judged) {
+            eprintln!("pagewire claims: {}: {e:#}", dir.display());
             return Ok(ExitCode::from(2));
         }
     }
@@ -51,6 +76,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&judged)?);
     } else {
         print!("{}", judged.render());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--pool`: judge the runs together, or say why they cannot be.
+fn pool(args: &Args) -> anyhow::Result<ExitCode> {
+    let pooled = match pagewire_lab::claims::pool::judge_pooled(&args.dirs) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("pagewire claims --pool: {e:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&pooled)?);
+    } else {
+        print!("{}", pooled.render());
     }
     Ok(ExitCode::SUCCESS)
 }
