@@ -195,6 +195,45 @@ pub struct Browser {
     session: String,
     /// `Browser.getVersion`'s product, e.g. `HeadlessChrome/156.0.8078.79`.
     pub product: String,
+    /// Request-level throttling applied before each load (DevTools
+    /// `Network.emulateNetworkConditions`), if any.
+    conditions: Option<Conditions>,
+}
+
+/// DevTools' request-level network emulation (what Chrome DevTools'
+/// throttling presets and Lighthouse's "applied" throttling set): Chromium
+/// delays each response by `latency_ms` and meters bodies at the given
+/// rates inside the browser; the packets themselves are not shaped.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Conditions {
+    /// Added to each request's time to its response head, ms.
+    pub latency_ms: f64,
+    /// Download and upload throughput, bytes/s.
+    pub down_bytes_per_s: f64,
+    pub up_bytes_per_s: f64,
+}
+
+impl Conditions {
+    /// The same RTT and rates as a link: latency = RTT, throughput = the
+    /// link's bit rates / 8.
+    pub fn like_link(rtt_ms: f64, down_bps: f64, up_bps: f64) -> Conditions {
+        Conditions {
+            latency_ms: rtt_ms,
+            down_bytes_per_s: down_bps / 8.0,
+            up_bytes_per_s: up_bps / 8.0,
+        }
+    }
+
+    /// The `Network.emulateNetworkConditions` parameters (-1: no limit).
+    pub fn params(&self) -> Value {
+        let rate = |r: f64| if r.is_finite() && r > 0.0 { r } else { -1.0 };
+        json!({
+            "offline": false,
+            "latency": self.latency_ms.max(0.0),
+            "downloadThroughput": rate(self.down_bytes_per_s),
+            "uploadThroughput": rate(self.up_bytes_per_s),
+        })
+    }
 }
 
 impl Drop for Browser {
@@ -279,6 +318,7 @@ impl Browser {
             cdp,
             session: String::new(),
             product: String::new(),
+            conditions: None,
         };
         let v = b
             .cdp
@@ -318,6 +358,12 @@ impl Browser {
         Ok(b)
     }
 
+    /// Throttles every later load at the request level (DevTools network
+    /// emulation), as `conditions` say.
+    pub fn emulate(&mut self, conditions: Conditions) {
+        self.conditions = Some(conditions);
+    }
+
     fn call(&mut self, method: &str, params: Value) -> Result<Value> {
         let s = self.session.clone();
         self.cdp.call(Some(&s), method, params, CALL_TIMEOUT)
@@ -332,6 +378,10 @@ impl Browser {
             json!({"maxTotalBufferSize": 200_000_000, "maxResourceBufferSize": 50_000_000}),
         )?;
         self.call("Page.enable", json!({}))?;
+        if let Some(c) = self.conditions {
+            self.call("Network.emulateNetworkConditions", c.params())
+                .context("Network.emulateNetworkConditions")?;
+        }
         match visit {
             Visit::First => {
                 self.call("Network.clearBrowserCache", json!({}))?;
@@ -508,6 +558,14 @@ pub struct Entry {
     /// Monotonic seconds (DevTools clock) and wall-clock seconds of the start.
     pub start_ts: f64,
     pub start_wall: f64,
+    /// When the response head reached the page (`Network.responseReceived`'s
+    /// timestamp, after any DevTools throttling), monotonic seconds.
+    #[serde(default)]
+    pub response_ts: Option<f64>,
+    /// The URL whose parsing (or script) started this request
+    /// (`initiator.url`; none for the navigation).
+    #[serde(default)]
+    pub initiator: Option<String>,
     pub end_ts: Option<f64>,
     pub timing: Value,
     pub failed: Option<String>,
@@ -582,6 +640,7 @@ impl EventLog {
                         request_headers: headers_vec(&p["request"]["headers"]),
                         start_ts: p["timestamp"].as_f64().unwrap_or(f64::NAN),
                         start_wall: p["wallTime"].as_f64().unwrap_or(f64::NAN),
+                        initiator: p["initiator"]["url"].as_str().map(str::to_string),
                         ..Entry::default()
                     },
                 );
@@ -631,6 +690,7 @@ impl EventLog {
                         e.response_headers = headers_vec(&r["headers"]);
                     }
                     e.timing = r["timing"].clone();
+                    e.response_ts = p["timestamp"].as_f64();
                 }
                 "Network.responseReceivedExtraInfo" => {
                     e.wire_status = p["statusCode"].as_u64().map(|s| s as u16);

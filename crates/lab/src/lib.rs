@@ -37,6 +37,7 @@ pub mod server;
 pub mod stats;
 pub mod suite;
 pub mod surge;
+pub mod throttle;
 pub mod webreplay;
 
 // Paper 001's model, reference values and section-9 comparison, where the

@@ -44,6 +44,9 @@ enum Command {
     Claims(cmd::claims::Args),
     /// The expected-time model beside a results directory's measurement (no new runs).
     Model(cmd::model::Args),
+    /// One page three ways: packet-level link, DevTools throttling, and the
+    /// model from an unthrottled trace, with each one's error.
+    Throttle(cmd::throttle::Args),
     /// Run the origin server.
     Serve(cmd::serve::Args),
     /// Fetch a page and its embedded objects with a transfer strategy (the robot).
@@ -93,6 +96,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => cmd::bench::run(*a),
         Command::Claims(a) => cmd::claims::run(a),
         Command::Model(a) => cmd::model::run(a),
+        Command::Throttle(a) => cmd::throttle::run(a),
         Command::Serve(a) => cmd::serve::run(a),
         Command::Fetch(a) => cmd::fetch::run(a),
         Command::Record(a) => cmd::record::run(a),

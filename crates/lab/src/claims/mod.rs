@@ -19,6 +19,7 @@ use serde_json::Value;
 
 pub mod bands;
 pub mod microscape;
+pub mod model_column;
 pub mod pool;
 pub mod prefetch;
 pub mod spec;
@@ -95,6 +96,10 @@ pub struct Judged {
     /// Why the results could not be judged at all (then no claims).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Each contradicted claim beside the expected-time model: explained,
+    /// unexplained or not modelled (suites the model covers).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub model: Vec<model_column::ModelNote>,
 }
 
 impl Judged {
@@ -107,6 +112,7 @@ impl Judged {
             tally: tally(&claims),
             claims,
             error: None,
+            model: Vec::new(),
         }
     }
 
@@ -127,6 +133,16 @@ impl Judged {
         );
         if let Some(e) = &self.error {
             let _ = writeln!(s, "  NOT JUDGED: {e}");
+        }
+        if !self.model.is_empty() {
+            let _ = writeln!(
+                s,
+                "Contradicted claims beside the expected-time model (docs/model.md; the same rule \
+                 on the model's predictions for the same cells):"
+            );
+            for n in &self.model {
+                let _ = writeln!(s, "  {:<36} {:<13} {}", n.id, n.model, n.why);
+            }
         }
         s
     }
@@ -199,7 +215,16 @@ pub fn judge_value(v: &Value, dir: Option<&Path>) -> Result<Judged> {
             };
             let claims =
                 microscape::check_with_nagle_baseline(&runs, page_facts(v), base.as_deref());
-            Ok(Judged::new(suite, n, out, claims))
+            // The model describes the Microscape page of the default seed.
+            let page = crate::expect::Page::microscape(1997);
+            let modelled = page_facts(v).is_some_and(|f| f.html_bytes as u64 == page.html.body);
+            let model = model_column::notes(&runs, &claims, modelled.then_some(&page), |rs| {
+                microscape::check_with_nagle_baseline(rs, page_facts(v), base.as_deref())
+            });
+            Ok(Judged {
+                model,
+                ..Judged::new(suite, n, out, claims)
+            })
         }
         Suite::MicroscapeCss => {
             let (css, out, n) = microscape_runs(v)?;

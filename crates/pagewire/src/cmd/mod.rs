@@ -21,6 +21,7 @@ pub mod replay;
 pub mod serve;
 pub mod shell;
 pub mod site;
+pub mod throttle;
 pub mod unpack;
 
 /// Every `--seed`'s default (the Microscape page's, paper 001's year): the
