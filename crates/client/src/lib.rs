@@ -160,6 +160,8 @@ async fn fetch_cross_origin(mut report: FetchReport, config: &FetchConfig) -> Fe
 async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
     let target = config.validate()?;
     let cache = config.cache_dir.as_deref().map(Cache::open).transpose()?;
+    // The session reads no file: the entries it may look up are read here.
+    let snapshot = cache.as_ref().map(Cache::snapshot).unwrap_or_default();
     let addr = lookup(&target, &config).await?;
     let total = config.timeouts.total;
     let sess = Arc::new(Session::new(
@@ -167,6 +169,7 @@ async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
         target,
         addr,
         cache,
+        snapshot,
         std::time::Instant::now(),
     ));
     let work = async {

@@ -26,7 +26,9 @@ use pagewire_discover::{
 use pagewire_h1::{Method, ResponseHead, Version};
 use sha2::{Digest, Sha256};
 
-use crate::cache::{hex, sha256_hex, Cache, Entry, EntryMeta, Spool, MAX_ENTRY_BODY_BYTES};
+use crate::cache::{
+    hex, sha256_hex, Cache, CacheWarning, Entry, EntryMeta, Snapshot, Spool, MAX_ENTRY_BODY_BYTES,
+};
 use crate::config::{FetchConfig, RequestProfile, Revalidation, Strategy, Target};
 use crate::error::FetchError;
 use crate::inflate::{InflateError, Inflater};
@@ -208,7 +210,12 @@ pub struct Session {
     pub addr: SocketAddr,
     pub start: Instant,
     started_wall: SystemTime,
+    /// The cache, for the bodies spooled into it as they are inflated;
+    /// the session reads no entry from it (see `snapshot`).
     pub cache: Option<Cache>,
+    /// The cache's entries when the fetch started, read by the caller: what
+    /// every lookup of the session sees.
+    snapshot: Snapshot,
     /// `getall`: the URLs the page referenced on an earlier visit (from the
     /// cache); None on a first visit.
     getall_known: Option<HashSet<String>>,
@@ -221,19 +228,22 @@ impl Session {
         target: Target,
         addr: SocketAddr,
         cache: Option<Cache>,
+        snapshot: Snapshot,
         start: Instant,
     ) -> Session {
         let page_url = target.url_of(&target.path);
         let getall_known = match (&cache, cfg.strategy) {
-            (Some(c), Strategy::Getall) => match c.get(&crate::getall::refs_key(&page_url)) {
-                Ok(Some(e)) => Some(
-                    String::from_utf8_lossy(&e.body)
-                        .lines()
-                        .map(str::to_string)
-                        .collect(),
-                ),
-                _ => None,
-            },
+            (Some(_), Strategy::Getall) => {
+                match snapshot.get(&crate::getall::refs_key(&page_url)) {
+                    Ok(Some(e)) => Some(
+                        String::from_utf8_lossy(&e.body)
+                            .lines()
+                            .map(str::to_string)
+                            .collect(),
+                    ),
+                    _ => None,
+                }
+            }
             _ => None,
         };
         let mut st = State {
@@ -255,6 +265,7 @@ impl Session {
             start,
             started_wall: SystemTime::now(),
             cache,
+            snapshot,
             getall_known,
             st: Mutex::new(State::default()),
         };
@@ -265,10 +276,7 @@ impl Session {
             // the client can request the HTML and all images in one
             // message": the page goes in a GETLIST with the images, carrying
             // the cached page's validator (docs/getall.md, "Later visits").
-            let cached = s
-                .cache
-                .as_ref()
-                .and_then(|c| c.get(&s.page_url).ok().flatten());
+            let cached = s.lookup(&s.page_url).ok().flatten();
             let page = &mut st.objs[PAGE];
             page.method = RequestMethod::Getlist;
             page.conditional = cached.is_some();
@@ -313,6 +321,14 @@ impl Session {
 
     pub fn method_of(&self, id: ObjId) -> Method {
         self.lock().objs[id].method.h1()
+    }
+
+    /// `url`'s cache entry as the fetch started (none without a cache).
+    fn lookup(&self, url: &str) -> Result<Option<Entry>, CacheWarning> {
+        match self.cache {
+            Some(_) => self.snapshot.get(url),
+            None => Ok(None),
+        }
     }
 
     /// Whether bodies are kept (for the cache or the report).

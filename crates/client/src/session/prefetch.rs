@@ -39,10 +39,8 @@ impl Session {
                 continue;
             }
             let url = self.target.url_of(&path);
-            if let Some(cache) = &self.cache {
-                if matches!(cache.get(&url), Ok(Some(_))) {
-                    continue;
-                }
+            if matches!(self.lookup(&url), Ok(Some(_))) {
+                continue;
             }
             st.prefetched += 1;
             let id = self.add_object(&mut st, path, ObjectKind::Prefetch);

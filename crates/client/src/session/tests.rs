@@ -32,7 +32,15 @@ pub(crate) fn session(
     let target = Target::parse(&cfg.url).expect("valid URL");
     let t0 = Instant::now();
     let cache = cache.map(|c| Cache::open(c.dir()).expect("cache"));
-    let s = Session::new(cfg, target, "127.0.0.1:9".parse().unwrap(), cache, t0);
+    let snapshot = cache.as_ref().map(Cache::snapshot).unwrap_or_default();
+    let s = Session::new(
+        cfg,
+        target,
+        "127.0.0.1:9".parse().unwrap(),
+        cache,
+        snapshot,
+        t0,
+    );
     (s, t0)
 }
 
