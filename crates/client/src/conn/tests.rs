@@ -8,6 +8,7 @@
 //! hands back for the cache. One or more per strategy, first visit and
 //! revalidation.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use pagewire_objpack::{Attributes, Entry, Limits, Manifest, MEDIA_TYPE};
@@ -15,6 +16,8 @@ use pagewire_objpack::{Attributes, Entry, Limits, Manifest, MEDIA_TYPE};
 use super::*;
 use crate::cache::{sha256_hex, Cache};
 use crate::config::{FetchConfig, Strategy};
+use crate::error::FetchError;
+use crate::session::{ObjId, Session};
 use crate::outbuf::FlushReason;
 use crate::report::Outcome;
 use crate::session::tests::{deflate, gif, ok_head, page_html, session, text, HOST, UA};
@@ -51,7 +54,7 @@ impl Script {
         plan: Plan,
         own: bool,
     ) -> Script {
-        let (s, t0) = session(strategy, setup, cache);
+        let (mut s, t0) = session(strategy, setup, cache);
         let id = s.conn_opened(t0);
         let m = Machine::new(&s, id, VecDeque::from([PAGE]), plan, own, t0);
         let mut sc = Script {
@@ -81,7 +84,7 @@ impl Script {
         while let Some(e) = self.m.poll_effect() {
             match e {
                 Effect::Send { bytes, reason } => {
-                    self.m.on_written(&self.s, bytes.len());
+                    self.m.on_written(&mut self.s, bytes.len());
                     let lines = text(&bytes)
                         .split("\r\n\r\n")
                         .filter(|r| !r.is_empty())
@@ -100,7 +103,7 @@ impl Script {
     }
 
     fn step(&mut self) -> Step {
-        let step = self.m.step(&self.s, self.now).expect("step");
+        let step = self.m.step(&mut self.s, self.now).expect("step");
         self.drain();
         step
     }
@@ -108,7 +111,7 @@ impl Script {
     /// The server's bytes arrive `at_ms` after the start.
     fn server(&mut self, at_ms: u64, bytes: &[u8]) -> Step {
         self.now = self.t0 + Duration::from_millis(at_ms);
-        self.m.on_bytes(&self.s, bytes, self.now).expect("bytes");
+        self.m.on_bytes(&mut self.s, bytes, self.now).expect("bytes");
         self.drain();
         self.step()
     }
@@ -124,7 +127,7 @@ impl Script {
     fn timer(&mut self) -> u64 {
         let t = self.m.next_deadline(&self.s).expect("a deadline");
         self.now = t;
-        self.m.on_timer(&self.s, t).expect("timer");
+        self.m.on_timer(&mut self.s, t).expect("timer");
         self.drain();
         self.step();
         self.ms(t)
@@ -589,7 +592,7 @@ fn early_close_hands_back_the_unanswered() {
     sc.respond(10, &ok_head(html.len(), ""), html);
     sc.timer();
     sc.now = sc.t0 + 70 * MS;
-    sc.m.on_eof(&sc.s, sc.now).unwrap();
+    sc.m.on_eof(&mut sc.s, sc.now).unwrap();
     let Step::Close(End::Closed {
         unanswered,
         answered,
@@ -633,8 +636,8 @@ fn read_timeout_fires_in_virtual_time() {
     let at = sc.m.next_deadline(&sc.s).unwrap();
     assert_eq!(at, sc.t0 + read);
     // A timer that fires early does nothing.
-    sc.m.on_timer(&sc.s, sc.t0 + read / 2).unwrap();
-    let e = sc.m.on_timer(&sc.s, at).unwrap_err();
+    sc.m.on_timer(&mut sc.s, sc.t0 + read / 2).unwrap();
+    let e = sc.m.on_timer(&mut sc.s, at).unwrap_err();
     assert!(matches!(e, FetchError::ReadTimeout { .. }), "{e}");
     assert!(e.to_string().contains("/index.html"), "{e}");
 }

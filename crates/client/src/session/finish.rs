@@ -84,13 +84,12 @@ fn cache_write(o: &mut Obj) -> Option<CacheWrite> {
     Some(CacheWrite::Put(meta, body.clone()))
 }
 
-impl Session {
+impl Ctx {
     /// Assembles the report, and the cache entries the caller is to write
     /// (after the network work, so disk time never delays a request; then
     /// `cache_bytes_written` and the warnings of failed writes are the
     /// caller's to add).
-    pub fn finish(&self) -> (FetchReport, Vec<CacheWrite>) {
-        let mut st = self.lock();
+    pub(super) fn finish(&self, st: &mut State) -> (FetchReport, Vec<CacheWrite>) {
         if !st.fonts_done && !st.fonts_held.is_empty() {
             let w = format!(
                 "{} @font-face sources not fetched: the page or a stylesheet did not complete, so no text was styled",
@@ -106,7 +105,7 @@ impl Session {
                 writes.push(CacheWrite::Put(meta, Bytes::from(list)));
             }
         }
-        (self.report(&mut st), writes)
+        (self.report(st), writes)
     }
 
     /// The report of the fetch.

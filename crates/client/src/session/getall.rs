@@ -21,7 +21,7 @@ fn part_head_len(p: &crate::getall::Part) -> u64 {
         .sum()
 }
 
-impl Session {
+impl Ctx {
     /// `getall` on a page visited before (not revalidating): uncached
     /// objects are asked for in one GETLIST once the page is parsed.
     pub(super) fn getall_later_visit(&self, st: &State) -> bool {

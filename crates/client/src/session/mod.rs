@@ -16,7 +16,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
@@ -53,6 +52,7 @@ mod request;
 
 use body::{is_css_preload, take_content};
 use fonts::keep_css_text;
+pub use finish::CacheWrite;
 pub use prefetch::prefetch_links;
 use range::RangePart;
 use request::asks_deflate;
@@ -139,8 +139,9 @@ struct Obj {
     range: RangePart,
 }
 
+/// What changes while a fetch runs.
 #[derive(Default)]
-struct State {
+pub struct State {
     objs: Vec<Obj>,
     by_path: HashMap<String, ObjId>,
     discoverer: Option<Discoverer>,
@@ -203,7 +204,24 @@ pub struct HeadInfo {
     pub interim: bool,
 }
 
+/// One fetch's state, shaped like `link::Pipe` and `conn::Machine`: events
+/// come in with the time (a request to build, a response head, body bytes,
+/// a response's end, bytes read and written, a connection opened or
+/// closed), and what the caller must do goes out as return values (request
+/// bytes, objects to request next, whether a connection must close, the
+/// cache entries to write and the report at the end). It owns its state
+/// outright: no lock, no clock, no socket, and no cache file read (the
+/// entries it may look up come in as a [`Snapshot`]). The one caller at a
+/// time holds it by `&mut`.
 pub struct Session {
+    ctx: Ctx,
+    st: State,
+}
+
+/// What a fetch is and never changes while it runs: the configuration, the
+/// target, the cache snapshot. The parts of the session (`request`, `head`,
+/// `body`, `end`, ...) are methods of this, given the [`State`] to change.
+pub struct Ctx {
     pub cfg: FetchConfig,
     pub target: Target,
     pub page_url: String,
@@ -219,17 +237,26 @@ pub struct Session {
     /// `getall`: the URLs the page referenced on an earlier visit (from the
     /// cache); None on a first visit.
     getall_known: Option<HashSet<String>>,
-    st: Mutex<State>,
+}
+
+impl std::ops::Deref for Session {
+    type Target = Ctx;
+    fn deref(&self) -> &Ctx {
+        &self.ctx
+    }
 }
 
 impl Session {
+    /// A fetch of `target` from `addr` that started at `start` (wall clock
+    /// `started_wall`, for the report), with the cache (for spooled bodies)
+    /// and the snapshot of its entries.
     pub fn new(
         cfg: FetchConfig,
         target: Target,
         addr: SocketAddr,
         cache: Option<Cache>,
         snapshot: Snapshot,
-        start: Instant,
+        start: (Instant, SystemTime),
     ) -> Session {
         let page_url = target.url_of(&target.path);
         let getall_known = match (&cache, cfg.strategy) {
@@ -257,41 +284,134 @@ impl Session {
                 "cache: removed {n} temporary files left by interrupted writes"
             ));
         }
-        let s = Session {
+        let ctx = Ctx {
             cfg,
             target,
             page_url,
             addr,
-            start,
-            started_wall: SystemTime::now(),
+            start: start.0,
+            started_wall: start.1,
             cache,
             snapshot,
             getall_known,
-            st: Mutex::new(State::default()),
         };
-        let path = s.target.path.clone();
-        s.add_object(&mut st, path, ObjectKind::Page);
-        if s.getall_known.is_some() {
+        let path = ctx.target.path.clone();
+        ctx.add_object(&mut st, path, ObjectKind::Page);
+        if ctx.getall_known.is_some() {
             // Paper 003 §5.2: "On subsequent accesses to the same HTML file,
             // the client can request the HTML and all images in one
             // message": the page goes in a GETLIST with the images, carrying
             // the cached page's validator (docs/getall.md, "Later visits").
-            let cached = s.lookup(&s.page_url).ok().flatten();
+            let cached = ctx.lookup(&ctx.page_url).ok().flatten();
             let page = &mut st.objs[PAGE];
             page.method = RequestMethod::Getlist;
             page.conditional = cached.is_some();
             page.cached = cached;
         }
-        *s.lock() = st;
-        s
+        Session { ctx, st }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic elsewhere cannot leave counters inconsistent enough to
-        // matter; keep going rather than poison the whole fetch.
-        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    /// The request for `id` on connection `conn`, built at `now`.
+    pub fn request(&mut self, id: ObjId, conn: usize, now: Instant) -> Result<Vec<u8>, FetchError> {
+        self.ctx.request(&mut self.st, id, conn, now)
     }
 
+    /// A response head arrived for `id` on `conn`: what it means for the
+    /// connection, and objects to request now.
+    pub fn on_head(
+        &mut self,
+        id: ObjId,
+        conn: usize,
+        head: &ResponseHead,
+        now: Instant,
+    ) -> Result<(HeadInfo, Vec<ObjId>), FetchError> {
+        self.ctx.on_head(&mut self.st, id, conn, head, now)
+    }
+
+    /// Body bytes (framing removed) for `id`; returns newly found objects.
+    pub fn on_body(&mut self, id: ObjId, data: &[u8], now: Instant) -> Result<Vec<ObjId>, FetchError> {
+        self.ctx.on_body(&mut self.st, id, data, now)
+    }
+
+    /// The response for `id` is complete: ids to request next.
+    pub fn on_end(&mut self, id: ObjId, now: Instant) -> Result<Vec<ObjId>, FetchError> {
+        self.ctx.on_end(&mut self.st, id, now)
+    }
+
+    /// The report, and the cache entries the caller is to write.
+    pub fn finish(&mut self) -> (FetchReport, Vec<CacheWrite>) {
+        self.ctx.finish(&mut self.st)
+    }
+
+    /// Objects to prefetch now (hinted, not fetched, not cached).
+    pub fn take_prefetch_work(&mut self) -> Vec<ObjId> {
+        self.ctx.take_prefetch_work(&mut self.st)
+    }
+
+    /// A connection opened at `now`: its number.
+    pub fn conn_opened(&mut self, now: Instant) -> usize {
+        self.ctx.conn_opened(&mut self.st, now)
+    }
+
+    pub fn conn_closed(&mut self, conn: usize, end: ConnEnd, now: Instant) {
+        self.ctx.conn_closed(&mut self.st, conn, end, now)
+    }
+
+    pub fn conn_handshake(&mut self, conn: usize, connect: Duration, ssl: Option<Duration>) {
+        self.ctx.conn_handshake(&mut self.st, conn, connect, ssl)
+    }
+
+    pub fn conn_unanswered(&mut self, conn: usize, n: usize) {
+        self.ctx.conn_unanswered(&mut self.st, conn, n)
+    }
+
+    pub fn conn_pipelined(&mut self, conn: usize) {
+        self.ctx.conn_pipelined(&mut self.st, conn)
+    }
+
+    /// `bytes` of requests left connection `conn`'s output buffer at `now`.
+    pub fn flushed(&mut self, conn: usize, reason: FlushReason, bytes: usize, now: Instant) {
+        self.ctx.flushed(&mut self.st, conn, reason, bytes, now)
+    }
+
+    pub fn wrote(&mut self, conn: usize, n: usize) {
+        self.ctx.wrote(&mut self.st, conn, n)
+    }
+
+    pub fn read(&mut self, conn: usize, n: usize, now: Instant) {
+        self.ctx.read(&mut self.st, conn, n, now)
+    }
+
+    /// The imitated host was busy until `t`.
+    pub fn busy_until(&mut self, t: Instant) {
+        self.ctx.busy_until(&mut self.st, t)
+    }
+
+    /// Objects with a result so far.
+    pub fn records_done(&self) -> usize {
+        self.ctx.records_done(&self.st)
+    }
+
+    /// The objects requested and not complete, for an error.
+    pub fn waiting_for(&self) -> String {
+        self.ctx.waiting_for(&self.st)
+    }
+
+    pub fn url_of(&self, id: ObjId) -> String {
+        self.ctx.url_of(&self.st, id)
+    }
+
+    pub fn method_of(&self, id: ObjId) -> Method {
+        self.ctx.method_of(&self.st, id)
+    }
+
+    /// Forget `id`'s partial response (the connection broke).
+    pub fn forget_partial(&mut self, id: ObjId) {
+        self.ctx.forget_partial(&mut self.st, id)
+    }
+}
+
+impl Ctx {
     /// Time since the fetch started. The session reads no clock: callers
     /// pass the current time, as to the output buffer and the link model.
     fn since_start(&self, now: Instant) -> Duration {
@@ -300,8 +420,7 @@ impl Session {
 
     /// The objects requested and not complete, for an error: the first
     /// URL and how many more.
-    pub fn waiting_for(&self) -> String {
-        let st = self.lock();
+    pub(super) fn waiting_for(&self, st: &State) -> String {
         let mut open = st
             .objs
             .iter()
@@ -315,12 +434,12 @@ impl Session {
         }
     }
 
-    pub fn url_of(&self, id: ObjId) -> String {
-        self.lock().objs[id].url.clone()
+    pub(super) fn url_of(&self, st: &State, id: ObjId) -> String {
+        st.objs[id].url.clone()
     }
 
-    pub fn method_of(&self, id: ObjId) -> Method {
-        self.lock().objs[id].method.h1()
+    pub(super) fn method_of(&self, st: &State, id: ObjId) -> Method {
+        st.objs[id].method.h1()
     }
 
     /// `url`'s cache entry as the fetch started (none without a cache).
@@ -339,8 +458,7 @@ impl Session {
     /// The connection broke while `id`'s response was partly received (a
     /// reset can discard data already acknowledged, paper 001 "Connection
     /// Management"): forget the partial response so a retry starts clean.
-    pub fn forget_partial(&self, id: ObjId) {
-        let mut st = self.lock();
+    pub(super) fn forget_partial(&self, st: &mut State, id: ObjId) {
         if st.objs[id].resp.take().is_some() && id == PAGE && self.cfg.discover {
             // The page will be parsed again from its start; references
             // already admitted are not requested twice (by_path).

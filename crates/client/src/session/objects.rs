@@ -44,7 +44,7 @@ impl Obj {
     }
 }
 
-impl Session {
+impl Ctx {
     pub(super) fn add_object(&self, st: &mut State, path: String, kind: ObjectKind) -> ObjId {
         let id = st.objs.len();
         let url = self.target.url_of(&path);

@@ -67,7 +67,7 @@ impl PackageRx {
     }
 }
 
-impl Session {
+impl Ctx {
     /// The reader of the page's response if it is a package (objpack).
     pub(super) fn package_for(
         &self,

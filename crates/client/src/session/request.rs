@@ -6,10 +6,9 @@ use super::*;
 
 pub(super) type Headers = Vec<(&'static str, String)>;
 
-impl Session {
+impl Ctx {
     /// The request for `id` on connection `conn`, built at `now`.
-    pub fn request(&self, id: ObjId, conn: usize, now: Instant) -> Result<Vec<u8>, FetchError> {
-        let mut st = self.lock();
+    pub(super) fn request(&self, st: &mut State, id: ObjId, conn: usize, now: Instant) -> Result<Vec<u8>, FetchError> {
         let now = self.since_start(now);
         let version = if self.cfg.strategy == Strategy::Http10 {
             Version::Http10
@@ -32,7 +31,7 @@ impl Session {
             ));
         }
         out.extend_from_slice(list.as_bytes());
-        count_request(&mut st, id, conn, now, method, &out, list.len());
+        count_request(st, id, conn, now, method, &out, list.len());
         Ok(out)
     }
 
