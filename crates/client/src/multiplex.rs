@@ -361,7 +361,11 @@ struct H2(h2::client::SendRequest<Bytes>);
 impl Streams for H2 {
     async fn exchange(self, ask: Ask, tx: Tx, received: &AtomicU64) -> Result<(), FetchError> {
         let Ask {
-            id, url, method, req, ..
+            id,
+            url,
+            method,
+            req,
+            ..
         } = ask;
         let stream_err = |e: h2::Error| FetchError::object(&url, format!("HTTP/2: {e}"));
         let mut send = self.0.ready().await.map_err(stream_err)?;
@@ -464,7 +468,11 @@ struct H3(h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>);
 impl Streams for H3 {
     async fn exchange(mut self, ask: Ask, tx: Tx, received: &AtomicU64) -> Result<(), FetchError> {
         let Ask {
-            id, url, method, req, ..
+            id,
+            url,
+            method,
+            req,
+            ..
         } = ask;
         let err = |e: BoxError| FetchError::object(&url, format!("HTTP/3: {e}"));
         let mut stream = self.0.send_request(req).await.map_err(|e| err(e.into()))?;
@@ -568,4 +576,152 @@ async fn run_h3(sess: &mut Session) -> Result<(), FetchError> {
     };
     sess.conn_closed(conn, end, Instant::now());
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::Cache;
+    use crate::config::FetchConfig;
+    use crate::report::Outcome;
+    use crate::session::tests::{gif, page_html, session, text};
+
+    /// An answer of the scripted server: status, fields, body.
+    type Answer = (u16, Vec<(&'static str, String)>, Vec<u8>);
+
+    /// The dispatcher's side of one h2 or h3 visit without a connection:
+    /// each object the session asks for becomes a request (checked to
+    /// carry over as HTTP/2 fields), and `answer`'s response comes back as
+    /// the events a stream task sends (head, data, end), in virtual time.
+    /// Returns the session and the requests as the session rendered them.
+    fn play(
+        strategy: Strategy,
+        cache: &Cache,
+        revalidate: bool,
+        answer: &dyn Fn(&str) -> Answer,
+    ) -> (Session, Vec<String>) {
+        let setup = |c: &mut FetchConfig| {
+            c.url = c.url.replace("http://", "https://");
+            c.revalidate = revalidate;
+        };
+        let (mut s, t0) = session(strategy, setup, Some(cache));
+        assert_eq!(s.conn_opened(t0), 0);
+        let (mut open, mut pending) = (Vec::new(), VecDeque::from([PAGE]));
+        let mut requests = Vec::new();
+        let mut t = t0;
+        // Bounded: the page and its two images.
+        while let Some(id) = pending.pop_front() {
+            let bytes = s.request(id, 0, t).unwrap();
+            let req = to_request(&s, &bytes).unwrap();
+            assert_eq!(req.uri().scheme_str(), Some("https"));
+            assert!(req.headers().get("host").is_none(), "Host is :authority");
+            let r = text(&bytes);
+            let (status, fields, body) = answer(&r);
+            requests.push(r);
+            open.push(id);
+            let mut resp = http::Response::builder().status(status);
+            for (k, v) in fields {
+                resp = resp.header(k, v);
+            }
+            let (parts, ()) = resp.body(()).unwrap().into_parts();
+            let head = to_head(&parts, &s.method_of(id), &s.url_of(id)).unwrap();
+            t += Duration::from_millis(10);
+            let mut events = vec![Ev::Read(100 + body.len(), t), Ev::Head(id, head, t)];
+            if !body.is_empty() {
+                events.push(Ev::Data(id, Bytes::from(body), t));
+            }
+            events.push(Ev::End(id, t));
+            for ev in events {
+                on_event(&mut s, 0, ev, &mut open, &mut pending).unwrap();
+            }
+            assert!(!open.contains(&id), "an end closes its stream");
+        }
+        (s, requests)
+    }
+
+    fn validators(path: &str) -> (&'static str, &'static str) {
+        match path {
+            "/index.html" => ("\"p\"", "Sat, 21 Nov 2026 05:00:00 GMT"),
+            "/a.gif" => ("\"a\"", "Sat, 21 Nov 2026 05:00:01 GMT"),
+            _ => ("\"b\"", "Sat, 21 Nov 2026 05:00:02 GMT"),
+        }
+    }
+
+    fn path_of(request: &str) -> &str {
+        request.split(' ').nth(1).unwrap_or("")
+    }
+
+    /// h2 and h3, first visit and revalidation, as effects: the page asked
+    /// for with deflate, the images as discovery finds them, every object
+    /// on a stream of its own; then conditional requests with the cached
+    /// validators, all 304, nothing for the cache to write.
+    #[test]
+    fn multiplexed_first_visit_and_revalidation() {
+        for strategy in [Strategy::H2, Strategy::H3] {
+            let dir = tempfile::tempdir().unwrap();
+            let cache = Cache::open(dir.path()).unwrap();
+            let first = |r: &str| -> Answer {
+                let path = path_of(r);
+                let (etag, lm) = validators(path);
+                let body = if path == "/index.html" {
+                    page_html().to_vec()
+                } else {
+                    gif(path.len() as u8)
+                };
+                let fields = vec![
+                    ("content-length", body.len().to_string()),
+                    ("etag", etag.to_string()),
+                    ("last-modified", lm.to_string()),
+                ];
+                (200, fields, body)
+            };
+            let (mut s, reqs) = play(strategy, &cache, false, &first);
+            let paths: Vec<&str> = reqs.iter().map(|r| path_of(r)).collect();
+            assert_eq!(paths, ["/index.html", "/a.gif", "/b.gif"], "{strategy}");
+            assert!(
+                reqs[0].contains("Accept-Encoding: deflate\r\n"),
+                "{}",
+                reqs[0]
+            );
+            assert!(!reqs[1].contains("Accept-Encoding"), "{}", reqs[1]);
+            let (report, writes) = s.finish();
+            // What the connection read: the Read events, not the bodies.
+            let bodies = page_html().len() + 2 * gif(0).len();
+            assert_eq!(report.bytes.total_bytes_received, (3 * 100 + bodies) as u64);
+            assert_eq!(writes.len(), 3, "{strategy}");
+            for w in writes {
+                w.apply(&cache).unwrap();
+            }
+
+            let second = |r: &str| -> Answer {
+                let (etag, lm) = validators(path_of(r));
+                assert!(r.contains(&format!("\r\nIf-None-Match: {etag}\r\n")), "{r}");
+                assert!(
+                    r.contains(&format!("\r\nIf-Modified-Since: {lm}\r\n")),
+                    "{r}"
+                );
+                (304, vec![("etag", etag.to_string())], Vec::new())
+            };
+            let (mut s, reqs) = play(strategy, &cache, true, &second);
+            assert_eq!(reqs.len(), 3, "{strategy}");
+            let (report, writes) = s.finish();
+            assert!(writes.is_empty(), "{strategy}");
+            assert!(report
+                .objects
+                .iter()
+                .all(|o| o.outcome == Outcome::NotModified));
+        }
+    }
+
+    /// A stream's failure ends the fetch with its error.
+    #[test]
+    fn a_failed_stream_fails_the_fetch() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let (mut s, _) = session(Strategy::H2, |_| {}, Some(&cache));
+        let (mut open, mut pending) = (vec![PAGE], VecDeque::new());
+        let e = FetchError::object("https://example.test/index.html", "HTTP/2: reset");
+        let r = on_event(&mut s, 0, Ev::Failed(e), &mut open, &mut pending);
+        assert!(r.unwrap_err().to_string().contains("reset"));
+    }
 }

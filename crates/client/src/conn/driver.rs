@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use tokio::net::TcpStream;
 
-use super::{End, Effect, Machine, Plan, Step, READS_PER_YIELD, READ_CHUNK_BYTES};
+use super::{Effect, End, Machine, Plan, Step, READS_PER_YIELD, READ_CHUNK_BYTES};
 use crate::config::Strategy;
 use crate::error::FetchError;
 use crate::report::ConnEnd;
@@ -340,7 +340,12 @@ impl Driver {
         self.after(sess, j, Ok(()))
     }
 
-    fn on_deadline(&mut self, sess: &mut Session, j: usize, now: Instant) -> Result<(), FetchError> {
+    fn on_deadline(
+        &mut self,
+        sess: &mut Session,
+        j: usize,
+        now: Instant,
+    ) -> Result<(), FetchError> {
         match &self.jobs[j].phase {
             Phase::Starting { ready_at, .. } if *ready_at <= now => {
                 let phase = std::mem::replace(&mut self.jobs[j].phase, connecting(sess));

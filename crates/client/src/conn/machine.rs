@@ -399,7 +399,12 @@ impl Machine {
     }
 
     /// `n` more bytes are at the end of [`Machine::read_buf`].
-    pub fn on_read(&mut self, sess: &mut Session, n: usize, now: Instant) -> Result<(), FetchError> {
+    pub fn on_read(
+        &mut self,
+        sess: &mut Session,
+        n: usize,
+        now: Instant,
+    ) -> Result<(), FetchError> {
         self.last_progress = now;
         self.window_bytes += n as u64;
         self.awaited_bytes += n as u64;

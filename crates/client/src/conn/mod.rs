@@ -91,4 +91,3 @@ pub fn busy_after(
     }
     t
 }
-

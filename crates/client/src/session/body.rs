@@ -6,7 +6,13 @@ use super::*;
 
 impl Ctx {
     /// Body bytes (framing removed) for `id`; returns newly found objects.
-    pub(super) fn on_body(&self, st: &mut State, id: ObjId, data: &[u8], now: Instant) -> Result<Vec<ObjId>, FetchError> {
+    pub(super) fn on_body(
+        &self,
+        st: &mut State,
+        id: ObjId,
+        data: &[u8],
+        now: Instant,
+    ) -> Result<Vec<ObjId>, FetchError> {
         st.bytes.payload_bytes_received += data.len() as u64;
         let keep = self.keep_bodies();
         let o = &st.objs[id];

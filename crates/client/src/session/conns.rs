@@ -37,7 +37,13 @@ impl Ctx {
 
     /// The TCP handshake before the connection was opened and the TLS or
     /// QUIC handshake after (HAR `connect` and `ssl`).
-    pub(super) fn conn_handshake(&self, st: &mut State, conn: usize, connect: Duration, ssl: Option<Duration>) {
+    pub(super) fn conn_handshake(
+        &self,
+        st: &mut State,
+        conn: usize,
+        connect: Duration,
+        ssl: Option<Duration>,
+    ) {
         if let Some(c) = st.conns.get_mut(conn) {
             c.connect_ms = Some(ms(connect));
             c.ssl_ms = ssl.map(ms);
@@ -52,7 +58,14 @@ impl Ctx {
         st.conns[conn].pipelined = true;
     }
 
-    pub(super) fn flushed(&self, st: &mut State, conn: usize, reason: FlushReason, bytes: usize, now: Instant) {
+    pub(super) fn flushed(
+        &self,
+        st: &mut State,
+        conn: usize,
+        reason: FlushReason,
+        bytes: usize,
+        now: Instant,
+    ) {
         let at = self.since_start(now);
         let at_ms = ms(at);
         // The requests waiting in this connection's buffer leave now.
@@ -84,11 +97,7 @@ impl Ctx {
     /// Objects with a result so far (a GETALL's or a package's parts count
     /// one each).
     pub(super) fn records_done(&self, st: &State) -> usize {
-        st
-            .objs
-            .iter()
-            .filter(|o| o.record.is_some())
-            .count()
+        st.objs.iter().filter(|o| o.record.is_some()).count()
     }
 
     /// The fetch is not over before `t`: the robot's imitated host cost

@@ -8,7 +8,12 @@ use super::*;
 impl Ctx {
     /// The response for `id` is complete. Returns ids to request next: newly
     /// found objects, or `id` itself again (GET after a HEAD showed a change).
-    pub(super) fn on_end(&self, st: &mut State, id: ObjId, now: Instant) -> Result<Vec<ObjId>, FetchError> {
+    pub(super) fn on_end(
+        &self,
+        st: &mut State,
+        id: ObjId,
+        now: Instant,
+    ) -> Result<Vec<ObjId>, FetchError> {
         let now = self.since_start(now);
         let rx = st.objs[id].resp.as_mut().and_then(|r| r.package.take());
         let unpacked = rx.is_some();

@@ -85,12 +85,8 @@ impl Ctx {
         }
         let package = self.package_for(id, status, fields.content_type.as_deref());
         let (not_modified, changed) = validate(&st.objs[id], status, &fields)?;
-        let inflater = self.choose_inflater(
-            st,
-            id,
-            fields.content_encoding.as_deref(),
-            not_modified,
-        )?;
+        let inflater =
+            self.choose_inflater(st, id, fields.content_encoding.as_deref(), not_modified)?;
         let spool = self.spool_for(st, id, inflater.is_some());
         let (part, preset) = range::check_part(&mut st.objs[id], status, head)?;
         let getall_boundary =

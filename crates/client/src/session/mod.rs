@@ -51,8 +51,8 @@ mod range;
 mod request;
 
 use body::{is_css_preload, take_content};
-use fonts::keep_css_text;
 pub use finish::CacheWrite;
+use fonts::keep_css_text;
 pub use prefetch::prefetch_links;
 use range::RangePart;
 use request::asks_deflate;
@@ -329,7 +329,12 @@ impl Session {
     }
 
     /// Body bytes (framing removed) for `id`; returns newly found objects.
-    pub fn on_body(&mut self, id: ObjId, data: &[u8], now: Instant) -> Result<Vec<ObjId>, FetchError> {
+    pub fn on_body(
+        &mut self,
+        id: ObjId,
+        data: &[u8],
+        now: Instant,
+    ) -> Result<Vec<ObjId>, FetchError> {
         self.ctx.on_body(&mut self.st, id, data, now)
     }
 

@@ -8,7 +8,13 @@ pub(super) type Headers = Vec<(&'static str, String)>;
 
 impl Ctx {
     /// The request for `id` on connection `conn`, built at `now`.
-    pub(super) fn request(&self, st: &mut State, id: ObjId, conn: usize, now: Instant) -> Result<Vec<u8>, FetchError> {
+    pub(super) fn request(
+        &self,
+        st: &mut State,
+        id: ObjId,
+        conn: usize,
+        now: Instant,
+    ) -> Result<Vec<u8>, FetchError> {
         let now = self.since_start(now);
         let version = if self.cfg.strategy == Strategy::Http10 {
             Version::Http10

@@ -254,7 +254,13 @@ fn http10_get_head_revalidation_refetches_a_changed_image() {
     s.conn_opened(t0);
     s.request(PAGE, 0, t0).unwrap();
     let html = page_html();
-    let next = respond(&mut s, PAGE, t0, &ok_head(html.len(), "ETag: \"p\"\r\n"), html);
+    let next = respond(
+        &mut s,
+        PAGE,
+        t0,
+        &ok_head(html.len(), "ETag: \"p\"\r\n"),
+        html,
+    );
     for &id in &next {
         s.request(id, 0, t0).unwrap();
         let g = gif(1);
@@ -272,7 +278,13 @@ fn http10_get_head_revalidation_refetches_a_changed_image() {
         req.starts_with("GET /index.html HTTP/1.0\r\n") && !req.contains("If-"),
         "{req}"
     );
-    let next = respond(&mut s, PAGE, t0, &ok_head(html.len(), "ETag: \"p\"\r\n"), html);
+    let next = respond(
+        &mut s,
+        PAGE,
+        t0,
+        &ok_head(html.len(), "ETag: \"p\"\r\n"),
+        html,
+    );
     let (a, b) = (next[0], next[1]);
     assert!(text(&s.request(a, 0, t0).unwrap()).starts_with("HEAD /a.gif HTTP/1.0\r\n"));
     assert!(respond(
