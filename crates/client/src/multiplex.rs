@@ -100,7 +100,7 @@ enum Ev {
     Read(usize, Instant),
     Wrote(usize),
     /// A stream's final response head, body bytes, end.
-    Head(ObjId, ResponseHead, Instant),
+    Head(ObjId, Box<ResponseHead>, Instant),
     Data(ObjId, Bytes, Instant),
     End(ObjId, Instant),
     /// A stream failed: the fetch fails.
@@ -373,7 +373,7 @@ impl Streams for H2 {
         let resp = resp.await.map_err(stream_err)?;
         let (parts, mut body) = resp.into_parts();
         let head = to_head(&parts, &method, &url)?;
-        let _ = tx.send(Ev::Head(id, head, Instant::now()));
+        let _ = tx.send(Ev::Head(id, Box::new(head), Instant::now()));
         // Bounded by the response's DATA frames and the object deadline.
         while let Some(chunk) = body.data().await {
             let chunk = chunk.map_err(stream_err)?;
@@ -501,7 +501,7 @@ impl Streams for H3 {
             pagewire_h1::BodyFraming::Empty => Some(0),
             _ => None,
         };
-        let _ = tx.send(Ev::Head(id, head, Instant::now()));
+        let _ = tx.send(Ev::Head(id, Box::new(head), Instant::now()));
         // Bounded by the response's DATA frames and the object deadline.
         while let Some(mut chunk) = stream.recv_data().await.map_err(|e| err(e.into()))? {
             let data = chunk.copy_to_bytes(chunk.remaining());
@@ -626,7 +626,10 @@ mod tests {
             let (parts, ()) = resp.body(()).unwrap().into_parts();
             let head = to_head(&parts, &s.method_of(id), &s.url_of(id)).unwrap();
             t += Duration::from_millis(10);
-            let mut events = vec![Ev::Read(100 + body.len(), t), Ev::Head(id, head, t)];
+            let mut events = vec![
+                Ev::Read(100 + body.len(), t),
+                Ev::Head(id, Box::new(head), t),
+            ];
             if !body.is_empty() {
                 events.push(Ev::Data(id, Bytes::from(body), t));
             }

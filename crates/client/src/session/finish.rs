@@ -101,7 +101,7 @@ impl Ctx {
         if self.cache.is_some() {
             writes.extend(st.objs.iter_mut().filter_map(cache_write));
             if self.cfg.strategy == Strategy::Getall {
-                let (meta, list) = self.getall_refs_entry(&st);
+                let (meta, list) = self.getall_refs_entry(st);
                 writes.push(CacheWrite::Put(meta, Bytes::from(list)));
             }
         }

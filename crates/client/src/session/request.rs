@@ -25,7 +25,7 @@ impl Ctx {
         let o = &st.objs[id];
         self.validator_headers(o, &mut headers);
         self.strategy_headers(id, o, &mut headers);
-        let (method, target, list) = self.request_body(&st, id, &mut headers);
+        let (method, target, list) = self.request_body(st, id, &mut headers);
         let mut out = Vec::with_capacity(256);
         if pagewire_h1::write_request_head(&mut out, method.as_str(), &target, version, headers)
             .is_err()
