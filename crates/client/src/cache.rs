@@ -243,7 +243,10 @@ impl Cache {
     pub fn snapshot(&self) -> Snapshot {
         let mut files: HashMap<String, Stored> = HashMap::new();
         let Ok(rd) = fs::read_dir(&self.dir) else {
-            return Snapshot::default();
+            return Snapshot {
+                stale_removed: self.stale_removed,
+                ..Snapshot::default()
+            };
         };
         // Bounded by the directory's entries.
         for e in rd.flatten() {
@@ -267,6 +270,7 @@ impl Cache {
         }
         Snapshot {
             dir: self.dir.clone(),
+            stale_removed: self.stale_removed,
             files,
         }
     }
@@ -477,6 +481,8 @@ impl Stored {
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     dir: PathBuf,
+    /// [`Cache::stale_removed`] of the cache it was taken from.
+    stale_removed: usize,
     /// File name (`<key>.meta`, `<key>.body`) -> content.
     files: HashMap<String, Stored>,
 }
@@ -499,6 +505,11 @@ impl Snapshot {
             || self.file(body),
         )
         .into_result()
+    }
+
+    /// Temporary files of interrupted writes removed when the cache opened.
+    pub fn stale_removed(&self) -> usize {
+        self.stale_removed
     }
 
     /// Entry files in the snapshot.

@@ -37,6 +37,7 @@ pub mod outbuf;
 pub mod report;
 pub mod save;
 mod session;
+mod store;
 
 use std::net::SocketAddr;
 
@@ -147,15 +148,16 @@ async fn fetch_cross_origin(mut report: FetchReport, config: &FetchConfig) -> Fe
 async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
     let target = config.validate()?;
     let cache = config.cache_dir.as_deref().map(Cache::open).transpose()?;
-    // The session reads no file: the entries it may look up are read here.
-    let snapshot = cache.as_ref().map(Cache::snapshot).unwrap_or_default();
+    // The session reads no file: the entries it may look up are read here,
+    // and what it writes is done by `store`.
+    let snapshot = cache.as_ref().map(Cache::snapshot);
+    let mut store = store::Store::new(cache, config.save_dir.clone());
     let addr = lookup(&target, &config).await?;
     let total = config.timeouts.total;
     let mut sess = Session::new(
         config,
         target,
         addr,
-        cache,
         snapshot,
         (std::time::Instant::now(), std::time::SystemTime::now()),
     );
@@ -163,9 +165,9 @@ async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
     // borrow it while they run.
     let work = async {
         if sess.cfg.strategy.multiplexed() {
-            multiplex::run(&mut sess).await
+            multiplex::run(&mut sess, &mut store).await
         } else {
-            conn::run(&mut sess).await
+            conn::run(&mut sess, &mut store).await
         }
     };
     let done = tokio::time::timeout(total, work).await;
@@ -174,15 +176,8 @@ async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
         Err(_) => return Err(FetchError::TotalTimeout(total, sess.waiting_for())),
     }
     let (mut report, writes) = sess.finish();
-    if let Some(cache) = &sess.cache {
-        // After the network work, so disk time never delays a request.
-        for w in writes {
-            if let Err(e) = w.apply(cache) {
-                report.warnings.push(e.to_string());
-            }
-        }
-        report.cache_bytes_written = cache.bytes_written();
-    }
+    // After the network work, so disk time never delays a request.
+    store.finish(writes, &mut report);
     Ok(report)
 }
 

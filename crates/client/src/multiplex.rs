@@ -40,6 +40,7 @@ use crate::config::Strategy;
 use crate::error::FetchError;
 use crate::report::ConnEnd;
 use crate::session::{ObjId, Session, PAGE};
+use crate::store::Store;
 
 /// HTTP/2 initial stream and connection windows of the robot (RFC 9113
 /// §6.9.2's default).
@@ -192,10 +193,10 @@ fn connect_error(addr: SocketAddr, e: impl std::fmt::Display) -> FetchError {
 }
 
 /// Runs the whole fetch over one multiplexed connection.
-pub(crate) async fn run(sess: &mut Session) -> Result<(), FetchError> {
+pub(crate) async fn run(sess: &mut Session, store: &mut Store) -> Result<(), FetchError> {
     match sess.cfg.strategy {
-        Strategy::H2 => run_h2(sess).await,
-        Strategy::H3 => run_h3(sess).await,
+        Strategy::H2 => run_h2(sess, store).await,
+        Strategy::H3 => run_h3(sess, store).await,
         s => Err(FetchError::Config(format!("{s} is not multiplexed"))),
     }
 }
@@ -251,6 +252,7 @@ async fn stream_task<S: Streams>(s: S, ask: Ask, tx: Tx) {
 /// some are open fails the fetch.
 async fn dispatch<S: Streams>(
     sess: &mut Session,
+    store: &mut Store,
     s: S,
     conn: usize,
     tx: &Tx,
@@ -295,6 +297,7 @@ async fn dispatch<S: Streams>(
                 if let Some(t) = on_event(sess, conn, ev, &mut open, &mut pending)? {
                     last = t;
                 }
+                store.drain(sess)?;
             }
             Some(done) = tasks.join_next() => {
                 if let Err(e) = done {
@@ -386,7 +389,7 @@ impl Streams for H2 {
     }
 }
 
-async fn run_h2(sess: &mut Session) -> Result<(), FetchError> {
+async fn run_h2(sess: &mut Session, store: &mut Store) -> Result<(), FetchError> {
     let addr = sess.addr;
     let tls = tokio_rustls::TlsConnector::from(Arc::new(client_tls(sess, pagewire_tls::ALPN_H2)?));
     let name = pagewire_tls::server_name(&sess.target.host)
@@ -428,7 +431,7 @@ async fn run_h2(sess: &mut Session) -> Result<(), FetchError> {
             .map_err(|e| connect_error(addr, format!("HTTP/2 handshake: {e}")))?;
         let driver = tokio::spawn(connection);
         drain_counts(sess, conn, &mut rx);
-        let r = dispatch(sess, H2(send), conn, &tx, &mut rx).await;
+        let r = dispatch(sess, store, H2(send), conn, &tx, &mut rx).await;
         // Every SendRequest handle is gone: the connection ends once its
         // streams are (h2 sends GOAWAY, TLS close_notify, then FIN).
         let _ = tokio::time::timeout(LINGER, driver).await;
@@ -526,7 +529,7 @@ impl Streams for H3 {
     }
 }
 
-async fn run_h3(sess: &mut Session) -> Result<(), FetchError> {
+async fn run_h3(sess: &mut Session, store: &mut Store) -> Result<(), FetchError> {
     let addr = sess.addr;
     let mut tls = client_tls(sess, pagewire_tls::ALPN_H3)?;
     tls.enable_early_data = false;
@@ -561,7 +564,7 @@ async fn run_h3(sess: &mut Session) -> Result<(), FetchError> {
         let drive = tokio::spawn(async move {
             std::future::poll_fn(|cx| driver.poll_close(cx)).await;
         });
-        let r = dispatch(sess, H3(send), conn, &tx, &mut rx).await;
+        let r = dispatch(sess, store, H3(send), conn, &tx, &mut rx).await;
         // Close at once (H3_NO_ERROR) like a browser leaving the page, and
         // let the CONNECTION_CLOSE go out before the endpoint is dropped.
         quic.close(0x100u32.into(), b"");

@@ -28,6 +28,7 @@ use crate::config::Strategy;
 use crate::error::FetchError;
 use crate::report::ConnEnd;
 use crate::session::{ObjId, Session, PAGE};
+use crate::store::Store;
 
 /// Requests sent for one object at most (first try plus re-sends after
 /// early closes) under HTTP/1.0, where each try is its own connection.
@@ -104,7 +105,7 @@ struct Driver {
 
 /// Runs an HTTP/1 strategy's fetch to its end: every object answered, or
 /// the first error.
-pub async fn run(sess: &mut Session) -> Result<(), FetchError> {
+pub async fn run(sess: &mut Session, store: &mut Store) -> Result<(), FetchError> {
     let http10 = sess.cfg.strategy == Strategy::Http10;
     let mut d = Driver {
         http10,
@@ -145,6 +146,7 @@ pub async fn run(sess: &mut Session) -> Result<(), FetchError> {
         let deadline = d.next_deadline(sess);
         let event = d.wait(deadline).await;
         d.handle(sess, event)?;
+        store.drain(sess)?;
         d.events_since_yield += 1;
         if d.events_since_yield >= READS_PER_YIELD {
             // A socket that never drains must not starve other tasks.

@@ -751,6 +751,24 @@ fn visit(
     sc
 }
 
+/// A first visit's answer to request `r`: the object with its validators.
+fn first_answer(version: &str, r: &str) -> String {
+    let path = target_of(r);
+    let body = if path == "/index.html" {
+        page_html().to_vec()
+    } else {
+        gif(path.len() as u8)
+    };
+    let (etag, lm) = validators(path);
+    let mut resp = format!(
+        "{version} 200 OK\r\nContent-Length: {}\r\nETag: {etag}\r\nLast-Modified: {lm}\r\n\r\n",
+        body.len()
+    );
+    // These images are ASCII bytes (a GIF's are not, in general).
+    resp.push_str(std::str::from_utf8(&body).expect("ASCII"));
+    resp
+}
+
 /// Revalidation by conditional GETs for every HTTP/1 strategy through its
 /// machines: a first visit fills the cache; the second sends every
 /// object's request with the
@@ -773,23 +791,7 @@ fn revalidation_for_every_http1_strategy() {
         };
         let dir = tempfile::tempdir().unwrap();
         let cache = Cache::open(dir.path()).unwrap();
-        let first = |r: &str| {
-            let path = target_of(r);
-            let body = if path == "/index.html" {
-                page_html().to_vec()
-            } else {
-                gif(path.len() as u8)
-            };
-            let (etag, lm) = validators(path);
-            let mut resp = format!(
-                "{version} 200 OK\r\nContent-Length: {}\r\nETag: {etag}\r\nLast-Modified: {lm}\r\n\r\n",
-                body.len()
-            );
-            resp.push_str(std::str::from_utf8(&body).unwrap_or_default());
-            resp
-        };
-        // GIF bytes are not all UTF-8: the images here are ASCII-only.
-        assert!(std::str::from_utf8(&gif(6)).is_ok());
+        let first = |r: &str| first_answer(version, r);
         let mut sc = visit(strategy, &cache, false, &first);
         assert_eq!(sc.lines().len(), 3, "{strategy}: {:?}", sc.lines());
         let (report, writes) = sc.s.finish();

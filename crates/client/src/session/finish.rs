@@ -1,40 +1,18 @@
 //! The end of a fetch: the cache entries to write (handed to the caller as
-//! [`CacheWrite`]s, so that disk time never delays a request and the
-//! session writes no cache entry of its own at the end) and the report.
+//! [`CacheWrite`]s, so that disk time never delays a request; the session
+//! writes no file) and the report.
 
 use super::*;
 
-/// A cache entry to write once the network work is over.
-pub enum CacheWrite {
-    /// A body inflated into a cache file as it arrived: its entry.
-    Spooled(EntryMeta, Spool),
-    /// New validators for the same body (a 304, or a 200 of the same
-    /// bytes): the meta file only.
-    Meta(EntryMeta),
-    /// A whole entry.
-    Put(EntryMeta, Bytes),
-}
-
-impl CacheWrite {
-    /// Writes the entry; a failure is a warning (the fetch stands).
-    pub fn apply(self, cache: &Cache) -> Result<(), FetchError> {
-        match self {
-            CacheWrite::Spooled(meta, spool) => cache.put_spooled(&meta, spool),
-            CacheWrite::Meta(meta) => cache.put_meta(&meta),
-            CacheWrite::Put(meta, body) => cache.put(&meta, &body),
-        }
-    }
-}
-
 /// What the cache needs for object `o` after the fetch: nothing, its
 /// validators, or the whole entry.
-fn cache_write(o: &mut Obj) -> Option<CacheWrite> {
+fn cache_write(id: ObjId, o: &mut Obj) -> Option<CacheWrite> {
     let rec = o.record.as_ref()?;
     if o.stored {
         return None;
     }
     let prefetched = o.kind == ObjectKind::Prefetch;
-    if let Some(spool) = o.spool.take() {
+    if o.spooled {
         // Inflated into a file of the cache as it arrived.
         if rec.status != 200 || rec.method != RequestMethod::Get {
             return None;
@@ -49,7 +27,7 @@ fn cache_write(o: &mut Obj) -> Option<CacheWrite> {
             body_sha256: rec.sha256.clone(),
             prefetched,
         };
-        return Some(CacheWrite::Spooled(meta, spool));
+        return Some(CacheWrite::Spooled(meta, id));
     }
     let body = o.body.as_ref()?;
     let cacheable = rec.status == 200 || rec.outcome == Outcome::NotModified;
@@ -98,8 +76,9 @@ impl Ctx {
             st.warnings.push(w);
         }
         let mut writes = Vec::new();
-        if self.cache.is_some() {
-            writes.extend(st.objs.iter_mut().filter_map(cache_write));
+        if self.caching() {
+            let objs = st.objs.iter_mut().enumerate();
+            writes.extend(objs.filter_map(|(id, o)| cache_write(id, o)));
             if self.cfg.strategy == Strategy::Getall {
                 let (meta, list) = self.getall_refs_entry(st);
                 writes.push(CacheWrite::Put(meta, Bytes::from(list)));

@@ -191,7 +191,7 @@ impl Ctx {
         {
             return false;
         }
-        if self.cache.is_none() {
+        if !self.caching() {
             return false;
         }
         // No request and no transfer: its times are the page's request time.

@@ -26,7 +26,7 @@ use pagewire_h1::{Method, ResponseHead, Version};
 use sha2::{Digest, Sha256};
 
 use crate::cache::{
-    hex, sha256_hex, Cache, CacheWarning, Entry, EntryMeta, Snapshot, Spool, MAX_ENTRY_BODY_BYTES,
+    hex, sha256_hex, CacheWarning, Entry, EntryMeta, Snapshot, MAX_ENTRY_BODY_BYTES,
 };
 use crate::config::{FetchConfig, RequestProfile, Revalidation, Strategy, Target};
 use crate::error::FetchError;
@@ -50,8 +50,8 @@ mod prefetch;
 mod range;
 mod request;
 
+pub use crate::store::{CacheWrite, Write};
 use body::{is_css_preload, take_content};
-pub use finish::CacheWrite;
 use fonts::keep_css_text;
 pub use prefetch::prefetch_links;
 use range::RangePart;
@@ -82,8 +82,8 @@ struct InProgress {
     wire_bytes: u64,
     inflater: Option<Inflater>,
     /// An inflated body kept for the cache only goes to a file of the
-    /// cache as it is inflated, never whole into memory.
-    spool: Option<Spool>,
+    /// cache as it is inflated ([`Write::Spool`]), never whole into memory.
+    spooled: bool,
     content_encoding: Option<String>,
     content_type: Option<String>,
     etag: Option<String>,
@@ -123,8 +123,9 @@ struct Obj {
     record: Option<ObjectRecord>,
     /// Content kept for the cache, `--save` or the report.
     body: Option<Bytes>,
-    /// ... or, for an inflated body kept for the cache only, its file.
-    spool: Option<Spool>,
+    /// ... or, for an inflated body kept for the cache only, it went to
+    /// its spool file.
+    spooled: bool,
     /// `getall`, later visit: this entry is a GETLIST request for these
     /// objects, not an object of the page (no record of its own).
     getlist: Vec<ObjId>,
@@ -193,6 +194,8 @@ pub struct State {
     range_heads_total: usize,
     range_rest_pending: Vec<ObjId>,
     metadata_done: Option<Duration>,
+    /// Writes for the caller to do now ([`Session::take_writes`]).
+    writes: Vec<Write>,
 }
 
 /// What a response head means for its connection.
@@ -228,12 +231,9 @@ pub struct Ctx {
     pub addr: SocketAddr,
     pub start: Instant,
     started_wall: SystemTime,
-    /// The cache, for the bodies spooled into it as they are inflated;
-    /// the session reads no entry from it (see `snapshot`).
-    pub cache: Option<Cache>,
     /// The cache's entries when the fetch started, read by the caller: what
-    /// every lookup of the session sees.
-    snapshot: Snapshot,
+    /// every lookup of the session sees; `None` without a cache.
+    snapshot: Option<Snapshot>,
     /// `getall`: the URLs the page referenced on an earlier visit (from the
     /// cache); None on a first visit.
     getall_known: Option<HashSet<String>>,
@@ -247,20 +247,19 @@ impl std::ops::Deref for Session {
 }
 
 impl Session {
-    /// A fetch of `target` from `addr` that started at `start` (wall clock
-    /// `started_wall`, for the report), with the cache (for spooled bodies)
-    /// and the snapshot of its entries.
+    /// A fetch of `target` from `addr` that started at `start` (and at
+    /// that wall-clock time, for the report), with a snapshot of the cache's
+    /// entries if it uses a cache.
     pub fn new(
         cfg: FetchConfig,
         target: Target,
         addr: SocketAddr,
-        cache: Option<Cache>,
-        snapshot: Snapshot,
+        snapshot: Option<Snapshot>,
         start: (Instant, SystemTime),
     ) -> Session {
         let page_url = target.url_of(&target.path);
-        let getall_known = match (&cache, cfg.strategy) {
-            (Some(_), Strategy::Getall) => {
+        let getall_known = match (&snapshot, cfg.strategy) {
+            (Some(snapshot), Strategy::Getall) => {
                 match snapshot.get(&crate::getall::refs_key(&page_url)) {
                     Ok(Some(e)) => Some(
                         String::from_utf8_lossy(&e.body)
@@ -279,7 +278,11 @@ impl Session {
                 .then(|| Discoverer::with_options(&page_url, discovery_options(&cfg))),
             ..State::default()
         };
-        if let Some(n) = cache.as_ref().map(Cache::stale_removed).filter(|&n| n > 0) {
+        if let Some(n) = snapshot
+            .as_ref()
+            .map(Snapshot::stale_removed)
+            .filter(|&n| n > 0)
+        {
             st.warnings.push(format!(
                 "cache: removed {n} temporary files left by interrupted writes"
             ));
@@ -291,7 +294,6 @@ impl Session {
             addr,
             start: start.0,
             started_wall: start.1,
-            cache,
             snapshot,
             getall_known,
         };
@@ -410,6 +412,12 @@ impl Session {
         self.ctx.method_of(&self.st, id)
     }
 
+    /// The writes asked for since the last call, in order, for the caller
+    /// to do now (`store::Store::drain`).
+    pub fn take_writes(&mut self) -> Vec<Write> {
+        std::mem::take(&mut self.st.writes)
+    }
+
     /// Forget `id`'s partial response (the connection broke).
     pub fn forget_partial(&mut self, id: ObjId) {
         self.ctx.forget_partial(&mut self.st, id)
@@ -449,15 +457,20 @@ impl Ctx {
 
     /// `url`'s cache entry as the fetch started (none without a cache).
     fn lookup(&self, url: &str) -> Result<Option<Entry>, CacheWarning> {
-        match self.cache {
-            Some(_) => self.snapshot.get(url),
+        match &self.snapshot {
+            Some(s) => s.get(url),
             None => Ok(None),
         }
     }
 
+    /// Whether the fetch keeps a cache.
+    fn caching(&self) -> bool {
+        self.snapshot.is_some()
+    }
+
     /// Whether bodies are kept (for the cache or the report).
     fn keep_bodies(&self) -> bool {
-        self.cfg.keep_bodies || self.cache.is_some()
+        self.cfg.keep_bodies || self.caching()
     }
 
     /// The connection broke while `id`'s response was partly received (a

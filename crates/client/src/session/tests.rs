@@ -6,8 +6,8 @@
 //! writes it hands back at the end. One or more per strategy behaviour,
 //! first visit and revalidation.
 
-use super::finish::CacheWrite;
 use super::*;
+use crate::cache::Cache;
 use crate::config::Strategy;
 use bytes::BytesMut;
 use std::io::Write;
@@ -31,13 +31,11 @@ pub(crate) fn session(
     // directory, a CA) are not the session's.
     let target = Target::parse(&cfg.url).expect("valid URL");
     let t0 = Instant::now();
-    let cache = cache.map(|c| Cache::open(c.dir()).expect("cache"));
-    let snapshot = cache.as_ref().map(Cache::snapshot).unwrap_or_default();
+    let snapshot = cache.map(Cache::snapshot);
     let s = Session::new(
         cfg,
         target,
         "127.0.0.1:9".parse().unwrap(),
-        cache,
         snapshot,
         (t0, std::time::SystemTime::now()),
     );
@@ -243,14 +241,9 @@ fn pipeline_revalidation_is_conditional_and_writes_nothing() {
     assert_eq!(report.objects[1].sha256, sha256_hex(&gif(1)));
 }
 
-/// http10's revalidation (libwww 4.1D): the page by GET again, every image
-/// by HEAD; a HEAD that shows a change is followed by a GET of the object,
-/// which is not a retry.
-#[test]
-fn http10_get_head_revalidation_refetches_a_changed_image() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = Cache::open(dir.path()).unwrap();
-    let (mut s, t0) = session(Strategy::Http10, |_| {}, Some(&cache));
+/// An http10 first visit (page and images with entity tags) into `cache`.
+fn http10_first_visit_into(cache: &Cache) {
+    let (mut s, t0) = session(Strategy::Http10, |_| {}, Some(cache));
     s.conn_opened(t0);
     s.request(PAGE, 0, t0).unwrap();
     let html = page_html();
@@ -268,9 +261,19 @@ fn http10_get_head_revalidation_refetches_a_changed_image() {
     }
     let (_, writes) = s.finish();
     for w in writes {
-        w.apply(&cache).unwrap();
+        w.apply(cache).unwrap();
     }
+}
 
+/// http10's revalidation (libwww 4.1D): the page by GET again, every image
+/// by HEAD; a HEAD that shows a change is followed by a GET of the object,
+/// which is not a retry.
+#[test]
+fn http10_get_head_revalidation_refetches_a_changed_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache::open(dir.path()).unwrap();
+    http10_first_visit_into(&cache);
+    let html = page_html();
     let (mut s, t0) = session(Strategy::Http10, |c| c.revalidate = true, Some(&cache));
     s.conn_opened(t0);
     let req = text(&s.request(PAGE, 0, t0).unwrap());
