@@ -1,9 +1,12 @@
 //! The state of one fetch shared by its connections: the objects (page
 //! first), what each request looks like, what each response did, the
 //! streaming discovery of the page's references, and the counters that end
-//! up in the `FetchReport`. Connections (`conn.rs`) decide when bytes move;
-//! this module decides what they mean. The session reads no clock: callers
-//! pass the current time.
+//! up in the `FetchReport`. Connections (`conn`, `multiplex`) decide when
+//! bytes move; this module decides what they mean. The session reads no
+//! clock (callers pass the current time), takes no lock (the one task that
+//! drives the fetch owns it), reads no file (cache lookups are answered
+//! from a `cache::Snapshot`) and writes none (`store::Write` effects,
+//! `CacheWrite`s at the end).
 //!
 //! One module per part of the exchange (`request`, `head`, `body`, `end`,
 //! `finish`, `conns`, `objects`) and one per strategy behaviour, each
