@@ -238,7 +238,9 @@ impl Cache {
     /// Every entry file of the cache read into memory, for a fetch whose
     /// session reads no file ([`Snapshot::get`] gives what [`Cache::get`]
     /// would have given when the snapshot was taken). Temporary files are
-    /// left out. The robot's cache holds the objects of the pages fetched
+    /// left out; a meta file without its body is removed, as [`Cache::get`]
+    /// does. The driver takes it before the fetch's clock starts, so disk
+    /// reads never delay a request. The robot's cache holds the objects of the pages fetched
     /// with it, so this is one page's worth for the papers' runs.
     pub fn snapshot(&self) -> Snapshot {
         let mut files: HashMap<String, Stored> = HashMap::new();
@@ -267,6 +269,18 @@ impl Cache {
                 Read::Failed(e) => Stored::Failed(e.kind(), e.to_string()),
             };
             files.insert(name.to_string(), stored);
+        }
+        // Meta without body: what is left of an entry whose body was
+        // removed; useless, so it goes too (as `get` does).
+        let orphans: Vec<String> = files
+            .keys()
+            .filter_map(|n| n.strip_suffix(&format!(".{META_EXT}")))
+            .filter(|key| !files.contains_key(&format!("{key}.{BODY_EXT}")))
+            .map(|key| format!("{key}.{META_EXT}"))
+            .collect();
+        for name in orphans {
+            files.remove(&name);
+            let _ = fs::remove_file(self.dir.join(&name));
         }
         Snapshot {
             dir: self.dir.clone(),
@@ -649,7 +663,12 @@ mod tests {
         c.put_meta(&meta("http://h/orphan", b"z")).unwrap();
         fs::write(dir.path().join(".tmpAbC"), b"in progress").unwrap();
         let snap = c.snapshot();
-        assert_eq!(snap.len(), 5, "three metas, two bodies, no temporary file");
+        assert_eq!(
+            snap.len(),
+            4,
+            "two entries, no orphan meta, no temporary file"
+        );
+        assert!(!c.meta_path_of("http://h/orphan").exists(), "removed");
         c.put(&meta("http://h/later", b"l"), b"l").unwrap();
         c.put(&meta("http://h/a", b"new"), b"new").unwrap();
         assert_eq!(&snap.get("http://h/a").unwrap().unwrap().body[..], b"hello");
