@@ -181,6 +181,13 @@ async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
     Ok(report)
 }
 
+/// Does the writes `sess` asked for since the last call (the drivers call
+/// this after every event they hand the session).
+fn drain_writes(sess: &mut Session, store: &mut store::Store) -> Result<(), FetchError> {
+    let writes = sess.take_writes();
+    store.apply_all(writes, &|id| sess.url_of(id))
+}
+
 /// `fetch` on a current-thread runtime built for the call: usable from a
 /// plain thread (e.g. one that entered a network namespace).
 pub fn fetch_blocking(config: FetchConfig) -> Result<FetchReport, FetchError> {

@@ -297,7 +297,7 @@ async fn dispatch<S: Streams>(
                 if let Some(t) = on_event(sess, conn, ev, &mut open, &mut pending)? {
                     last = t;
                 }
-                store.drain(sess)?;
+                crate::drain_writes(sess, store)?;
             }
             Some(done) = tasks.join_next() => {
                 if let Err(e) = done {

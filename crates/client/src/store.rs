@@ -1,5 +1,5 @@
 //! The writes a fetch's session asks for, applied by the task that owns
-//! the session: while the fetch runs, an inflated body spooled into its
+//! the session (`crate::drain_writes` after every event): while the fetch runs, an inflated body spooled into its
 //! cache file as it arrives and an object package's members handed to the
 //! cache and `--save` the moment they are complete ([`Write`]); at its
 //! end, the cache entries of [`CacheWrite`] (after the network work, so
@@ -13,7 +13,9 @@ use bytes::Bytes;
 use crate::cache::{Cache, EntryMeta, Spool};
 use crate::error::FetchError;
 use crate::report::FetchReport;
-use crate::session::{ObjId, Session};
+
+/// An object of the fetch: the session's number for it.
+type ObjId = usize;
 
 /// A write the session asks for while the fetch runs, to be done at once.
 #[derive(Debug, PartialEq, Eq)]
@@ -60,17 +62,21 @@ impl Store {
         }
     }
 
-    /// Does the writes `sess` asked for since the last call. A spool file
-    /// that cannot be created leaves its object uncached (a warning); one
-    /// that cannot be written fails the fetch.
-    pub fn drain(&mut self, sess: &mut Session) -> Result<(), FetchError> {
-        for w in sess.take_writes() {
-            self.apply(sess, w)?;
+    /// Does `writes` in order (`url_of` names an object in a message). A
+    /// spool file that cannot be created leaves its object uncached (a
+    /// warning); one that cannot be written fails the fetch.
+    pub fn apply_all(
+        &mut self,
+        writes: Vec<Write>,
+        url_of: &dyn Fn(ObjId) -> String,
+    ) -> Result<(), FetchError> {
+        for w in writes {
+            self.apply(w, url_of)?;
         }
         Ok(())
     }
 
-    fn apply(&mut self, sess: &Session, w: Write) -> Result<(), FetchError> {
+    fn apply(&mut self, w: Write, url_of: &dyn Fn(ObjId) -> String) -> Result<(), FetchError> {
         match w {
             Write::Spool(id) => {
                 let Some(cache) = &self.cache else {
@@ -83,14 +89,14 @@ impl Store {
                     // Not cached then, but fetched all the same.
                     Err(e) => self.warnings.push(format!(
                         "{}: cannot create a cache file ({e}); not cached",
-                        sess.url_of(id)
+                        url_of(id)
                     )),
                 }
             }
             Write::Append(id, data) => {
                 if let Some(spool) = self.spools.get_mut(&id) {
                     spool.write(&data).map_err(|source| FetchError::Io {
-                        what: format!("cannot write the cache file of {}", sess.url_of(id)),
+                        what: format!("cannot write the cache file of {}", url_of(id)),
                         source,
                     })?;
                 }
@@ -210,9 +216,7 @@ mod tests {
             .collect();
         assert_eq!(spooled, image);
         let mut store = Store::new(Some(cache.clone()), None);
-        for w in writes {
-            store.apply(&s, w).unwrap();
-        }
+        store.apply_all(writes, &|id| s.url_of(id)).unwrap();
         let (mut report, entries) = s.finish();
         assert!(entries
             .iter()

@@ -416,7 +416,7 @@ impl Session {
     }
 
     /// The writes asked for since the last call, in order, for the caller
-    /// to do now (`store::Store::drain`).
+    /// to do now (`store::Store::apply_all`).
     pub fn take_writes(&mut self) -> Vec<Write> {
         std::mem::take(&mut self.st.writes)
     }
