@@ -151,14 +151,14 @@ async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
     // The session reads no file: the entries it may look up are read here,
     // and what it writes is done by `store`.
     let snapshot = cache.as_ref().map(Cache::snapshot);
-    let mut store = store::Store::new(cache, config.save_dir.clone());
+    let mut store = store::Store::new(cache.clone(), config.save_dir.clone());
     let addr = lookup(&target, &config).await?;
     let total = config.timeouts.total;
     let mut sess = Session::new(
         config,
         target,
         addr,
-        snapshot,
+        (snapshot, cache.clone()),
         (std::time::Instant::now(), std::time::SystemTime::now()),
     );
     // The session is owned by this task alone; the strategies' drivers
@@ -183,9 +183,8 @@ async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
 
 /// Does the writes `sess` asked for since the last call (the drivers call
 /// this after every event they hand the session).
-fn drain_writes(sess: &mut Session, store: &mut store::Store) -> Result<(), FetchError> {
-    let writes = sess.take_writes();
-    store.apply_all(writes, &|id| sess.url_of(id))
+fn drain_writes(sess: &mut Session, store: &mut store::Store) {
+    store.apply_all(sess.take_writes());
 }
 
 /// `fetch` on a current-thread runtime built for the call: usable from a

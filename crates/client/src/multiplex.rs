@@ -297,7 +297,7 @@ async fn dispatch<S: Streams>(
                 if let Some(t) = on_event(sess, conn, ev, &mut open, &mut pending)? {
                     last = t;
                 }
-                crate::drain_writes(sess, store)?;
+                crate::drain_writes(sess, store);
             }
             Some(done) = tasks.join_next() => {
                 if let Err(e) = done {

@@ -146,7 +146,7 @@ pub async fn run(sess: &mut Session, store: &mut Store) -> Result<(), FetchError
         let deadline = d.next_deadline(sess);
         let event = d.wait(deadline).await;
         d.handle(sess, event)?;
-        crate::drain_writes(sess, store)?;
+        crate::drain_writes(sess, store);
         d.events_since_yield += 1;
         if d.events_since_yield >= READS_PER_YIELD {
             // A socket that never drains must not starve other tasks.

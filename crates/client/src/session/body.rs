@@ -41,13 +41,12 @@ impl Ctx {
         let st_fields = &mut *st;
         let r = st_fields.objs[id].resp.as_mut().expect("head first");
         let mut parser = st_fields.discoverer.as_mut().filter(|_| parse);
-        let writes = &mut st_fields.writes;
         let mut inflater = r.inflater.take();
         // A 206 part is kept whole to be joined with the other part.
         let keep_this = keep || id == PAGE || css_preload || r.part.is_some();
         let fed = {
             let mut sink = |content: &[u8]| -> Result<(), ContentError> {
-                take_content(r, (id, &mut *writes), &url, keep_this, content)?;
+                take_content(r, &url, keep_this, content)?;
                 if let Some(d) = parser.as_mut() {
                     refs.extend(d.feed_refs(content));
                 }
@@ -115,19 +114,23 @@ impl ContentError {
     }
 }
 
-/// Decoded body content of `r` (object `id`): hashed and counted, then
-/// handed to the caller for its spool file (`writes`), or kept in memory when `keep` (up to 256 MiB), or dropped.
+/// Decoded body content of `r`: hashed and counted, then written to its
+/// spool file, or kept in memory when `keep` (up to 256 MiB), or dropped.
 pub(super) fn take_content(
     r: &mut InProgress,
-    (id, writes): (ObjId, &mut Vec<Write>),
     url: &str,
     keep: bool,
     content: &[u8],
 ) -> Result<(), ContentError> {
     r.hasher.update(content);
     r.size += content.len() as u64;
-    if r.spooled {
-        writes.push(Write::Append(id, content.to_vec()));
+    if let Some(spool) = r.spool.as_mut() {
+        spool.write(content).map_err(|source| {
+            ContentError::Fetch(FetchError::Io {
+                what: format!("cannot write the cache file of {url}"),
+                source,
+            })
+        })?;
     } else if keep {
         if r.body.len() + content.len() > MAX_ENTRY_BODY_BYTES {
             return Err(ContentError::Fetch(FetchError::object(

@@ -27,7 +27,7 @@ impl Ctx {
             next.extend(self.choose_fonts(st));
             return Ok(next);
         }
-        let tail = finish_inflate(&mut r, (id, &mut st.writes), &url)?;
+        let tail = finish_inflate(&mut r, &url)?;
         if id == PAGE
             && st.objs[PAGE].method == RequestMethod::Getlist
             && r.getall_boundary.is_none()
@@ -147,8 +147,8 @@ impl Ctx {
         o.request_head = String::new();
         o.record = Some(record);
         let css_preload = is_css_preload(o, r.content_type.as_deref());
-        if r.spooled {
-            o.spooled = true;
+        if let Some(spool) = r.spool.take() {
+            o.spool = Some(spool);
         } else if keep || (id == PAGE && !r.not_modified) || css_preload {
             o.body = Some(body);
         }
@@ -195,16 +195,12 @@ impl Ctx {
 
 /// Inflated text that only the end of the stream released; on the page it
 /// must reach the parser like any other body bytes.
-fn finish_inflate(
-    r: &mut InProgress,
-    to: (ObjId, &mut Vec<Write>),
-    url: &str,
-) -> Result<Vec<u8>, FetchError> {
+fn finish_inflate(r: &mut InProgress, url: &str) -> Result<Vec<u8>, FetchError> {
     let mut tail = Vec::new();
     if let Some(mut inf) = r.inflater.take() {
         inf.finish(&mut tail)
             .map_err(|e| FetchError::object(url, format!("Content-Encoding deflate: {e}")))?;
-        take_content(r, to, url, true, &tail).map_err(|e| e.into_fetch(url))?;
+        take_content(r, url, true, &tail).map_err(|e| e.into_fetch(url))?;
     }
     Ok(tail)
 }

@@ -6,13 +6,13 @@ use super::*;
 
 /// What the cache needs for object `o` after the fetch: nothing, its
 /// validators, or the whole entry.
-fn cache_write(id: ObjId, o: &mut Obj) -> Option<CacheWrite> {
+fn cache_write(o: &mut Obj) -> Option<CacheWrite> {
     let rec = o.record.as_ref()?;
     if o.stored {
         return None;
     }
     let prefetched = o.kind == ObjectKind::Prefetch;
-    if o.spooled {
+    if let Some(spool) = o.spool.take() {
         // Inflated into a file of the cache as it arrived.
         if rec.status != 200 || rec.method != RequestMethod::Get {
             return None;
@@ -27,7 +27,7 @@ fn cache_write(id: ObjId, o: &mut Obj) -> Option<CacheWrite> {
             body_sha256: rec.sha256.clone(),
             prefetched,
         };
-        return Some(CacheWrite::Spooled(meta, id));
+        return Some(CacheWrite::Spooled(meta, spool));
     }
     let body = o.body.as_ref()?;
     let cacheable = rec.status == 200 || rec.outcome == Outcome::NotModified;
@@ -77,8 +77,7 @@ impl Ctx {
         }
         let mut writes = Vec::new();
         if self.caching() {
-            let objs = st.objs.iter_mut().enumerate();
-            writes.extend(objs.filter_map(|(id, o)| cache_write(id, o)));
+            writes.extend(st.objs.iter_mut().filter_map(cache_write));
             if self.cfg.strategy == Strategy::Getall {
                 let (meta, list) = self.getall_refs_entry(st);
                 writes.push(CacheWrite::Put(meta, Bytes::from(list)));

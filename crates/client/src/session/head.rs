@@ -87,7 +87,7 @@ impl Ctx {
         let (not_modified, changed) = validate(&st.objs[id], status, &fields)?;
         let inflater =
             self.choose_inflater(st, id, fields.content_encoding.as_deref(), not_modified)?;
-        let spooled = self.spool_for(st, id, inflater.is_some());
+        let spool = self.spool_for(st, id, inflater.is_some());
         let (part, preset) = range::check_part(&mut st.objs[id], status, head)?;
         let getall_boundary =
             self.getall_boundary(&st.objs[id], id, status, fields.content_type.as_deref());
@@ -103,7 +103,7 @@ impl Ctx {
             size: 0,
             wire_bytes: 0,
             inflater,
-            spooled,
+            spool,
             content_encoding: fields.content_encoding,
             content_type: fields.content_type,
             etag: fields.etag,
@@ -181,13 +181,26 @@ impl Ctx {
     }
 
     /// An inflated body kept for the cache only goes to a cache file as it
-    /// is inflated, never whole into memory: the caller starts the file.
-    fn spool_for(&self, st: &mut State, id: ObjId, inflated: bool) -> bool {
-        if !self.caching() || !inflated || id == PAGE || self.cfg.keep_bodies {
-            return false;
+    /// is inflated, never whole into memory. This is the one file the
+    /// session writes itself: as effects drained after each read, one
+    /// read's inflation (up to 1,000 times its size) would sit in memory.
+    fn spool_for(&self, st: &mut State, id: ObjId, inflated: bool) -> Option<Spool> {
+        let cache = self.spools.as_ref()?;
+        if !inflated || id == PAGE || self.cfg.keep_bodies {
+            return None;
         }
-        st.writes.push(Write::Spool(id));
-        true
+        match cache.spool() {
+            Ok(s) => Some(s),
+            // Not cached then, but fetched all the same.
+            Err(e) => {
+                let w = format!(
+                    "{}: cannot create a cache file ({e}); not cached",
+                    st.objs[id].url
+                );
+                st.warnings.push(w);
+                None
+            }
+        }
     }
 
     /// What starts with the head: the cached page parsed again (304), a

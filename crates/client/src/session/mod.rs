@@ -4,9 +4,10 @@
 //! up in the `FetchReport`. Connections (`conn`, `multiplex`) decide when
 //! bytes move; this module decides what they mean. The session reads no
 //! clock (callers pass the current time), takes no lock (the one task that
-//! drives the fetch owns it), reads no file (cache lookups are answered
-//! from a `cache::Snapshot`) and writes none (`store::Write` effects,
-//! `CacheWrite`s at the end).
+//! drives the fetch owns it) and reads no file (cache lookups are answered
+//! from a `cache::Snapshot`); what it writes goes out as `store::Write`
+//! effects and `CacheWrite`s at the end, except an inflated body's spool
+//! file, written as it inflates (`head::spool_for`).
 //!
 //! One module per part of the exchange (`request`, `head`, `body`, `end`,
 //! `finish`, `conns`, `objects`) and one per strategy behaviour, each
@@ -29,7 +30,7 @@ use pagewire_h1::{Method, ResponseHead, Version};
 use sha2::{Digest, Sha256};
 
 use crate::cache::{
-    hex, sha256_hex, CacheWarning, Entry, EntryMeta, Snapshot, MAX_ENTRY_BODY_BYTES,
+    hex, sha256_hex, Cache, CacheWarning, Entry, EntryMeta, Snapshot, Spool, MAX_ENTRY_BODY_BYTES,
 };
 use crate::config::{FetchConfig, RequestProfile, Revalidation, Strategy, Target};
 use crate::error::FetchError;
@@ -85,8 +86,8 @@ struct InProgress {
     wire_bytes: u64,
     inflater: Option<Inflater>,
     /// An inflated body kept for the cache only goes to a file of the
-    /// cache as it is inflated ([`Write::Spool`]), never whole into memory.
-    spooled: bool,
+    /// cache as it is inflated, never whole into memory.
+    spool: Option<Spool>,
     content_encoding: Option<String>,
     content_type: Option<String>,
     etag: Option<String>,
@@ -126,9 +127,8 @@ struct Obj {
     record: Option<ObjectRecord>,
     /// Content kept for the cache, `--save` or the report.
     body: Option<Bytes>,
-    /// ... or, for an inflated body kept for the cache only, it went to
-    /// its spool file.
-    spooled: bool,
+    /// ... or, for an inflated body kept for the cache only, its file.
+    spool: Option<Spool>,
     /// `getall`, later visit: this entry is a GETLIST request for these
     /// objects, not an object of the page (no record of its own).
     getlist: Vec<ObjId>,
@@ -237,6 +237,9 @@ pub struct Ctx {
     /// The cache's entries when the fetch started, read by the caller: what
     /// every lookup of the session sees; `None` without a cache.
     snapshot: Option<Snapshot>,
+    /// The cache, only to spool inflated bodies into it as they arrive
+    /// (`head::spool_for`).
+    spools: Option<Cache>,
     /// `getall`: the URLs the page referenced on an earlier visit (from the
     /// cache); None on a first visit.
     getall_known: Option<HashSet<String>>,
@@ -252,12 +255,12 @@ impl std::ops::Deref for Session {
 impl Session {
     /// A fetch of `target` from `addr` that started at `start` (and at
     /// that wall-clock time, for the report), with a snapshot of the cache's
-    /// entries if it uses a cache.
+    /// entries if it uses a cache (and the cache, for spooled bodies).
     pub fn new(
         cfg: FetchConfig,
         target: Target,
         addr: SocketAddr,
-        snapshot: Option<Snapshot>,
+        (snapshot, spools): (Option<Snapshot>, Option<Cache>),
         start: (Instant, SystemTime),
     ) -> Session {
         let page_url = target.url_of(&target.path);
@@ -298,6 +301,7 @@ impl Session {
             start: start.0,
             started_wall: start.1,
             snapshot,
+            spools,
             getall_known,
         };
         let path = ctx.target.path.clone();

@@ -25,7 +25,7 @@ impl Obj {
             body: None,
             getlist: Vec::new(),
             stored: false,
-            spooled: false,
+            spool: None,
             found: None,
             css_parsed: false,
             range: RangePart::Whole,

@@ -36,7 +36,7 @@ pub(crate) fn session(
         cfg,
         target,
         "127.0.0.1:9".parse().unwrap(),
-        snapshot,
+        (snapshot, cache.cloned()),
         (t0, std::time::SystemTime::now()),
     );
     (s, t0)
