@@ -167,21 +167,28 @@ fn by_cells(c: &Claim, m: &Claim) -> (&'static str, String) {
             ),
         };
     }
-    let changed: Vec<&CellOut> = outside
+    let copies: Vec<(&CellOut, Option<&CellOut>)> = outside
         .iter()
-        .filter_map(|x| {
-            m.cells
-                .iter()
-                .find(|y| y.quantity == x.quantity && y.cell == x.cell)
-                .filter(|y| !same_value(x.value, y.value))
+        .map(|x| {
+            (
+                *x,
+                m.cells
+                    .iter()
+                    .find(|y| y.quantity == x.quantity && y.cell == x.cell),
+            )
         })
         .collect();
+    let changed: Vec<&CellOut> = copies
+        .iter()
+        .filter_map(|(x, y)| y.filter(|y| !same_value(x.value, y.value)))
+        .collect();
     if changed.is_empty() {
-        return (
-            "not modelled",
+        let why = if copies.iter().all(|(_, y)| y.is_none()) {
+            "the model has no prediction for the cells that contradict it (Nagle, range requests, a compressing line or another page)"
+        } else {
             "the cells that contradict it read nothing the model predicts (unchanged on the model's runs)"
-                .into(),
-        );
+        };
+        return ("not modelled", why.into());
     }
     let out: Vec<&CellOut> = changed
         .iter()
