@@ -884,7 +884,29 @@ fn simulate(inp: &Inputs<'_>, strategy: Strategy, test: Test, knobs: Knobs) -> C
             let a = sim.server_send(c0, at + sim.server_s * (n + 1) as f64, total);
             last = arrival_of(&a, u64::MAX);
             sim.close(c0, last);
+            if po > 0.0 {
+                // The robot handles the n + 1 parts as they arrive, spread
+                // evenly from the head to the end (`conn::busy_after`), and
+                // its load ends when it is done with the last.
+                let head = arrival_of(&a, 1);
+                let parts = n + 1;
+                let spacing = (last - head) / parts as f64;
+                let mut t = head;
+                for k in 1..=parts {
+                    let arrived = if k == parts {
+                        last
+                    } else {
+                        head + spacing * k as f64
+                    };
+                    t = t.max(arrived) + po;
+                }
+                last = t;
+            }
         }
+    }
+    // The robot's load ends when its host is done with the last object.
+    if po > 0.0 && shape(strategy, test, &inp.client) != Shape::Bundle {
+        last += po;
     }
     sim.finish_acks();
     sim.cost(last)
