@@ -235,9 +235,21 @@ pub fn judge_value(v: &Value, dir: Option<&Path>) -> Result<Judged> {
             let claims = crate::section9::judge(original.as_deref(), &css);
             Ok(Judged::new(suite, n, out, claims))
         }
-        Suite::Objpack => crate::objpack::claims::judge_value(v),
+        Suite::Objpack => {
+            let j = crate::objpack::claims::judge_value(v)?;
+            Ok(Judged {
+                model: crate::objpack::model::model_notes(v, &j.claims),
+                ..j
+            })
+        }
         Suite::ConnLength => crate::connlen::claims::judge_value(v),
-        Suite::Getall => crate::loadtime::claims::judge_value(v),
+        Suite::Getall => {
+            let j = crate::loadtime::claims::judge_value(v)?;
+            Ok(Judged {
+                model: crate::loadtime::model::model_notes(v, &j.claims),
+                ..j
+            })
+        }
         Suite::Surge => crate::surge::claims::judge_value(v),
         Suite::Prefetch => bail!("prefetch results are a directory (summary.json, results.jsonl)"),
     }

@@ -48,6 +48,10 @@ pub struct Scope {
     pub spearman_seconds: Option<f64>,
     /// Cells measured faster than the lower bound (should be 0).
     pub below_lower_bound: usize,
+    /// Mean absolute percentage error of a second time the suite measures
+    /// (the objpack suite's client response time); absent elsewhere.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mape_client_seconds: Option<f64>,
 }
 
 /// A results directory (or a bench run) with the model beside it.
@@ -62,7 +66,7 @@ pub struct ModelEval {
     pub skipped: Vec<String>,
 }
 
-fn mean(v: impl Iterator<Item = f64>) -> f64 {
+pub(crate) fn mean(v: impl Iterator<Item = f64>) -> f64 {
     let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
     if n == 0 {
         f64::NAN
@@ -143,6 +147,7 @@ pub fn eval_runs(runs: &[RunRecord], page: &Page, server_s: f64) -> ModelEval {
                 0.050
             },
             explicit_flush: first.robot.explicit_flush,
+            ..Client::default()
         };
         let inp = Inputs {
             page,
@@ -198,30 +203,58 @@ pub fn eval_runs(runs: &[RunRecord], page: &Page, server_s: f64) -> ModelEval {
 }
 
 fn scope(name: &str, cells: Vec<&CellEval>) -> Scope {
+    let rows: Vec<ScopeRow> = cells
+        .iter()
+        .map(|c| ScopeRow {
+            error_pct: c.error_pct,
+            measured_s: c.measured.seconds,
+            predicted_s: c.prediction.predicted.seconds,
+            lower_bound_s: c.prediction.lower_bound_s,
+            client_error_pct: None,
+        })
+        .collect();
+    scope_of(name, &rows)
+}
+
+/// What a scope reads of one cell.
+pub(crate) struct ScopeRow {
+    pub error_pct: Cost,
+    pub measured_s: f64,
+    pub predicted_s: f64,
+    pub lower_bound_s: f64,
+    pub client_error_pct: Option<f64>,
+}
+
+/// The error over a set of cells: MAPE of each quantity (cells without
+/// it left out), Spearman's rank correlation of seconds.
+pub(crate) fn scope_of(name: &str, rows: &[ScopeRow]) -> Scope {
     let mape = |f: fn(&Cost) -> f64| {
         mean(
-            cells
-                .iter()
+            rows.iter()
                 .map(|c| f(&c.error_pct).abs())
                 .filter(|x| x.is_finite()),
         )
     };
-    let meas: Vec<f64> = cells.iter().map(|c| c.measured.seconds).collect();
-    let pred: Vec<f64> = cells
+    let meas: Vec<f64> = rows.iter().map(|c| c.measured_s).collect();
+    let pred: Vec<f64> = rows.iter().map(|c| c.predicted_s).collect();
+    let client: Vec<f64> = rows
         .iter()
-        .map(|c| c.prediction.predicted.seconds)
+        .filter_map(|c| c.client_error_pct)
+        .filter(|x| x.is_finite())
+        .map(f64::abs)
         .collect();
     Scope {
         scope: name.to_string(),
-        cells: cells.len(),
+        cells: rows.len(),
         mape_seconds: mape(|c| c.seconds),
         mape_packets: mape(|c| c.packets),
         mape_bytes: mape(|c| c.bytes),
         spearman_seconds: spearman(&meas, &pred),
-        below_lower_bound: cells
+        below_lower_bound: rows
             .iter()
-            .filter(|c| c.measured.seconds < c.prediction.lower_bound_s)
+            .filter(|c| c.measured_s < c.lower_bound_s)
             .count(),
+        mape_client_seconds: (!client.is_empty()).then(|| mean(client.into_iter())),
     }
 }
 
@@ -278,7 +311,7 @@ pub fn eval_dir(path: &Path, server_s: f64) -> anyhow::Result<ModelEval> {
     let made_by = v.get("made_by").and_then(|m| m.as_str()).unwrap_or("");
     if !made_by.contains("--suite microscape") {
         bail!(
-            "{}: made by {made_by:?}; the model reads Microscape-suite results (pagewire bench --suite microscape)",
+            "{}: made by {made_by:?}; the model reads the Microscape, objpack and getall suites' results (pagewire bench --suite microscape, objpack or getall)",
             file.display()
         );
     }
@@ -305,7 +338,7 @@ pub fn eval_dir(path: &Path, server_s: f64) -> anyhow::Result<ModelEval> {
     Ok(eval_runs(&runs, &page, server_s))
 }
 
-fn fmt_pct(x: f64) -> String {
+pub(crate) fn fmt_pct(x: f64) -> String {
     if x.is_finite() {
         format!("{x:+.0}%")
     } else {

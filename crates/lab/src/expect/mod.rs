@@ -18,6 +18,8 @@
 //! predictions with a results directory's measured cells.
 
 pub mod eval;
+pub mod files;
+pub mod suites;
 pub mod tcp;
 
 use pagewire_client::Revalidation;
@@ -66,12 +68,81 @@ impl Page {
     /// the bench serves it, with the pagewire server's response heads.
     pub fn microscape(seed: u64) -> Page {
         use pagewire_site::microscape;
-        use pagewire_site::store::Site;
         let m = microscape::generate(microscape::Options {
             seed,
             lowercase: false,
         });
-        let site = Site::from_files(m.site_files());
+        let images: Vec<(String, Vec<u8>, String)> = m
+            .images
+            .iter()
+            .map(|im| {
+                // The page names them relative, `images/x.gif`.
+                let rel = im.path.trim_start_matches('/').to_string();
+                (im.path.clone(), im.bytes.to_vec(), rel)
+            })
+            .collect();
+        Page::from_site(
+            m.site_files(),
+            microscape::PAGE_PATH,
+            &m.html,
+            &images,
+            microscape::zlib_default_size(&m.html) as u64,
+        )
+    }
+
+    /// A page of paper 003's load-time suite (Padmanabhan & Mogul,
+    /// "Improving HTTP Latency", section 6, as `bench --suite getall`
+    /// writes it): `/s{size}/p{n}.html` with `n` inline images
+    /// `/s{size}/i{k}.gif` of `size` bytes each, served by `pagewire serve`.
+    pub fn getall(size: usize, n: usize) -> Page {
+        use pagewire_site::store::SiteFile;
+        let modified = std::time::UNIX_EPOCH + std::time::Duration::from_secs(867_110_400);
+        // The page exactly as `loadtime::write_site` writes it.
+        let mut html = format!(
+            "<!DOCTYPE html>\n<html><head><title>{n} images of {size} bytes</title></head><body>\n<h1>{n} inline images</h1>\n"
+        );
+        for k in 0..n {
+            html.push_str(&format!("<img src=\"i{k}.gif\" alt=\"{k}\">\n"));
+        }
+        html.push_str("</body></html>\n");
+        let html = html.into_bytes();
+        let page_path = format!("/s{size}/p{n}.html");
+        let images: Vec<(String, Vec<u8>, String)> = (0..n)
+            .map(|k| {
+                // A GIF89a signature, then incompressible bytes (the
+                // content does not matter to the model, only the size).
+                let mut b: Vec<u8> = b"GIF89a".iter().copied().take(size).collect();
+                b.resize(size, 0x5a);
+                (format!("/s{size}/i{k}.gif"), b, format!("\"i{k}.gif\""))
+            })
+            .collect();
+        let mut files = vec![SiteFile {
+            path: page_path.clone(),
+            body: html.clone().into(),
+            modified,
+        }];
+        files.extend(images.iter().map(|(p, b, _)| SiteFile {
+            path: p.clone(),
+            body: b.clone().into(),
+            modified,
+        }));
+        let deflated = pagewire_site::microscape::zlib_default_size(&html) as u64;
+        Page::from_site(files, &page_path, &html, &images, deflated)
+    }
+
+    /// A page from its site files, with the pagewire server's response
+    /// heads: the HTML at `html_path`, and each image `(path, bytes,
+    /// reference)`, where the reference is the text in the HTML whose end
+    /// makes the image known.
+    fn from_site(
+        files: Vec<pagewire_site::store::SiteFile>,
+        html_path: &str,
+        html: &[u8],
+        images: &[(String, Vec<u8>, String)],
+        html_deflated: u64,
+    ) -> Page {
+        use pagewire_site::store::Site;
+        let site = Site::from_files(files);
         let head = |path: &str, body: u64, vary: &str| -> (u64, u64) {
             let r = site.get(path).expect("a generated file is in the site");
             let field = |name: &str, value: &str| (name.len() + 2 + value.len() + 2) as u64;
@@ -100,39 +171,36 @@ impl Page {
                 + 2;
             (ok, nm)
         };
-        let html_len = m.html.len() as u64;
-        let (ok, nm) = head(microscape::PAGE_PATH, html_len, "Accept-Encoding, Accept");
-        let html = Object {
-            path: microscape::PAGE_PATH.to_string(),
+        let html_len = html.len() as u64;
+        let (ok, nm) = head(html_path, html_len, "Accept-Encoding, Accept");
+        let page = Object {
+            path: html_path.to_string(),
             body: html_len,
             ok_head: ok,
             not_modified_head: nm,
             ref_end: 0,
         };
-        // Where each image's reference ends (the page names them relative,
-        // `images/x.gif`); the robot learns them in document order.
-        let mut images: Vec<Object> = m
-            .images
+        // The robot learns the images in document order.
+        let mut objects: Vec<Object> = images
             .iter()
-            .map(|im| {
-                let (ok, nm) = head(&im.path, im.bytes.len() as u64, "");
-                let rel = im.path.trim_start_matches('/');
-                let at = memchr::memmem::find(&m.html, rel.as_bytes())
-                    .map_or(m.html.len(), |i| i + rel.len());
+            .map(|(path, bytes, reference)| {
+                let (ok, nm) = head(path, bytes.len() as u64, "");
+                let at = memchr::memmem::find(html, reference.as_bytes())
+                    .map_or(html.len(), |i| i + reference.len());
                 Object {
-                    path: im.path.clone(),
-                    body: im.bytes.len() as u64,
+                    path: path.clone(),
+                    body: bytes.len() as u64,
                     ok_head: ok,
                     not_modified_head: nm,
                     ref_end: at as u64,
                 }
             })
             .collect();
-        images.sort_by_key(|o| o.ref_end);
+        objects.sort_by_key(|o| o.ref_end);
         Page {
-            html,
-            html_deflated: microscape::zlib_default_size(&m.html) as u64,
-            images,
+            html: page,
+            html_deflated,
+            images: objects,
         }
     }
 
@@ -194,6 +262,17 @@ pub struct Client {
     pub flush_after_s: f64,
     /// Flush explicitly after the page request.
     pub explicit_flush: bool,
+    /// One connection at a time (Mosaic 2.4's HTTP/1.0, the getall
+    /// suite's robot: `max_conns` 1); otherwise HTTP/1.0 opens up to 4.
+    pub one_at_a_time: bool,
+    /// Flush the pipelining buffer once the page is read (the getall
+    /// suite's robot: `flush_at_page_end`) rather than on its timer.
+    pub flush_at_page_end: bool,
+    /// The robot's imitated host costs (`HostCost`, the getall suite's
+    /// `--hosts 1994`): seconds after each handshake before the first
+    /// request, and after each object before the robot reads or sends on.
+    pub per_connection_s: f64,
+    pub per_object_s: f64,
 }
 
 impl Default for Client {
@@ -204,6 +283,10 @@ impl Default for Client {
             out_buffer: 1024,
             flush_after_s: 0.050,
             explicit_flush: true,
+            one_at_a_time: false,
+            flush_at_page_end: false,
+            per_connection_s: 0.0,
+            per_object_s: 0.0,
         }
     }
 }
@@ -449,8 +532,9 @@ enum Shape {
     Bundle,
 }
 
-fn shape(s: Strategy, test: Test) -> Shape {
+fn shape(s: Strategy, test: Test, c: &Client) -> Shape {
     match s {
+        Strategy::Http10 if c.one_at_a_time => Shape::PerRequest(1),
         Strategy::Http10 => Shape::PerRequest(4),
         Strategy::Http11 => Shape::Serial(1),
         // Chromium: 6 connections per host over HTTP/1.1.
@@ -472,11 +556,22 @@ struct Sim {
     payload: u64,
     conns: Vec<Conn>,
     carrier: Carrier,
+    /// The robot's imitated per-connection host cost, s (after the
+    /// handshake, before the first request).
+    per_connection_s: f64,
 }
 
 impl Sim {
     fn new(inp: &Inputs<'_>, strategy: Strategy, knobs: Knobs) -> Sim {
-        let l = &inp.link;
+        let mut sim = Sim::on(&inp.link, inp.server_s, carrier(strategy), knobs);
+        if !knobs.no_server {
+            sim.per_connection_s = inp.client.per_connection_s;
+        }
+        sim
+    }
+
+    /// A load over `l` by `c`, the server taking `server_s` per response.
+    fn on(l: &LinkSpec, server_s: f64, c: Carrier, knobs: Knobs) -> Sim {
         let delay = if knobs.zero_rtt { 0.0 } else { l.rtt_s / 2.0 };
         let rate = |r: f64| {
             if knobs.infinite_rate {
@@ -485,7 +580,6 @@ impl Sim {
                 r
             }
         };
-        let c = carrier(strategy);
         let tx = match c {
             Carrier::Quic => Transport::quic(),
             _ => Transport::tcp(l.era, l.mtu, l.mss),
@@ -497,10 +591,11 @@ impl Sim {
                 up: Line::new(rate(l.up_bps), l.framing_bytes, delay),
                 tx,
             },
-            server_s: if knobs.no_server { 0.0 } else { inp.server_s },
+            server_s: if knobs.no_server { 0.0 } else { server_s },
             payload: 0,
             conns: Vec::new(),
             carrier: c,
+            per_connection_s: 0.0,
         }
     }
 
@@ -548,7 +643,7 @@ impl Sim {
                 arrival_of(&sf, u64::MAX)
             }
         };
-        (i, ready)
+        (i, ready + self.per_connection_s)
     }
 
     /// The client sends `bytes` on connection `i` at `t`; returns when
@@ -594,6 +689,13 @@ impl Sim {
         self.conns[i].drop_held_ack();
     }
 
+    /// The client read the last byte of what connection `i` carried at
+    /// `at`; returns when the server has its ACK (see [`Conn::ack_read`]).
+    fn ack_read(&mut self, i: usize, at: f64) -> f64 {
+        let Sim { wire, conns, .. } = self;
+        conns[i].ack_read(wire, at)
+    }
+
     fn finish_acks(&mut self) {
         let Sim { wire, conns, .. } = self;
         for c in conns.iter_mut() {
@@ -637,11 +739,18 @@ fn simulate(inp: &Inputs<'_>, strategy: Strategy, test: Test, knobs: Knobs) -> C
     let revalidating_from_cache =
         test == Test::Revalidate && inp.client.revalidation != Revalidation::GetHead;
     let mut last = 0.0f64;
+    // The robot's imitated host: busy this long after each object (0
+    // unless the run imitated one).
+    let po = if knobs.no_server {
+        0.0
+    } else {
+        inp.client.per_object_s
+    };
     // When each image becomes known to the client.
     let known = |sim_page: &Arrivals, k: usize| -> f64 {
         arrival_of(sim_page, reveal_at(inp, strategy, k, page_resp))
     };
-    match shape(strategy, test) {
+    match shape(strategy, test, &inp.client) {
         Shape::PerRequest(max) => {
             let (c0, r0) = sim.open(0.0);
             let at = sim.client_send(c0, r0, q);
@@ -651,7 +760,7 @@ fn simulate(inp: &Inputs<'_>, strategy: Strategy, test: Test, knobs: Knobs) -> C
             last = last.max(page_done);
             // Slots: the page's connection counts until it is done.
             let mut slots = vec![0.0f64; max];
-            slots[0] = page_done;
+            slots[0] = page_done + po;
             for (k, &resp) in image_resp.iter().enumerate() {
                 let known_at = if revalidating_from_cache {
                     page_done
@@ -670,7 +779,7 @@ fn simulate(inp: &Inputs<'_>, strategy: Strategy, test: Test, knobs: Knobs) -> C
                 let a = sim.server_send(c, at + sim.server_s, resp);
                 let done = arrival_of(&a, u64::MAX);
                 sim.close(c, done);
-                slots[si] = done;
+                slots[si] = done + po;
                 last = last.max(done);
             }
         }
@@ -681,10 +790,10 @@ fn simulate(inp: &Inputs<'_>, strategy: Strategy, test: Test, knobs: Knobs) -> C
             let page_done = arrival_of(&page, u64::MAX);
             last = last.max(page_done);
             // Connections: (index, free at); more open as requests wait.
-            let mut conns: Vec<(usize, f64)> = vec![(c0, page_done)];
+            let mut conns: Vec<(usize, f64)> = vec![(c0, page_done + po)];
             for (k, &resp) in image_resp.iter().enumerate() {
                 let known_at = if revalidating_from_cache || max == 1 {
-                    page_done
+                    page_done + po
                 } else {
                     known(&page, k)
                 };
@@ -706,7 +815,7 @@ fn simulate(inp: &Inputs<'_>, strategy: Strategy, test: Test, knobs: Knobs) -> C
                 let at = sim.client_send(start.0, start.1, q);
                 let a = sim.server_send(start.0, at + sim.server_s, resp);
                 let done = arrival_of(&a, u64::MAX);
-                conns[ci].1 = done;
+                conns[ci].1 = done + po;
                 last = last.max(done);
             }
             for (c, free) in conns {
@@ -714,7 +823,7 @@ fn simulate(inp: &Inputs<'_>, strategy: Strategy, test: Test, knobs: Knobs) -> C
             }
         }
         Shape::Pipelined | Shape::Multiplexed => {
-            let pipelined = shape(strategy, test) == Shape::Pipelined;
+            let pipelined = shape(strategy, test, &inp.client) == Shape::Pipelined;
             let (c0, r0) = sim.open(0.0);
             let at = sim.client_send(c0, r0, q);
             let page = sim.server_send(c0, at + sim.server_s, page_resp);
@@ -731,22 +840,40 @@ fn simulate(inp: &Inputs<'_>, strategy: Strategy, test: Test, knobs: Knobs) -> C
                 })
                 .collect();
             // Batches of request bytes: (sent at, requests completed by it).
-            let batches = if pipelined {
+            let batches = if pipelined && inp.client.flush_at_page_end {
+                // Every request leaves together once the page is read
+                // (and the robot's host is done with it).
+                let t = known_at.iter().copied().fold(page_done + po, f64::max);
+                vec![(t, n, q * n as u64)]
+            } else if pipelined {
                 pipeline_batches(&known_at, q, &inp.client)
             } else {
                 group_same_time(&known_at, q)
             };
             let mut done_reqs = 0usize;
+            // The robot reads on only when its host is free.
+            let mut busy = page_done + po;
             for (t, count, bytes) in batches {
                 let arrive = sim.client_send(c0, t, bytes);
                 if count == 0 {
                     continue;
                 }
-                let resp: u64 = image_resp[done_reqs..done_reqs + count].iter().sum();
+                let sizes = &image_resp[done_reqs..done_reqs + count];
+                let resp: u64 = sizes.iter().sum();
                 done_reqs += count;
                 let ready = arrive + sim.server_s * count as f64;
                 let a = sim.server_send(c0, ready, resp);
-                last = last.max(arrival_of(&a, u64::MAX));
+                if po > 0.0 {
+                    let mut end = 0u64;
+                    for &b in sizes {
+                        end += b;
+                        let done = arrival_of(&a, end).max(busy);
+                        busy = done + po;
+                        last = last.max(done);
+                    }
+                } else {
+                    last = last.max(arrival_of(&a, u64::MAX));
+                }
             }
             sim.close(c0, last);
         }
@@ -757,7 +884,29 @@ fn simulate(inp: &Inputs<'_>, strategy: Strategy, test: Test, knobs: Knobs) -> C
             let a = sim.server_send(c0, at + sim.server_s * (n + 1) as f64, total);
             last = arrival_of(&a, u64::MAX);
             sim.close(c0, last);
+            if po > 0.0 {
+                // The robot handles the n + 1 parts as they arrive, spread
+                // evenly from the head to the end (`conn::busy_after`), and
+                // its load ends when it is done with the last.
+                let head = arrival_of(&a, 1);
+                let parts = n + 1;
+                let spacing = (last - head) / parts as f64;
+                let mut t = head;
+                for k in 1..=parts {
+                    let arrived = if k == parts {
+                        last
+                    } else {
+                        head + spacing * k as f64
+                    };
+                    t = t.max(arrived) + po;
+                }
+                last = t;
+            }
         }
+    }
+    // The robot's load ends when its host is done with the last object.
+    if po > 0.0 && shape(strategy, test, &inp.client) != Shape::Bundle {
+        last += po;
     }
     sim.finish_acks();
     sim.cost(last)
@@ -843,7 +992,7 @@ fn lower_bound(inp: &Inputs<'_>, strategy: Strategy, test: Test) -> (f64, u32) {
         _ => 1,
     };
     let rtt = inp.link.rtt_s;
-    let one_round = shape(strategy, test) == Shape::Bundle || image_resp.is_empty();
+    let one_round = shape(strategy, test, &inp.client) == Shape::Bundle || image_resp.is_empty();
     if one_round {
         let t = f64::from(setup + 1) * rtt + line(page_resp + images);
         return (t, setup + 1);

@@ -354,6 +354,18 @@ impl Conn {
         out
     }
 
+    /// The client's reader took in a pushed segment that arrived at `at`
+    /// and emptied its receive queue: Linux acknowledges it at once
+    /// (`tcp_cleanup_rbuf`, `ICSK_ACK_PUSHED`) instead of holding it for
+    /// the delayed-ACK timer. Returns when the ACK of everything sent so
+    /// far reaches the server.
+    pub fn ack_read(&mut self, wire: &mut Wire, at: f64) -> f64 {
+        if self.pending.take().is_some() {
+            self.client_ack(wire, at, 1);
+        }
+        self.acks.iter().map(|a| a.0).fold(at, f64::max)
+    }
+
     /// A held ACK left on another packet (a FIN): no packet of its own.
     pub fn drop_held_ack(&mut self) {
         self.pending = None;

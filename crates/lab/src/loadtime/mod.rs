@@ -11,6 +11,7 @@
 //! writes Figures 5-8 as SVG, CSV and results.json.
 
 pub mod claims;
+pub mod model;
 pub mod report;
 
 use std::path::{Path, PathBuf};

@@ -27,6 +27,9 @@ pub struct Results {
     /// The claims with the count of runs left out (`claims` is its list).
     #[serde(skip)]
     pub judged: Judged,
+    /// The expected-time model beside every cell (docs/model.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::expect::suites::SuiteEval>,
 }
 
 impl Results {
@@ -41,10 +44,14 @@ impl Results {
             cells,
             claims: Vec::new(),
             judged: Judged::new(crate::claims::Suite::Getall, 0, 0, Vec::new()),
+            model: None,
         };
         r.local_noise = noise_floor(&r.cells);
         r.judged = r.judge();
         r.claims = r.judged.claims.clone();
+        r.model = serde_json::to_value(&r)
+            .ok()
+            .and_then(|v| super::model::eval_value(&v, 0.0).ok());
         r
     }
 
@@ -260,6 +267,10 @@ impl Report for Results {
             }
         }
         let _ = writeln!(s, "End hosts: {}", self.plan.hosts.name());
+        if let Some(m) = &self.model {
+            s.push('\n');
+            s.push_str(&m.render());
+        }
         s.push('\n');
         s.push_str(&self.judged.render());
         s

@@ -174,12 +174,18 @@ fn tar_header(name: &str, size: usize) -> [u8; 512] {
     h
 }
 
+/// The generator of set `set` of group `group` (index into
+/// [`GROUP_MEANS`]): its sizes are [`set_sizes`] of it, drawn first.
+pub fn set_rng(seed: u64, group: usize, set: usize) -> ChaCha8Rng {
+    ChaCha8Rng::seed_from_u64(seed ^ ((group as u64) << 32) ^ set as u64)
+}
+
 /// Writes every set of every group under `dir` (deterministic from `seed`).
 pub fn generate(dir: &Path, seed: u64, sets: usize) -> Result<Vec<FileSet>> {
     let mut out = Vec::new();
     for (g, &mean) in GROUP_MEANS.iter().enumerate() {
         for s in 0..sets {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((g as u64) << 32) ^ s as u64);
+            let mut rng = set_rng(seed, g, s);
             let set_dir = dir.join(format!("{}k", mean >> 10)).join(format!("set{s}"));
             fs::create_dir_all(&set_dir)
                 .with_context(|| format!("create {}", set_dir.display()))?;

@@ -808,6 +808,9 @@ struct ResultsJson<'a> {
     window_rows: Vec<&'a RunRow>,
     idle: &'a [IdleNoise],
     claims: &'a [Claim],
+    /// The expected-time model beside the warm runs (docs/model.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    model: Option<crate::expect::suites::SuiteEval>,
 }
 
 /// Writes results.json, results.csv, report.txt, report.html and the
@@ -914,7 +917,28 @@ pub fn write(
         window_rows: windows.clone(),
         idle: &out.idle,
         claims: &[],
+        model: None,
     };
+    // The model beside the measured cells, from the results as written.
+    let model = serde_json::to_value(&json)
+        .map_err(anyhow::Error::from)
+        .and_then(|v| super::model::eval_value(&v, 0.0));
+    match &model {
+        Ok(m) => {
+            let t = m.render();
+            text.push('\n');
+            text.push_str(&t);
+            let _ = writeln!(
+                html,
+                "<h2>The model beside the measurement</h2>\n<pre>{}</pre>",
+                esc(&t)
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(text, "\nThe model: not evaluated ({e:#})");
+        }
+    }
+    json.model = model.ok();
     // Judged from the results as written, as `pagewire claims` reads them.
     let judged = crate::claims::judge_serialized(&json, Suite::Objpack);
     let block = format!("{}{}", judged.render(), super::claims::render_self_test());

@@ -1,6 +1,6 @@
 //! `pagewire model DIR [--json] [--write] [--server-ms MS]`: the
-//! expected-time model beside a Microscape-suite results directory's
-//! measurement, from its run records alone (no new runs): measured,
+//! expected-time model beside a Microscape-, objpack- or getall-suite
+//! results directory's measurement, from its run records alone (no new runs): measured,
 //! predicted and lower bound per cell, where the time goes, and the
 //! model's error (mean absolute percentage error, Spearman's rank
 //! correlation) per network and over the directory.
@@ -16,8 +16,8 @@ use serde_json::json;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A Microscape-suite results directory (with results.json), or its
-    /// results.json.
+    /// A Microscape-, objpack- or getall-suite results directory (with
+    /// results.json), or its results.json.
     pub dir: PathBuf,
     /// Print the evaluation as JSON.
     #[arg(long)]
@@ -37,8 +37,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     // A directory that cannot be read is a failure (1), as in `claims`.
-    let eval = pagewire_lab::expect::eval::eval_dir(&args.dir, args.server_ms / 1e3)
-        .map_err(|e| e.context("model"))?;
+    let eval = evaluate(&args.dir, args.server_ms / 1e3).map_err(|e| e.context("model"))?;
     let text = eval.render();
     if args.write {
         let dir = if args.dir.is_dir() {
@@ -71,6 +70,50 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         print!("{text}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The evaluation of one suite's results directory.
+#[derive(serde::Serialize)]
+#[serde(untagged)]
+enum Eval {
+    Microscape(pagewire_lab::expect::eval::ModelEval),
+    Suite(pagewire_lab::expect::suites::SuiteEval),
+}
+
+impl Eval {
+    fn render(&self) -> String {
+        match self {
+            Eval::Microscape(e) => e.render(),
+            Eval::Suite(e) => e.render(),
+        }
+    }
+}
+
+/// Reads `path`'s results.json and puts the model of its suite beside it:
+/// the Microscape suite, the objpack suite or the getall suite.
+fn evaluate(path: &std::path::Path, server_s: f64) -> anyhow::Result<Eval> {
+    let file = if path.is_dir() {
+        path.join("results.json")
+    } else {
+        path.to_path_buf()
+    };
+    let text =
+        std::fs::read_to_string(&file).with_context(|| format!("read {}", file.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+    let made_by = v.get("made_by").and_then(|m| m.as_str()).unwrap_or("");
+    let with = |e: anyhow::Error| e.context(file.display().to_string());
+    if made_by.contains("--suite objpack") {
+        pagewire_lab::objpack::model::eval_value(&v, server_s)
+            .map(Eval::Suite)
+            .map_err(with)
+    } else if made_by.contains("--suite getall") {
+        pagewire_lab::loadtime::model::eval_value(&v, server_s)
+            .map(Eval::Suite)
+            .map_err(with)
+    } else {
+        pagewire_lab::expect::eval::eval_dir(path, server_s).map(Eval::Microscape)
+    }
 }
 
 fn write_atomic(path: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
