@@ -169,11 +169,11 @@ fn chromium_recording_refuses_robot_flags_and_bad_urls() {
         ),
         (
             vec!["record", "http://127.0.0.1:9/", "--net", "moon"],
-            "moon",
+            "unknown profile \"moon\"",
         ),
         (
             vec!["record", "http://127.0.0.1:9/", "--loss", "2"],
-            "--loss",
+            "invalid loss",
         ),
     ] {
         let o = Command::new(PW)
