@@ -11,61 +11,13 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use common::{run_bounded, PW};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_listening(addr: SocketAddr) {
-    let t = Instant::now();
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "{addr} not listening"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Killed on drop, also when an assertion fails.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Processes whose command line names `needle` (the test's own directory).
-fn processes_naming(needle: &str) -> Vec<String> {
-    let me = std::process::id().to_string();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.bytes().all(|b| b.is_ascii_digit()) || name == me {
-            continue;
-        }
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(needle) {
-            found.push(format!("{name}: {cmdline}"));
-        }
-    }
-    found
-}
+use common::tls_site::{processes_naming, record, require_nginx_and_chromium, Killed, TlsSite};
+use common::PW;
 
 /// One GET to the replay server for `host` (the Host field picks the
 /// recorded origin); returns (status line, body).
@@ -92,130 +44,37 @@ fn replay_get(addr: &str, host: &str, target: &str) -> (String, Vec<u8>) {
 
 #[test]
 fn chromium_records_two_tls_origins_and_script_loaded_objects() {
-    let Some(nginx) = pagewire_testreq::require_peer("nginx") else {
+    let Some(nginx) = require_nginx_and_chromium() else {
         return;
     };
-    if pagewire_testreq::require_any_peer(&["chromium", "chromium-browser", "google-chrome"])
-        .is_none()
-    {
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let (pa, pb) = (free_port(), free_port());
-    let (a, b) = (format!("127.0.0.1:{pa}"), format!("127.0.0.1:{pb}"));
-
-    // Origin A: the page, a stylesheet, data.json (fetched by a script).
-    // Origin B (HTTP/2): an image named by the HTML, and late.bin, an image
-    // a script inserts after the load event.
-    let page = format!(
-        "<!doctype html><html><head><title>rec</title>\n\
-         <link rel=\"stylesheet\" href=\"/style.css\"></head><body><h1>two origins</h1>\n\
-         <img src=\"https://{b}/b.gif\">\n\
-         <script>\n\
-         fetch('/data.json?x=1').then(r => r.text()).then(t => {{ document.title = t; }});\n\
-         addEventListener('load', () => setTimeout(() => {{\n\
-           const i = document.createElement('img'); i.src = 'https://{b}/late.bin';\n\
-           document.body.appendChild(i); }}, 150));\n\
-         </script></body></html>\n"
-    );
-    let gif: Vec<u8> = b"GIF89a"
-        .iter()
-        .copied()
-        .chain((0..3000u32).map(|i| (i * 7 % 256) as u8))
-        .collect();
-    let late: Vec<u8> = (0..20_000u32).map(|i| (i * 13 + i / 256) as u8).collect();
-    let files: Vec<(&str, String, Vec<u8>)> = vec![
-        ("a", "/index.html".into(), page.into_bytes()),
-        (
-            "a",
-            "/style.css".into(),
-            "h1 { color: #345; }\n".repeat(50).into_bytes(),
-        ),
-        ("a", "/data.json".into(), b"{\"fetched\": true}".to_vec()),
-        ("b", "/b.gif".into(), gif),
-        ("b", "/late.bin".into(), late),
-    ];
-    for (root, path, body) in &files {
-        let p = d.join(root).join(&path[1..]);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, body).unwrap();
-    }
-    let tls = pagewire_tls::write(
-        &d.join("tls"),
-        &pagewire_tls::issue(&["127.0.0.1"]).unwrap(),
-    )
-    .unwrap();
-    let dd = d.display();
-    let conf = format!(
-        "daemon off; master_process off; worker_processes 1; pid {dd}/nginx.pid;\n\
-         error_log {dd}/error.log warn; events {{ worker_connections 64; }}\n\
-         http {{ types {{ text/html html; text/css css; application/json json; image/gif gif; }}\n\
-         default_type application/octet-stream; access_log {dd}/access.log;\n\
-         client_body_temp_path {dd}/tb; proxy_temp_path {dd}/tp; fastcgi_temp_path {dd}/tf;\n\
-         uwsgi_temp_path {dd}/tu; scgi_temp_path {dd}/ts;\n\
-         ssl_certificate {chain}; ssl_certificate_key {key};\n\
-         server {{ listen {a} ssl; root {dd}/a; }}\n\
-         server {{ listen {b} ssl http2; root {dd}/b; }} }}\n",
-        chain = tls.chain.display(),
-        key = tls.key.display(),
-    );
-    std::fs::write(d.join("nginx.conf"), conf).unwrap();
-    let server = Killed(
-        Command::new(nginx)
-            .arg("-p")
-            .arg(d)
-            .arg("-c")
-            .arg(d.join("nginx.conf"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn nginx"),
-    );
-    wait_listening(a.parse().unwrap());
-    wait_listening(b.parse().unwrap());
+    let site = TlsSite::start(&nginx, d);
 
     let warc = d.join("site.warc");
     let tmp = d.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let (out, _, _) = run_bounded(
-        Command::new(PW)
-            .args(["record", &format!("https://{a}/index.html"), "--out-file"])
-            .arg(&warc)
-            .arg("--upstream-ca")
-            .arg(&tls.ca)
-            .args(["--quiet", "800ms", "--timeout", "20s"])
-            // The browser's profile goes under the test's directory, so a
-            // process left behind would name it.
-            .env("TMPDIR", &tmp),
-        Duration::from_secs(25),
-        "pagewire record",
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    drop(server);
-    assert!(out.status.success(), "record: {stdout}\n{stderr}");
+    let (stdout, stderr) = record(&site, &warc, &tmp, &[]);
     assert!(
         stdout.contains("from 2 origins"),
         "both origins: {stdout}\n{stderr}"
     );
 
     let archive = pagewire_replay::Archive::load(&warc).unwrap();
-    for (root, path, body) in &files {
-        let origin = if *root == "a" { &a } else { &b };
-        let want = if path == "/data.json" {
-            format!("https://{origin}/data.json?x=1")
-        } else {
-            format!("https://{origin}{path}")
-        };
+    // Recorded on loopback, and the archive says so.
+    assert_eq!(
+        archive.info_field(pagewire_replay::RECORDED_LINK_FIELD),
+        Some("none")
+    );
+    for o in &site.objects {
+        let want = site.url_of(o);
+        let origin = site.origin_of(o);
         let e = archive
             .exchanges
             .iter()
             .find(|e| e.url == want)
             .unwrap_or_else(|| panic!("{want} not recorded: {stdout}"));
         assert_eq!(e.status, 200, "{want}");
-        assert!(&e.body[..] == body.as_slice(), "{want}: body differs");
+        assert!(e.body[..] == o.body[..], "{want}: body differs");
         let t = e.timing.expect("timing recorded");
         assert!(
             t.sent_ms <= t.first_byte_ms && t.first_byte_ms <= t.done_ms,
@@ -225,7 +84,7 @@ fn chromium_records_two_tls_origins_and_script_loaded_objects() {
         assert!(
             head.starts_with(&format!(
                 "GET {} HTTP/1.1\r\nHost: {origin}\r\n",
-                &want[8 + origin.len()..]
+                TlsSite::target_of(o)
             )),
             "{head}"
         );
@@ -255,18 +114,14 @@ fn chromium_records_two_tls_origins_and_script_loaded_objects() {
         .strip_prefix("listening on http://")
         .unwrap_or_else(|| panic!("serve --replay said {line:?}"))
         .to_string();
-    for (root, path, body) in &files {
-        let host = if *root == "a" { &a } else { &b };
-        let target = if path == "/data.json" {
-            "/data.json?x=1"
-        } else {
-            path
-        };
-        let (status, got) = replay_get(&addr, host, target);
+    for o in &site.objects {
+        let (host, target) = (site.origin_of(o), TlsSite::target_of(o));
+        let (status, got) = replay_get(&addr, host, &target);
         assert!(status.contains(" 200"), "{host}{target}: {status}");
-        assert!(got == *body, "{host}{target}: replayed body differs");
+        assert!(got == o.body, "{host}{target}: replayed body differs");
     }
     drop(replay);
+    drop(site);
 
     let left = processes_naming(&d.display().to_string());
     assert!(left.is_empty(), "processes left behind: {left:?}");
@@ -297,6 +152,29 @@ fn chromium_recording_refuses_robot_flags_and_bad_urls() {
             ],
             "--with chromium",
         ),
+        (
+            vec![
+                "record",
+                "http://127.0.0.1:9/",
+                "--with",
+                "robot",
+                "--net",
+                "wan",
+            ],
+            "--net and the link flags are for --with chromium",
+        ),
+        (
+            vec!["record", "http://127.0.0.1:9/", "--pcap", "x.pcap"],
+            "add --net PROFILE",
+        ),
+        (
+            vec!["record", "http://127.0.0.1:9/", "--net", "moon"],
+            "unknown profile \"moon\"",
+        ),
+        (
+            vec!["record", "http://127.0.0.1:9/", "--loss", "2"],
+            "invalid loss",
+        ),
     ] {
         let o = Command::new(PW)
             .args(args.iter())
@@ -310,4 +188,98 @@ fn chromium_recording_refuses_robot_flags_and_bad_urls() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!Path::new(&out).exists(), "{args:?} wrote a file");
     }
+}
+
+/// `record --net wan`: the browser is in the link's client namespace and
+/// the proxy on its far side, so every request crosses the link (a
+/// subresource is asked for at least one link RTT after the proxy had the
+/// page whole) while the server times are the proxy's, measured beside the
+/// origins (a static file from a local nginx: well under the link's RTT,
+/// which every server time would exceed if it included the link). The
+/// archive's warcinfo names the link and what crossed it; the pcap holds
+/// those packets.
+#[test]
+fn chromium_records_over_an_emulated_link() {
+    if !pagewire_testreq::require_root() {
+        return;
+    }
+    let Some(nginx) = require_nginx_and_chromium() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let site = TlsSite::start(&nginx, d);
+    let warc = d.join("wan.warc.gz");
+    let pcap = d.join("rec.pcap");
+    let (stdout, stderr) = record(
+        &site,
+        &warc,
+        &d.join("tmp"),
+        &["--net", "wan", "--pcap", pcap.to_str().unwrap(), "--json"],
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+    assert_eq!(j["link"]["profile"], "wan", "{j}");
+    let rtt_ms = j["link"]["rtt_ms"].as_f64().unwrap();
+    assert!(rtt_ms > 0.0, "{j}");
+    let packets = j["link_counters"]["packets"].as_u64().unwrap();
+    // Every connection (one per tunnel and the plain one) crossed it.
+    assert!(
+        j["link_counters"]["connections"].as_u64().unwrap() >= 2,
+        "{j}"
+    );
+    assert_eq!(common::pcap_records(&pcap), packets, "{j}");
+
+    let archive = pagewire_replay::Archive::load(&warc).unwrap();
+    let link: serde_json::Value = serde_json::from_str(
+        archive
+            .info_field(pagewire_replay::RECORDED_LINK_FIELD)
+            .expect("the link in the warcinfo"),
+    )
+    .unwrap();
+    assert_eq!(link["profile"], "wan");
+    assert_eq!(link["rtt_ms"].as_f64(), Some(rtt_ms));
+    let counted: serde_json::Value = serde_json::from_str(
+        archive
+            .info_field("pagewire-recorded-link-counters")
+            .expect("the link's counters in the warcinfo"),
+    )
+    .unwrap();
+    assert_eq!(counted["packets"].as_u64(), Some(packets));
+
+    let timing = |o: &common::tls_site::Object| {
+        let want = site.url_of(o);
+        let e = archive
+            .exchanges
+            .iter()
+            .find(|e| e.url == want)
+            .unwrap_or_else(|| panic!("{want} not recorded: {stdout}"));
+        assert!(e.body[..] == o.body[..], "{want}: body differs");
+        e.timing.expect("timing recorded")
+    };
+    let page = timing(&site.objects[0]);
+    let mut server_ms = Vec::new();
+    for o in &site.objects {
+        let t = timing(o);
+        server_ms.push(t.server_ms);
+        // Named by the page's HTML: asked for only after the page crossed
+        // to the browser and the request crossed back.
+        if o.path == "/style.css" || o.path == "/b.gif" {
+            assert!(
+                t.sent_ms - page.done_ms >= rtt_ms,
+                "{} asked for {:.1} ms after the page was whole at the proxy (rtt {rtt_ms} ms)",
+                o.path,
+                t.sent_ms - page.done_ms
+            );
+        }
+    }
+    server_ms.sort_by(f64::total_cmp);
+    let median = server_ms[server_ms.len() / 2];
+    assert!(
+        median < rtt_ms,
+        "median server time {median:.1} ms: the link's {rtt_ms} ms in it? {server_ms:?}"
+    );
+    drop(site);
+    let left = processes_naming(&d.display().to_string());
+    assert!(left.is_empty(), "processes left behind: {left:?}");
 }

@@ -155,7 +155,16 @@ pub struct Archive {
     /// most [`MAX_NOTES`] kept; `skipped_total` counts all).
     pub skipped: Vec<String>,
     pub skipped_total: usize,
+    /// The fields of the archive's `warcinfo` records (name, value), in
+    /// order: what made it and, for `pagewire record`, the conditions it
+    /// was recorded under ([`RECORDED_LINK_FIELD`], ...).
+    pub info: Vec<(String, String)>,
 }
+
+/// The `warcinfo` field in which `pagewire record` names the link the
+/// recording browser was on: `none` (loopback), or the emulated link's
+/// configuration as one line of JSON (`record --net`).
+pub const RECORDED_LINK_FIELD: &str = "pagewire-recorded-link";
 
 /// Most skip notes an archive keeps.
 pub const MAX_NOTES: usize = 20;
@@ -166,6 +175,14 @@ impl Archive {
         if self.skipped.len() < MAX_NOTES {
             self.skipped.push(why);
         }
+    }
+
+    /// The value of the first `warcinfo` field named `name` (any case).
+    pub fn info_field(&self, name: &str) -> Option<&str> {
+        self.info
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     pub(crate) fn push(&mut self, e: Exchange, total: &mut u64) -> Result<(), ArchiveError> {

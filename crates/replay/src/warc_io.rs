@@ -133,6 +133,19 @@ pub fn read(bytes: &[u8]) -> Result<Archive, ArchiveError> {
                     Err(why) => archive.skip(format!("{uri}: {why}")),
                 }
             }
+            "warcinfo" => {
+                // application/warc-fields: `name: value` lines.
+                for line in String::from_utf8_lossy(&body).lines() {
+                    if let Some((name, value)) = line.split_once(':') {
+                        if archive.info.len() < crate::MAX_NOTES * 4 {
+                            archive
+                                .info
+                                .push((name.trim().to_string(), value.trim().to_string()));
+                        }
+                    }
+                }
+                archive.skip(format!("warcinfo record {} skipped", n + 1));
+            }
             other => archive.skip(format!(
                 "{} record {} skipped",
                 if other.is_empty() { "untyped" } else { other },
@@ -297,12 +310,30 @@ fn record_bytes(
 /// gzips every record as its own member. Written to a temporary name
 /// first, then renamed: a failed write leaves no partial archive.
 pub fn write(path: &Path, exchanges: &[Exchange], software: &str) -> Result<u64, ArchiveError> {
+    write_with_info(path, exchanges, software, &[])
+}
+
+/// [`write`], with more `warcinfo` fields after `software` and `format`
+/// (a value's line breaks become spaces: one field, one line).
+pub fn write_with_info(
+    path: &Path,
+    exchanges: &[Exchange],
+    software: &str,
+    info: &[(&str, String)],
+) -> Result<u64, ArchiveError> {
     let gz = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
     let date = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let mut records: Vec<Vec<u8>> = Vec::with_capacity(exchanges.len() * 2 + 1);
-    let info = format!("software: {software}\r\nformat: WARC File Format 1.1\r\n");
+    let mut fields = format!("software: {software}\r\nformat: WARC File Format 1.1\r\n");
+    for (name, value) in info {
+        let value: String = value
+            .chars()
+            .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+            .collect();
+        fields.push_str(&format!("{name}: {value}\r\n"));
+    }
     records.push(record_bytes(
         RecordType::WarcInfo,
         &Record::<BufferedBody>::generate_record_id(),
@@ -312,7 +343,7 @@ pub fn write(path: &Path, exchanges: &[Exchange], software: &str) -> Result<u64,
         "application/warc-fields",
         None,
         None,
-        info.as_bytes(),
+        fields.as_bytes(),
     )?);
     for e in exchanges {
         let req_id = Record::<BufferedBody>::generate_record_id();
@@ -456,6 +487,31 @@ mod tests {
         }
         let gz = std::fs::read(dir.join("s.warc.gz")).unwrap();
         assert!(plain_bytes(&gz).unwrap().starts_with(b"WARC/1.1\r\n"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn warcinfo_fields_are_written_and_read_back() {
+        let dir = std::env::temp_dir().join(format!("pagewire-warcinfo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("i.warc.gz");
+        let link = "{\"profile\": \"wan\",\n \"rtt_ms\": 90.0}".to_string();
+        write_with_info(
+            &p,
+            &[ex("http://a.test/", b"x")],
+            "test",
+            &[(crate::RECORDED_LINK_FIELD, link)],
+        )
+        .unwrap();
+        let a = crate::Archive::load(&p).unwrap();
+        assert_eq!(a.info_field("software"), Some("test"));
+        // One line: the value's line break became a space.
+        assert_eq!(
+            a.info_field("Pagewire-Recorded-Link"),
+            Some("{\"profile\": \"wan\",  \"rtt_ms\": 90.0}")
+        );
+        assert_eq!(a.info_field("absent"), None);
+        assert_eq!(a.exchanges.len(), 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -25,8 +25,14 @@ pub struct ReplayPage {
     /// The page's recorded URL.
     pub url: String,
     /// sha256 (hex) per request target (path and query) of the page's
-    /// origin's recorded 200 GET responses, the page included.
+    /// origin's recorded 200 GET responses, the page included: what a
+    /// browser run must bring back.
     pub expected: BTreeMap<String, String>,
+    /// The part of `expected` the robot can find: the page and what its
+    /// HTML and recorded stylesheets name, transitively (a request a
+    /// script made is recorded, by `pagewire record` with Chromium, but no
+    /// robot finds it).
+    pub robot_expected: BTreeMap<String, String>,
     /// Body bytes per target, for the composition table.
     sizes: BTreeMap<String, (usize, String)>,
     /// Every recorded origin (a browser is pointed at each:
@@ -35,6 +41,43 @@ pub struct ReplayPage {
 }
 
 impl ReplayPage {
+    /// Whether the page itself is https (the robot's HTTP/1.x strategies
+    /// cannot ask for it).
+    pub fn page_is_https(&self) -> bool {
+        self.url
+            .get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+    }
+
+    /// The page's URL as the robot's h2 and h3 strategies ask the TLS
+    /// listener for it: an http page keeps its authority with the port
+    /// written out (`http://a.test/x` is `https://a.test:80/x`), so the
+    /// requests carry the recorded `Host` and match the archive.
+    pub fn https_url(&self) -> String {
+        if self.page_is_https() {
+            return self.url.clone();
+        }
+        let Some((_, authority, target)) = split_url(&self.url) else {
+            return self.url.clone();
+        };
+        let authority = match crate::webreplay::Origin::of_url(&self.url) {
+            Ok(o) => format!(
+                "{}:{}",
+                if o.host.contains(':') {
+                    format!("[{}]", o.host)
+                } else {
+                    o.host
+                },
+                o.port
+            ),
+            Err(_) => authority.to_string(),
+        };
+        format!(
+            "https://{authority}{}",
+            if target.is_empty() { "/" } else { target }
+        )
+    }
+
     /// Whether some recorded origin is https (a browser run needs the TLS
     /// listener then).
     pub fn has_https(&self) -> bool {
@@ -80,9 +123,9 @@ impl ReplayPage {
         let Some((scheme, authority, _)) = split_url(&page_ex.url) else {
             bail!("the page URL {:?} is not absolute", page_ex.url);
         };
-        if !scheme.eq_ignore_ascii_case("http") {
+        if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
             bail!(
-                "the page {} is {scheme}: the robot speaks plain http (record the site over http)",
+                "the page {} is {scheme}: only http and https pages are replayed",
                 page_ex.url
             );
         }
@@ -112,9 +155,11 @@ impl ReplayPage {
             expected.insert(k.target.clone(), sha);
             sizes.insert(k.target, (e.body.len(), ct));
         }
+        let robot_expected = robot_reachable(&a, &page_ex.url, &expected);
         let origins = crate::webreplay::origins(&a)?;
         Ok(ReplayPage {
             origins,
+            robot_expected,
             archive: archive
                 .canonicalize()
                 .with_context(|| format!("find {}", archive.display()))?,
@@ -152,4 +197,53 @@ impl ReplayPage {
         }
         s
     }
+}
+
+/// The targets of `expected` the robot can reach from `page`: the page,
+/// then what each reached HTML page and stylesheet names (resolved against
+/// its own URL) on the page's origin, transitively, as the robot follows
+/// them.
+fn robot_reachable(
+    a: &Archive,
+    page: &str,
+    expected: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let body_of = |target: &str| {
+        a.exchanges.iter().find(|e| {
+            e.status == 200
+                && e.method.eq_ignore_ascii_case("GET")
+                && pagewire_discover::same_server_path(page, &e.url).as_deref() == Some(target)
+        })
+    };
+    let mut reached = std::collections::BTreeSet::new();
+    let mut todo = vec![page.to_string()];
+    // Bounded: each target of `expected` is queued at most once.
+    while let Some(url) = todo.pop() {
+        let Some(target) = pagewire_discover::same_server_path(page, &url) else {
+            continue;
+        };
+        if !expected.contains_key(&target) || !reached.insert(target.clone()) {
+            continue;
+        }
+        let Some(e) = body_of(&target) else { continue };
+        let ct = e
+            .header("content-type")
+            .map(|v| String::from_utf8_lossy(v).to_ascii_lowercase())
+            .unwrap_or_default();
+        if ct.contains("html") {
+            todo.extend(pagewire_discover::Discoverer::all(&e.url, &e.body));
+        } else if ct.contains("css") {
+            let css = String::from_utf8_lossy(&e.body);
+            todo.extend(
+                pagewire_discover::css_urls(&css)
+                    .iter()
+                    .filter_map(|r| pagewire_discover::resolve(&e.url, r)),
+            );
+        }
+    }
+    expected
+        .iter()
+        .filter(|(t, _)| reached.contains(*t))
+        .map(|(t, s)| (t.clone(), s.clone()))
+        .collect()
 }

@@ -391,6 +391,10 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
             .map(|(p, b)| (p, sha256_hex(&b)))
             .collect(),
     };
+    let robot_expected = match &cfg.replay {
+        Some(r) => r.robot_expected.clone(),
+        None => expected.clone(),
+    };
 
     // The bar counts the plan's wall-clock estimate in ms (a PPP run shares
     // its time with the other lanes); it ticks every second, and its ETA is
@@ -454,6 +458,7 @@ pub fn run(cfg: &BenchConfig) -> Result<Outcomes> {
         root: &root,
         caches: &caches,
         expected: &expected,
+        robot_expected: &robot_expected,
         pb: &pb,
         tls: tls.as_ref(),
         live: &live,
@@ -563,6 +568,9 @@ struct LaneCtx<'a> {
     root: &'a Path,
     caches: &'a Path,
     expected: &'a BTreeMap<String, String>,
+    /// What the robot's runs must bring back (a replayed page: what its
+    /// HTML and stylesheets name; else `expected`).
+    robot_expected: &'a BTreeMap<String, String>,
     pb: &'a ProgressBar,
     /// The run's certificates when the plan has `h2`/`h3` runs.
     tls: Option<&'a pagewire_tls::Files>,
@@ -638,9 +646,9 @@ fn run_lane(
         ),
     };
     let tls_url = match &cfg.replay {
-        // A replayed page keeps its recorded URL; a browser reaches its
-        // https origins through the TLS listener.
-        Some(r) => r.url.clone(),
+        // The robot's h2 and h3 runs ask the TLS listener for the page in
+        // its https form (a browser keeps the recorded URL: below).
+        Some(r) => r.https_url(),
         None => format!(
             "https://{}:{TLS_PORT}{}",
             link.server_addr(),
@@ -667,13 +675,19 @@ fn run_lane(
             }
         ));
         let (url, ca) = match ctx.tls {
-            Some(files)
-                if spec.strategy.needs_tls()
-                    || (cfg.replay.is_some() && spec.strategy.is_browser()) =>
-            {
-                (&tls_url, Some(files.ca.clone()))
+            // A replayed page keeps its recorded URL for a browser: every
+            // recorded origin is mapped to its listener, the https ones to
+            // the TLS listener.
+            Some(files) if cfg.replay.is_some() && spec.strategy.is_browser() => {
+                (&url, Some(files.ca.clone()))
             }
+            Some(files) if spec.strategy.needs_tls() => (&tls_url, Some(files.ca.clone())),
             _ => (&url, None),
+        };
+        let expected = if spec.strategy.is_browser() {
+            ctx.expected
+        } else {
+            ctx.robot_expected
         };
         let in_flight = crate::interrupt::InFlight::cancellable();
         let lanes = f64::from(cfg.plan.lanes(net));
@@ -697,16 +711,7 @@ fn run_lane(
         }
         let lane_key = format!("{net}{lane}");
         ctx.live.start(lane_key.clone(), spec.estimate_s(), lanes);
-        let rec = one_run(
-            cfg,
-            &link,
-            url,
-            ca,
-            ctx.caches,
-            spec,
-            ctx.expected,
-            &lc_json,
-        );
+        let rec = one_run(cfg, &link, url, ca, ctx.caches, spec, expected, &lc_json);
         drop(in_flight);
         ctx.live.end(&lane_key);
         let rec = match rec {
@@ -802,11 +807,18 @@ fn one_run(
     fc.request_profile = cfg.request_profile;
     fc.nodelay = !cfg.nagle.client();
     if cfg.replay.is_some() {
-        // Every recorded name is the server namespace (Mahimahi's replay).
+        // Every recorded name is the server namespace (Mahimahi's replay):
+        // its TLS listener for h2 and h3 (QUIC on the same port), else the
+        // plain one.
+        let port = if spec.strategy.needs_tls() {
+            TLS_PORT
+        } else {
+            SERVER_PORT
+        };
         fc.connect_to = vec![pagewire_client::ConnectTo {
             host: None,
             port: None,
-            addr: std::net::SocketAddr::new(link.server_addr().into(), SERVER_PORT),
+            addr: std::net::SocketAddr::new(link.server_addr().into(), port),
         }];
     }
     fc.tls_ca = tls_ca;

@@ -653,11 +653,28 @@ fn microscape(a: MicroscapeArgs) -> Result<ExitCode> {
             let page =
                 pagewire_lab::microscape::replay::ReplayPage::load(file, a.replay_page.as_deref())
                     .with_context(|| format!("--replay {}", file.display()))?;
+            if page.page_is_https() {
+                let plain: Vec<String> = strategies
+                    .iter()
+                    .filter(|s| !s.is_browser() && !s.needs_tls())
+                    .map(|s| s.to_string())
+                    .collect();
+                if !plain.is_empty() {
+                    crate::usage_bail!(
+                        "--replay: the page {} is https, and the robot speaks HTTP/1.x only in \
+                         plain text: --strategy {} cannot ask for it (use h2, h3 or chromium-*)",
+                        page.url,
+                        plain.join(",")
+                    );
+                }
+            }
             eprintln!(
-                "replaying {}: page {}, {} objects of its origin",
+                "replaying {}: page {}, {} objects of its origin ({} of them named by its HTML \
+                 and stylesheets, which the robot fetches)",
                 file.display(),
                 page.url,
-                page.expected.len()
+                page.expected.len(),
+                page.robot_expected.len()
             );
             Some(page)
         }

@@ -99,6 +99,26 @@ pub struct LinkOverrides {
 }
 
 impl LinkOptions {
+    /// Whether any link flag was given.
+    pub fn any(&self) -> bool {
+        self.rtt.is_some()
+            || self.rate.is_some()
+            || self.up_rate.is_some()
+            || self.down_rate.is_some()
+            || self.trace_up.is_some()
+            || self.trace_down.is_some()
+            || self.mtu.is_some()
+            || self.mss.is_some()
+            || self.queue.is_some()
+            || self.aqm.is_some()
+            || self.loss.is_some()
+            || self.reorder.is_some()
+            || self.jitter.is_some()
+            || self.framing_bytes.is_some()
+            || self.link_compress.is_some()
+            || self.tcp.is_some()
+    }
+
     /// Parses every flag once (trace files are read here), so a bad value
     /// fails before anything starts; each error names its flag.
     pub fn parse(&self) -> Result<LinkOverrides> {

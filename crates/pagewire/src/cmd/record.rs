@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use pagewire_client::{ConnectTo, FetchConfig, Outcome, Strategy, Timeouts};
+use pagewire_emu::{Datapath, Link, LinkConfig, StartOptions};
 use pagewire_replay::{Archive, Exchange};
 use pagewire_server::replay::ReplaySite;
 
@@ -73,6 +74,62 @@ pub struct Args {
     /// Print what was recorded as one JSON object (instead of the lines).
     #[arg(long)]
     pub json: bool,
+    /// With --with chromium: put the recording browser behind an emulated
+    /// link (lan, lan100, t1, wan, ppp, none, with optional +codel / +pie /
+    /// +fq-codel), as `pagewire browse --net` does. The browser runs in the
+    /// link's client namespace and the recording proxy listens on the far
+    /// side, so every byte the browser sends or receives crosses the link,
+    /// while the proxy reaches the origins from this host (and times their
+    /// answers there: server times do not include the link). The link's
+    /// configuration and counters go into the archive's warcinfo record.
+    /// Any link flag (--rtt, --rate, --loss, ...) implies `--net none`
+    /// under it.
+    #[arg(long, value_name = "PROFILE")]
+    pub net: Option<String>,
+    #[command(flatten)]
+    pub link: super::linkopts::LinkOptions,
+    /// With --net: seed for loss and jitter.
+    #[arg(long, default_value_t = super::DEFAULT_SEED)]
+    pub seed: u64,
+    /// With --net: write what crossed the link to this pcap (+ FILE.json).
+    #[arg(long, value_name = "FILE")]
+    pub pcap: Option<PathBuf>,
+    /// With --net: how packets reach the forwarder: tun, packet or auto
+    /// (default: $PAGEWIRE_DATAPATH, else auto).
+    #[arg(long, value_name = "tun|packet|auto")]
+    pub datapath: Option<String>,
+}
+
+/// The emulated link a recording is made on (`--net` and the link flags).
+struct OnLink {
+    config: LinkConfig,
+    datapath: Option<Datapath>,
+}
+
+impl Args {
+    /// `None` without --net and link flags (the browser reaches the proxy
+    /// on loopback); bad values are usage errors, found before anything
+    /// starts.
+    fn on_link(&self) -> anyhow::Result<Option<OnLink>> {
+        let overrides = self.link.parse().map_err(super::usage_from)?;
+        if self.net.is_none() && !self.link.any() {
+            if self.pcap.is_some() || self.datapath.is_some() {
+                crate::usage_bail!(
+                    "--pcap and --datapath are for a recording on a link: add --net PROFILE"
+                );
+            }
+            return Ok(None);
+        }
+        let profile = self.net.as_deref().unwrap_or("none");
+        let config = overrides
+            .config(profile, self.seed)
+            .map_err(super::usage_from)?;
+        let datapath = match self.datapath.as_deref() {
+            Some(d) => Datapath::parse(d).map_err(super::usage_from)?,
+            None => Datapath::from_env().map_err(super::usage_from)?,
+        };
+        Ok(Some(OnLink { config, datapath }))
+    }
 }
 
 /// One recorded exchange, as `--json` prints it.
@@ -105,6 +162,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 fn run_robot(args: Args) -> anyhow::Result<ExitCode> {
     if args.upstream_ca.is_some() {
         anyhow::bail!("--upstream-ca is for --with chromium (the robot records plain HTTP)");
+    }
+    if args.on_link()?.is_some() {
+        anyhow::bail!(
+            "--net and the link flags are for --with chromium (the robot records from this host; \
+             `pagewire bench --replay` puts it on a link)"
+        );
     }
     let strategy = args.strategy.unwrap_or(Strategy::Pipeline);
     let mut cfg = FetchConfig::new(args.url.clone(), strategy);
@@ -231,6 +294,14 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
     if !matches!(scheme.as_deref(), Some("http" | "https")) {
         anyhow::bail!("{}: record takes an http:// or https:// URL", args.url);
     }
+    let on_link = args.on_link()?;
+    if let Some(l) = &on_link {
+        // Still single-threaded (the proxy's runtime is not started yet):
+        // the only moment a user namespace can be entered (a no-op as
+        // root). Checked before any file is written.
+        pagewire_emu::privilege::enter_user_namespace()?;
+        pagewire_emu::privilege::check_for(Datapath::resolve(l.datapath))?;
+    }
     let exe = pagewire_chromium::find_chromium().context(
         "no Chromium found: install chromium (scripts/setup-deps.sh does), set PAGEWIRE_CHROMIUM, \
          or record with --with robot",
@@ -246,27 +317,66 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("start the proxy's runtime")?;
-    let proxy = rt
-        .block_on(proxy::Proxy::start(proxy::Options {
-            upstream_tls,
-            connect_to: args
-                .resolve
-                .iter()
-                .chain(&args.connect_to)
-                .cloned()
-                .collect(),
-            ca: ca.clone(),
-        }))
-        .context("start the recording proxy on 127.0.0.1")?;
+    let link = match &on_link {
+        Some(l) => Some(
+            Link::start_with(
+                l.config.clone(),
+                StartOptions {
+                    datapath: l.datapath,
+                    client_default_route: false,
+                },
+            )
+            .context("start the emulated link")?,
+        ),
+        None => None,
+    };
+    let opts = proxy::Options {
+        upstream_tls,
+        connect_to: args
+            .resolve
+            .iter()
+            .chain(&args.connect_to)
+            .cloned()
+            .collect(),
+        ca: ca.clone(),
+    };
+    let proxy = match &link {
+        // The proxy's listening socket is made in the server namespace;
+        // its connections to origins are made by the runtime's threads,
+        // in this process's own network namespace.
+        Some(link) => {
+            let server = link.server_addr();
+            let listener = link
+                .run_in_server(move || std::net::TcpListener::bind((server, 0)))?
+                .with_context(|| format!("listen on {server} in the link's server namespace"))?;
+            rt.block_on(proxy::Proxy::start_on(listener, opts))
+                .context("start the recording proxy behind the link")?
+        }
+        None => rt
+            .block_on(proxy::Proxy::start(opts))
+            .context("start the recording proxy on 127.0.0.1")?,
+    };
     let work = tempfile::Builder::new()
         .prefix("pagewire-record-")
         .tempdir()
         .context("make a directory for the browser profile")?;
     let log = work.path().join("chromium.log");
-    let loaded = load_through(&exe, work.path(), &log, &proxy, &ca, &args);
+    if let Some(link) = &link {
+        link.begin_run_with(
+            args.pcap.as_deref(),
+            serde_json::json!({
+                "made_by": format!("pagewire {} record", env!("CARGO_PKG_VERSION")),
+                "url": args.url,
+            }),
+        )?;
+    }
+    let loaded = load_through(&exe, work.path(), &log, &proxy, &ca, &args, link.as_ref());
+    let counters = link.as_ref().map(Link::end_run).transpose()?;
     // The proxy stops with its runtime: no task outlives the recording.
     let recorded = proxy.take_log();
     rt.shutdown_timeout(Duration::from_secs(1));
+    let realtime = link.as_ref().is_some_and(Link::realtime_forwarder);
+    drop(link);
     let exe_log = std::fs::read_to_string(&log).unwrap_or_default();
     let mut failed = false;
     if let Err(e) = &loaded {
@@ -292,8 +402,14 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::bail!("nothing to record: no response came back for {}", args.url);
     }
     let software = format!("pagewire {} record (chromium)", env!("CARGO_PKG_VERSION"));
-    let bytes = pagewire_replay::warc_io::write(&args.out, &recorded.exchanges, &software)
-        .map_err(anyhow::Error::new)?;
+    let conditions = conditions(on_link.as_ref(), counters.as_ref(), realtime);
+    let bytes = pagewire_replay::warc_io::write_with_info(
+        &args.out,
+        &recorded.exchanges,
+        &software,
+        &conditions.fields(),
+    )
+    .map_err(anyhow::Error::new)?;
     let origins: std::collections::BTreeSet<&str> = recorded
         .exchanges
         .iter()
@@ -322,6 +438,8 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
             "exchanges": recorded.exchanges.len(),
             "body_bytes": body,
             "h2_exchanges": recorded.h2,
+            "link": conditions.link,
+            "link_counters": conditions.counters,
             "origins": origins,
             "recorded": list,
             "not_recorded": recorded.errors,
@@ -340,6 +458,17 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
         args.out.display(),
         bytes
     );
+        if let (Some(l), Some(c)) = (&on_link, &counters) {
+            println!(
+                "on the {} link (rtt {:.1} ms): {} bytes in {} packets, {} connections, {} retransmissions crossed it",
+                l.config.profile,
+                l.config.rtt.as_secs_f64() * 1e3,
+                c.bytes_total,
+                c.packets_total,
+                c.connections_opened,
+                c.retransmissions
+            );
+        }
     }
     if !recorded.errors.is_empty() {
         eprintln!(
@@ -356,6 +485,63 @@ fn run_chromium(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The conditions a recording was made under, for the archive's warcinfo
+/// record and `--json`.
+struct Conditions {
+    /// The link's configuration (`none`: no emulated link).
+    link: serde_json::Value,
+    /// What crossed the link during the recording.
+    counters: serde_json::Value,
+}
+
+fn conditions(
+    on_link: Option<&OnLink>,
+    counters: Option<&pagewire_emu::LinkCounters>,
+    realtime: bool,
+) -> Conditions {
+    let link = match on_link {
+        None => serde_json::Value::String("none".into()),
+        Some(l) => {
+            let mut v = serde_json::to_value(&l.config).unwrap_or(serde_json::Value::Null);
+            v["forwarder_realtime"] = realtime.into();
+            v
+        }
+    };
+    let counters = counters.map_or(serde_json::Value::Null, |c| {
+        serde_json::json!({
+            "bytes": c.bytes_total,
+            "packets": c.packets_total,
+            "connections": c.connections_opened,
+            "retransmissions": c.retransmissions,
+        })
+    });
+    Conditions { link, counters }
+}
+
+impl Conditions {
+    fn fields(&self) -> Vec<(&'static str, String)> {
+        let mut f = vec![
+            (
+                pagewire_replay::RECORDED_LINK_FIELD,
+                match &self.link {
+                    serde_json::Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                },
+            ),
+            (
+                "pagewire-server-time",
+                "measured by the recording proxy on the origins' side of the link: first \
+                 response byte less request sent less the TCP connect time"
+                    .to_string(),
+            ),
+        ];
+        if !self.counters.is_null() {
+            f.push(("pagewire-recorded-link-counters", self.counters.to_string()));
+        }
+        f
+    }
 }
 
 /// Hosts Chromium itself calls (component updates, account checks, safe
@@ -375,6 +561,7 @@ fn load_through(
     proxy: &proxy::Proxy,
     ca: &pagewire_tls::MintingCa,
     args: &Args,
+    link: Option<&Link>,
 ) -> anyhow::Result<String> {
     let started = Instant::now();
     let deadline = started + args.timeout;
@@ -396,9 +583,16 @@ fn load_through(
             cmd.arg(format!("--proxy-server=http://{proxy_addr}"))
                 .arg(format!(
                     "--proxy-bypass-list=<-loopback>;{BROWSER_SERVICES}"
-                ))
-                .process_group(0);
-            Ok(cmd.spawn()?)
+                ));
+            match link {
+                // In the client namespace (own process group, killed with
+                // the link): its one route is the link.
+                Some(link) => link.spawn_in_client(cmd),
+                None => {
+                    cmd.process_group(0);
+                    Ok(cmd.spawn()?)
+                }
+            }
         },
     )?;
     let product = browser.product.clone();

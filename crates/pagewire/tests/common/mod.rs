@@ -151,3 +151,4 @@ pub fn pcap_records(path: &Path) -> u64 {
     }
     n
 }
+pub mod tls_site;

@@ -122,7 +122,22 @@ impl Proxy {
     /// Listens on 127.0.0.1 (a free port) and serves until the runtime
     /// stops.
     pub async fn start(opts: Options) -> std::io::Result<Proxy> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Proxy::serve(TcpListener::bind("127.0.0.1:0").await?, opts)
+    }
+
+    /// Serves on `listener`, a socket bound elsewhere (`record --net`: in
+    /// the link's server namespace, so the browser's every byte crosses
+    /// the link while the proxy reaches origins from this process's own
+    /// network), until the runtime stops.
+    pub async fn start_on(
+        listener: std::net::TcpListener,
+        opts: Options,
+    ) -> std::io::Result<Proxy> {
+        listener.set_nonblocking(true)?;
+        Proxy::serve(TcpListener::from_std(listener)?, opts)
+    }
+
+    fn serve(listener: TcpListener, opts: Options) -> std::io::Result<Proxy> {
         let addr = listener.local_addr()?;
         let now = Instant::now();
         let shared = Arc::new(Shared {
