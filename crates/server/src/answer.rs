@@ -63,11 +63,12 @@ impl Handler {
     pub fn plain<'a, 'v>(
         &'a self,
         target: &str,
+        accept: impl Iterator<Item = &'v [u8]>,
         accept_encoding: impl Iterator<Item = &'v [u8]>,
         scratch: &mut String,
     ) -> Option<crate::handler::PlainAnswer<'a>> {
         match self {
-            Handler::Static { site, .. } => site.plain(target, accept_encoding, scratch),
+            Handler::Static { site, .. } => site.plain(target, accept, accept_encoding, scratch),
             Handler::Replay(_) => None,
         }
     }

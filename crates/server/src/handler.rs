@@ -188,15 +188,16 @@ impl StaticSite {
     }
 
     /// The answer to a GET or HEAD of `target` (origin-form) when it is the
-    /// representation's plain 200: the target names a file, the resource
-    /// has no object package (whose answer depends on Accept), and the
-    /// coding `accept_encoding` chooses exists. `None` for everything else
+    /// representation's plain 200: the target names a file, `accept` does
+    /// not ask for its object package, and the coding `accept_encoding`
+    /// chooses exists. `None` for everything else
     /// (redirects, errors, 406), which [`StaticSite::answer`] answers. The
     /// caller checks the request has no preconditions, Range or GETALL
     /// field; with those, this is what `answer` would send minus Date.
     pub fn plain<'a, 'v>(
         &'a self,
         target: &str,
+        accept: impl Iterator<Item = &'v [u8]>,
         accept_encoding: impl Iterator<Item = &'v [u8]>,
         scratch: &mut String,
     ) -> Option<PlainAnswer<'a>> {
@@ -207,7 +208,7 @@ impl StaticSite {
             return None;
         };
         let index = *index;
-        if self.packages.has(index) {
+        if self.packages.wanted_by(index, accept) {
             return None;
         }
         let resource = &self.site.resources()[index];
