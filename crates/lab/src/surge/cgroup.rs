@@ -37,6 +37,9 @@ pub struct Reading {
     pub mem_nonfile: u64,
     /// Page cache charged to the cgroup, bytes.
     pub mem_file: u64,
+    /// The cgroup's memory in swap, bytes (v1 `memory.stat` `total_swap`,
+    /// v2 `memory.swap.current`; 0 without swap).
+    pub mem_swap: u64,
     /// Major faults (pages read in on a fault).
     pub major_faults: u64,
     /// Processes the kernel's OOM killer killed in the cgroup.
@@ -127,14 +130,49 @@ pub fn describe() -> String {
     }
 }
 
+/// The machine's swap areas as `/proc/swaps` lists them (`NAME SIZE_KB`
+/// each), empty when it has none.
+pub fn swaps() -> Vec<String> {
+    fs::read_to_string("/proc/swaps")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 3).then(|| format!("{} {} KB", f[0], f[2]))
+        })
+        .collect()
+}
+
+/// Pages the whole machine swapped in and out since boot (/proc/vmstat
+/// `pswpin`, `pswpout`).
+pub fn swap_counts() -> (u64, u64) {
+    let s = fs::read_to_string("/proc/vmstat").unwrap_or_default();
+    let mut r = (0, 0);
+    for l in s.lines() {
+        let mut it = l.split_whitespace();
+        match (it.next(), it.next().and_then(|v| v.parse::<u64>().ok())) {
+            (Some("pswpin"), Some(v)) => r.0 = v,
+            (Some("pswpout"), Some(v)) => r.1 = v,
+            _ => {}
+        }
+    }
+    r
+}
+
 fn write(p: &Path, v: &str) -> Result<()> {
     fs::write(p, v).with_context(|| format!("write {v:?} to {}", p.display()))
 }
 
 impl Cgroup {
     /// Creates `pagewire-surge-<pid>-<tag>` with memory limit `limit_bytes`
-    /// (None: no limit, still accounted). Swap is held at the same limit so
-    /// the server's own memory cannot escape to swap.
+    /// (None: no limit, still accounted). Without `swap` the swap is held
+    /// at the same limit, so the server's own memory cannot escape to swap
+    /// (at the limit the kernel can only take back page cache, or kill);
+    /// with `swap` the cgroup may page its own memory out to the machine's
+    /// swap (v1 `memory.memsw.limit_in_bytes` unlimited and
+    /// `memory.swappiness` 60, the kernel's default; v2 `memory.swap.max`
+    /// max), as the paper's server paged under its RAM limit.
     ///
     /// `disk_iops`: (`MAJ:MIN`, N) limits the cgroup's reads from that
     /// disk to N a second (v1 `blkio.throttle.read_iops_device`, v2
@@ -144,6 +182,7 @@ impl Cgroup {
         limit_bytes: Option<u64>,
         cpu_quota: Option<f64>,
         disk_iops: Option<(String, u32)>,
+        swap: bool,
     ) -> Result<Cgroup> {
         let quota = cpu_quota
             .map(cpu_quota_us)
@@ -171,7 +210,11 @@ impl Cgroup {
             }
             if let Some(b) = limit_bytes {
                 write(&dir.join("memory.max"), &b.to_string())?;
-                let _ = fs::write(dir.join("memory.swap.max"), "0");
+                if swap {
+                    write(&dir.join("memory.swap.max"), "max")?;
+                } else {
+                    let _ = fs::write(dir.join("memory.swap.max"), "0");
+                }
             }
             if let Some((period, q)) = quota {
                 write(&dir.join("cpu.max"), &format!("{q} {period}"))?;
@@ -237,9 +280,14 @@ impl Cgroup {
         if let Some(b) = limit_bytes {
             let d = cg.dir("memory").expect("memory dir made above");
             write(&d.join("memory.limit_in_bytes"), &b.to_string())?;
-            // memsw exists only with swap accounting; the machine may have no swap.
-            let _ = fs::write(d.join("memory.memsw.limit_in_bytes"), b.to_string());
-            let _ = fs::write(d.join("memory.swappiness"), "0");
+            if swap {
+                // memsw starts unlimited: the cgroup may use all the swap.
+                write(&d.join("memory.swappiness"), "60")?;
+            } else {
+                // memsw exists only with swap accounting; the machine may have no swap.
+                let _ = fs::write(d.join("memory.memsw.limit_in_bytes"), b.to_string());
+                let _ = fs::write(d.join("memory.swappiness"), "0");
+            }
         }
         Ok(cg)
     }
@@ -335,6 +383,7 @@ impl Cgroup {
                     }
                 }
                 r.mem_nonfile = current.saturating_sub(r.mem_file);
+                r.mem_swap = num(d, "memory.swap.current");
                 for (k, v) in stat(d, "memory.events") {
                     if k == "oom_kill" {
                         r.oom_kills = v;
@@ -374,6 +423,7 @@ impl Cgroup {
                 for (k, v) in stat(m, "memory.stat") {
                     match k.as_str() {
                         "total_cache" => r.mem_file = v,
+                        "total_swap" => r.mem_swap = v,
                         "total_pgmajfault" => r.major_faults = v,
                         _ => {}
                     }
@@ -520,7 +570,7 @@ mod tests {
             eprintln!("skipped: needs root for a cgroup");
             return;
         }
-        let cg = Cgroup::create("quota-test", None, Some(0.01), None).unwrap();
+        let cg = Cgroup::create("quota-test", None, Some(0.01), None, false).unwrap();
         assert_eq!(cg.quota_read_back(), Some((100_000, 1000)));
         let before = cg.read();
         // A shell busy loop, bounded by `timeout`, inside the cgroup.
@@ -566,7 +616,7 @@ mod tests {
             fs::write(dir.path().join(format!("f{i}")), vec![i as u8; 20_000]).unwrap();
         }
         let _ = std::process::Command::new("sync").status();
-        let cg = Cgroup::create("disk-test", None, None, Some((dev.clone(), 2000))).unwrap();
+        let cg = Cgroup::create("disk-test", None, None, Some((dev.clone(), 2000)), false).unwrap();
         let limit = fs::read_to_string(
             cg.dir("blkio")
                 .map(|d| d.join("blkio.throttle.read_iops_device"))
@@ -593,6 +643,49 @@ mod tests {
             "{before:?} {after:?}"
         );
         assert!(after.io_read_bytes - before.io_read_bytes >= 20 * 20_000);
+    }
+
+    /// Without `swap` a memory-limited cgroup may not page its own memory
+    /// out (swap held at the limit, swappiness 0); with it, it may (swap
+    /// unlimited, swappiness 60). Root only (cgroup v1 with swap
+    /// accounting, or v2).
+    #[test]
+    fn swap_is_held_at_the_limit_unless_asked_for() {
+        if !nix_is_root() {
+            assert!(
+                std::env::var_os("PAGEWIRE_REQUIRE_ALL").is_none(),
+                "PAGEWIRE_REQUIRE_ALL: the cgroup test needs root"
+            );
+            eprintln!("skipped: needs root for a cgroup");
+            return;
+        }
+        let limit = 64u64 << 20;
+        let read = |cg: &Cgroup, f: &str| {
+            let d = cg.dir("memory").unwrap_or(&cg.dirs[0]);
+            fs::read_to_string(d.join(f)).map(|s| s.trim().to_string())
+        };
+        let held = Cgroup::create("swap-held", Some(limit), None, None, false).unwrap();
+        let paged = Cgroup::create("swap-paged", Some(limit), None, None, true).unwrap();
+        match held.flavor {
+            Flavor::V2 => {
+                assert_eq!(read(&paged, "memory.swap.max").unwrap(), "max");
+                if let Ok(v) = read(&held, "memory.swap.max") {
+                    assert_eq!(v, "0");
+                }
+            }
+            Flavor::V1 => {
+                assert_eq!(read(&held, "memory.swappiness").unwrap(), "0");
+                assert_eq!(read(&paged, "memory.swappiness").unwrap(), "60");
+                if let Ok(v) = read(&held, "memory.memsw.limit_in_bytes") {
+                    assert_eq!(v.parse::<u64>().unwrap(), limit);
+                    let p: u64 = read(&paged, "memory.memsw.limit_in_bytes")
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    assert!(p > limit, "paged memsw {p}");
+                }
+            }
+        }
     }
 
     fn nix_is_root() -> bool {

@@ -65,6 +65,10 @@ pub struct Memory {
     /// Reads a second the server's cgroup may make from the disk holding
     /// the file set (None: the machine's disk as it is).
     pub disk_iops: Option<u32>,
+    /// Under the memory limit the server may page its own memory out to
+    /// the machine's swap (`--swap`), as the paper's server did; without
+    /// it the limit can only take page cache back, or kill.
+    pub swap: bool,
     pub regime: Regime,
 }
 
@@ -76,6 +80,7 @@ impl Memory {
             limit_bytes,
             cpu_quota: None,
             disk_iops: None,
+            swap: false,
             regime: if limit_bytes.is_some() {
                 Regime::Disk
             } else {
@@ -92,6 +97,7 @@ impl Memory {
             limit_bytes: None,
             cpu_quota: Some(cores),
             disk_iops: None,
+            swap: false,
             regime: Regime::Cpu,
         })
     }
@@ -219,6 +225,13 @@ pub struct Run {
     /// The most memory (page cache excluded) the server's cgroup held in
     /// any second of the run, bytes (beside `rss_mean`).
     pub rss_max: f64,
+    /// Pages the machine swapped in / out a second over the run
+    /// (/proc/vmstat `pswpin`, `pswpout`: the machine's, as iowait; with
+    /// `--swap` the memory-limited server is the one that pages).
+    pub swap_in_per_s: f64,
+    pub swap_out_per_s: f64,
+    /// The most of the server's memory in swap in any second, bytes.
+    pub swap_max: f64,
     /// The server's CPU use over the run, in cores (its cgroup's user +
     /// system time over the run's wall time).
     pub server_cpu_cores: f64,
@@ -297,6 +310,9 @@ impl Run {
             oom_kills: 0,
             disk_reads_per_s: 0.0,
             rss_max: 0.0,
+            swap_in_per_s: 0.0,
+            swap_out_per_s: 0.0,
+            swap_max: 0.0,
             server_cpu_cores: 0.0,
             cpu_throttled: None,
             tcp_sent: 0.0,
@@ -479,6 +495,13 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
             );
         }
     }
+    if cfg.memories.iter().any(|m| m.swap) && cgroup::swaps().is_empty() {
+        bail!(
+            "--swap: this machine has no swap for the server to page to (/proc/swaps lists none); \
+             turn some on first, e.g. a swap file: dd if=/dev/zero of=F bs=1M count=1024 && \
+             chmod 600 F && mkswap F && swapon F (swapoff F afterwards)"
+        );
+    }
     crate::interrupt::install();
     let mut memories = cfg.memories.clone();
     // Unlimited (warm, CPU-bound) first, then smaller and smaller.
@@ -524,6 +547,7 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
             mem.limit_bytes,
             mem.cpu_quota,
             mem.disk_iops.and_then(|n| Some((disk.clone()?, n))),
+            mem.swap,
         )?);
         let link = Link::start(cfg.link.clone()).context("start the link")?;
         let addr = format!("{}:{PORT}", link.server_addr());
@@ -618,6 +642,9 @@ pub fn run(cfg: &SurgeConfig) -> Result<Outcome> {
         manifest.files, manifest.bytes
     ));
     provenance.note = format!("cgroup: {}", cgroup::describe());
+    if cfg.memories.iter().any(|m| m.swap) {
+        provenance.note += &format!("; swap: {}", cgroup::swaps().join(", "));
+    }
     pb.finish_and_clear();
     Ok(Outcome {
         provenance,
@@ -664,6 +691,7 @@ fn one_run(
     };
     link.begin_run(None)?;
     let cpu_before = (cg.read(), Instant::now());
+    let swap_before = cgroup::swap_counts();
     let mon = Monitor::start(Target {
         netns_pid: server.pid(),
         netns: server.netns.clone(),
@@ -674,6 +702,7 @@ fn one_run(
     let res = link.run_in_client(move || pagewire_load::run::run(lc, manifest, live))?;
     let rec = mon.stop();
     let cpu_after = (cg.read(), Instant::now());
+    let swap_after = cgroup::swap_counts();
     let c = link.end_run_settled(Duration::from_millis(300))?;
     // Repetition 0 keeps the name runs had before --reps.
     let stem = format!(
@@ -743,6 +772,11 @@ fn one_run(
                 / (cpu_after.1 - cpu_before.1).as_secs_f64().max(1e-3)
         },
         rss_max: rec.samples.iter().map(|s| s.rss).max().unwrap_or(0) as f64,
+        swap_in_per_s: swap_after.0.saturating_sub(swap_before.0) as f64
+            / (cpu_after.1 - cpu_before.1).as_secs_f64().max(1e-3),
+        swap_out_per_s: swap_after.1.saturating_sub(swap_before.1) as f64
+            / (cpu_after.1 - cpu_before.1).as_secs_f64().max(1e-3),
+        swap_max: rec.samples.iter().map(|s| s.swap).max().unwrap_or(0) as f64,
         server_cpu_cores: {
             let (a, b) = (&cpu_before.0, &cpu_after.0);
             let ns = (b.user_ns + b.system_ns).saturating_sub(a.user_ns + a.system_ns);

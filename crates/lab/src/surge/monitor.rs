@@ -59,6 +59,8 @@ pub struct Sample {
     pub cwnd_n: u64,
     pub cwnd_mean: f64,
     pub cwnd_max: u64,
+    /// The server's memory in swap, bytes (0 unless `--swap`).
+    pub swap: u64,
 }
 
 /// Everything a run's monitor saw.
@@ -400,6 +402,7 @@ fn sample_loop(target: Target, stop: Arc<AtomicBool>) -> Record {
             other_states: other,
             rss: cg.mem_nonfile,
             page_cache: cg.mem_file,
+            swap: cg.mem_swap,
             ..Default::default()
         };
         if let Some(c) = cw {

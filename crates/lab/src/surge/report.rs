@@ -401,10 +401,15 @@ pub fn render_text(o: &Outcome, fits: &[Fit], claims: &[Claim], header: &str) ->
         let server = rs.first().map(|r| r.server.label()).unwrap_or_default();
         let quota = rs.first().and_then(|r| r.memory.cpu_quota);
         let iops = rs.first().and_then(|r| r.memory.disk_iops);
+        let swap = if rs.first().is_some_and(|r| r.memory.swap) {
+            ", swap"
+        } else {
+            ""
+        };
         let what = match (quota, iops) {
             (Some(q), _) => format!("{server}, CPU quota {q} cores, memory unlimited"),
-            (None, Some(n)) => format!("{server}, memory {mem}, disk {n} reads/s"),
-            (None, None) => format!("{server}, memory {mem}"),
+            (None, Some(n)) => format!("{server}, memory {mem}{swap}, disk {n} reads/s"),
+            (None, None) => format!("{server}, memory {mem}{swap}"),
         };
         table2(&mut s, &what, &rs);
         table3(&mut s, &what, &rs);
@@ -673,6 +678,24 @@ fn disk(s: &mut String, what: &str, rs: &[&Run]) {
             &none,
         ),
         ("OOM kills (run)", 0, &|r: &Run| r.oom_kills as f64, &none),
+        (
+            "swap-ins (machine pages/s)",
+            1,
+            &|r: &Run| r.swap_in_per_s,
+            &none,
+        ),
+        (
+            "swap-outs (machine pages/s)",
+            1,
+            &|r: &Run| r.swap_out_per_s,
+            &none,
+        ),
+        (
+            "server memory in swap, max (MB)",
+            1,
+            &|r: &Run| r.swap_max / 1048576.0,
+            &none,
+        ),
     ];
     grid(
         s,

@@ -52,6 +52,12 @@ pub struct SurgeArgs {
     /// page-cache misses queue on the disk (a 1998 disk: about 100).
     #[arg(long, value_name = "READS_PER_S", value_parser = clap::value_parser!(u32).range(1..))]
     pub disk_iops: Option<u32>,
+    /// Let the memory-limited server page its own memory out to the
+    /// machine's swap, as the paper's server did under its RAM limit
+    /// (default: swap held at the limit, so the limit can only take page
+    /// cache back, or OOM-kill). The machine must have swap on.
+    #[arg(long)]
+    pub swap: bool,
     /// Modes of one configuration in place of --modes, as LABEL=MODES
     /// (repeatable): e.g. --modes-of cpu=http10,http11 --modes-of
     /// 64M=http10,http11,early-close.
@@ -130,6 +136,18 @@ pub fn run(a: &SurgeSuiteArgs) -> Result<ExitCode> {
         if !any {
             crate::usage_bail!(
                 "--disk-iops: no memory-limited configuration to give the slow disk (add e.g. --memory none,96M)"
+            );
+        }
+    }
+    if s.swap {
+        let mut any = false;
+        for m in memories.iter_mut().filter(|m| m.limit_bytes.is_some()) {
+            m.swap = true;
+            any = true;
+        }
+        if !any {
+            crate::usage_bail!(
+                "--swap: no memory-limited configuration to page (add e.g. --memory none,32M)"
             );
         }
     }
