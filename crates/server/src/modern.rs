@@ -870,6 +870,9 @@ mod tests {
         ])))
     }
 
+    /// Method, target and request fields.
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
     fn parts(method: &str, target: &str, fields: &[(&str, &str)]) -> http::request::Parts {
         let mut b = http::Request::builder()
             .method(method)
@@ -912,7 +915,7 @@ mod tests {
     fn rendered_answers_are_what_the_bridge_answers() {
         let site = site();
         let mut bufs = BridgeBufs::default();
-        let cases: &[(&str, &str, &[(&str, &str)])] = &[
+        let cases: &[Case] = &[
             ("GET", "/index.html", &[]),
             ("GET", "/", &[("accept-encoding", "gzip, deflate, br")]),
             (
@@ -947,7 +950,7 @@ mod tests {
     fn requests_asking_for_more_take_the_bridge() {
         let site = site();
         let mut bufs = BridgeBufs::default();
-        let cases: &[(&str, &str, &[(&str, &str)])] = &[
+        let cases: &[Case] = &[
             ("GET", "/index.html", &[("range", "bytes=0-9")]),
             ("GET", "/index.html", &[("if-none-match", "\"x\"")]),
             (
