@@ -11,12 +11,16 @@
 //!
 //! Any 2xx response with a whole body counts as a GET; other statuses are
 //! `bad_status` errors, and every status is counted by code.
+//!
+//! The connections are tasks of one current-thread runtime, not of a
+//! `LocalSet`: a `LocalSet` woken by the I/O driver wakes the runtime's
+//! `block_on` through its eventfd, one `write` system call per wake-up,
+//! nearly one per GET; the runtime's own tasks are queued without one.
+//! Their shared metrics are behind a mutex that is never contended.
 
-use std::cell::RefCell;
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
@@ -69,11 +73,14 @@ struct Ctx {
     start: Instant,
     measure_from: Instant,
     end: Instant,
-    metrics: RefCell<Metrics>,
+    metrics: Mutex<Metrics>,
     live: Arc<Live>,
 }
 
 impl Ctx {
+    fn metrics(&self) -> MutexGuard<'_, Metrics> {
+        self.metrics.lock().unwrap_or_else(|e| e.into_inner())
+    }
     fn sec(&self, t: Instant) -> usize {
         t.saturating_duration_since(self.start).as_secs() as usize
     }
@@ -81,14 +88,12 @@ impl Ctx {
         t >= self.measure_from && t < self.end
     }
     fn error(&self, kind: ErrorKind) {
-        self.metrics
-            .borrow_mut()
-            .record_error(self.sec(Instant::now()), kind);
+        self.metrics().record_error(self.sec(Instant::now()), kind);
         self.live.errors.fetch_add(1, Ordering::Relaxed);
     }
 }
 
-async fn connection(ctx: Rc<Ctx>, i: u64) {
+async fn connection(ctx: Arc<Ctx>, i: u64) {
     let url = &ctx.urls[(i % ctx.urls.len() as u64) as usize];
     let n = ctx.cfg.connections;
     let mut conn: Option<Conn> = None;
@@ -101,13 +106,15 @@ async fn connection(ctx: Rc<Ctx>, i: u64) {
         if intended >= ctx.end {
             break;
         }
-        sleep_until(intended).await;
+        if ctx.cfg.rate.is_some() {
+            sleep_until(intended).await;
+        }
         k += 1;
         if conn.is_none() {
             match client::connect(url.addr, Instant::now() + ctx.cfg.timeout).await {
                 Ok(s) => {
                     let now = Instant::now();
-                    let mut m = ctx.metrics.borrow_mut();
+                    let mut m = ctx.metrics();
                     if ctx.in_window(now) {
                         m.record_connection(ctx.sec(now));
                     } else {
@@ -128,8 +135,7 @@ async fn connection(ctx: Rc<Ctx>, i: u64) {
         }
         let c = conn.as_mut().expect("just set");
         let sent = Instant::now();
-        ctx.metrics
-            .borrow_mut()
+        ctx.metrics()
             .record_send_lag(sent.saturating_duration_since(intended).as_micros() as u64);
         let deadline = sent + ctx.cfg.timeout;
         let mut r = c.send(&url.req, deadline).await.map(|()| None);
@@ -137,13 +143,13 @@ async fn connection(ctx: Rc<Ctx>, i: u64) {
             r = c.read_response(ANY_SIZE, deadline).await.map(Some);
         }
         if c.last_status != 0 {
-            ctx.metrics.borrow_mut().record_status(c.last_status);
+            ctx.metrics().record_status(c.last_status);
         }
         match r {
             Ok(Some(resp)) => {
                 let done = Instant::now();
                 let lat = done.saturating_duration_since(intended).as_micros() as u64;
-                let mut m = ctx.metrics.borrow_mut();
+                let mut m = ctx.metrics();
                 if ctx.in_window(done) {
                     m.record_get(ctx.sec(done), lat, resp.body_bytes);
                 } else {
@@ -169,7 +175,7 @@ async fn connection(ctx: Rc<Ctx>, i: u64) {
                         let done = Instant::now();
                         if ctx.in_window(done) {
                             let lat = done.saturating_duration_since(intended).as_micros() as u64;
-                            ctx.metrics.borrow_mut().record_get(ctx.sec(done), lat, 0);
+                            ctx.metrics().record_get(ctx.sec(done), lat, 0);
                         }
                     }
                 }
@@ -214,30 +220,29 @@ pub fn run_urls(cfg: UrlConfig, live: Arc<Live>) -> anyhow::Result<(Summary, Met
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let local = tokio::task::LocalSet::new();
     let cfg2 = cfg.clone();
     let start_unix = (std::time::SystemTime::now() + Duration::from_millis(20))
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    let metrics = local.block_on(&rt, async move {
+    let metrics = rt.block_on(async move {
         let start = Instant::now() + Duration::from_millis(20);
-        let ctx = Rc::new(Ctx {
+        let ctx = Arc::new(Ctx {
             end: start + cfg2.duration,
             measure_from: start + cfg2.warmup,
             cfg: cfg2,
             urls,
             start,
-            metrics: RefCell::new(Metrics::default()),
+            metrics: Mutex::new(Metrics::default()),
             live,
         });
         let tasks: Vec<_> = (0..ctx.cfg.connections)
-            .map(|i| tokio::task::spawn_local(connection(ctx.clone(), i)))
+            .map(|i| tokio::spawn(connection(ctx.clone(), i)))
             .collect();
         for t in tasks {
             let _ = t.await;
         }
-        let m = ctx.metrics.borrow().clone();
+        let m = ctx.metrics().clone();
         m
     });
     let cpu1 = cpu_times();

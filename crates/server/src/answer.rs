@@ -57,6 +57,22 @@ impl Handler {
         }
     }
 
+    /// A static resource's plain 200 for HTTP/2 and HTTP/3
+    /// ([`StaticSite::plain`]); `None` for a recorded site and for every
+    /// other answer.
+    pub fn plain<'a, 'v>(
+        &'a self,
+        target: &str,
+        accept: impl Iterator<Item = &'v [u8]>,
+        accept_encoding: impl Iterator<Item = &'v [u8]>,
+        scratch: &mut String,
+    ) -> Option<crate::handler::PlainAnswer<'a>> {
+        match self {
+            Handler::Static { site, .. } => site.plain(target, accept, accept_encoding, scratch),
+            Handler::Replay(_) => None,
+        }
+    }
+
     /// How long to wait before the first byte of the answer to `req`: a
     /// recorded site's server think time, when it replays them; zero for
     /// everything else.

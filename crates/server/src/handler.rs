@@ -17,8 +17,8 @@
 
 use bytes::Bytes;
 use pagewire_h1::{
-    end_head, write_header, write_header_u64, write_status_line, Method, Output, RequestHead,
-    Version,
+    end_head, parse_response, write_header, write_header_u64, write_status_line, Limits, Method,
+    Output, RequestHead, Version,
 };
 use pagewire_site::store::{Encoding, Resource, Site};
 use std::collections::HashMap;
@@ -49,6 +49,17 @@ struct VariantHeads {
     common: Box<[u8]>,
     /// `HTTP/1.1 304 Not Modified` + ETag, Vary (RFC 9110 §15.4.5).
     not_modified: Box<[u8]>,
+    /// The fields of `ok` for HTTP/2 and HTTP/3 (parsed back from `ok`,
+    /// so they are the bytes HTTP/1 sends): Date is appended per request.
+    h2_ok: http::HeaderMap,
+}
+
+/// A static resource's plain 200 answer for HTTP/2 and HTTP/3: the fields
+/// rendered when the server started (without Date) and the body, shared.
+pub struct PlainAnswer<'a> {
+    pub fields: &'a http::HeaderMap,
+    pub body: &'a Bytes,
+    pub resource: usize,
 }
 
 struct ResourceHeads {
@@ -111,10 +122,15 @@ fn render_variant(
     if !vary_value.is_empty() {
         write_header(&mut nm, "Vary", vary_value).ok()?;
     }
+    let mut head = bytes::BytesMut::with_capacity(ok.len() + 2);
+    head.extend_from_slice(&ok);
+    end_head(&mut head);
+    let parsed = parse_response(&mut head, &Limits::default(), &Method::Get).ok()??;
     Some(VariantHeads {
         ok: ok.into(),
         common: common.into(),
         not_modified: nm.into(),
+        h2_ok: crate::respond::h2_fields(&parsed),
     })
 }
 
@@ -169,6 +185,43 @@ impl StaticSite {
             Some(Route::File(i)) => Some(*i),
             _ => None,
         }
+    }
+
+    /// The answer to a GET or HEAD of `target` (origin-form) when it is the
+    /// representation's plain 200: the target names a file, `accept` does
+    /// not ask for its object package, and the coding `accept_encoding`
+    /// chooses exists. `None` for everything else
+    /// (redirects, errors, 406), which [`StaticSite::answer`] answers. The
+    /// caller checks the request has no preconditions, Range or GETALL
+    /// field; with those, this is what `answer` would send minus Date.
+    pub fn plain<'a, 'v>(
+        &'a self,
+        target: &str,
+        accept: impl Iterator<Item = &'v [u8]>,
+        accept_encoding: impl Iterator<Item = &'v [u8]>,
+        scratch: &mut String,
+    ) -> Option<PlainAnswer<'a>> {
+        let Ok(Target::Path { path, .. }) = target::parse(target, scratch) else {
+            return None;
+        };
+        let Some(Route::File(index)) = self.routes.get(path) else {
+            return None;
+        };
+        let index = *index;
+        if self.packages.wanted_by(index, accept) {
+            return None;
+        }
+        let resource = &self.site.resources()[index];
+        let Choice::Use(enc) = negotiate::choose(resource, accept_encoding) else {
+            return None;
+        };
+        let variant = resource.variant_full(enc)?;
+        let vh = self.heads[index].variants[enc as usize].as_ref()?;
+        Some(PlainAnswer {
+            fields: &vh.h2_ok,
+            body: &variant.body,
+            resource: index,
+        })
     }
 
     /// Answers one request (GETALL/GETLIST excepted: `getall`). The

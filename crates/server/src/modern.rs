@@ -3,12 +3,17 @@
 //! Separate listeners, not threaded through the HTTP/1 dispatch: a TLS
 //! listener on TCP that accepts ALPN `h2` (the `h2` crate frames), and a
 //! QUIC endpoint on the same port over UDP (`quinn` + `h3`). Both answer
-//! from the same [`Handler`] as HTTP/1, through one bridge: the request's
-//! pseudo-headers and fields become an HTTP/1.1 request head, the static
-//! handler answers it exactly as on HTTP/1 (validators, 304, deflate by
-//! `Accept-Encoding`, ranges, packages), and the response head is parsed
-//! back into a status and fields, without the hop-by-hop ones HTTP/2 and
-//! HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2).
+//! from the same [`Handler`] as HTTP/1. A GET or HEAD of a static file
+//! without preconditions, Range or GETALL field — nearly every request of a
+//! page load — is answered from the fields the static handler rendered
+//! when the server started (parsed once from its HTTP/1 head, plus Date)
+//! and the file's body, shared, not copied ([`answer`]). Everything else
+//! takes one bridge: the request's pseudo-headers and fields become an
+//! HTTP/1.1 request head, the static handler answers it exactly as on
+//! HTTP/1 (validators, 304, deflate by `Accept-Encoding`, ranges,
+//! packages), and the response head is parsed back into a status and
+//! fields, without the hop-by-hop ones HTTP/2 and HTTP/3 forbid (RFC 9113
+//! §8.2.2, RFC 9114 §4.2).
 //!
 //! TLS with HTTP/1.1 is not offered: the HTTP/1 dispatch writes with
 //! `writev` on a `TcpStream` and half-closes the socket itself (its flush
@@ -19,7 +24,8 @@
 //! When bytes move: the `h2` crate encodes frames into its buffer, and a
 //! coalescing layer under it ([`Coalesce`]) hands TLS what a turn of the
 //! connection produced — every response to the requests read so far — in
-//! one write of TLS records up to 16 KB, much like `FlushPolicy::WhenIdle`;
+//! one write of TLS records of up to 16 KB each, much like
+//! `FlushPolicy::WhenIdle`;
 //! quinn sends as congestion control and pacing allow. Neither is pagewire's
 //! to instrument; connections, requests, statuses and body bytes are counted
 //! into the same `ServerStats`.
@@ -28,7 +34,9 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
@@ -38,7 +46,7 @@ use tokio::task::JoinSet;
 
 use crate::answer::Handler;
 use crate::io::{Pools, WriteBuf, WriteStep, Writev};
-use crate::respond::{ConnHeader, Ctx};
+use crate::respond::{h2_fields, ConnHeader, Ctx};
 use crate::stats::ServerStats;
 
 /// Most concurrent streams a client may open on one connection (HTTP/2
@@ -62,13 +70,16 @@ const DROPPED_REQUEST_FIELDS: &[&str] = &[
     "host",
 ];
 
-/// Response fields of HTTP/1 framing and connection management.
-const DROPPED_RESPONSE_FIELDS: &[&str] = &[
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "transfer-encoding",
-    "upgrade",
+/// Request fields after which a static answer is more than the
+/// representation's plain 200 (preconditions, ranges, GETALL by field):
+/// such requests take the bridge.
+static BRIDGED_REQUEST_FIELDS: [http::HeaderName; 6] = [
+    http::header::RANGE,
+    http::header::IF_MATCH,
+    http::header::IF_NONE_MATCH,
+    http::header::IF_MODIFIED_SINCE,
+    http::header::IF_UNMODIFIED_SINCE,
+    http::HeaderName::from_static(crate::getall::GETALL_FIELD),
 ];
 
 /// The TLS (and QUIC) side of `pagewire serve --tls`.
@@ -84,8 +95,93 @@ pub struct TlsServe {
 #[derive(Debug)]
 pub struct Bridged {
     pub status: u16,
-    pub fields: Vec<(http::HeaderName, http::HeaderValue)>,
+    pub fields: http::HeaderMap,
     pub body: Bytes,
+}
+
+/// Answers one HTTP/2 or HTTP/3 request: a static file's plain 200 from
+/// its rendered fields ([`Handler::plain`]), everything else through
+/// [`bridge_with`].
+pub fn answer(bufs: &mut BridgeBufs, site: &Handler, req: &http::request::Parts) -> Bridged {
+    if let Some(b) = rendered(bufs, site, req) {
+        return b;
+    }
+    let path = req.uri.path_and_query().map_or("/", |p| p.as_str());
+    let authority = req.uri.authority().map(|a| a.as_str());
+    bridge_with(
+        bufs,
+        site,
+        req.method.as_str(),
+        path,
+        authority,
+        fields_of(&req.headers),
+    )
+}
+
+/// The plain 200 of a static file, if `req` asks for nothing more.
+fn rendered(bufs: &mut BridgeBufs, site: &Handler, req: &http::request::Parts) -> Option<Bridged> {
+    let head_only = match req.method {
+        http::Method::GET => false,
+        http::Method::HEAD => true,
+        _ => return None,
+    };
+    if BRIDGED_REQUEST_FIELDS
+        .iter()
+        .any(|f| req.headers.contains_key(f))
+    {
+        return None;
+    }
+    let target = req.uri.path_and_query()?.as_str();
+    // What the bridge's HTTP/1 request line takes as it is.
+    if !target.bytes().all(|b| b.is_ascii_graphic()) {
+        return None;
+    }
+    bufs.scratch.clear();
+    let accept_encoding = req
+        .headers
+        .get_all(http::header::ACCEPT_ENCODING)
+        .into_iter()
+        .map(|v| v.as_bytes());
+    let accept = req
+        .headers
+        .get_all(http::header::ACCEPT)
+        .into_iter()
+        .map(|v| v.as_bytes());
+    let plain = site.plain(target, accept, accept_encoding, &mut bufs.scratch)?;
+    let mut fields = plain.fields.clone();
+    fields.append(http::header::DATE, date_value());
+    Some(Bridged {
+        status: 200,
+        fields,
+        body: if head_only {
+            Bytes::new()
+        } else {
+            plain.body.clone()
+        },
+    })
+}
+
+thread_local! {
+    /// The current second's `Date` value, made once per second.
+    static DATE: RefCell<Option<http::HeaderValue>> = const { RefCell::new(None) };
+}
+
+/// `Date` as the HTTP/1 heads carry it ([`crate::time::with_http_date`]).
+fn date_value() -> http::HeaderValue {
+    crate::time::with_http_date(|now| {
+        DATE.with(|c| {
+            let mut c = c.borrow_mut();
+            match &*c {
+                Some(v) if v.as_bytes() == now => v.clone(),
+                _ => {
+                    let v = http::HeaderValue::from_bytes(now)
+                        .unwrap_or_else(|_| http::HeaderValue::from_static(""));
+                    *c = Some(v.clone());
+                    v
+                }
+            }
+        })
+    })
 }
 
 /// Collects what a `WriteBuf` would write to a socket.
@@ -189,35 +285,22 @@ pub fn bridge_with<'a>(
         Ok(Some(h)) => h,
         _ => return plain(500, "internal error\n"),
     };
-    let mut out_fields = Vec::with_capacity(head.header_count());
-    let raw = head.raw();
-    for (name, value) in head.iter() {
-        let Ok(name) = http::HeaderName::from_bytes(name) else {
-            continue;
-        };
-        if DROPPED_RESPONSE_FIELDS.contains(&name.as_str()) {
-            continue;
-        }
-        // A view of the head's bytes, not a copy (one allocation less per
-        // field and response).
-        if let Ok(v) = http::HeaderValue::from_maybe_shared(raw.slice_ref(value)) {
-            out_fields.push((name, v));
-        }
-    }
     Bridged {
         status: head.status(),
-        fields: out_fields,
+        fields: h2_fields(&head),
         body: resp.freeze(),
     }
 }
 
 fn plain(status: u16, body: &'static str) -> Bridged {
+    let mut fields = http::HeaderMap::with_capacity(1);
+    fields.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain"),
+    );
     Bridged {
         status,
-        fields: vec![(
-            http::header::CONTENT_TYPE,
-            http::HeaderValue::from_static("text/plain"),
-        )],
+        fields,
         body: Bytes::from_static(body.as_bytes()),
     }
 }
@@ -227,11 +310,7 @@ fn response(b: &mut Bridged) -> http::Response<()> {
     let mut r = http::Response::new(());
     *r.status_mut() =
         http::StatusCode::from_u16(b.status).unwrap_or(http::StatusCode::INTERNAL_SERVER_ERROR);
-    let h = r.headers_mut();
-    h.reserve(b.fields.len());
-    for (k, v) in b.fields.drain(..) {
-        h.append(k, v);
-    }
+    *r.headers_mut() = std::mem::take(&mut b.fields);
     r
 }
 
@@ -448,41 +527,40 @@ impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Returned<T> {
 /// last frame.
 const COALESCE_BYTES: usize = 16 * 1024;
 
-/// Gathers the h2 crate's writes into TLS records of up to
-/// [`COALESCE_BYTES`], one `write` per turn of the connection instead of one
-/// per frame.
+/// Gathers the h2 crate's writes into one `write` of TLS records per turn
+/// of the connection instead of one per response.
 ///
-/// The `h2` crate writes a DATA frame whose payload it did not copy (over
-/// 256 bytes) and then flushes before it encodes the next frame, so every
+/// The `h2` crate flushes after every DATA frame whose payload it did not
+/// copy (over 256 bytes), and after every frame it encoded when it is
+/// polled; the server polls it once per request it hands out, so every
 /// response of a kilobyte or more became its own TLS record and its own
-/// `write` system call. Here a flush that follows new writes is put off
-/// (the task is woken to come back at once); the flush that follows no new
-/// write — h2's last one of the turn, after it has answered everything
-/// read — writes the gathered bytes and flushes TLS. Output waits only
-/// while the connection still has work queued, as with the HTTP/1 server's
-/// `FlushPolicy::WhenIdle`.
+/// `write` system call. Here a flush is put off while `hold` is set: the
+/// connection's turn ([`serve_turn`]) sets it while h2 still hands out
+/// requests read earlier, and clears it for one last poll when none is
+/// left, whose flush writes everything gathered. Output waits only while
+/// the connection still has work queued, as with the HTTP/1 server's
+/// `FlushPolicy::WhenIdle`; more than [`COALESCE_BYTES`] go out at once.
 struct Coalesce<T> {
     io: T,
     buf: Vec<u8>,
     /// How much of `buf` went to `io` already.
     sent: usize,
-    /// Written to since the last flush was asked for.
-    wrote: bool,
+    /// Set while the connection's turn has requests left to answer.
+    hold: Arc<AtomicBool>,
 }
 
 impl<T: tokio::io::AsyncWrite + Unpin> Coalesce<T> {
-    fn new(io: T) -> Self {
+    fn new(io: T, hold: Arc<AtomicBool>) -> Self {
         Coalesce {
             io,
             buf: Vec::new(),
             sent: 0,
-            wrote: false,
+            hold,
         }
     }
 
     /// Writes everything gathered to `io`.
-    fn poll_drain(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<io::Result<()>> {
-        use std::task::Poll;
+    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         // Bounded: every pass sends at least one byte or returns.
         while self.sent < self.buf.len() {
             match std::pin::Pin::new(&mut self.io).poll_write(cx, &self.buf[self.sent..]) {
@@ -504,9 +582,9 @@ impl<T: tokio::io::AsyncWrite + Unpin> Coalesce<T> {
 impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Coalesce<T> {
     fn poll_read(
         mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
+        cx: &mut Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
+    ) -> Poll<io::Result<()>> {
         std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
     }
 }
@@ -514,18 +592,17 @@ impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Coalesce<T> {
 impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Coalesce<T> {
     fn poll_write(
         self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
+        cx: &mut Context<'_>,
         data: &[u8],
-    ) -> std::task::Poll<io::Result<usize>> {
+    ) -> Poll<io::Result<usize>> {
         self.poll_write_vectored(cx, &[IoSlice::new(data)])
     }
 
     fn poll_write_vectored(
         self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
+        cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
-    ) -> std::task::Poll<io::Result<usize>> {
-        use std::task::Poll;
+    ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let total: usize = bufs.iter().map(|b| b.len()).sum();
         if this.buf.len() >= COALESCE_BYTES {
@@ -541,7 +618,6 @@ impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Coalesce<T> {
         for b in bufs {
             this.buf.extend_from_slice(b);
         }
-        this.wrote = true;
         Poll::Ready(Ok(total))
     }
 
@@ -549,17 +625,10 @@ impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Coalesce<T> {
         true
     }
 
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        use std::task::Poll;
+    fn poll_flush(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.wrote {
-            // More frames may follow in this turn: come back at once, and
-            // flush then if nothing new was written.
-            this.wrote = false;
-            cx.waker().wake_by_ref();
+        if this.hold.load(Ordering::Relaxed) {
+            // The turn's last poll flushes (see `serve_turn`).
             return Poll::Ready(Ok(()));
         }
         match this.poll_drain(cx) {
@@ -569,20 +638,18 @@ impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Coalesce<T> {
         std::pin::Pin::new(&mut this.io).poll_flush(cx)
     }
 
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        use std::task::Poll;
+    fn poll_shutdown(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         match this.poll_drain(cx) {
             Poll::Ready(Ok(())) => {}
             other => return other,
         }
-        this.wrote = false;
         std::pin::Pin::new(&mut this.io).poll_shutdown(cx)
     }
 }
+
+/// An HTTP/2 connection over a coalesced `T` (TLS on TCP when serving).
+type H2Conn<T> = h2::server::Connection<Coalesce<T>, Bytes>;
 
 async fn h2_serve(
     acceptor: tokio_rustls::TlsAcceptor,
@@ -593,55 +660,85 @@ async fn h2_serve(
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
     let tls = handshake.await.map_err(|_| "TLS handshake timed out")??;
-    let mut conn = h2_builder().handshake(Coalesce::new(tls)).await?;
+    let hold = Arc::new(AtomicBool::new(false));
+    let mut conn = h2_builder()
+        .handshake(Coalesce::new(tls, hold.clone()))
+        .await?;
     let mut bufs = BridgeBufs::default();
-    let mut stopping = false;
-    loop {
-        let next = if stopping {
-            conn.accept().await
-        } else {
-            tokio::select! {
-                _ = stop.changed() => None,
-                n = conn.accept() => Some(n),
-            }
-            .unwrap_or_else(|| {
-                stopping = true;
-                None
-            })
-        };
-        if stopping && next.is_none() {
-            // Shutdown: GOAWAY, finish what is in flight, then close.
-            conn.graceful_shutdown();
-            while let Some(Ok(_)) = conn.accept().await {}
-            break;
+    let stopped = tokio::select! {
+        _ = stop.changed() => true,
+        r = std::future::poll_fn(|cx| serve_turn(&mut conn, cx, &hold, &site, counters, &mut bufs)) => {
+            r?;
+            false
         }
-        let Some(next) = next else { break };
-        let (req, mut respond) = next?;
-        let mut b = {
-            let (parts, _body) = req.into_parts();
-            let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-            let authority = parts.uri.authority().map(|a| a.as_str());
-            bridge_with(
-                &mut bufs,
-                &site,
-                parts.method.as_str(),
-                path,
-                authority,
-                fields_of(&parts.headers),
-            )
-        };
-        counters.answered(&b);
-        // Queued, not written: h2 sends the frames when the connection is
-        // next polled (the `accept` above), as the peer's flow-control
-        // windows allow. A stream the client has reset is its own affair.
-        let end = b.body.is_empty();
-        if let Ok(mut send) = respond.send_response(response(&mut b), end) {
-            if !end {
-                let _ = send.send_data(b.body, true);
-            }
-        }
+    };
+    if stopped {
+        // Shutdown: GOAWAY, finish what is in flight, then close.
+        hold.store(false, Ordering::Relaxed);
+        conn.graceful_shutdown();
+        while let Some(Ok(_)) = conn.accept().await {}
     }
     Ok(())
+}
+
+/// One turn of an HTTP/2 connection: answers every request h2 has read
+/// with `hold` set, so the responses gather in [`Coalesce`]; when h2 has
+/// none left, one more poll with `hold` cleared writes them (and anything
+/// else h2 queued: SETTINGS and PING acknowledgements, WINDOW_UPDATEs).
+/// Ready when the connection ends.
+fn serve_turn<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    conn: &mut H2Conn<T>,
+    cx: &mut Context<'_>,
+    hold: &AtomicBool,
+    site: &Handler,
+    counters: &Counters,
+    bufs: &mut BridgeBufs,
+) -> Poll<Result<(), h2::Error>> {
+    // Bounded: every pass answers a request h2 read, or returns; reading is
+    // bounded by tokio's cooperative budget and the client's stream limit.
+    loop {
+        hold.store(true, Ordering::Relaxed);
+        let mut next = conn.poll_accept(cx);
+        if next.is_pending() {
+            // Nothing left to answer: once more, to flush.
+            hold.store(false, Ordering::Relaxed);
+            next = conn.poll_accept(cx);
+        }
+        match next {
+            Poll::Ready(Some(Ok((req, respond)))) => answer_h2(site, counters, bufs, req, respond),
+            Poll::Ready(Some(Err(e))) => {
+                hold.store(false, Ordering::Relaxed);
+                return Poll::Ready(Err(e));
+            }
+            Poll::Ready(None) => {
+                hold.store(false, Ordering::Relaxed);
+                return Poll::Ready(Ok(()));
+            }
+            Poll::Pending => return Poll::Pending,
+        }
+    }
+}
+
+/// Answers one HTTP/2 request. The response is queued, not written: h2
+/// sends its frames when the connection is next polled, as the peer's
+/// flow-control windows allow. A stream the client has reset is its own
+/// affair.
+fn answer_h2(
+    site: &Handler,
+    counters: &Counters,
+    bufs: &mut BridgeBufs,
+    req: http::Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<Bytes>,
+) {
+    let (parts, _body) = req.into_parts();
+    let mut b = answer(bufs, site, &parts);
+    counters.answered(&b);
+    let end = b.body.is_empty();
+    if let Ok(mut send) = respond.send_response(response(&mut b), end) {
+        if !end {
+            let _ = send.send_data(b.body, true);
+        }
+    }
 }
 
 fn quic_endpoint(
@@ -705,6 +802,7 @@ async fn h3_conn(
         .build(h3_quinn::Connection::new(conn))
         .await?;
     let mut streams = JoinSet::new();
+    let mut bufs = BridgeBufs::default();
     loop {
         let next = tokio::select! {
             _ = stop.changed() => None,
@@ -726,15 +824,7 @@ async fn h3_conn(
         };
         let mut b = {
             let (parts, _) = req.into_parts();
-            let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-            let authority = parts.uri.authority().map(|a| a.as_str());
-            bridge(
-                &site,
-                parts.method.as_str(),
-                path,
-                authority,
-                fields_of(&parts.headers),
-            )
+            answer(&mut bufs, &site, &parts)
         };
         counters.answered(&b);
         streams.spawn(async move {
@@ -754,4 +844,272 @@ async fn h3_conn(
 /// The listener's socket address for the UDP side: the same port.
 pub fn udp_for(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     std::net::UdpSocket::bind(addr)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pagewire_site::store::{Site, SiteFile};
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn site() -> Handler {
+        let file = |path: &str, body: Vec<u8>| SiteFile {
+            path: path.into(),
+            body: Bytes::from(body),
+            modified: UNIX_EPOCH + Duration::from_secs(1_000_000_000),
+        };
+        let page = format!("<html>{}</html>", "a compressible page ".repeat(200));
+        let noise: Vec<u8> = (0..3000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        Handler::from(Arc::new(Site::from_files(vec![
+            file("/index.html", page.into_bytes()),
+            file("/a b/image.gif", noise),
+            file("/dir/index.html", b"<html>dir</html>".to_vec()),
+            file("/empty.txt", Vec::new()),
+        ])))
+    }
+
+    /// Method, target and request fields.
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+    fn parts(method: &str, target: &str, fields: &[(&str, &str)]) -> http::request::Parts {
+        let mut b = http::Request::builder()
+            .method(method)
+            .uri(format!("https://localhost{target}"));
+        for (k, v) in fields {
+            b = b.header(*k, *v);
+        }
+        b.body(()).unwrap().into_parts().0
+    }
+
+    fn bridged(site: &Handler, p: &http::request::Parts) -> Bridged {
+        let path = p.uri.path_and_query().map_or("/", |x| x.as_str());
+        let authority = p.uri.authority().map(|a| a.as_str());
+        bridge(
+            site,
+            p.method.as_str(),
+            path,
+            authority,
+            fields_of(&p.headers),
+        )
+    }
+
+    /// Fields in order, Date's value left out (the second may tick between
+    /// the two answers).
+    fn fields(b: &Bridged) -> Vec<(String, Vec<u8>)> {
+        b.fields
+            .iter()
+            .map(|(k, v)| {
+                let v = if k == http::header::DATE {
+                    b"(date)".to_vec()
+                } else {
+                    v.as_bytes().to_vec()
+                };
+                (k.as_str().to_string(), v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rendered_answers_are_what_the_bridge_answers() {
+        let site = site();
+        let mut bufs = BridgeBufs::default();
+        let cases: &[Case] = &[
+            ("GET", "/index.html", &[]),
+            ("GET", "/", &[("accept-encoding", "gzip, deflate, br")]),
+            (
+                "GET",
+                "/index.html",
+                &[("accept-encoding", "deflate;q=0.5, gzip;q=0.1")],
+            ),
+            ("HEAD", "/index.html", &[("accept-encoding", "gzip")]),
+            ("GET", "/index.html", &[("accept", "text/html, */*;q=0.8")]),
+            (
+                "GET",
+                "/a%20b/image.gif?x=1",
+                &[("accept", "*/*"), ("user-agent", "t")],
+            ),
+            ("GET", "/dir/", &[]),
+            ("GET", "/empty.txt", &[]),
+            ("HEAD", "/empty.txt", &[]),
+        ];
+        for (method, target, f) in cases {
+            let p = parts(method, target, f);
+            let fast = rendered(&mut bufs, &site, &p)
+                .unwrap_or_else(|| panic!("{method} {target} {f:?} took the bridge"));
+            let slow = bridged(&site, &p);
+            assert_eq!(fast.status, slow.status, "{method} {target} {f:?}");
+            assert_eq!(fields(&fast), fields(&slow), "{method} {target} {f:?}");
+            assert_eq!(fast.body, slow.body, "{method} {target} {f:?}");
+            assert!(fast.fields.contains_key(http::header::DATE));
+        }
+    }
+
+    #[test]
+    fn requests_asking_for_more_take_the_bridge() {
+        let site = site();
+        let mut bufs = BridgeBufs::default();
+        let cases: &[Case] = &[
+            ("GET", "/index.html", &[("range", "bytes=0-9")]),
+            ("GET", "/index.html", &[("if-none-match", "\"x\"")]),
+            (
+                "GET",
+                "/index.html",
+                &[("if-modified-since", "Sun, 09 Sep 2001 01:46:40 GMT")],
+            ),
+            ("GET", "/index.html", &[("if-match", "*")]),
+            (
+                "GET",
+                "/index.html",
+                &[("if-unmodified-since", "Sun, 09 Sep 2001 01:46:40 GMT")],
+            ),
+            ("GET", "/index.html", &[("getall", "1")]),
+            (
+                "GET",
+                "/index.html",
+                &[("accept", "application/vnd.pagewire.objpack")],
+            ),
+            ("GET", "/index.html", &[("accept-encoding", "identity;q=0")]),
+            ("POST", "/index.html", &[]),
+            ("OPTIONS", "/index.html", &[]),
+            ("GET", "/missing", &[]),
+            ("GET", "/dir", &[]),
+            ("GET", "/../etc", &[]),
+        ];
+        for (method, target, f) in cases {
+            let p = parts(method, target, f);
+            assert!(
+                rendered(&mut bufs, &site, &p).is_none(),
+                "{method} {target} {f:?}"
+            );
+            let a = answer(&mut bufs, &site, &p);
+            assert_eq!(
+                a.status,
+                bridged(&site, &p).status,
+                "{method} {target} {f:?}"
+            );
+        }
+    }
+
+    /// Counts the writes that reach the transport under `Coalesce`.
+    struct Counted {
+        io: tokio::io::DuplexStream,
+        writes: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl tokio::io::AsyncRead for Counted {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
+        }
+    }
+
+    impl tokio::io::AsyncWrite for Counted {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            data: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            let r = std::pin::Pin::new(&mut self.io).poll_write(cx, data);
+            if matches!(r, Poll::Ready(Ok(_))) {
+                self.writes.fetch_add(1, Ordering::Relaxed);
+            }
+            r
+        }
+        fn poll_flush(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<io::Result<()>> {
+            std::pin::Pin::new(&mut self.io).poll_flush(cx)
+        }
+        fn poll_shutdown(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> Poll<io::Result<()>> {
+            std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
+        }
+    }
+
+    /// Ten requests that arrive together are answered in one write to the
+    /// transport, not one per response (each a 3,000-byte body, so h2
+    /// flushes after every DATA frame).
+    #[test]
+    fn a_turn_writes_its_responses_at_once() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (client_io, server_io) = tokio::io::duplex(1 << 20);
+            let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let hold = Arc::new(AtomicBool::new(false));
+            let server_io = Coalesce::new(
+                Counted {
+                    io: server_io,
+                    writes: writes.clone(),
+                },
+                hold.clone(),
+            );
+            let site = site();
+            let counters = Counters::default();
+            let server = async {
+                let mut conn = h2_builder().handshake(server_io).await.unwrap();
+                let mut bufs = BridgeBufs::default();
+                std::future::poll_fn(|cx| {
+                    serve_turn(&mut conn, cx, &hold, &site, &counters, &mut bufs)
+                })
+                .await
+                .unwrap();
+            };
+            let client = async {
+                let (mut h2c, conn) = h2::client::handshake(client_io).await.unwrap();
+                let driver = tokio::spawn(async move {
+                    let _ = conn.await;
+                });
+                // A first request settles the handshake's SETTINGS exchange.
+                let req = || {
+                    http::Request::get("https://localhost/a%20b/image.gif")
+                        .body(())
+                        .unwrap()
+                };
+                h2c = h2c.ready().await.unwrap();
+                let (first, _) = h2c.send_request(req(), true).unwrap();
+                let mut body = first.await.unwrap().into_body();
+                while let Some(chunk) = body.data().await {
+                    let n = chunk.unwrap().len();
+                    let _ = body.flow_control().release_capacity(n);
+                }
+                let before = writes.load(Ordering::Relaxed);
+                let mut pending = Vec::new();
+                for _ in 0..10 {
+                    h2c = h2c.ready().await.unwrap();
+                    pending.push(h2c.send_request(req(), true).unwrap().0);
+                }
+                let mut bytes = 0;
+                for p in pending {
+                    let mut body = p.await.unwrap().into_body();
+                    while let Some(chunk) = body.data().await {
+                        let n = chunk.unwrap().len();
+                        bytes += n;
+                        let _ = body.flow_control().release_capacity(n);
+                    }
+                }
+                assert_eq!(bytes, 10 * 3000);
+                let turn_writes = writes.load(Ordering::Relaxed) - before;
+                drop(h2c);
+                driver.abort();
+                turn_writes
+            };
+            let turn_writes = tokio::select! {
+                _ = server => panic!("server ended first"),
+                w = client => w,
+            };
+            // 30 KB of responses: two writes of at most COALESCE_BYTES and
+            // the rest (one per response before the turn held its output).
+            assert!(turn_writes <= 3, "{turn_writes} writes for 10 responses");
+        });
+    }
 }

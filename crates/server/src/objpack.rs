@@ -121,6 +121,12 @@ impl Packages {
         let p = self.by_resource.get(&i)?;
         req.headers("accept").any(accepts_package).then_some(p)
     }
+
+    /// Whether a request with these `Accept` values gets resource `i`'s
+    /// package ([`Packages::wanted`] on the values alone).
+    pub fn wanted_by<'v>(&self, i: usize, mut accept: impl Iterator<Item = &'v [u8]>) -> bool {
+        self.has(i) && accept.any(accepts_package)
+    }
 }
 
 impl Package {

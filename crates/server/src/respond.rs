@@ -11,7 +11,8 @@
 use std::time::SystemTime;
 
 use pagewire_h1::{
-    end_head, write_header, write_header_u64, write_status_line, Output, RequestHead, Version,
+    end_head, write_header, write_header_u64, write_status_line, Output, RequestHead, ResponseHead,
+    Version,
 };
 
 use crate::io::WriteBuf;
@@ -76,6 +77,36 @@ pub(crate) fn finish_head(out: &mut WriteBuf, conn: ConnHeader, link: &[u8]) {
         field(out, "Link", link);
     }
     end_head(out);
+}
+
+/// Response fields of HTTP/1 framing and connection management, which
+/// HTTP/2 and HTTP/3 forbid (RFC 9113 §8.2.2, RFC 9114 §4.2).
+pub(crate) const DROPPED_RESPONSE_FIELDS: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// The fields of an HTTP/1 response head as HTTP/2 and HTTP/3 send them:
+/// in the head's order, without [`DROPPED_RESPONSE_FIELDS`]; each value is
+/// a view of the head's bytes, not a copy.
+pub(crate) fn h2_fields(head: &ResponseHead) -> http::HeaderMap {
+    let mut map = http::HeaderMap::with_capacity(head.header_count());
+    let raw = head.raw();
+    for (name, value) in head.iter() {
+        let Ok(name) = http::HeaderName::from_bytes(name) else {
+            continue;
+        };
+        if DROPPED_RESPONSE_FIELDS.contains(&name.as_str()) {
+            continue;
+        }
+        if let Ok(v) = http::HeaderValue::from_maybe_shared(raw.slice_ref(value)) {
+            map.append(name, v);
+        }
+    }
+    map
 }
 
 /// Appends `HTTP/1.1 <status> <reason>` (status is always one of ours).
