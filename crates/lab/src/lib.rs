@@ -27,6 +27,7 @@ pub mod html;
 pub mod interrupt;
 pub mod loadtime;
 pub mod microscape;
+pub mod model;
 pub mod objpack;
 pub mod pcapread;
 pub mod plots;
@@ -40,7 +41,7 @@ pub mod surge;
 pub mod throttle;
 pub mod webreplay;
 
-// Paper 001's model, reference values and section-9 comparison, where the
+// Paper 001's reference values and section-9 comparison, where the
 // claims engine names them.
-pub use microscape::{model, reference, section9};
+pub use microscape::{reference, section9};
 pub use model::{Net, RunRecord, Strategy, Test};

@@ -12,7 +12,7 @@ use pagewire_emu::LinkConfig;
 use pagewire_site::microscape;
 
 use super::bulk::BulkSpec;
-use super::model::{NagleSides, Net};
+use crate::model::{NagleSides, Net};
 use super::plan::Plan;
 use super::replay::ReplayPage;
 

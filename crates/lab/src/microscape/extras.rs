@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Net, RunRecord, Strategy, Test, Tuning};
+use crate::model::{Net, RunRecord, Strategy, Test, Tuning};
 use crate::claims::spec::Estimate;
 
 fn cell(runs: &[RunRecord], net: Net, st: Strategy, test: Test) -> Vec<&RunRecord> {

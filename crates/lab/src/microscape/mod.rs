@@ -9,7 +9,6 @@ pub mod bulk;
 pub mod chromium;
 pub mod config;
 pub mod extras;
-pub mod model;
 pub mod plan;
 pub mod reference;
 pub mod replay;

@@ -9,7 +9,7 @@
 //! revalidation test with socket counts. The paper did not run HTTP/1.0 on
 //! PPP (Tables 8 and 9 have no HTTP/1.0 row).
 
-use super::model::{Net, Strategy, Test};
+use crate::model::{Net, Strategy, Test};
 
 /// The two servers the paper measured.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use plotters::style::RGBColor;
 use serde::Serialize;
 
-use super::model::{Net, RunRecord, Test};
+use crate::model::{Net, RunRecord, Test};
 use super::plan::Plan;
 use super::reference::{self, Server};
 use super::tables;
@@ -62,7 +62,7 @@ impl Results {
         runs: Vec<RunRecord>,
     ) -> Results {
         let summaries = stats::summarize(&runs);
-        let initial = stats::summarize_tuning(&runs, super::model::Tuning::Initial);
+        let initial = stats::summarize_tuning(&runs, crate::model::Tuning::Initial);
         let mut r = Results {
             provenance,
             page_composition,
@@ -286,7 +286,7 @@ impl Results {
                         && !r.is_sweep()
                         && r.strategy == *st
                         && r.test == Test::First
-                        && r.robot.tuning == super::model::Tuning::Tuned
+                        && r.robot.tuning == crate::model::Tuning::Tuned
                         && r.ok()
                 });
                 if let Some(r) = run {
@@ -377,7 +377,7 @@ impl Results {
             let Ok(har) = serde_json::from_str::<serde_json::Value>(&text) else {
                 continue;
             };
-            let initial = if r.robot.tuning == super::model::Tuning::Initial {
+            let initial = if r.robot.tuning == crate::model::Tuning::Initial {
                 " (initial robot)"
             } else {
                 ""

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use pagewire_site::microscape::css::CssComposition;
 
-use super::model::{Net, RunRecord, Strategy, Test, Tuning};
+use crate::model::{Net, RunRecord, Strategy, Test, Tuning};
 use crate::claims::bands;
 use crate::claims::spec::{
     decide, decide_all, ratio, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured,

@@ -19,7 +19,7 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Net, Strategy, Test};
+use crate::model::{Net, Strategy, Test};
 use super::reference::{lookup, Reference, Server};
 
 fn cell(server: Server, net: Net, st: Strategy, t: Test) -> &'static Reference {

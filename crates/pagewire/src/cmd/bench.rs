@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use pagewire_emu::LinkConfig;
 use pagewire_lab::claims::PageFacts;
-use pagewire_lab::microscape::model::NagleSides;
+use pagewire_lab::model::NagleSides;
 use pagewire_lab::microscape::plan::{Plan, Reps};
 use pagewire_lab::microscape::report::Results;
 use pagewire_lab::microscape::runner::{self, BenchConfig, ServerKind};
@@ -504,7 +504,7 @@ fn section9(a: &Section9Args) -> Result<ExitCode> {
 }
 
 /// The runs of an earlier bench's results.json.
-fn load_runs(path: &std::path::Path) -> Result<Vec<pagewire_lab::microscape::model::RunRecord>> {
+fn load_runs(path: &std::path::Path) -> Result<Vec<pagewire_lab::model::RunRecord>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("--baseline {}", path.display()))?;
     let mut v: serde_json::Value = serde_json::from_str(&text)
