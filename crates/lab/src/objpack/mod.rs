@@ -8,6 +8,7 @@
 pub mod claims;
 pub mod files;
 pub mod methods;
+pub mod reference;
 pub mod report;
 pub mod run;
 pub mod sys;

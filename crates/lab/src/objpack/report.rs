@@ -14,10 +14,10 @@ use crate::claims::spec::{Claim, Estimate};
 use crate::claims::Suite;
 
 use crate::plots::{self, Series};
-use crate::reference::paper002;
 use plotters::style::RGBColor;
 
 use super::claims::{estimate, Ctx, Metric};
+use super::reference as paper002;
 use super::methods::Method;
 use super::run::{IdleNoise, ObjpackOutcome, RunRow};
 use super::sys::Cache;
