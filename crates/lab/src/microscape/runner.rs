@@ -15,8 +15,8 @@ use pagewire_site::microscape::{self, Microscape};
 use sha2::{Digest, Sha256};
 
 pub use super::config::{BenchConfig, ServerKind, SERVER_PORT, TLS_PORT};
-use crate::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Test, Tuning};
 use super::plan::RunSpec;
+use crate::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Test, Tuning};
 use crate::server::ServerGuard;
 use crate::surge::servers::{APACHE_BIN, APACHE_MODULES};
 

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::model::{Net, Strategy, Test};
 use super::reference::{self, Server, TABLE_3};
+use crate::model::{Net, Strategy, Test};
 use crate::stats::{Key, MeanSd, Summary};
 
 fn fmt_ms(m: &MeanSd, decimals: usize) -> String {
