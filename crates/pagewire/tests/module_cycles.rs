@@ -59,7 +59,10 @@ fn a_cycle_is_reported() {
     let src = tmp.path().join("src");
     std::fs::create_dir_all(src.join("b")).unwrap();
     let write = |p: &str, text: &str| std::fs::write(src.join(p), text).unwrap();
-    write("lib.rs", "pub mod a;\npub mod b;\npub mod c;\npub use b::inner::Deep;\n");
+    write(
+        "lib.rs",
+        "pub mod a;\npub mod b;\npub mod c;\npub use b::inner::Deep;\n",
+    );
     write("a.rs", "use crate::b::B;\npub struct A(pub B);\n");
     write("b/mod.rs", "pub mod inner;\npub struct B;\n");
     write("b/inner.rs", "pub struct Deep(pub super::super::a::A);\n");
@@ -73,7 +76,8 @@ fn a_cycle_is_reported() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(!o.status.success(), "{out}");
     assert!(
-        out.contains("cycle among crate::{a, b}: a -> b; b -> a") && out.contains("1 import cycle(s)"),
+        out.contains("cycle among crate::{a, b}: a -> b; b -> a")
+            && out.contains("1 import cycle(s)"),
         "{out}"
     );
 
@@ -90,5 +94,8 @@ fn a_cycle_is_reported() {
     write("a.rs", "pub struct A(pub crate::c::C);\n");
     let o = module_cycles(&[tmp.path()]).unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success() && out.contains("0 import cycle(s)"), "{out}");
+    assert!(
+        o.status.success() && out.contains("0 import cycle(s)"),
+        "{out}"
+    );
 }
