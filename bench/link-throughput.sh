@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Forwarder throughput of the link emulator with no rate limit (issue 3:
-# target >= 1 Gbit/s on the 2-core machine, so it never limits the LAN
+# Forwarder throughput of the link emulator with no rate limit (the
+# target: >= 1 Gbit/s on the 2-core machine, so it never limits the LAN
 # experiments). Streams 1 GB of TCP through the `none` and `lan100` (delay
 # only) links, three times each, and prints the rates; fails if the best
 # run is below the target. Needs root. Run on a quiet machine.

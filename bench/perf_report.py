@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/perf.sh's report: one table of ratios (pagewire against its peers,
-with issue 27's goals), then the per-server figures behind it.
+with the server's performance goals), then the per-server figures behind it.
 
 Usage: perf_report.py OUT --commit C --dirty true|false --load-before L
        --load-after L --versions V --machine M --settings S --seconds N

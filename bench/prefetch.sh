@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Speed of the prefetch simulator (issue 6, paper 003 §8).
+# Speed of the prefetch simulator (paper 003 §8).
 #
 #   1. one parameter point over a 1,000,000-line log, built by
 #      `pagewire prefetch synth-log` from time-shifted copies of the EPA log

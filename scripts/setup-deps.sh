@@ -77,19 +77,19 @@ apt_install apache2 util-linux iproute2
 # bench/server/drip.sh (slow-sender drip beside nginx); STRACE=1 counts its system calls.
 apt_install strace
 
-# bench/hostile/slowloris.sh: slowloris probes against pagewire and nginx (issue 18).
+# bench/hostile/slowloris.sh: slowloris probes against pagewire and nginx (hostile input).
 apt_install slowhttptest nginx-light curl python3
 # Headless Chromium: a real browser in the bench matrix (`pagewire bench
 # --strategy chromium-h1`; crates/pagewire/tests/chromium_netns.rs) and the
 # replay check (crates/pagewire/tests/replay_cli.rs, with nginx to record from);
 # docs/real-pages.md records libxslt's HTML manual (libxslt1-dev).
 apt_install chromium nginx-light libxslt1-dev
-# Discovery against a real browser (crates/pagewire/tests/discovery_chromium.rs, issue 15):
+# Discovery against a real browser (crates/pagewire/tests/discovery_chromium.rs):
 # a small real Sphinx site (Read the Docs theme: stylesheets, scripts, web fonts)
 # from Debian's documentation packages as a fixture.
 apt_install python-webvtt-doc
 
-# pagewire shell (issue 28): nft redirects the shell's TCP to the relay in the
+# pagewire shell: nft redirects the shell's TCP to the relay in the
 # gateway namespace.
 apt_install nftables
 # The rootless tests (crates/pagewire/tests/shell_cli.rs, rootless_cli.rs) run

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench/hostile/idle_flood.sh — the idle flood at the file-descriptor limit
-# (issue 18): the server runs under `ulimit -n FDS` (soft and hard), FLOOD
+# bench/hostile/idle_flood.sh — the idle flood at the file-descriptor limit:
+# the server runs under `ulimit -n FDS` (soft and hard), FLOOD
 # connections (more than FDS) each make one request and then sit idle, and
 # then a fresh client must be served. pagewire with its defaults (cap derived
 # from the limit: FDS - 64) and with --max-conns 100000 (the cap above the

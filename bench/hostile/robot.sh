@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/hostile/robot.sh — hostile servers for the robot (issue 18): a server
+# bench/hostile/robot.sh — hostile servers for the robot: a server
 # that trickles a body, one that sends endless `100 Continue` heads, a deflate
 # bomb, a reset in the middle of a body, and a well-behaved control, each
 # fetched by `pagewire fetch` with its default limits. Prints, per probe, the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/server/run.sh — pagewire's server beside nginx and h2o (issue 2).
+# bench/server/run.sh — pagewire's server beside nginx and h2o.
 #
 # Measures, in one run, on the same files:
 #   * requests/s, keep-alive:  wrk -t1 -c50 -d${DURATION}s

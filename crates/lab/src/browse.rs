@@ -20,6 +20,7 @@ use pagewire_replay::Archive;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::claims::spec::Estimate;
 use crate::stats::MeanSd;
 use crate::webreplay::{self, Origin, ReplayServers, ReplayTotals};
 
@@ -485,7 +486,7 @@ pub fn summarize(reps: &[Rep]) -> Vec<Stat> {
         .map(|(name, get)| {
             let m = MeanSd::of(reps.iter().filter(|r| r.error.is_none()).filter_map(get));
             let ci = if m.n >= 2 {
-                m.estimate().ci95()
+                Estimate::from(m).ci95()
             } else {
                 (f64::NAN, f64::NAN)
             };

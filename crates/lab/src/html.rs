@@ -9,7 +9,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::results::Provenance;
+use pagewire_provenance::Provenance;
 
 /// A figure: inline SVG (or any HTML) and its caption.
 pub struct Figure {

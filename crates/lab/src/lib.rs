@@ -1,13 +1,19 @@
 //! Experiment suites, run matrix, statistics, reference values and reports.
 //!
-//! Every suite implements [`suite::Suite`] (plan -> runs -> summaries ->
-//! claims -> report): [`microscape`] (paper 001, the default of `pagewire
-//! bench`), [`objpack`] (002), [`connlen`], [`loadtime`] and [`prefetch`]
-//! (003), [`surge`] (004). [`claims`] judges them all; [`results`] writes
-//! every suite's results.json and reports; [`pool`] is the run pool of the
-//! suites whose runs are independent links, [`server`] the one server
-//! launcher; [`stats`] summarises
-//! repetitions.
+//! In layers, each naming only the ones below it:
+//! - shared data: [`model`] (the run record), [`stats`] (repetitions
+//!   summarised), [`html`] and [`plots`] (report pieces), [`pool`] (the run
+//!   pool of the suites whose runs are independent links), [`server`] (the
+//!   one server launcher), [`expect`] (the expected-time model);
+//! - engines: [`claims`] (claims as data, the one decision rule),
+//!   [`suite::Suite`] (the trait every suite implements: plan -> runs ->
+//!   summaries -> claims -> report) and [`results`] (every suite's
+//!   results.json and reports);
+//! - suites, each with its claim table and report: [`microscape`] (paper
+//!   001, the default of `pagewire bench`), [`objpack`] (002), [`connlen`],
+//!   [`loadtime`] and [`prefetch`] (003), [`surge`] (004);
+//! - on top, [`registry`]: every suite listed (`bench list`), and any
+//!   results directory judged by the suite that made it (`pagewire claims`).
 
 // `unsafe` only where a system call has no safe wrapper in our
 // dependencies, allowed in these alone, each call with its SAFETY note:
@@ -27,11 +33,13 @@ pub mod html;
 pub mod interrupt;
 pub mod loadtime;
 pub mod microscape;
+pub mod model;
 pub mod objpack;
 pub mod pcapread;
 pub mod plots;
 pub mod pool;
 pub mod prefetch;
+pub mod registry;
 pub mod results;
 pub mod server;
 pub mod stats;
@@ -40,7 +48,4 @@ pub mod surge;
 pub mod throttle;
 pub mod webreplay;
 
-// Paper 001's model, reference values and section-9 comparison, where the
-// claims engine names them.
-pub use microscape::{model, reference, section9};
 pub use model::{Net, RunRecord, Strategy, Test};

@@ -10,8 +10,8 @@ use anyhow::{Context, Result};
 use pagewire_link::LinkLateness;
 use serde::Serialize;
 
-use crate::claims::{self, Claim, Judged};
-use crate::suite::Suite;
+use crate::claims::{Claim, Judged};
+use crate::suite::{judge_serialized, Suite};
 
 /// The current UTC time, as every record writes it.
 pub use pagewire_provenance::utc_now;
@@ -149,7 +149,7 @@ pub trait Report: Serialize + Sized {
     /// The claims of these results, judged as `pagewire claims` judges
     /// the written file.
     fn judge(&self) -> Judged {
-        claims::judge_serialized(self, <Self::Suite as Suite>::KIND)
+        judge_serialized::<Self::Suite, Self>(self)
     }
 
     /// The report's line on link fidelity.

@@ -34,15 +34,6 @@ impl MeanSd {
         };
         MeanSd { mean, sd, n }
     }
-
-    /// For claims checks (a 95% interval from mean, sd and n).
-    pub fn estimate(&self) -> crate::claims::spec::Estimate {
-        crate::claims::spec::Estimate {
-            mean: self.mean,
-            sd: self.sd,
-            n: u32::try_from(self.n).unwrap_or(u32::MAX),
-        }
-    }
 }
 
 /// One cell of our table: the successful runs of (net, strategy, test).

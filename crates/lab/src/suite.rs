@@ -3,16 +3,23 @@
 //!
 //! A suite is a paper's experiment. It implements [`Suite`]: its name and
 //! paper (the claims engine's [`claims::Suite`]), one line on what it
-//! reproduces, and its claim table (the paper's sentences as data,
-//! [`ClaimSpec`]). Its results implement [`crate::results::Report`], which
-//! judges them and writes them in one way for all. Suites whose runs are
-//! independent jobs on their own links share [`crate::pool::run`].
+//! reproduces, its claim table (the paper's sentences as data,
+//! [`ClaimSpec`]) and how its results.json is judged ([`Suite::judge`]).
+//! Its results implement [`crate::results::Report`], which judges them and
+//! writes them in one way for all. Suites whose runs are independent jobs
+//! on their own links share [`crate::pool::run`].
 //!
-//! [`catalogue`] lists every suite for `pagewire bench list`.
+//! This module names no suite: each suite registers here by implementing
+//! the trait, and [`crate::registry`] lists them (`bench list`, `pagewire
+//! claims`).
 
+use std::path::Path;
+
+use anyhow::Result;
 use serde::Serialize;
+use serde_json::Value;
 
-use crate::claims::{self, spec::ClaimSpec};
+use crate::claims::{self, spec::ClaimSpec, Judged};
 
 /// A paper's experiment, as `pagewire bench <name>` runs it and
 /// `pagewire claims` judges it.
@@ -25,6 +32,23 @@ pub trait Suite {
     type Ctx: 'static;
     /// The paper's sentences this suite checks.
     fn claims() -> &'static [ClaimSpec<Self::Ctx>];
+    /// Judges a results.json of this suite from its run records alone
+    /// (`dir`: where it lives, for a baseline run beside it).
+    fn judge(results: &Value, dir: Option<&Path>) -> Result<Judged>;
+}
+
+/// Judges suite `S`'s results as they will be written (serialized to JSON
+/// text and read back, exactly as `pagewire claims` reads the file), so a
+/// results.json's `claims` are what `pagewire claims` prints for it.
+pub fn judge_serialized<S: Suite, T: Serialize + ?Sized>(results: &T) -> Judged {
+    let judged = serde_json::to_string(results)
+        .map_err(anyhow::Error::from)
+        .and_then(|t| Ok(serde_json::from_str::<Value>(&t)?))
+        .and_then(|v| S::judge(&v, None));
+    judged.unwrap_or_else(|e| Judged {
+        error: Some(format!("{e:#}")),
+        ..Judged::new(S::KIND, 0, 0, Vec::new())
+    })
 }
 
 /// A suite in `bench list`.
@@ -58,58 +82,5 @@ pub fn entry<S: Suite>() -> Entry {
                 quote: c.quote,
             })
             .collect(),
-    }
-}
-
-/// Every suite, in `bench list`'s order; section 9 is paper 001's
-/// comparison of two finished microscape runs (its claims are printed with
-/// it), listed so it can be found.
-pub fn catalogue() -> Vec<Entry> {
-    vec![
-        entry::<crate::microscape::Microscape>(),
-        Entry {
-            suite: "section9",
-            paper: "001",
-            runs:
-                "section 9 (CSS and PNG) from two finished microscape runs; claims printed with it",
-            claims: Vec::new(),
-        },
-        entry::<crate::objpack::Objpack>(),
-        entry::<crate::connlen::ConnLength>(),
-        entry::<crate::loadtime::Getall>(),
-        entry::<crate::prefetch::Prefetch>(),
-        entry::<crate::surge::Surge>(),
-    ]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_suite_is_listed_once_with_its_claims() {
-        let c = catalogue();
-        let names: Vec<&str> = c.iter().map(|e| e.suite).collect();
-        for n in [
-            "microscape",
-            "objpack",
-            "conn-length",
-            "getall",
-            "prefetch",
-            "surge",
-        ] {
-            assert_eq!(names.iter().filter(|&&x| x == n).count(), 1, "{n}");
-            let e = c.iter().find(|e| e.suite == n).unwrap();
-            assert!(!e.claims.is_empty(), "{n} lists no claims");
-        }
-        // Claim ids are unique across suites (pagewire claims reads them).
-        let mut ids: Vec<&str> = c
-            .iter()
-            .flat_map(|e| e.claims.iter().map(|r| r.id))
-            .collect();
-        let n = ids.len();
-        ids.sort_unstable();
-        ids.dedup();
-        assert_eq!(ids.len(), n);
     }
 }

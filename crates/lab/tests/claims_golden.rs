@@ -3,7 +3,8 @@
 //! the implementation's output. Every record carries the same cell values
 //! ± 1% over 5 repetitions unless a test changes them.
 
-use pagewire_lab::claims::{judge_value, Claim, Verdict};
+use pagewire_lab::claims::{Claim, Verdict};
+use pagewire_lab::registry::judge_value;
 use serde_json::{json, Value};
 
 const NETS: [&str; 3] = ["lan", "wan", "ppp"];
@@ -485,7 +486,7 @@ fn css_pair(pa: f64, pay: f64, css_payload: bool) -> (tempfile::TempDir, std::pa
 }
 
 fn css_claim(dir: &std::path::Path, id: &str) -> Claim {
-    let j = pagewire_lab::claims::judge_dir(dir).unwrap();
+    let j = pagewire_lab::registry::judge_dir(dir).unwrap();
     assert_eq!(j.paper, "001");
     j.claims.into_iter().find(|c| c.id == id).unwrap()
 }
@@ -537,7 +538,7 @@ fn nagle_pair(server: &str, st: &str, slow: f64) -> (tempfile::TempDir, std::pat
 }
 
 fn dir_claim(dir: &std::path::Path, id: &str) -> Claim {
-    let j = pagewire_lab::claims::judge_dir(dir).unwrap();
+    let j = pagewire_lab::registry::judge_dir(dir).unwrap();
     j.claims.into_iter().find(|c| c.id == id).unwrap()
 }
 

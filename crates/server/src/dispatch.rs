@@ -24,7 +24,7 @@ use tokio::net::TcpStream;
 
 use crate::context::Worker;
 use crate::io::{WriteBuf, WriteStep};
-use crate::park::Parked;
+use crate::park::{self, Parked};
 use crate::policy::{
     ClosePolicy, FlushPolicy, FlushReason, MAX_PREFETCH_HINTS, MAX_SKIPPED_BODY_BYTES,
     READ_CHUNK_BYTES,
@@ -103,7 +103,7 @@ pub(crate) fn run_conn(
 }
 
 /// Takes up a parked connection whose socket became readable: a new task.
-pub(crate) fn resume_conn(w: Rc<Worker>, p: Parked) {
+fn resume_conn(w: Rc<Worker>, p: Parked) {
     let Parked {
         stream,
         slot,
@@ -123,8 +123,20 @@ pub(crate) fn resume_conn(w: Rc<Worker>, p: Parked) {
     tokio::task::spawn_local(drive(Conn::new(w, stream, peer, slot, served, Phase::Idle)));
 }
 
-/// Runs a connection until it ends or is parked. (An `async` block, not an
-/// `async fn`: a moved-in parameter would be stored twice in the future.)
+/// The park task's view of the worker: a resumed connection is a new
+/// connection task.
+impl park::Host for Worker {
+    fn park(&self) -> &park::Park {
+        &self.park
+    }
+    fn shrink_pools(&self, keep: usize) {
+        self.pools.shrink(keep);
+    }
+    fn resume(self: Rc<Self>, p: Parked) {
+        resume_conn(self, p);
+    }
+}
+
 /// A socket that failed to move between tokio and the parking epoll: an
 /// I/O error, and the connection is gone with its registry slot.
 fn lost_in_handover(w: &Worker, key: usize) {
@@ -133,6 +145,8 @@ fn lost_in_handover(w: &Worker, key: usize) {
     w.conn_closed();
 }
 
+/// Runs a connection until it ends or is parked. (An `async` block, not an
+/// `async fn`: a moved-in parameter would be stored twice in the future.)
 #[allow(clippy::manual_async_fn)]
 fn drive(mut conn: Conn) -> impl std::future::Future<Output = ()> {
     async move {

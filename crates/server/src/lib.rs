@@ -20,6 +20,8 @@
 //! | `registry` | open connections, deadlines (sweeper), eviction at max_conns    |
 //! | `worker`   | one single-threaded runtime per thread, the accept loop         |
 //! | `context`  | `Shared` (all workers) and `Worker` (one thread) state          |
+//! | `park`     | idle keep-alive connections off the runtime; its task runs in   |
+//! |            | a `park::Host` (the worker, implemented in `dispatch`)          |
 //! | `log`, `stats`, `time` | access log, counters, cached dates               |
 //!
 //! ```no_run

@@ -16,6 +16,12 @@
 //! client sending its next request within a second, as a browser or a load
 //! generator does, never pays the four `epoll_ctl` calls of a park and a
 //! resume.
+//!
+//! The park names no connection code: the worker it runs in is a [`Host`]
+//! (`context::Worker`, implemented beside the connection loop in
+//! `dispatch`, which takes a resumed connection up). So the worker's state
+//! can hold a `Park` while the park task resumes connections, without the
+//! three modules depending on each other in a circle.
 
 use std::cell::{Cell, RefCell};
 use std::io;
@@ -28,7 +34,6 @@ use rustix::event::epoll;
 use slab::Slab;
 use tokio::io::unix::AsyncFd;
 
-use crate::context::Worker;
 use crate::registry::SlotRef;
 
 /// How long a keep-alive connection waits as a task before it is parked.
@@ -132,37 +137,48 @@ impl Park {
     }
 }
 
+/// What the park task needs of the worker it runs in.
+pub(crate) trait Host: 'static {
+    /// The worker's park.
+    fn park(&self) -> &Park;
+    /// Shrinks the worker's buffer pools to `keep` buffers of each kind.
+    fn shrink_pools(&self, keep: usize);
+    /// Takes up a parked connection whose socket became readable.
+    fn resume(self: Rc<Self>, p: Parked);
+}
+
 /// The worker's park task: ticks for idle connections, hands freed memory
 /// back after many parks, and resumes parked connections as their sockets
 /// become readable. Runs as long as the worker.
-pub(crate) async fn run(w: Rc<Worker>) {
-    let mut tick = tokio::time::interval(w.park.park_after.max(Duration::from_millis(1)));
+pub(crate) async fn run<W: Host>(w: Rc<W>) {
+    let park = w.park();
+    let mut tick = tokio::time::interval(park.park_after.max(Duration::from_millis(1)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut ready = Vec::new();
     loop {
         tokio::select! {
             _ = tick.tick() => {
-                w.park.epoch.set(w.park.epoch.get().wrapping_add(1));
-                let wakers = std::mem::take(&mut *w.park.wakers.borrow_mut());
+                park.epoch.set(park.epoch.get().wrapping_add(1));
+                let wakers = std::mem::take(&mut *park.wakers.borrow_mut());
                 for waker in wakers {
                     waker.wake();
                 }
                 // The woken tasks run (and park) before this one goes on.
                 tokio::task::yield_now().await;
-                if w.park.parked_since_trim.get() >= TRIM_AFTER_PARKED {
-                    w.park.parked_since_trim.set(0);
+                if park.parked_since_trim.get() >= TRIM_AFTER_PARKED {
+                    park.parked_since_trim.set(0);
                     // Many connections went idle: the burst that needed
                     // the pooled buffers is over.
-                    w.pools.shrink(POOL_KEEP_AFTER_PARKS);
+                    w.shrink_pools(POOL_KEEP_AFTER_PARKS);
                     trim();
                 }
             }
-            r = w.park.epoll.readable() => {
+            r = park.epoll.readable() => {
                 let Ok(mut guard) = r else { return };
                 // Bounded: each pass takes up to 64 ready sockets; fewer
                 // means none is left.
                 loop {
-                    match w.park.take_ready(&mut ready) {
+                    match park.take_ready(&mut ready) {
                         Ok(true) => {}
                         Ok(false) => {
                             guard.clear_ready();
@@ -175,8 +191,8 @@ pub(crate) async fn run(w: Rc<Worker>) {
                     }
                 }
                 for p in ready.drain(..) {
-                    w.park.resumes.set(w.park.resumes.get() + 1);
-                    crate::dispatch::resume_conn(w.clone(), p);
+                    park.resumes.set(park.resumes.get() + 1);
+                    w.clone().resume(p);
                 }
             }
         }

@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use super::spec::{CellOut, Claim, Position, Verdict};
 use crate::expect::{eval::eval_runs, Page};
-use crate::microscape::model::{Net, RunRecord, Strategy, Test};
+use crate::model::{Net, RunRecord, Strategy, Test};
 
 /// The model's word on one contradicted claim.
 #[derive(Clone, Debug, PartialEq, Serialize)]

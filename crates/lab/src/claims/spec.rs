@@ -62,6 +62,8 @@ use std::ops::Div;
 
 use serde::{Deserialize, Serialize};
 
+use crate::stats::MeanSd;
+
 /// What a claims check concluded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Verdict {
@@ -566,10 +568,22 @@ pub struct Estimate {
     pub n: u32,
 }
 
+/// A summary of repetitions, for claims checks (a 95% interval from mean,
+/// sd and n).
+impl From<MeanSd> for Estimate {
+    fn from(m: MeanSd) -> Estimate {
+        Estimate {
+            mean: m.mean,
+            sd: m.sd,
+            n: u32::try_from(m.n).unwrap_or(u32::MAX),
+        }
+    }
+}
+
 impl Estimate {
     /// Mean, sample standard deviation and count of `xs` (NaN for none).
     pub fn of(xs: &[f64]) -> Estimate {
-        crate::stats::MeanSd::of(xs.iter().copied()).estimate()
+        Estimate::from(MeanSd::of(xs.iter().copied()))
     }
 
     /// A value known exactly (a constant of the page, a deterministic

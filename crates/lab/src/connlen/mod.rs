@@ -562,4 +562,10 @@ impl crate::suite::Suite for ConnLength {
     fn claims() -> &'static [crate::claims::spec::ClaimSpec<Self::Ctx>] {
         claims::CLAIMS
     }
+    fn judge(
+        results: &serde_json::Value,
+        _dir: Option<&std::path::Path>,
+    ) -> anyhow::Result<crate::claims::Judged> {
+        claims::judge_value(results)
+    }
 }

@@ -13,7 +13,7 @@ use pagewire_client::Revalidation;
 use serde::Serialize;
 
 use super::{predict, Client, Cost, Inputs, LinkSpec, Page, Prediction};
-use crate::microscape::model::{Net, Revalidating, RunRecord, Strategy, Test, Tuning};
+use crate::model::{Net, Revalidating, RunRecord, Strategy, Test, Tuning};
 
 /// The model's name and version, recorded with every evaluation.
 pub const MODEL: &str = "pagewire expected-time model 1 (first principles, nothing fitted)";

@@ -25,7 +25,7 @@ pub mod tcp;
 use pagewire_client::Revalidation;
 use serde::Serialize;
 
-use crate::microscape::model::{Strategy, Test};
+use crate::model::{Strategy, Test};
 use tcp::{arrival_of, Arrivals, Conn, Line, TcpEra, Transport, Wire};
 
 /// One object of a page.

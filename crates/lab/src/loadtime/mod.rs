@@ -522,4 +522,14 @@ impl crate::suite::Suite for Getall {
     fn claims() -> &'static [crate::claims::spec::ClaimSpec<Self::Ctx>] {
         claims::CLAIMS
     }
+    fn judge(
+        results: &serde_json::Value,
+        _dir: Option<&std::path::Path>,
+    ) -> anyhow::Result<crate::claims::Judged> {
+        let j = claims::judge_value(results)?;
+        Ok(crate::claims::Judged {
+            model: model::model_notes(results, &j.claims),
+            ..j
+        })
+    }
 }

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::expect::suites::{errors, SuiteCell, SuiteEval};
 use crate::expect::{predict, Client, Cost, Inputs, LinkSpec, Page};
-use crate::microscape::model::Test;
+use crate::model::Test;
 
 use super::{Hosts, Method, HOSTS_1994_PER_CONNECTION, HOSTS_1994_PER_OBJECT};
 

@@ -61,23 +61,6 @@ impl BulkSpec {
     }
 }
 
-/// What a run records of its competing traffic.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct CrossRecord {
-    pub flows: u32,
-    pub warmup_s: f64,
-    /// Payload bytes the bulk readers received while the page loaded
-    /// (from the start of the run's counters to the robot's end).
-    pub bytes_during_load: u64,
-    /// Their rate over the load, bit/s.
-    pub goodput_bps: f64,
-    /// The bulk packets that left the link during the run, both directions
-    /// (`cross_traffic` of the link counters; includes the queue's drain
-    /// after the flows were closed).
-    pub link_packets: u64,
-    pub link_bytes: u64,
-}
-
 /// The sender: a listener in the server namespace that writes zeros to
 /// every connection until the peer closes it or the sender is dropped.
 pub struct BulkServer {

@@ -18,8 +18,8 @@ pub use pagewire_chromium::{find_chromium, BrowserRevalidation, BrowserSummary};
 use pagewire_chromium::{pcap_audit_ports, Browser, PageLoad, Protocol, Visit};
 
 use super::config::{BenchConfig, SERVER_PORT, TLS_PORT};
-use super::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Strategy, Test};
 use super::plan::RunSpec;
+use crate::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Strategy, Test};
 
 /// The protocol of a browser strategy. `tls`: the run's throwaway CA
 /// (`ca.pem` beside the server's key) and the TLS listener's `host:port`,

@@ -12,9 +12,9 @@ use pagewire_emu::LinkConfig;
 use pagewire_site::microscape;
 
 use super::bulk::BulkSpec;
-use super::model::{NagleSides, Net};
 use super::plan::Plan;
 use super::replay::ReplayPage;
+use crate::model::{NagleSides, Net};
 
 /// Port the server listens on inside the server namespace.
 pub const SERVER_PORT: u16 = 80;

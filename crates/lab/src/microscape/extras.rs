@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Net, RunRecord, Strategy, Test, Tuning};
 use crate::claims::spec::Estimate;
+use crate::model::{Net, RunRecord, Strategy, Test, Tuning};
 
 fn cell(runs: &[RunRecord], net: Net, st: Strategy, test: Test) -> Vec<&RunRecord> {
     runs.iter()

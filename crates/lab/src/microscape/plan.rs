@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::model::{Net, Strategy, Test, Tuning};
+use crate::model::{Net, Strategy, Test, Tuning};
 
 /// Repetitions per network. The paper repeated every run 5 times; so does
 /// the default, everywhere. PPP runs are ~1 minute each at 28.8 kbit/s but

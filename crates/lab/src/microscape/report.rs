@@ -11,11 +11,12 @@ use anyhow::{Context, Result};
 use plotters::style::RGBColor;
 use serde::Serialize;
 
-use super::model::{Net, RunRecord, Test};
+use super::claims::PageFacts;
 use super::plan::Plan;
 use super::reference::{self, Server};
 use super::tables;
-use crate::claims::{self, Claim, Judged, PageFacts, Suite};
+use crate::claims::{Claim, Judged, Suite};
+use crate::model::{Net, RunRecord, Test};
 use crate::pcapread;
 use crate::plots::{self, Series};
 use crate::stats::{self, Key, Summary};
@@ -62,7 +63,7 @@ impl Results {
         runs: Vec<RunRecord>,
     ) -> Results {
         let summaries = stats::summarize(&runs);
-        let initial = stats::summarize_tuning(&runs, super::model::Tuning::Initial);
+        let initial = stats::summarize_tuning(&runs, crate::model::Tuning::Initial);
         let mut r = Results {
             provenance,
             page_composition,
@@ -286,7 +287,7 @@ impl Results {
                         && !r.is_sweep()
                         && r.strategy == *st
                         && r.test == Test::First
-                        && r.robot.tuning == super::model::Tuning::Tuned
+                        && r.robot.tuning == crate::model::Tuning::Tuned
                         && r.ok()
                 });
                 if let Some(r) = run {
@@ -363,7 +364,7 @@ impl Results {
         });
         sections.push(Section {
             title: "Self-test: the rules fed the paper's own values".into(),
-            html: html::text_tables(&claims::microscape::render_self_test()),
+            html: html::text_tables(&super::claims::render_self_test()),
             open: false,
         });
 
@@ -377,7 +378,7 @@ impl Results {
             let Ok(har) = serde_json::from_str::<serde_json::Value>(&text) else {
                 continue;
             };
-            let initial = if r.robot.tuning == super::model::Tuning::Initial {
+            let initial = if r.robot.tuning == crate::model::Tuning::Initial {
                 " (initial robot)"
             } else {
                 ""
@@ -528,7 +529,7 @@ impl Report for Results {
         let _ = writeln!(s, "{}\n", self.lateness_line());
         s.push_str(&self.judged.render());
         let _ = writeln!(s);
-        s.push_str(&claims::microscape::render_self_test());
+        s.push_str(&super::claims::render_self_test());
         let _ = writeln!(s, "\n{} runs in {:.0} s.", self.runs.len(), self.wall_s);
         s
     }

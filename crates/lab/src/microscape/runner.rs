@@ -15,8 +15,8 @@ use pagewire_site::microscape::{self, Microscape};
 use sha2::{Digest, Sha256};
 
 pub use super::config::{BenchConfig, ServerKind, SERVER_PORT, TLS_PORT};
-use super::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Test, Tuning};
 use super::plan::RunSpec;
+use crate::model::{Net, Requests, Revalidating, RobotConfig, RunRecord, Test, Tuning};
 use crate::server::ServerGuard;
 use crate::surge::servers::{APACHE_BIN, APACHE_MODULES};
 
@@ -889,7 +889,7 @@ fn one_run(
         bail!("interrupted");
     };
     let c = link.end_run()?;
-    let cross_traffic = bulk.map(|(b, got, secs)| super::bulk::CrossRecord {
+    let cross_traffic = bulk.map(|(b, got, secs)| crate::model::CrossRecord {
         flows: b.flows,
         warmup_s: b.warmup_s,
         bytes_during_load: got,

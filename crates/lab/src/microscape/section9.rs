@@ -6,12 +6,12 @@ use std::fmt::Write as _;
 
 use pagewire_site::microscape::css::CssComposition;
 
-use super::model::{Net, RunRecord, Strategy, Test, Tuning};
 use crate::claims::bands;
 use crate::claims::spec::{
     decide, decide_all, ratio, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured,
     Quantity,
 };
+use crate::model::{Net, RunRecord, Strategy, Test, Tuning};
 
 /// "approximately 60%" through the hedge table: 0.6 × [0.75, 1.25]. The
 /// paper prints no table for this estimate (its arithmetic is not given),

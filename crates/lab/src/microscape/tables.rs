@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::model::{Net, Strategy, Test};
 use super::reference::{self, Server, TABLE_3};
+use crate::model::{Net, Strategy, Test};
 use crate::stats::{Key, MeanSd, Summary};
 
 fn fmt_ms(m: &MeanSd, decimals: usize) -> String {
@@ -456,7 +456,7 @@ pub fn table3(net: Net, initial: &BTreeMap<Key, Summary>, server_label: &str) ->
 /// 40·Pa)), as is the main tables' Bytes column. This table puts our
 /// payload (mean over the good runs) beside the paper's Bytes. Empty when
 /// the runs predate the payload counter.
-pub fn payload_table(net: Net, runs: &[super::model::RunRecord]) -> String {
+pub fn payload_table(net: Net, runs: &[crate::model::RunRecord]) -> String {
     let mut s = String::new();
     let mean = |st: Strategy, t: Test| {
         let m = MeanSd::of(
@@ -464,7 +464,7 @@ pub fn payload_table(net: Net, runs: &[super::model::RunRecord]) -> String {
                 .filter(|r| {
                     r.net == net && r.strategy == st && r.test == t && r.ok() && !r.is_sweep()
                 })
-                .filter(|r| r.robot.tuning == super::model::Tuning::Tuned)
+                .filter(|r| r.robot.tuning == crate::model::Tuning::Tuned)
                 .filter(|r| r.payload_bytes_total > 0)
                 .map(|r| r.payload_bytes_total as f64),
         );

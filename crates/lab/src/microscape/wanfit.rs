@@ -19,8 +19,8 @@
 
 use std::fmt::Write as _;
 
-use super::model::{Net, Strategy, Test};
 use super::reference::{lookup, Reference, Server};
+use crate::model::{Net, Strategy, Test};
 
 fn cell(server: Server, net: Net, st: Strategy, t: Test) -> &'static Reference {
     lookup(server, net, st, t).expect("Tables 4-7 are complete")

@@ -9,6 +9,7 @@ pub mod claims;
 pub mod files;
 pub mod methods;
 pub mod model;
+pub mod reference;
 pub mod report;
 pub mod run;
 pub mod sys;
@@ -25,5 +26,15 @@ impl crate::suite::Suite for Objpack {
     type Ctx = claims::Ctx;
     fn claims() -> &'static [crate::claims::spec::ClaimSpec<Self::Ctx>] {
         claims::CLAIMS
+    }
+    fn judge(
+        results: &serde_json::Value,
+        _dir: Option<&std::path::Path>,
+    ) -> anyhow::Result<crate::claims::Judged> {
+        let j = claims::judge_value(results)?;
+        Ok(crate::claims::Judged {
+            model: model::model_notes(results, &j.claims),
+            ..j
+        })
     }
 }

@@ -11,14 +11,13 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 
 use crate::claims::spec::{Claim, Estimate};
-use crate::claims::Suite;
 
 use crate::plots::{self, Series};
-use crate::reference::paper002;
 use plotters::style::RGBColor;
 
 use super::claims::{estimate, Ctx, Metric};
 use super::methods::Method;
+use super::reference as paper002;
 use super::run::{IdleNoise, ObjpackOutcome, RunRow};
 use super::sys::Cache;
 
@@ -940,7 +939,7 @@ pub fn write(
     }
     json.model = model.ok();
     // Judged from the results as written, as `pagewire claims` reads them.
-    let judged = crate::claims::judge_serialized(&json, Suite::Objpack);
+    let judged = crate::suite::judge_serialized::<super::Objpack, _>(&json);
     let block = format!("{}{}", judged.render(), super::claims::render_self_test());
     text.push('\n');
     text.push_str(&block);

@@ -271,14 +271,11 @@ fn per_get(r: &Run, x: u64) -> f64 {
 /// The claims of paper 004 judged on these runs and fits (through their
 /// JSON form, exactly as `pagewire claims` reads a results.json).
 pub fn judge(runs: &[Run], fits: &[Fit]) -> crate::claims::Judged {
-    crate::claims::judge_serialized(
-        &serde_json::json!({
-            "runs": runs,
-            "per_connection_memory": fits,
-            "calibration": super::suite_calibration(runs),
-        }),
-        crate::claims::Suite::Surge,
-    )
+    crate::suite::judge_serialized::<super::Surge, _>(&serde_json::json!({
+        "runs": runs,
+        "per_connection_memory": fits,
+        "calibration": super::suite_calibration(runs),
+    }))
 }
 
 /// The judged claims' list (results.json `claims`).

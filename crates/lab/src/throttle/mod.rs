@@ -31,7 +31,7 @@ use pagewire_link::LinkConfig;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::microscape::model::Strategy;
+use crate::model::Strategy;
 use lantern::{Setup, Target, Trace, TraceRequest};
 
 /// Plain HTTP's port and the TLS listener's (h2 over TCP, h3 over UDP).

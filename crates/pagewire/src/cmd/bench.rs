@@ -4,11 +4,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use pagewire_emu::LinkConfig;
-use pagewire_lab::claims::PageFacts;
-use pagewire_lab::microscape::model::NagleSides;
+use pagewire_lab::microscape::claims::PageFacts;
 use pagewire_lab::microscape::plan::{Plan, Reps};
 use pagewire_lab::microscape::report::Results;
 use pagewire_lab::microscape::runner::{self, BenchConfig, ServerKind};
+use pagewire_lab::model::NagleSides;
 use pagewire_lab::results::{utc_now, Provenance, Report};
 use pagewire_lab::{Net, Strategy, Test};
 use pagewire_site::microscape::Variant;
@@ -417,7 +417,7 @@ fn list(l: &ListArgs) -> Result<ExitCode> {
     use std::io::Write;
     let mut so = std::io::stdout().lock();
     if l.json {
-        let v: Vec<serde_json::Value> = pagewire_lab::suite::catalogue()
+        let v: Vec<serde_json::Value> = pagewire_lab::registry::catalogue()
             .iter()
             .map(|e| {
                 serde_json::json!({
@@ -434,7 +434,7 @@ fn list(l: &ListArgs) -> Result<ExitCode> {
         writeln!(so, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    for e in pagewire_lab::suite::catalogue() {
+    for e in pagewire_lab::registry::catalogue() {
         writeln!(so, "{:<12} paper {}: {}", e.suite, e.paper, e.runs)?;
         if e.claims.is_empty() {
             writeln!(so, "    (no claim table of its own)")?;
@@ -504,7 +504,7 @@ fn section9(a: &Section9Args) -> Result<ExitCode> {
 }
 
 /// The runs of an earlier bench's results.json.
-fn load_runs(path: &std::path::Path) -> Result<Vec<pagewire_lab::microscape::model::RunRecord>> {
+fn load_runs(path: &std::path::Path) -> Result<Vec<pagewire_lab::model::RunRecord>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("--baseline {}", path.display()))?;
     let mut v: serde_json::Value = serde_json::from_str(&text)

@@ -61,7 +61,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     // A directory that cannot be judged (missing, not a results
     // directory) is a failure (exit 1), as a missing input of any command;
     // --write on a directory that records no claims is a usage error (2).
-    let judged = pagewire_lab::claims::judge_dir(dir)
+    let judged = pagewire_lab::registry::judge_dir(dir)
         .with_context(|| format!("claims: {}", dir.display()))?;
     if args.write {
         write(dir, &judged).map_err(|e| {
@@ -82,7 +82,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 
 /// `--pool`: judge the runs together, or say why they cannot be.
 fn pool(args: &Args) -> anyhow::Result<ExitCode> {
-    let pooled = match pagewire_lab::claims::pool::judge_pooled(&args.dirs) {
+    let pooled = match pagewire_lab::registry::pool::judge_pooled(&args.dirs) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("pagewire claims --pool: {e:#}");

@@ -9,13 +9,17 @@
 //! %ov equals 40·Pa / (Bytes + 40·Pa) in every cell of Tables 4-9).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
+use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::bands::{self, source as src};
-use super::spec::{
+use crate::claims::bands::{self, source as src};
+use crate::claims::spec::{
     decide_all, Band, Claim, ClaimKind, ClaimSpec, Estimate, Interval, Measured, Quantity,
 };
+use crate::claims::{kept, model_column, read_json, records, Judged, Suite};
 use crate::model::{Net, RunRecord, Strategy, Test, Tuning};
 use Strategy::*;
 use Test::*;
@@ -551,6 +555,92 @@ pub fn check_with_nagle_baseline(
     })
 }
 
+/// Whether a results.json is of section 9's CSS+PNG page (`bench --page
+/// css`): judged by section 9's claims against its original page's run.
+pub fn is_css_page(v: &Value) -> bool {
+    v.get("page_composition")
+        .and_then(Value::as_str)
+        .is_some_and(|p| p.contains("CSS+PNG variant"))
+}
+
+/// Re-judge a microscape results.json (`dir`: where it lives, for the
+/// baseline beside it): paper 001's claims with the model column, or
+/// section 9's for the CSS+PNG page.
+pub fn judge_value(v: &Value, dir: Option<&Path>) -> Result<Judged> {
+    if is_css_page(v) {
+        let (css, out, n) = runs(v)?;
+        let original = match baseline(v, dir) {
+            Some(p) => Some(runs(&read_json(&p)?)?.0),
+            None => None,
+        };
+        let claims = super::section9::judge(original.as_deref(), &css);
+        return Ok(Judged::new(Suite::MicroscapeCss, n, out, claims));
+    }
+    let (runs_kept, out, n) = runs(v)?;
+    // A `bench --nagle` run: its Nagle-off baseline, for the Nagle
+    // sentences (`--baseline`, or ../results.json beside it).
+    let base = match runs_kept.iter().any(|r| r.ok() && r.nagle_on()) {
+        true => match baseline(v, dir) {
+            Some(p) => Some(runs(&read_json(&p)?)?.0),
+            None => None,
+        },
+        false => None,
+    };
+    let claims = check_with_nagle_baseline(&runs_kept, page_facts(v), base.as_deref());
+    // The model describes the Microscape page of the default seed.
+    let page = crate::expect::Page::microscape(1997);
+    let modelled = page_facts(v).is_some_and(|f| f.html_bytes as u64 == page.html.body);
+    let model = model_column::notes(&runs_kept, &claims, modelled.then_some(&page), |rs| {
+        check_with_nagle_baseline(rs, page_facts(v), base.as_deref())
+    });
+    Ok(Judged {
+        model,
+        ..Judged::new(Suite::Microscape, n, out, claims)
+    })
+}
+
+/// The original page's results.json for a CSS-page run (the Nagle-off
+/// run for a `--nagle` run): the run's own `--baseline` if that file still
+/// exists, else `../results.json` beside the run's directory (the committed
+/// layout).
+fn baseline(v: &Value, dir: Option<&Path>) -> Option<PathBuf> {
+    let cmd: Vec<&str> = v
+        .get("provenance")
+        .and_then(|p| p.get("command"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let from_cmd = cmd
+        .windows(2)
+        .find(|w| w[0] == "--baseline")
+        .map(|w| PathBuf::from(w[1]))
+        .filter(|p| p.is_file());
+    from_cmd.or_else(|| {
+        dir.map(|d| d.join("..").join("results.json"))
+            .filter(|p| p.is_file())
+    })
+}
+
+fn page_facts(v: &Value) -> Option<PageFacts> {
+    serde_json::from_value(v.get("page_facts")?.clone()).ok()
+}
+
+/// The microscape run records that count, how many were left out, and how
+/// many there were.
+pub fn runs(v: &Value) -> Result<(Vec<RunRecord>, usize, usize)> {
+    let all = records(v, "runs")?;
+    let (keep, out) = kept(all);
+    let runs = keep
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            serde_json::from_value(r.clone())
+                .with_context(|| format!("run record {i} of results.json"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok((runs, out, all.len()))
+}
+
 fn pipeline_2x_packets(c: &MicroscapeCtx) -> Measured {
     let mut m = Measured::new();
     let f = |net, t| Some(c.pa(net, Http10, t)? / c.pa(net, Pipeline, t)?);
@@ -782,7 +872,7 @@ fn higher_latency_better(c: &MicroscapeCtx) -> Measured {
 
 /// Microseconds as milliseconds, without trailing zeros.
 fn spec_ms(us: u64) -> String {
-    super::spec::fmt_num(us as f64 / 1000.0)
+    crate::claims::spec::fmt_num(us as f64 / 1000.0)
 }
 
 fn firsts() -> impl Iterator<Item = (Net, Test)> {
@@ -1019,9 +1109,9 @@ fn lowercase_tags_compress_better(c: &MicroscapeCtx) -> Measured {
 /// opens one per object (43; Table 3 counts 40 for revalidation), the
 /// HTTP/1.1 strategies one. Table 3 (Jigsaw only) fills the initial robot's
 /// cells.
-pub fn paper_ctx(server: crate::reference::Server) -> MicroscapeCtx {
+pub fn paper_ctx(server: super::reference::Server) -> MicroscapeCtx {
     let mut ctx = MicroscapeCtx::default();
-    for r in crate::reference::TABLES_4_TO_9
+    for r in super::reference::TABLES_4_TO_9
         .iter()
         .filter(|r| r.server == server)
     {
@@ -1040,8 +1130,8 @@ pub fn paper_ctx(server: crate::reference::Server) -> MicroscapeCtx {
             },
         );
     }
-    if server == crate::reference::Server::Jigsaw {
-        for r in crate::reference::TABLE_3 {
+    if server == super::reference::Server::Jigsaw {
+        for r in super::reference::TABLE_3 {
             ctx.cells.insert(
                 (true, Net::Lan, r.strategy, Revalidate),
                 Vals {
@@ -1057,8 +1147,8 @@ pub fn paper_ctx(server: crate::reference::Server) -> MicroscapeCtx {
 }
 
 /// Every claim rule on the paper's own tables, per server.
-pub fn paper_self_test() -> Vec<(crate::reference::Server, Vec<Claim>)> {
-    use crate::reference::Server;
+pub fn paper_self_test() -> Vec<(super::reference::Server, Vec<Claim>)> {
+    use super::reference::Server;
     [Server::Jigsaw, Server::Apache]
         .into_iter()
         .map(|s| {
@@ -1073,22 +1163,22 @@ pub fn paper_self_test() -> Vec<(crate::reference::Server, Vec<Claim>)> {
 
 /// The self-test as text.
 pub fn render_self_test() -> String {
-    let tables = |s: crate::reference::Server| match s {
-        crate::reference::Server::Jigsaw => "Jigsaw, Tables 3, 4, 6, 8",
-        crate::reference::Server::Apache => "Apache, Tables 5, 7, 9",
+    let tables = |s: super::reference::Server| match s {
+        super::reference::Server::Jigsaw => "Jigsaw, Tables 3, 4, 6, 8",
+        super::reference::Server::Apache => "Apache, Tables 5, 7, 9",
     };
     let runs: Vec<(String, Vec<Claim>)> = paper_self_test()
         .into_iter()
         .map(|(s, c)| (tables(s).to_string(), c))
         .collect();
-    super::render_self_test("paper 001", &runs)
+    crate::claims::render_self_test("paper 001", &runs)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::claims::spec::Verdict;
-    use crate::reference::Server;
+    use crate::microscape::reference::Server;
 
     fn verdict(claims: &[Claim], id: &str) -> Verdict {
         claims

@@ -1,4 +1,6 @@
-//! The run matrix's dimensions and the record of one run.
+//! The run matrix's dimensions and the record of one run: the data every
+//! layer of paper 001's suite shares (its runner writes them, its
+//! statistics, tables, claims and the expected-time model read them).
 
 use std::fmt;
 use std::str::FromStr;
@@ -474,7 +476,25 @@ pub struct RunRecord {
     /// Competing bulk traffic during the load (`bench --bulk`); absent
     /// without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cross_traffic: Option<super::bulk::CrossRecord>,
+    pub cross_traffic: Option<CrossRecord>,
+}
+
+/// What a run records of its competing traffic (`bench --bulk`:
+/// `microscape::bulk`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CrossRecord {
+    pub flows: u32,
+    pub warmup_s: f64,
+    /// Payload bytes the bulk readers received while the page loaded
+    /// (from the start of the run's counters to the robot's end).
+    pub bytes_during_load: u64,
+    /// Their rate over the load, bit/s.
+    pub goodput_bps: f64,
+    /// The bulk packets that left the link during the run, both directions
+    /// (`cross_traffic` of the link counters; includes the queue's drain
+    /// after the flows were closed).
+    pub link_packets: u64,
+    pub link_bytes: u64,
 }
 
 impl RunRecord {

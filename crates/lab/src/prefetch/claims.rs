@@ -13,9 +13,11 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 use serde::Deserialize;
 
-use super::bands::{self, source as src};
-use super::spec::{decide_all, Band, Claim, ClaimKind, ClaimSpec, Interval, Measured, Quantity};
-use super::{Judged, Suite};
+use crate::claims::bands::{self, source as src};
+use crate::claims::spec::{
+    decide_all, Band, Claim, ClaimKind, ClaimSpec, Interval, Measured, Quantity,
+};
+use crate::claims::{Judged, Suite};
 
 /// The traffic increase in the measures the claims read.
 #[derive(Clone, Copy, Debug, Deserialize)]

@@ -14,7 +14,9 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{detect, judge_value, microscape_runs, read_json, Judged, Suite};
+use super::{detect, judge_value};
+use crate::claims::{read_json, records, Judged, Suite};
+use crate::microscape::claims::runs as microscape_runs;
 
 /// One run of the pool.
 #[derive(Clone, Debug, Serialize)]
@@ -242,7 +244,7 @@ pub fn judge_pooled(paths: &[PathBuf]) -> Result<Pooled> {
     let mut all: Vec<Value> = Vec::new();
     let mut members = Vec::new();
     for (name, v) in &vals {
-        let runs = super::records(v, "runs")?;
+        let runs = records(v, "runs")?;
         all.extend(runs.iter().cloned());
         let s = |ptr: &str| {
             v.pointer(ptr)
