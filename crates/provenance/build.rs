@@ -82,10 +82,19 @@ fn describe(root: &Path, git_dir: &Path, common: &Path) -> (String, String) {
     .unwrap_or_else(|| "unknown".to_string());
     // Tracked files that differ from HEAD (in the index or the work tree);
     // untracked files do not make a build dirty.
+    // `--no-optional-locks`: a plain `git status` refreshes the index's
+    // stat data and rewrites `index`, which is watched above, so the next
+    // build would run this script again and rebuild every crate that
+    // depends on this one, on every build.
     let dirty = Command::new("git")
         .arg("-C")
         .arg(root)
-        .args(["status", "--porcelain", "--untracked-files=no"])
+        .args([
+            "--no-optional-locks",
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+        ])
         .output()
         .ok()
         .filter(|o| o.status.success())

@@ -19,6 +19,7 @@
 //! body never sits in memory whole. Other entries are written after the
 //! fetch's last response, so disk time never delays a request on the wire.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -218,38 +219,74 @@ impl Cache {
     /// its meta file, or meta whose body is gone — both discarded).
     /// `Err(warning)`: an entry exists but is corrupt (and must be ignored).
     pub fn get(&self, url: &str) -> Result<Option<Entry>, CacheWarning> {
-        let Some(meta) = self.get_meta(url)? else {
-            return Ok(None);
+        let body_path = self.path_of(url);
+        let checked = check_entry(
+            url,
+            self.meta_path_of(url),
+            read_file(&self.meta_path_of(url)),
+            body_path.clone(),
+            || read_file(&body_path),
+        );
+        if let Checked::Orphan = checked {
+            // Meta without body: what is left of an entry whose body was
+            // removed; useless, so it goes too.
+            let _ = fs::remove_file(self.meta_path_of(url));
+        }
+        checked.into_result()
+    }
+
+    /// Every entry file of the cache read into memory, for a fetch whose
+    /// session reads no file ([`Snapshot::get`] gives what [`Cache::get`]
+    /// would have given when the snapshot was taken). Temporary files are
+    /// left out; a meta file without its body is removed, as [`Cache::get`]
+    /// does. The driver takes it before the fetch's clock starts, so disk
+    /// reads never delay a request. The robot's cache holds the objects of the pages fetched
+    /// with it, so this is one page's worth for the papers' runs.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut files: HashMap<String, Stored> = HashMap::new();
+        let Ok(rd) = fs::read_dir(&self.dir) else {
+            return Snapshot {
+                stale_removed: self.stale_removed,
+                ..Snapshot::default()
+            };
         };
-        let path = self.path_of(url);
-        let body = match fs::read(&path) {
-            Ok(d) => d,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // Meta without body: what is left of an entry whose body
-                // was removed; useless, so it goes too.
-                let _ = fs::remove_file(self.meta_path_of(url));
-                return Ok(None);
+        // Bounded by the directory's entries.
+        for e in rd.flatten() {
+            let name = e.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.starts_with(TMP_PREFIX) {
+                continue;
             }
-            Err(source) => return Err(CacheWarning::Unreadable { path, source }),
-        };
-        let corrupt = |why| CacheWarning::Corrupt {
-            path: path.clone(),
-            url: url.to_string(),
-            why,
-        };
-        if body.len() as u64 != meta.body_len {
-            return Err(corrupt(Corruption::BodyLength {
-                got: body.len() as u64,
-                header: meta.body_len,
-            }));
+            let is_entry_file = name
+                .rsplit_once('.')
+                .is_some_and(|(_, ext)| ext == BODY_EXT || ext == META_EXT);
+            if !is_entry_file {
+                continue;
+            }
+            let stored = match read_file(&e.path()) {
+                Read::Missing => continue,
+                Read::Data(d) => Stored::Data(d),
+                Read::Failed(e) => Stored::Failed(e.kind(), e.to_string()),
+            };
+            files.insert(name.to_string(), stored);
         }
-        if sha256_hex(&body) != meta.body_sha256 {
-            return Err(corrupt(Corruption::Sha256Mismatch));
+        // Meta without body: what is left of an entry whose body was
+        // removed; useless, so it goes too (as `get` does).
+        let orphans: Vec<String> = files
+            .keys()
+            .filter_map(|n| n.strip_suffix(&format!(".{META_EXT}")))
+            .filter(|key| !files.contains_key(&format!("{key}.{BODY_EXT}")))
+            .map(|key| format!("{key}.{META_EXT}"))
+            .collect();
+        for name in orphans {
+            files.remove(&name);
+            let _ = fs::remove_file(self.dir.join(&name));
         }
-        Ok(Some(Entry {
-            meta,
-            body: Bytes::from(body),
-        }))
+        Snapshot {
+            dir: self.dir.clone(),
+            stale_removed: self.stale_removed,
+            files,
+        }
     }
 
     /// Reads and checks `url`'s meta file only.
@@ -344,6 +381,158 @@ impl Cache {
             .map_err(|e| Self::io_err(meta, "cannot rename", e.error))?;
         self.written.fetch_add(len, Ordering::Relaxed);
         self.put_meta(meta)
+    }
+}
+
+/// One file of the cache as read.
+enum Read {
+    Missing,
+    Data(Bytes),
+    Failed(std::io::Error),
+}
+
+fn read_file(path: &Path) -> Read {
+    match fs::read(path) {
+        Ok(d) => Read::Data(Bytes::from(d)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Read::Missing,
+        Err(e) => Read::Failed(e),
+    }
+}
+
+/// What an entry's two files amount to.
+enum Checked {
+    Entry(Entry),
+    Missing,
+    /// Meta without body (removed by [`Cache::get`]).
+    Orphan,
+    Warning(CacheWarning),
+}
+
+impl Checked {
+    fn into_result(self) -> Result<Option<Entry>, CacheWarning> {
+        match self {
+            Checked::Entry(e) => Ok(Some(e)),
+            Checked::Missing | Checked::Orphan => Ok(None),
+            Checked::Warning(w) => Err(w),
+        }
+    }
+}
+
+/// `url`'s entry from its meta file and (read only if the meta file is
+/// sound) its body file: the checks of [`Cache::get`], without I/O of
+/// their own.
+fn check_entry(
+    url: &str,
+    meta_path: PathBuf,
+    meta: Read,
+    path: PathBuf,
+    body: impl FnOnce() -> Read,
+) -> Checked {
+    let data = match meta {
+        Read::Data(d) => d,
+        Read::Missing => return Checked::Missing,
+        Read::Failed(source) => {
+            return Checked::Warning(CacheWarning::Unreadable {
+                path: meta_path,
+                source,
+            })
+        }
+    };
+    let meta = match Cache::decode_meta(url, &data) {
+        Ok(m) => m,
+        Err(why) => {
+            return Checked::Warning(CacheWarning::Corrupt {
+                path: meta_path,
+                url: url.to_string(),
+                why,
+            })
+        }
+    };
+    let body = match body() {
+        Read::Data(d) => d,
+        Read::Missing => return Checked::Orphan,
+        Read::Failed(source) => return Checked::Warning(CacheWarning::Unreadable { path, source }),
+    };
+    let corrupt = |why| {
+        Checked::Warning(CacheWarning::Corrupt {
+            path: path.clone(),
+            url: url.to_string(),
+            why,
+        })
+    };
+    if body.len() as u64 != meta.body_len {
+        return corrupt(Corruption::BodyLength {
+            got: body.len() as u64,
+            header: meta.body_len,
+        });
+    }
+    if sha256_hex(&body) != meta.body_sha256 {
+        return corrupt(Corruption::Sha256Mismatch);
+    }
+    Checked::Entry(Entry { meta, body })
+}
+
+/// A file of a [`Snapshot`].
+#[derive(Debug, Clone)]
+enum Stored {
+    Data(Bytes),
+    Failed(std::io::ErrorKind, String),
+}
+
+impl Stored {
+    fn read(&self) -> Read {
+        match self {
+            Stored::Data(d) => Read::Data(d.clone()),
+            Stored::Failed(kind, msg) => Read::Failed(std::io::Error::new(*kind, msg.clone())),
+        }
+    }
+}
+
+/// The cache's entry files as they were when a fetch started, in memory
+/// ([`Cache::snapshot`]): what the session looks up, so that it reads no
+/// file. Entries written during the fetch are not in it (they are written
+/// after its last response, or are the fetch's own objects).
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    dir: PathBuf,
+    /// [`Cache::stale_removed`] of the cache it was taken from.
+    stale_removed: usize,
+    /// File name (`<key>.meta`, `<key>.body`) -> content.
+    files: HashMap<String, Stored>,
+}
+
+impl Snapshot {
+    fn file(&self, name: String) -> Read {
+        self.files.get(&name).map_or(Read::Missing, Stored::read)
+    }
+
+    /// What [`Cache::get`] gave for `url` when the snapshot was taken
+    /// (without removing a meta file whose body is gone).
+    pub fn get(&self, url: &str) -> Result<Option<Entry>, CacheWarning> {
+        let key = Cache::key(url);
+        let (meta, body) = (format!("{key}.{META_EXT}"), format!("{key}.{BODY_EXT}"));
+        check_entry(
+            url,
+            self.dir.join(&meta),
+            self.file(meta),
+            self.dir.join(&body),
+            || self.file(body),
+        )
+        .into_result()
+    }
+
+    /// Temporary files of interrupted writes removed when the cache opened.
+    pub fn stale_removed(&self) -> usize {
+        self.stale_removed
+    }
+
+    /// Entry files in the snapshot.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
     }
 }
 
@@ -460,6 +649,38 @@ mod tests {
             assert!(matches!(err, CacheWarning::Corrupt { .. }), "{err}");
             assert!(err.to_string().contains("http://h/a"), "{err}");
         }
+    }
+
+    /// A snapshot answers as the cache did when it was taken: sound,
+    /// corrupt, meta-only and missing entries; later writes are not in it.
+    #[test]
+    fn snapshot_answers_as_the_cache_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Cache::open(dir.path()).unwrap();
+        c.put(&meta("http://h/a", b"hello"), b"hello").unwrap();
+        c.put(&meta("http://h/bad", b"x"), b"x").unwrap();
+        fs::write(c.path_of("http://h/bad"), b"y").unwrap();
+        c.put_meta(&meta("http://h/orphan", b"z")).unwrap();
+        fs::write(dir.path().join(".tmpAbC"), b"in progress").unwrap();
+        let snap = c.snapshot();
+        assert_eq!(
+            snap.len(),
+            4,
+            "two entries, no orphan meta, no temporary file"
+        );
+        assert!(!c.meta_path_of("http://h/orphan").exists(), "removed");
+        c.put(&meta("http://h/later", b"l"), b"l").unwrap();
+        c.put(&meta("http://h/a", b"new"), b"new").unwrap();
+        assert_eq!(&snap.get("http://h/a").unwrap().unwrap().body[..], b"hello");
+        let (from_snap, from_cache) = (
+            snap.get("http://h/bad").unwrap_err().to_string(),
+            c.get("http://h/bad").unwrap_err().to_string(),
+        );
+        assert_eq!(from_snap, from_cache);
+        assert!(snap.get("http://h/orphan").unwrap().is_none());
+        assert!(snap.get("http://h/later").unwrap().is_none());
+        assert!(snap.get("http://h/none").unwrap().is_none());
+        assert!(Snapshot::default().get("http://h/a").unwrap().is_none());
     }
 
     /// The meta file is checked too: garbage, another URL, a header line

@@ -12,10 +12,11 @@
 //! Layout: `config` (what to do), `session` (what bytes mean: objects,
 //! requests, responses, discovery, counters; a module per part of the
 //! exchange and per strategy behaviour, no socket, no clock, the cache
-//! entries to write handed back at the end), `conn` (when bytes move: `conn::Machine`,
-//! one connection without its socket — events in, effects out,
-//! `next_deadline()` — and `conn::drive`, its socket; output buffer,
-//! early-close recovery), `outbuf` (the flush
+//! entries to write handed back at the end, owned by one task and changed
+//! by `&mut`), `conn` (when bytes move: `conn::Machine`, one connection
+//! without its socket — events in, effects out, `next_deadline()` — and
+//! `conn::run`, the one task that owns the session, the machines and their
+//! sockets; output buffer, early-close recovery), `outbuf` (the flush
 //! policy), `multiplex` (the `h2` and `h3` strategies: one TLS or QUIC
 //! connection, a stream per object), `cache`, `inflate`, `report` (+ `har`,
 //! `save` for output).
@@ -36,13 +37,9 @@ pub mod outbuf;
 pub mod report;
 pub mod save;
 mod session;
+mod store;
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::Arc;
-
-use tokio::sync::{mpsc, Semaphore};
-use tokio::task::JoinSet;
 
 pub use cache::Cache;
 pub use config::{
@@ -57,16 +54,7 @@ pub use report::{
 };
 pub use session::prefetch_links;
 
-use conn::{drive, End, Plan, Sink};
-use session::{ObjId, Session, PAGE};
-
-/// Requests sent for one object at most (first try plus re-sends after
-/// early closes) under HTTP/1.0, where each try is its own connection.
-const MAX_ATTEMPTS_PER_OBJECT: u32 = 4;
-
-/// Persistent strategies give up after this many reconnections in a row
-/// that got no response at all (a server that accepts and closes).
-const MAX_FRUITLESS_RECONNECTS: usize = 3;
+use session::Session;
 
 /// Fetches the page at `config.url` and its same-server embedded objects,
 /// following up to `config.max_redirects` redirects of the page.
@@ -160,37 +148,43 @@ async fn fetch_cross_origin(mut report: FetchReport, config: &FetchConfig) -> Fe
 async fn fetch_one(config: FetchConfig) -> Result<FetchReport, FetchError> {
     let target = config.validate()?;
     let cache = config.cache_dir.as_deref().map(Cache::open).transpose()?;
+    // The session reads no file: the entries it may look up are read here,
+    // and what it writes is done by `store`.
+    let snapshot = cache.as_ref().map(Cache::snapshot);
+    let mut store = store::Store::new(cache.clone(), config.save_dir.clone());
     let addr = lookup(&target, &config).await?;
     let total = config.timeouts.total;
-    let sess = Arc::new(Session::new(
+    let mut sess = Session::new(
         config,
         target,
         addr,
-        cache,
-        std::time::Instant::now(),
-    ));
+        (snapshot, cache.clone()),
+        (std::time::Instant::now(), std::time::SystemTime::now()),
+    );
+    // The session is owned by this task alone; the strategies' drivers
+    // borrow it while they run.
     let work = async {
-        match sess.cfg.strategy {
-            Strategy::Http10 => run_http10(Arc::clone(&sess)).await,
-            s if s.multiplexed() => multiplex::run(Arc::clone(&sess)).await,
-            _ => run_persistent(&sess).await,
+        if sess.cfg.strategy.multiplexed() {
+            multiplex::run(&mut sess, &mut store).await
+        } else {
+            conn::run(&mut sess, &mut store).await
         }
     };
-    match tokio::time::timeout(total, work).await {
+    let done = tokio::time::timeout(total, work).await;
+    match done {
         Ok(r) => r?,
         Err(_) => return Err(FetchError::TotalTimeout(total, sess.waiting_for())),
     }
     let (mut report, writes) = sess.finish();
-    if let Some(cache) = &sess.cache {
-        // After the network work, so disk time never delays a request.
-        for w in writes {
-            if let Err(e) = w.apply(cache) {
-                report.warnings.push(e.to_string());
-            }
-        }
-        report.cache_bytes_written = cache.bytes_written();
-    }
+    // After the network work, so disk time never delays a request.
+    store.finish(writes, &mut report);
     Ok(report)
+}
+
+/// Does the writes `sess` asked for since the last call (the drivers call
+/// this after every event they hand the session).
+fn drain_writes(sess: &mut Session, store: &mut store::Store) {
+    store.apply_all(sess.take_writes());
 }
 
 /// `fetch` on a current-thread runtime built for the call: usable from a
@@ -226,129 +220,6 @@ async fn lookup(target: &Target, config: &FetchConfig) -> Result<SocketAddr, Fet
     addrs
         .next()
         .ok_or_else(|| fail("name has no addresses".into()))
-}
-
-/// http11 / pipeline / pipeline-deflate: one persistent connection at a time;
-/// a new one only when the server closed the previous one early.
-async fn run_persistent(sess: &Session) -> Result<(), FetchError> {
-    let mut queue: VecDeque<ObjId> = VecDeque::from([PAGE]);
-    let pipeline = sess.cfg.strategy.pipelines();
-    let mut reconnects = 0usize;
-    let mut fruitless = 0usize;
-    let mut first = true;
-    // Bounded by max_reconnects and MAX_FRUITLESS_RECONNECTS.
-    loop {
-        let plan = Plan {
-            pipeline,
-            cautious: !first,
-        };
-        match drive(sess, &mut queue, plan, &Sink::Own).await? {
-            End::Done => return Ok(()),
-            End::Closed {
-                unanswered,
-                answered,
-                how,
-            } => {
-                // Unanswered requests go first, in their original order.
-                for id in unanswered.into_iter().rev() {
-                    queue.push_front(id);
-                }
-                if queue.is_empty() {
-                    return Ok(());
-                }
-                fruitless = if answered == 0 { fruitless + 1 } else { 0 };
-                reconnects += 1;
-                if fruitless >= MAX_FRUITLESS_RECONNECTS || reconnects > sess.cfg.max_reconnects {
-                    return Err(FetchError::TooManyReconnects {
-                        reconnects,
-                        url: sess.url_of(queue[0]),
-                        last: how,
-                    });
-                }
-            }
-        }
-        first = false;
-    }
-}
-
-/// http10: one request per connection, at most `max_conns` connections at
-/// once; the page's connection streams references to this dispatcher as
-/// the parser finds them.
-async fn run_http10(sess: Arc<Session>) -> Result<(), FetchError> {
-    let permits = Arc::new(Semaphore::new(sess.cfg.max_conns));
-    let (tx, mut rx) = mpsc::unbounded_channel::<ObjId>();
-    let mut pending: VecDeque<ObjId> = VecDeque::from([PAGE]);
-    let mut tasks: JoinSet<Result<(), FetchError>> = JoinSet::new();
-    // Bounded: every object is dispatched at most MAX_ATTEMPTS_PER_OBJECT
-    // times, and the object table is bounded (discover::MAX_REFERENCES).
-    loop {
-        while let Ok(id) = rx.try_recv() {
-            pending.push_back(id);
-        }
-        while !pending.is_empty() {
-            let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-                break;
-            };
-            let id = pending.pop_front().expect("non-empty");
-            let (s, tx) = (Arc::clone(&sess), tx.clone());
-            tasks.spawn(async move {
-                let _permit = permit;
-                one_request(&s, id, tx).await
-            });
-        }
-        if tasks.is_empty() && pending.is_empty() {
-            let more = sess.take_prefetch_work();
-            if more.is_empty() {
-                return Ok(());
-            }
-            pending.extend(more);
-            continue;
-        }
-        tokio::select! {
-            Some(id) = rx.recv() => pending.push_back(id),
-            Some(done) = tasks.join_next() => match done {
-                Ok(r) => r?,
-                Err(e) => {
-                    return Err(FetchError::Config(format!("connection task failed: {e}")));
-                }
-            },
-        }
-    }
-}
-
-/// One HTTP/1.0 exchange (re-tried on a new connection if the server
-/// closed without answering).
-async fn one_request(
-    sess: &Session,
-    id: ObjId,
-    tx: mpsc::UnboundedSender<ObjId>,
-) -> Result<(), FetchError> {
-    let sink = Sink::Channel(tx);
-    let mut queue = VecDeque::from([id]);
-    let plan = Plan {
-        pipeline: false,
-        cautious: false,
-    };
-    let mut last = String::new();
-    for _ in 0..MAX_ATTEMPTS_PER_OBJECT {
-        match drive(sess, &mut queue, plan, &sink).await? {
-            End::Done => return Ok(()),
-            End::Closed {
-                unanswered, how, ..
-            } => {
-                last = how;
-                queue.extend(unanswered);
-                if queue.is_empty() {
-                    return Ok(());
-                }
-            }
-        }
-    }
-    Err(FetchError::TooManyReconnects {
-        reconnects: MAX_ATTEMPTS_PER_OBJECT as usize,
-        url: sess.url_of(id),
-        last,
-    })
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 //! session resumption: every fetch pays a full TLS 1.3 handshake (one round
 //! trip before the first request on QUIC, two on TCP).
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -28,7 +29,9 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use bytes::{Buf, Bytes, BytesMut};
-use pagewire_h1::{parse_request, parse_response, write_response_head, Limits, Version};
+use pagewire_h1::{
+    parse_request, parse_response, write_response_head, Limits, Method, ResponseHead, Version,
+};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -37,6 +40,7 @@ use crate::config::Strategy;
 use crate::error::FetchError;
 use crate::report::ConnEnd;
 use crate::session::{ObjId, Session, PAGE};
+use crate::store::Store;
 
 /// HTTP/2 initial stream and connection windows of the robot (RFC 9113
 /// §6.9.2's default).
@@ -89,13 +93,29 @@ fn to_head(
         .ok_or_else(|| FetchError::object(url, "incomplete response head"))
 }
 
-/// Counts a connection's bytes (TLS records on TCP) into the session, and
+/// What the connection's tasks (the HTTP/2 or QUIC driver, the streams)
+/// tell the dispatcher, which alone owns the session.
+enum Ev {
+    /// Bytes read from or written to the connection (TLS records on TCP;
+    /// HTTP/3: DATA payload read).
+    Read(usize, Instant),
+    Wrote(usize),
+    /// A stream's final response head, body bytes, end.
+    Head(ObjId, Box<ResponseHead>, Instant),
+    Data(ObjId, Bytes, Instant),
+    End(ObjId, Instant),
+    /// A stream failed: the fetch fails.
+    Failed(FetchError),
+}
+
+type Tx = mpsc::UnboundedSender<Ev>;
+
+/// Counts a connection's bytes (TLS records on TCP) to the dispatcher, and
 /// hands the socket back when the HTTP/2 connection is done with it (h2
 /// drops its I/O object), so that the robot can close it gracefully.
 struct Counting<T> {
     inner: Option<T>,
-    sess: Arc<Session>,
-    conn: usize,
+    tx: Tx,
     linger: Option<tokio::sync::oneshot::Sender<T>>,
 }
 
@@ -126,7 +146,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Counting<T> {
         let r = Pin::new(self.io()).poll_read(cx, buf);
         let n = buf.filled().len() - before;
         if n > 0 {
-            self.sess.read(self.conn, n, Instant::now());
+            let _ = self.tx.send(Ev::Read(n, Instant::now()));
         }
         r
     }
@@ -140,7 +160,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Counting<T> {
     ) -> Poll<std::io::Result<usize>> {
         let r = Pin::new(self.io()).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = r {
-            self.sess.wrote(self.conn, n);
+            let _ = self.tx.send(Ev::Wrote(n));
         }
         r
     }
@@ -173,83 +193,97 @@ fn connect_error(addr: SocketAddr, e: impl std::fmt::Display) -> FetchError {
 }
 
 /// Runs the whole fetch over one multiplexed connection.
-pub(crate) async fn run(sess: Arc<Session>) -> Result<(), FetchError> {
+pub(crate) async fn run(sess: &mut Session, store: &mut Store) -> Result<(), FetchError> {
     match sess.cfg.strategy {
-        Strategy::H2 => run_h2(sess).await,
-        Strategy::H3 => run_h3(sess).await,
+        Strategy::H2 => run_h2(sess, store).await,
+        Strategy::H3 => run_h3(sess, store).await,
         s => Err(FetchError::Config(format!("{s} is not multiplexed"))),
     }
 }
 
-/// What a stream task needs to send one request and deliver its response.
+/// One stream's request, built by the session before the stream starts.
+struct Ask {
+    id: ObjId,
+    url: String,
+    method: Method,
+    req: http::Request<()>,
+    /// The object deadline.
+    object: Duration,
+}
+
+/// What a stream task needs to send one request and report its response.
 trait Streams: Clone + Send + 'static {
+    /// Sends `ask`'s request and reports its response to `tx`, counting
+    /// its body bytes in `received`.
     fn exchange(
         self,
-        sess: Arc<Session>,
-        id: ObjId,
-        conn: usize,
-        tx: mpsc::UnboundedSender<ObjId>,
-        progress: Progress,
+        ask: Ask,
+        tx: Tx,
+        received: &AtomicU64,
     ) -> impl std::future::Future<Output = Result<(), FetchError>> + Send;
 }
 
-/// When a byte of a response last arrived on the connection (any stream).
-#[derive(Clone)]
-struct Progress(Arc<std::sync::Mutex<Instant>>);
-
-impl Progress {
-    fn new() -> Progress {
-        Progress(Arc::new(std::sync::Mutex::new(Instant::now())))
-    }
-    fn touch(&self) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Instant::now();
-    }
-    fn last(&self) -> Instant {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner())
+/// A stream task: the exchange under the object deadline (an endless body,
+/// a trickle or a flood of interim heads on one stream must end the fetch
+/// on time, as on HTTP/1.x), counted from when the stream starts; its
+/// failure goes to the dispatcher.
+async fn stream_task<S: Streams>(s: S, ask: Ask, tx: Tx) {
+    let (url, object) = (ask.url.clone(), ask.object);
+    let received = AtomicU64::new(0);
+    let exchange = s.exchange(ask, tx.clone(), &received);
+    let r = match tokio::time::timeout(object, exchange).await {
+        Ok(r) => r,
+        Err(_) => Err(FetchError::ObjectDeadline {
+            url,
+            after: object,
+            received: received.load(Ordering::Relaxed),
+        }),
+    };
+    if let Err(e) = r {
+        let _ = tx.send(Ev::Failed(e));
     }
 }
 
 /// Dispatches objects to streams as they are found, until every object is
-/// answered (the same loop as HTTP/1.0's connections, with streams). The
-/// read timeout applies to the connection: streams share it and may wait
-/// for each other, but nothing arriving on any of them for
-/// `timeouts.read` while some are open fails the fetch.
-async fn dispatch<S: Streams>(sess: &Arc<Session>, s: S, conn: usize) -> Result<(), FetchError> {
-    let progress = Progress::new();
+/// answered (the same loop as HTTP/1.0's connections, with streams), and
+/// hands every event of the connection to the session. The read timeout
+/// applies to the connection: streams share it and may wait for each
+/// other, but nothing arriving on any of them for `timeouts.read` while
+/// some are open fails the fetch.
+async fn dispatch<S: Streams>(
+    sess: &mut Session,
+    store: &mut Store,
+    s: S,
+    conn: usize,
+    tx: &Tx,
+    rx: &mut mpsc::UnboundedReceiver<Ev>,
+) -> Result<(), FetchError> {
     let read_timeout = sess.cfg.timeouts.read;
+    let mut last = Instant::now();
     let mut open: Vec<ObjId> = Vec::new();
-    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<ObjId>();
-    let (tx, mut rx) = mpsc::unbounded_channel::<ObjId>();
-    let mut pending = std::collections::VecDeque::from([PAGE]);
-    let mut tasks: JoinSet<Result<(), FetchError>> = JoinSet::new();
+    let mut pending = VecDeque::from([PAGE]);
+    let mut tasks: JoinSet<()> = JoinSet::new();
     // Bounded: every object is requested once per reason the session gives
     // (discovery, GET after a changed HEAD), and the object table is bounded.
     loop {
-        while let Ok(id) = rx.try_recv() {
-            pending.push_back(id);
-        }
-        while let Ok(id) = done_rx.try_recv() {
-            open.retain(|&o| o != id);
-        }
-        while tasks.len() < MAX_STREAMS {
+        while open.len() < MAX_STREAMS {
             let Some(id) = pending.pop_front() else { break };
             if open.is_empty() {
                 // The wait for a response starts now.
-                progress.touch();
+                last = Instant::now();
             }
             open.push(id);
-            let (exchange, done) = (
-                s.clone()
-                    .exchange(sess.clone(), id, conn, tx.clone(), progress.clone()),
-                done_tx.clone(),
-            );
-            tasks.spawn(async move {
-                let r = exchange.await;
-                let _ = done.send(id);
-                r
-            });
+            let bytes = sess.request(id, conn, Instant::now())?;
+            let ask = Ask {
+                id,
+                url: sess.url_of(id),
+                method: sess.method_of(id),
+                req: to_request(sess, &bytes)?,
+                object: sess.cfg.timeouts.object,
+            };
+            tasks.spawn(stream_task(s.clone(), ask, tx.clone()));
         }
-        if tasks.is_empty() && pending.is_empty() {
+        if open.is_empty() && pending.is_empty() {
             let more = sess.take_prefetch_work();
             if more.is_empty() {
                 return Ok(());
@@ -257,16 +291,22 @@ async fn dispatch<S: Streams>(sess: &Arc<Session>, s: S, conn: usize) -> Result<
             pending.extend(more);
             continue;
         }
-        let silent_until = tokio::time::Instant::from_std(progress.last() + read_timeout);
+        let silent_until = tokio::time::Instant::from_std(last + read_timeout);
         tokio::select! {
-            Some(id) = rx.recv() => pending.push_back(id),
-            Some(done) = tasks.join_next() => match done {
-                Ok(r) => r?,
-                Err(e) => return Err(FetchError::Config(format!("stream task failed: {e}"))),
-            },
+            Some(ev) = rx.recv() => {
+                if let Some(t) = on_event(sess, conn, ev, &mut open, &mut pending)? {
+                    last = t;
+                }
+                crate::drain_writes(sess, store);
+            }
+            Some(done) = tasks.join_next() => {
+                if let Err(e) = done {
+                    return Err(FetchError::Config(format!("stream task failed: {e}")));
+                }
+            }
             _ = tokio::time::sleep_until(silent_until) => {
-                if progress.last() + read_timeout <= Instant::now() {
-                    let url = open.first().map_or_else(|| sess.url_of(PAGE), |&id| sess.url_of(id));
+                if last + read_timeout <= Instant::now() {
+                    let url = sess.url_of(open.first().copied().unwrap_or(PAGE));
                     return Err(FetchError::ReadTimeout { url, after: read_timeout });
                 }
             }
@@ -274,33 +314,45 @@ async fn dispatch<S: Streams>(sess: &Arc<Session>, s: S, conn: usize) -> Result<
     }
 }
 
-/// Runs one stream's exchange under the object deadline (an
-/// endless body, a trickle or a flood of interim heads on one stream must
-/// end the fetch on time, as on HTTP/1.x). The deadline counts from when
-/// the stream is open (a stream waiting for the server's concurrency limit
-/// is not yet owed an answer). Streams are tasks fed by the connection's
-/// driver task, so this timer always gets its turn.
-async fn within_deadline(
-    sess: &Session,
-    id: ObjId,
-    received: &AtomicU64,
-    exchange: impl std::future::Future<Output = Result<(), FetchError>>,
-) -> Result<(), FetchError> {
-    let object = sess.cfg.timeouts.object;
-    match tokio::time::timeout(object, exchange).await {
-        Ok(r) => r,
-        Err(_) => Err(FetchError::ObjectDeadline {
-            url: sess.url_of(id),
-            after: object,
-            received: received.load(Ordering::Relaxed),
-        }),
+/// One event of the connection into the session; objects found go to
+/// `pending`. Returns the time of a response's progress.
+fn on_event(
+    sess: &mut Session,
+    conn: usize,
+    ev: Ev,
+    open: &mut Vec<ObjId>,
+    pending: &mut VecDeque<ObjId>,
+) -> Result<Option<Instant>, FetchError> {
+    match ev {
+        Ev::Read(n, t) => sess.read(conn, n, t),
+        Ev::Wrote(n) => sess.wrote(conn, n),
+        Ev::Head(id, head, t) => {
+            let (_, new) = sess.on_head(id, conn, &head, t)?;
+            pending.extend(new);
+            return Ok(Some(t));
+        }
+        Ev::Data(id, data, t) => {
+            pending.extend(sess.on_body(id, &data, t)?);
+            return Ok(Some(t));
+        }
+        Ev::End(id, t) => {
+            open.retain(|&o| o != id);
+            pending.extend(sess.on_end(id, t)?);
+        }
+        Ev::Failed(e) => return Err(e),
     }
+    Ok(None)
 }
 
-fn send_all(tx: &mpsc::UnboundedSender<ObjId>, ids: Vec<ObjId>) {
-    for id in ids {
-        // The dispatcher outlives every stream task.
-        let _ = tx.send(id);
+/// The connection's byte counts still queued (after the dispatcher ended:
+/// the goodbye's bytes) into the session.
+fn drain_counts(sess: &mut Session, conn: usize, rx: &mut mpsc::UnboundedReceiver<Ev>) {
+    while let Ok(ev) = rx.try_recv() {
+        match ev {
+            Ev::Read(n, t) => sess.read(conn, n, t),
+            Ev::Wrote(n) => sess.wrote(conn, n),
+            _ => {}
+        }
     }
 }
 
@@ -310,48 +362,36 @@ fn send_all(tx: &mpsc::UnboundedSender<ObjId>, ids: Vec<ObjId>) {
 struct H2(h2::client::SendRequest<Bytes>);
 
 impl Streams for H2 {
-    async fn exchange(
-        self,
-        sess: Arc<Session>,
-        id: ObjId,
-        conn: usize,
-        tx: mpsc::UnboundedSender<ObjId>,
-        progress: Progress,
-    ) -> Result<(), FetchError> {
-        let url = sess.url_of(id);
+    async fn exchange(self, ask: Ask, tx: Tx, received: &AtomicU64) -> Result<(), FetchError> {
+        let Ask {
+            id,
+            url,
+            method,
+            req,
+            ..
+        } = ask;
         let stream_err = |e: h2::Error| FetchError::object(&url, format!("HTTP/2: {e}"));
-        let req = to_request(&sess, &sess.request(id, conn, Instant::now())?)?;
         let mut send = self.0.ready().await.map_err(stream_err)?;
-        let received = AtomicU64::new(0);
-        let exchange = async {
-            let (resp, _) = send.send_request(req, true).map_err(stream_err)?;
-            let resp = resp.await.map_err(stream_err)?;
-            progress.touch();
-            let (parts, mut body) = resp.into_parts();
-            let head = to_head(&parts, &sess.method_of(id), &url)?;
-            let (_, new) = sess.on_head(id, conn, &head, Instant::now())?;
-            send_all(&tx, new);
-            // Bounded by the response's DATA frames and the object deadline.
-            while let Some(chunk) = body.data().await {
-                let chunk = chunk.map_err(stream_err)?;
-                progress.touch();
-                received.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                let _ = body.flow_control().release_capacity(chunk.len());
-                let new = sess.on_body(id, &chunk, Instant::now())?;
-                send_all(&tx, new);
-            }
-            Ok(())
-        };
-        within_deadline(&sess, id, &received, exchange).await?;
-        let new = sess.on_end(id, Instant::now())?;
-        send_all(&tx, new);
+        let (resp, _) = send.send_request(req, true).map_err(stream_err)?;
+        let resp = resp.await.map_err(stream_err)?;
+        let (parts, mut body) = resp.into_parts();
+        let head = to_head(&parts, &method, &url)?;
+        let _ = tx.send(Ev::Head(id, Box::new(head), Instant::now()));
+        // Bounded by the response's DATA frames and the object deadline.
+        while let Some(chunk) = body.data().await {
+            let chunk = chunk.map_err(stream_err)?;
+            received.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+            let _ = body.flow_control().release_capacity(chunk.len());
+            let _ = tx.send(Ev::Data(id, chunk, Instant::now()));
+        }
+        let _ = tx.send(Ev::End(id, Instant::now()));
         Ok(())
     }
 }
 
-async fn run_h2(sess: Arc<Session>) -> Result<(), FetchError> {
+async fn run_h2(sess: &mut Session, store: &mut Store) -> Result<(), FetchError> {
     let addr = sess.addr;
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(client_tls(&sess, pagewire_tls::ALPN_H2)?));
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(client_tls(sess, pagewire_tls::ALPN_H2)?));
     let name = pagewire_tls::server_name(&sess.target.host)
         .map_err(|e| FetchError::Config(e.to_string()))?;
     let connect_timeout = sess.cfg.timeouts.connect;
@@ -365,11 +405,11 @@ async fn run_h2(sess: Arc<Session>) -> Result<(), FetchError> {
     }
     let connected = Instant::now();
     let conn = sess.conn_opened(connected);
+    let (tx, mut rx) = mpsc::unbounded_channel();
     let (linger_tx, linger_rx) = tokio::sync::oneshot::channel();
     let io = Counting {
         inner: Some(tcp),
-        sess: sess.clone(),
-        conn,
+        tx: tx.clone(),
         linger: Some(linger_tx),
     };
     let result = async {
@@ -390,7 +430,8 @@ async fn run_h2(sess: Arc<Session>) -> Result<(), FetchError> {
             .await
             .map_err(|e| connect_error(addr, format!("HTTP/2 handshake: {e}")))?;
         let driver = tokio::spawn(connection);
-        let r = dispatch(&sess, H2(send), conn).await;
+        drain_counts(sess, conn, &mut rx);
+        let r = dispatch(sess, store, H2(send), conn, &tx, &mut rx).await;
         // Every SendRequest handle is gone: the connection ends once its
         // streams are (h2 sends GOAWAY, TLS close_notify, then FIN).
         let _ = tokio::time::timeout(LINGER, driver).await;
@@ -413,6 +454,7 @@ async fn run_h2(sess: Arc<Session>) -> Result<(), FetchError> {
         })
         .await;
     }
+    drain_counts(sess, conn, &mut rx);
     let end = match &result {
         Ok(()) => ConnEnd::Done,
         Err(e) => ConnEnd::Error(e.to_string()),
@@ -427,80 +469,69 @@ async fn run_h2(sess: Arc<Session>) -> Result<(), FetchError> {
 struct H3(h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>);
 
 impl Streams for H3 {
-    async fn exchange(
-        mut self,
-        sess: Arc<Session>,
-        id: ObjId,
-        conn: usize,
-        tx: mpsc::UnboundedSender<ObjId>,
-        progress: Progress,
-    ) -> Result<(), FetchError> {
-        let url = sess.url_of(id);
+    async fn exchange(mut self, ask: Ask, tx: Tx, received: &AtomicU64) -> Result<(), FetchError> {
+        let Ask {
+            id,
+            url,
+            method,
+            req,
+            ..
+        } = ask;
         let err = |e: BoxError| FetchError::object(&url, format!("HTTP/3: {e}"));
-        let req = to_request(&sess, &sess.request(id, conn, Instant::now())?)?;
         let mut stream = self.0.send_request(req).await.map_err(|e| err(e.into()))?;
-        let received = AtomicU64::new(0);
-        let exchange = async {
-            stream.finish().await.map_err(|e| err(e.into()))?;
-            // Interim (1xx) heads before the final one are skipped, as many
-            // as HTTP/1.x allows: a flood of them is not progress.
-            let mut interim = 0u32;
-            let resp = loop {
-                let resp = stream.recv_response().await.map_err(|e| err(e.into()))?;
-                if !resp.status().is_informational() {
-                    break resp;
-                }
-                interim += 1;
-                if interim > crate::conn::MAX_INTERIM_RESPONSES {
-                    return Err(err(format!(
-                        "more than {} interim (1xx) responses",
-                        crate::conn::MAX_INTERIM_RESPONSES
-                    )
-                    .into()));
-                }
-            };
-            progress.touch();
-            let (parts, ()) = resp.into_parts();
-            let head = to_head(&parts, &sess.method_of(id), &url)?;
-            let (_, new) = sess.on_head(id, conn, &head, Instant::now())?;
-            send_all(&tx, new);
-            // Bounded by the response's DATA frames and the object deadline.
-            while let Some(mut chunk) = stream.recv_data().await.map_err(|e| err(e.into()))? {
-                progress.touch();
-                let data = chunk.copy_to_bytes(chunk.remaining());
-                received.fetch_add(data.len() as u64, Ordering::Relaxed);
-                sess.read(conn, data.len(), Instant::now());
-                let new = sess.on_body(id, &data, Instant::now())?;
-                send_all(&tx, new);
+        stream.finish().await.map_err(|e| err(e.into()))?;
+        // Interim (1xx) heads before the final one are skipped, as many
+        // as HTTP/1.x allows: a flood of them is not progress.
+        let mut interim = 0u32;
+        let resp = loop {
+            let resp = stream.recv_response().await.map_err(|e| err(e.into()))?;
+            if !resp.status().is_informational() {
+                break resp;
             }
-            // The h3 crate does not hold DATA to Content-Length (RFC 9114
-            // section 4.1.2: a mismatch is malformed): a body cut short, by
-            // the stream's end or a reset read as its end, is an error,
-            // not a smaller object.
-            let got = received.load(Ordering::Relaxed);
-            let want = match head.body_framing() {
-                pagewire_h1::BodyFraming::Length(n) => Some(n),
-                pagewire_h1::BodyFraming::Empty => Some(0),
-                _ => None,
-            };
-            if let Some(n) = want.filter(|n| *n != got) {
+            interim += 1;
+            if interim > crate::conn::MAX_INTERIM_RESPONSES {
                 return Err(err(format!(
-                    "the body ended after {got} of its {n} bytes (Content-Length)"
+                    "more than {} interim (1xx) responses",
+                    crate::conn::MAX_INTERIM_RESPONSES
                 )
                 .into()));
             }
-            Ok(())
         };
-        within_deadline(&sess, id, &received, exchange).await?;
-        let new = sess.on_end(id, Instant::now())?;
-        send_all(&tx, new);
+        let (parts, ()) = resp.into_parts();
+        let head = to_head(&parts, &method, &url)?;
+        let want = match head.body_framing() {
+            pagewire_h1::BodyFraming::Length(n) => Some(n),
+            pagewire_h1::BodyFraming::Empty => Some(0),
+            _ => None,
+        };
+        let _ = tx.send(Ev::Head(id, Box::new(head), Instant::now()));
+        // Bounded by the response's DATA frames and the object deadline.
+        while let Some(mut chunk) = stream.recv_data().await.map_err(|e| err(e.into()))? {
+            let data = chunk.copy_to_bytes(chunk.remaining());
+            received.fetch_add(data.len() as u64, Ordering::Relaxed);
+            let now = Instant::now();
+            let _ = tx.send(Ev::Read(data.len(), now));
+            let _ = tx.send(Ev::Data(id, data, now));
+        }
+        // The h3 crate does not hold DATA to Content-Length (RFC 9114
+        // section 4.1.2: a mismatch is malformed): a body cut short, by
+        // the stream's end or a reset read as its end, is an error,
+        // not a smaller object.
+        let got = received.load(Ordering::Relaxed);
+        if let Some(n) = want.filter(|n| *n != got) {
+            return Err(err(format!(
+                "the body ended after {got} of its {n} bytes (Content-Length)"
+            )
+            .into()));
+        }
+        let _ = tx.send(Ev::End(id, Instant::now()));
         Ok(())
     }
 }
 
-async fn run_h3(sess: Arc<Session>) -> Result<(), FetchError> {
+async fn run_h3(sess: &mut Session, store: &mut Store) -> Result<(), FetchError> {
     let addr = sess.addr;
-    let mut tls = client_tls(&sess, pagewire_tls::ALPN_H3)?;
+    let mut tls = client_tls(sess, pagewire_tls::ALPN_H3)?;
     tls.enable_early_data = false;
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
         .map_err(|e| FetchError::Config(format!("QUIC TLS configuration: {e}")))?;
@@ -517,6 +548,7 @@ async fn run_h3(sess: Arc<Session>) -> Result<(), FetchError> {
         .map_err(|e| connect_error(addr, e))?;
     let opened = Instant::now();
     let conn = sess.conn_opened(opened);
+    let (tx, mut rx) = mpsc::unbounded_channel();
     let result = async {
         let quic = tokio::time::timeout(sess.cfg.timeouts.connect, connecting)
             .await
@@ -532,7 +564,7 @@ async fn run_h3(sess: Arc<Session>) -> Result<(), FetchError> {
         let drive = tokio::spawn(async move {
             std::future::poll_fn(|cx| driver.poll_close(cx)).await;
         });
-        let r = dispatch(&sess, H3(send), conn).await;
+        let r = dispatch(sess, store, H3(send), conn, &tx, &mut rx).await;
         // Close at once (H3_NO_ERROR) like a browser leaving the page, and
         // let the CONNECTION_CLOSE go out before the endpoint is dropped.
         quic.close(0x100u32.into(), b"");
@@ -547,4 +579,155 @@ async fn run_h3(sess: Arc<Session>) -> Result<(), FetchError> {
     };
     sess.conn_closed(conn, end, Instant::now());
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cache::Cache;
+    use crate::config::FetchConfig;
+    use crate::report::Outcome;
+    use crate::session::tests::{gif, page_html, session, text};
+
+    /// An answer of the scripted server: status, fields, body.
+    type Answer = (u16, Vec<(&'static str, String)>, Vec<u8>);
+
+    /// The dispatcher's side of one h2 or h3 visit without a connection:
+    /// each object the session asks for becomes a request (checked to
+    /// carry over as HTTP/2 fields), and `answer`'s response comes back as
+    /// the events a stream task sends (head, data, end), in virtual time.
+    /// Returns the session and the requests as the session rendered them.
+    fn play(
+        strategy: Strategy,
+        cache: &Cache,
+        revalidate: bool,
+        answer: &dyn Fn(&str) -> Answer,
+    ) -> (Session, Vec<String>) {
+        let setup = |c: &mut FetchConfig| {
+            c.url = c.url.replace("http://", "https://");
+            c.revalidate = revalidate;
+        };
+        let (mut s, t0) = session(strategy, setup, Some(cache));
+        assert_eq!(s.conn_opened(t0), 0);
+        let (mut open, mut pending) = (Vec::new(), VecDeque::from([PAGE]));
+        let mut requests = Vec::new();
+        let mut t = t0;
+        // Bounded: the page and its two images.
+        while let Some(id) = pending.pop_front() {
+            let bytes = s.request(id, 0, t).unwrap();
+            let req = to_request(&s, &bytes).unwrap();
+            assert_eq!(req.uri().scheme_str(), Some("https"));
+            assert!(req.headers().get("host").is_none(), "Host is :authority");
+            let r = text(&bytes);
+            let (status, fields, body) = answer(&r);
+            requests.push(r);
+            open.push(id);
+            let mut resp = http::Response::builder().status(status);
+            for (k, v) in fields {
+                resp = resp.header(k, v);
+            }
+            let (parts, ()) = resp.body(()).unwrap().into_parts();
+            let head = to_head(&parts, &s.method_of(id), &s.url_of(id)).unwrap();
+            t += Duration::from_millis(10);
+            let mut events = vec![
+                Ev::Read(100 + body.len(), t),
+                Ev::Head(id, Box::new(head), t),
+            ];
+            if !body.is_empty() {
+                events.push(Ev::Data(id, Bytes::from(body), t));
+            }
+            events.push(Ev::End(id, t));
+            for ev in events {
+                on_event(&mut s, 0, ev, &mut open, &mut pending).unwrap();
+            }
+            assert!(!open.contains(&id), "an end closes its stream");
+        }
+        (s, requests)
+    }
+
+    fn validators(path: &str) -> (&'static str, &'static str) {
+        match path {
+            "/index.html" => ("\"p\"", "Sat, 21 Nov 2026 05:00:00 GMT"),
+            "/a.gif" => ("\"a\"", "Sat, 21 Nov 2026 05:00:01 GMT"),
+            _ => ("\"b\"", "Sat, 21 Nov 2026 05:00:02 GMT"),
+        }
+    }
+
+    fn path_of(request: &str) -> &str {
+        request.split(' ').nth(1).unwrap_or("")
+    }
+
+    /// h2 and h3, first visit and revalidation, as effects: the page asked
+    /// for with deflate, the images as discovery finds them, every object
+    /// on a stream of its own; then conditional requests with the cached
+    /// validators, all 304, nothing for the cache to write.
+    #[test]
+    fn multiplexed_first_visit_and_revalidation() {
+        for strategy in [Strategy::H2, Strategy::H3] {
+            let dir = tempfile::tempdir().unwrap();
+            let cache = Cache::open(dir.path()).unwrap();
+            let first = |r: &str| -> Answer {
+                let path = path_of(r);
+                let (etag, lm) = validators(path);
+                let body = if path == "/index.html" {
+                    page_html().to_vec()
+                } else {
+                    gif(path.len() as u8)
+                };
+                let fields = vec![
+                    ("content-length", body.len().to_string()),
+                    ("etag", etag.to_string()),
+                    ("last-modified", lm.to_string()),
+                ];
+                (200, fields, body)
+            };
+            let (mut s, reqs) = play(strategy, &cache, false, &first);
+            let paths: Vec<&str> = reqs.iter().map(|r| path_of(r)).collect();
+            assert_eq!(paths, ["/index.html", "/a.gif", "/b.gif"], "{strategy}");
+            assert!(
+                reqs[0].contains("Accept-Encoding: deflate\r\n"),
+                "{}",
+                reqs[0]
+            );
+            assert!(!reqs[1].contains("Accept-Encoding"), "{}", reqs[1]);
+            let (report, writes) = s.finish();
+            // What the connection read: the Read events, not the bodies.
+            let bodies = page_html().len() + 2 * gif(0).len();
+            assert_eq!(report.bytes.total_bytes_received, (3 * 100 + bodies) as u64);
+            assert_eq!(writes.len(), 3, "{strategy}");
+            for w in writes {
+                w.apply(&cache).unwrap();
+            }
+
+            let second = |r: &str| -> Answer {
+                let (etag, lm) = validators(path_of(r));
+                assert!(r.contains(&format!("\r\nIf-None-Match: {etag}\r\n")), "{r}");
+                assert!(
+                    r.contains(&format!("\r\nIf-Modified-Since: {lm}\r\n")),
+                    "{r}"
+                );
+                (304, vec![("etag", etag.to_string())], Vec::new())
+            };
+            let (mut s, reqs) = play(strategy, &cache, true, &second);
+            assert_eq!(reqs.len(), 3, "{strategy}");
+            let (report, writes) = s.finish();
+            assert!(writes.is_empty(), "{strategy}");
+            assert!(report
+                .objects
+                .iter()
+                .all(|o| o.outcome == Outcome::NotModified));
+        }
+    }
+
+    /// A stream's failure ends the fetch with its error.
+    #[test]
+    fn a_failed_stream_fails_the_fetch() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let (mut s, _) = session(Strategy::H2, |_| {}, Some(&cache));
+        let (mut open, mut pending) = (vec![PAGE], VecDeque::new());
+        let e = FetchError::object("https://example.test/index.html", "HTTP/2: reset");
+        let r = on_event(&mut s, 0, Ev::Failed(e), &mut open, &mut pending);
+        assert!(r.unwrap_err().to_string().contains("reset"));
+    }
 }

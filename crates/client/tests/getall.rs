@@ -453,6 +453,18 @@ impl Drop for Apache {
 /// `@font-face` with two sources that the text uses.
 fn rich_site() -> SiteDir {
     let dir = tempfile::tempdir().unwrap();
+    let mut map = std::collections::HashMap::new();
+    for (p, b) in rich_files() {
+        let f = dir.path().join(p.trim_start_matches('/'));
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, &b).unwrap();
+        map.insert(p, b);
+    }
+    SiteDir { dir, files: map }
+}
+
+/// The files of [`rich_site`]: (path, content).
+fn rich_files() -> Vec<(String, Vec<u8>)> {
     let gif = |n: u8| {
         let mut g = b"GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;".to_vec();
         g.push(n);
@@ -527,14 +539,7 @@ fn rich_site() -> SiteDir {
     {
         files.push((format!("/r/{g}"), gif(i as u8)));
     }
-    let mut map = std::collections::HashMap::new();
-    for (p, b) in files {
-        let f = dir.path().join(p.trim_start_matches('/'));
-        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-        std::fs::write(&f, &b).unwrap();
-        map.insert(p, b);
-    }
-    SiteDir { dir, files: map }
+    files
 }
 
 /// GETALL answers with what the robot fetches: the set of objects a first

@@ -397,21 +397,11 @@ async fn mutated_responses_end_in_success_or_an_error_naming_the_object() {
 /// once (one loopback segment, one read).
 #[tokio::test]
 async fn deflate_tail_withheld_every_image_still_fetched() {
-    use flate2::write::ZlibEncoder;
-    use flate2::Compression;
-    use std::io::Write;
-
     // ~48 KB of HTML (the Microscape page is 42 KB): 20 images at the
     // start, filler, and /images/last.gif at the very end.
     let page = page_with(20, 45_000);
     let first = page.windows(11).position(|w| w == b"<p>filler t").unwrap();
-    let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
-    z.write_all(&page[..first]).unwrap();
-    // A sync flush: the first part inflates to exactly the first images.
-    z.flush().unwrap();
-    let split = z.get_ref().len();
-    z.write_all(&page[first..]).unwrap();
-    let body = z.finish().unwrap();
+    let (body, split) = deflate_in_two_parts(&page, first);
     let mut head_and_first = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Encoding: deflate\r\nContent-Length: {}\r\n\r\n",
         body.len()
@@ -419,10 +409,42 @@ async fn deflate_tail_withheld_every_image_still_fetched() {
     .into_bytes();
     head_and_first.extend_from_slice(&body[..split]);
     let rest = body[split..].to_vec();
+    let url = serve_page_in_two_writes(head_and_first, rest).await;
+    let r = fetch(FetchConfig::new(url, Strategy::PipelineDeflate))
+        .await
+        .unwrap();
+    let urls: Vec<&str> = r.objects.iter().map(|o| o.url.as_str()).collect();
+    assert!(
+        urls.iter().any(|u| u.ends_with("/images/last.gif")),
+        "the image referenced in the page's tail was never requested: {urls:?}"
+    );
+    assert_eq!(r.objects.len(), 22, "{urls:?}");
+    assert_eq!(r.objects[0].content_encoding.as_deref(), Some("deflate"));
+    assert_eq!(r.objects[0].size, page.len() as u64);
+}
 
+/// The page zlib-compressed with a sync flush after its first images:
+/// (the compressed body, where the first part ends).
+fn deflate_in_two_parts(page: &[u8], first: usize) -> (Vec<u8>, usize) {
+    use flate2::write::ZlibEncoder;
+    use flate2::Compression;
+    use std::io::Write;
+    let mut z = ZlibEncoder::new(Vec::new(), Compression::default());
+    z.write_all(&page[..first]).unwrap();
+    // A sync flush: the first part inflates to exactly the first images.
+    z.flush().unwrap();
+    let split = z.get_ref().len();
+    z.write_all(&page[first..]).unwrap();
+    (z.finish().unwrap(), split)
+}
+
+/// A server that answers `/` with `head_and_first`, waits for the robot to
+/// ask for an image (so that part was read), then writes `rest` at once;
+/// images as GIFs. Its URL.
+async fn serve_page_in_two_writes(head_and_first: Vec<u8>, rest: Vec<u8>) -> String {
     let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", l.local_addr().unwrap());
-    let server = tokio::spawn(async move {
+    tokio::spawn(async move {
         // Bounded: the robot needs one connection; allow a few.
         for _ in 0..8 {
             let Ok((s, _)) = l.accept().await else { return };
@@ -466,16 +488,5 @@ async fn deflate_tail_withheld_every_image_still_fetched() {
             });
         }
     });
-    let r = fetch(FetchConfig::new(url, Strategy::PipelineDeflate))
-        .await
-        .unwrap();
-    server.abort();
-    let urls: Vec<&str> = r.objects.iter().map(|o| o.url.as_str()).collect();
-    assert!(
-        urls.iter().any(|u| u.ends_with("/images/last.gif")),
-        "the image referenced in the page's tail was never requested: {urls:?}"
-    );
-    assert_eq!(r.objects.len(), 22, "{urls:?}");
-    assert_eq!(r.objects[0].content_encoding.as_deref(), Some("deflate"));
-    assert_eq!(r.objects[0].size, page.len() as u64);
+    url
 }

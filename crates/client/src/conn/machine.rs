@@ -179,7 +179,7 @@ impl Machine {
 
     /// Issues what can be issued and says whether the connection is over.
     /// Call after every event (and once after `new`).
-    pub fn step(&mut self, sess: &Session, now: Instant) -> Result<Step, FetchError> {
+    pub fn step(&mut self, sess: &mut Session, now: Instant) -> Result<Step, FetchError> {
         // Bounded: every pass issues requests or returns.
         loop {
             if self.busy_until.is_some() {
@@ -210,7 +210,7 @@ impl Machine {
         }
     }
 
-    fn end_closed(&mut self, sess: &Session) -> End {
+    fn end_closed(&mut self, sess: &mut Session) -> End {
         let verb = if self.reset {
             "connection reset by the server"
         } else {
@@ -242,7 +242,7 @@ impl Machine {
 
     /// Moves requests from the queue into the output buffer as far as the
     /// plan allows.
-    fn issue(&mut self, sess: &Session, now: Instant) -> Result<(), FetchError> {
+    fn issue(&mut self, sess: &mut Session, now: Instant) -> Result<(), FetchError> {
         let plan = self.plan;
         let depth = if !plan.pipeline || (plan.cautious && self.answered == 0) {
             1
@@ -286,13 +286,13 @@ impl Machine {
         Ok(())
     }
 
-    fn flush(&mut self, sess: &Session, reason: FlushReason, now: Instant) {
+    fn flush(&mut self, sess: &mut Session, reason: FlushReason, now: Instant) {
         if let Some(b) = self.out.flush(reason) {
             self.emit(sess, b, now);
         }
     }
 
-    fn emit(&mut self, sess: &Session, batch: Batch, now: Instant) {
+    fn emit(&mut self, sess: &mut Session, batch: Batch, now: Instant) {
         sess.flushed(self.id, batch.reason, batch.bytes.len(), now);
         if self.write_closed {
             return;
@@ -304,7 +304,7 @@ impl Machine {
     }
 
     /// `n` bytes of an [`Effect::Send`] left for the server.
-    pub fn on_written(&self, sess: &Session, n: usize) {
+    pub fn on_written(&self, sess: &mut Session, n: usize) {
         sess.wrote(self.id, n);
     }
 
@@ -316,7 +316,7 @@ impl Machine {
 
     /// The timer asked for by [`Machine::next_deadline`] fired (or any time
     /// at or after it: what is due at `now` is done).
-    pub fn on_timer(&mut self, sess: &Session, now: Instant) -> Result<(), FetchError> {
+    pub fn on_timer(&mut self, sess: &mut Session, now: Instant) -> Result<(), FetchError> {
         if let Some(t) = self.busy_until {
             if now >= t {
                 // The imitated host handled what it received; it sends and
@@ -390,7 +390,7 @@ impl Machine {
     #[cfg(test)]
     pub fn on_bytes(
         &mut self,
-        sess: &Session,
+        sess: &mut Session,
         data: &[u8],
         now: Instant,
     ) -> Result<(), FetchError> {
@@ -399,7 +399,12 @@ impl Machine {
     }
 
     /// `n` more bytes are at the end of [`Machine::read_buf`].
-    pub fn on_read(&mut self, sess: &Session, n: usize, now: Instant) -> Result<(), FetchError> {
+    pub fn on_read(
+        &mut self,
+        sess: &mut Session,
+        n: usize,
+        now: Instant,
+    ) -> Result<(), FetchError> {
         self.last_progress = now;
         self.window_bytes += n as u64;
         self.awaited_bytes += n as u64;
@@ -438,7 +443,7 @@ impl Machine {
     }
 
     /// Parses and delivers everything complete in the read buffer.
-    fn process(&mut self, sess: &Session, now: Instant) -> Result<(), FetchError> {
+    fn process(&mut self, sess: &mut Session, now: Instant) -> Result<(), FetchError> {
         // Bounded: each pass consumes a head or body bytes from `rbuf`, or
         // stops.
         loop {
@@ -479,7 +484,7 @@ impl Machine {
 
     /// Reads the head of `id`'s response if it is complete: false if more
     /// bytes are needed.
-    fn on_head(&mut self, sess: &Session, id: ObjId, now: Instant) -> Result<bool, FetchError> {
+    fn on_head(&mut self, sess: &mut Session, id: ObjId, now: Instant) -> Result<bool, FetchError> {
         let method = sess.method_of(id);
         let head = match self.heads.parse(&mut self.rbuf, &method) {
             Ok(None) => return Ok(false),
@@ -527,7 +532,7 @@ impl Machine {
         Ok(true)
     }
 
-    fn complete(&mut self, sess: &Session, id: ObjId, now: Instant) -> Result<(), FetchError> {
+    fn complete(&mut self, sess: &mut Session, id: ObjId, now: Instant) -> Result<(), FetchError> {
         self.resp = None;
         // The next response is awaited from now; bytes of it already read
         // are not counted (small, and only ever in its favour).
@@ -563,7 +568,7 @@ impl Machine {
     }
 
     /// The server closed its side (FIN).
-    pub fn on_eof(&mut self, sess: &Session, now: Instant) -> Result<(), FetchError> {
+    pub fn on_eof(&mut self, sess: &mut Session, now: Instant) -> Result<(), FetchError> {
         self.eof = true;
         // No more bytes will come: the head parser's verdict on a partial
         // head is due now (a fault it had not been asked about yet).

@@ -8,6 +8,7 @@
 //! hands back for the cache. One or more per strategy, first visit and
 //! revalidation.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use pagewire_objpack::{Attributes, Entry, Limits, Manifest, MEDIA_TYPE};
@@ -15,10 +16,12 @@ use pagewire_objpack::{Attributes, Entry, Limits, Manifest, MEDIA_TYPE};
 use super::*;
 use crate::cache::{sha256_hex, Cache};
 use crate::config::{FetchConfig, Strategy};
+use crate::error::FetchError;
 use crate::outbuf::FlushReason;
 use crate::report::Outcome;
 use crate::session::tests::{deflate, gif, ok_head, page_html, session, text, HOST, UA};
 use crate::session::PAGE;
+use crate::session::{ObjId, Session};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -51,7 +54,7 @@ impl Script {
         plan: Plan,
         own: bool,
     ) -> Script {
-        let (s, t0) = session(strategy, setup, cache);
+        let (mut s, t0) = session(strategy, setup, cache);
         let id = s.conn_opened(t0);
         let m = Machine::new(&s, id, VecDeque::from([PAGE]), plan, own, t0);
         let mut sc = Script {
@@ -81,7 +84,7 @@ impl Script {
         while let Some(e) = self.m.poll_effect() {
             match e {
                 Effect::Send { bytes, reason } => {
-                    self.m.on_written(&self.s, bytes.len());
+                    self.m.on_written(&mut self.s, bytes.len());
                     let lines = text(&bytes)
                         .split("\r\n\r\n")
                         .filter(|r| !r.is_empty())
@@ -100,7 +103,7 @@ impl Script {
     }
 
     fn step(&mut self) -> Step {
-        let step = self.m.step(&self.s, self.now).expect("step");
+        let step = self.m.step(&mut self.s, self.now).expect("step");
         self.drain();
         step
     }
@@ -108,7 +111,9 @@ impl Script {
     /// The server's bytes arrive `at_ms` after the start.
     fn server(&mut self, at_ms: u64, bytes: &[u8]) -> Step {
         self.now = self.t0 + Duration::from_millis(at_ms);
-        self.m.on_bytes(&self.s, bytes, self.now).expect("bytes");
+        self.m
+            .on_bytes(&mut self.s, bytes, self.now)
+            .expect("bytes");
         self.drain();
         self.step()
     }
@@ -124,7 +129,7 @@ impl Script {
     fn timer(&mut self) -> u64 {
         let t = self.m.next_deadline(&self.s).expect("a deadline");
         self.now = t;
-        self.m.on_timer(&self.s, t).expect("timer");
+        self.m.on_timer(&mut self.s, t).expect("timer");
         self.drain();
         self.step();
         self.ms(t)
@@ -589,7 +594,7 @@ fn early_close_hands_back_the_unanswered() {
     sc.respond(10, &ok_head(html.len(), ""), html);
     sc.timer();
     sc.now = sc.t0 + 70 * MS;
-    sc.m.on_eof(&sc.s, sc.now).unwrap();
+    sc.m.on_eof(&mut sc.s, sc.now).unwrap();
     let Step::Close(End::Closed {
         unanswered,
         answered,
@@ -633,8 +638,8 @@ fn read_timeout_fires_in_virtual_time() {
     let at = sc.m.next_deadline(&sc.s).unwrap();
     assert_eq!(at, sc.t0 + read);
     // A timer that fires early does nothing.
-    sc.m.on_timer(&sc.s, sc.t0 + read / 2).unwrap();
-    let e = sc.m.on_timer(&sc.s, at).unwrap_err();
+    sc.m.on_timer(&mut sc.s, sc.t0 + read / 2).unwrap();
+    let e = sc.m.on_timer(&mut sc.s, at).unwrap_err();
     assert!(matches!(e, FetchError::ReadTimeout { .. }), "{e}");
     assert!(e.to_string().contains("/index.html"), "{e}");
 }
@@ -683,4 +688,161 @@ fn busy_after_parts_overlap_arrival() {
     let end = t0 + 40 * MS;
     assert_eq!(busy_after(None, t0, end, 4, 5 * MS), end + 5 * MS);
     assert_eq!(busy_after(None, t0, end, 4, 20 * MS), t0 + 90 * MS);
+}
+
+/// Each object's validators on the scripted server: (ETag, Last-Modified).
+fn validators(path: &str) -> (&'static str, &'static str) {
+    match path {
+        "/index.html" => ("\"p\"", "Sat, 21 Nov 2026 05:00:00 GMT"),
+        "/a.gif" => ("\"a\"", "Sat, 21 Nov 2026 05:00:01 GMT"),
+        _ => ("\"b\"", "Sat, 21 Nov 2026 05:00:02 GMT"),
+    }
+}
+
+/// The request line's target.
+fn target_of(request: &str) -> &str {
+    request.split(' ').nth(1).unwrap_or("")
+}
+
+/// One visit of `strategy` played through its machines: the page, then
+/// its two images (HTTP/1.0: each on a connection of its own from the
+/// dispatcher; the persistent strategies on the same connection, the
+/// pipeline's images leaving when the flush timer fires). Every request is
+/// answered by `answer` 10 ms after the last event.
+fn visit(
+    strategy: Strategy,
+    cache: &Cache,
+    revalidate: bool,
+    answer: &dyn Fn(&str) -> String,
+) -> Script {
+    let http10 = strategy == Strategy::Http10;
+    let plan = if strategy.pipelines() {
+        PIPELINE
+    } else {
+        ONE_BY_ONE
+    };
+    let setup = |c: &mut FetchConfig| {
+        c.revalidate = revalidate;
+        // Conditional GETs for every strategy (HTTP/1.0's default is the
+        // paper's HEAD requests: `session::tests`).
+        c.revalidation = crate::config::Revalidation::Conditional;
+    };
+    let mut sc = Script::new(strategy, setup, Some(cache), plan, !http10);
+    let mut answered = 0;
+    // Bounded: three objects, each asked for, answered, and maybe flushed.
+    for _ in 0..12 {
+        let reqs = sc.requests();
+        let at = sc.ms(sc.now) + 10;
+        if answered < reqs.len() {
+            let bytes: String = reqs[answered..].iter().map(|r| answer(r)).collect();
+            answered = reqs.len();
+            sc.server(at, bytes.as_bytes());
+        } else if !sc.dispatched.is_empty() {
+            let id = sc.dispatched.remove(0);
+            sc.reopen(vec![id], ONE_BY_ONE, false);
+            sc.now = sc.t0 + Duration::from_millis(at);
+            sc.step();
+        } else if sc.m.next_deadline(&sc.s).is_some() && answered < 3 {
+            sc.timer();
+        } else {
+            break;
+        }
+    }
+    sc
+}
+
+/// A first visit's answer to request `r`: the object with its validators.
+fn first_answer(version: &str, r: &str) -> String {
+    let path = target_of(r);
+    let body = if path == "/index.html" {
+        page_html().to_vec()
+    } else {
+        gif(path.len() as u8)
+    };
+    let (etag, lm) = validators(path);
+    let mut resp = format!(
+        "{version} 200 OK\r\nContent-Length: {}\r\nETag: {etag}\r\nLast-Modified: {lm}\r\n\r\n",
+        body.len()
+    );
+    // These images are ASCII bytes (a GIF's are not, in general).
+    resp.push_str(std::str::from_utf8(&body).expect("ASCII"));
+    resp
+}
+
+/// Revalidation by conditional GETs for every HTTP/1 strategy through its
+/// machines: a first visit fills the cache; the second sends every
+/// object's request with the
+/// cached `If-Modified-Since` (and `If-None-Match`, except HTTP/1.0, which
+/// has only dates), finds the images in the cached page at the 304's head,
+/// flushes them as the strategy does (at once, or by the pipeline's timer
+/// 50 ms later), and leaves nothing for the cache to write.
+#[test]
+fn revalidation_for_every_http1_strategy() {
+    for strategy in [
+        Strategy::Http10,
+        Strategy::Http11,
+        Strategy::Pipeline,
+        Strategy::PipelineDeflate,
+    ] {
+        let version = if strategy == Strategy::Http10 {
+            "HTTP/1.0"
+        } else {
+            "HTTP/1.1"
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache::open(dir.path()).unwrap();
+        let first = |r: &str| first_answer(version, r);
+        let mut sc = visit(strategy, &cache, false, &first);
+        assert_eq!(sc.lines().len(), 3, "{strategy}: {:?}", sc.lines());
+        let (report, writes) = sc.s.finish();
+        assert_eq!(report.objects.len(), 3, "{strategy}");
+        assert_eq!(writes.len(), 3, "{strategy}: page and two images to cache");
+        for w in writes {
+            w.apply(&cache).unwrap();
+        }
+
+        let second = |r: &str| {
+            let (etag, lm) = validators(target_of(r));
+            assert!(
+                r.contains(&format!("\r\nIf-Modified-Since: {lm}\r\n")),
+                "{strategy}: {r}"
+            );
+            let tag = format!("\r\nIf-None-Match: {etag}\r\n");
+            assert_eq!(
+                r.contains(&tag),
+                strategy != Strategy::Http10,
+                "{strategy}: {r}"
+            );
+            format!("{version} 304 Not Modified\r\nETag: {etag}\r\nLast-Modified: {lm}\r\n\r\n")
+        };
+        let mut sc = visit(strategy, &cache, true, &second);
+        let lines = sc.lines();
+        assert_eq!(lines.len(), 3, "{strategy}: {lines:?}");
+        assert!(lines[0].starts_with("GET /index.html"), "{lines:?}");
+        let reasons: Vec<(u64, FlushReason)> =
+            sc.sent.iter().map(|s| (s.at_ms, s.reason)).collect();
+        if strategy.pipelines() {
+            // The 304 at 10 ms; the images wait for the 50 ms timer.
+            assert_eq!(
+                reasons,
+                [(0, FlushReason::Explicit), (60, FlushReason::Timer)],
+                "{strategy}"
+            );
+        } else {
+            assert!(
+                reasons.iter().all(|(_, r)| *r == FlushReason::Explicit),
+                "{strategy}: {reasons:?}"
+            );
+        }
+        let (report, writes) = sc.s.finish();
+        assert!(
+            writes.is_empty(),
+            "{strategy}: an all-304 visit writes nothing"
+        );
+        assert!(report
+            .objects
+            .iter()
+            .all(|o| o.outcome == Outcome::NotModified));
+        assert_eq!(report.objects[0].size, page_html().len() as u64);
+    }
 }

@@ -4,10 +4,15 @@
 
 use super::*;
 
-impl Session {
+impl Ctx {
     /// Body bytes (framing removed) for `id`; returns newly found objects.
-    pub fn on_body(&self, id: ObjId, data: &[u8], now: Instant) -> Result<Vec<ObjId>, FetchError> {
-        let mut st = self.lock();
+    pub(super) fn on_body(
+        &self,
+        st: &mut State,
+        id: ObjId,
+        data: &[u8],
+        now: Instant,
+    ) -> Result<Vec<ObjId>, FetchError> {
         st.bytes.payload_bytes_received += data.len() as u64;
         let keep = self.keep_bodies();
         let o = &st.objs[id];
@@ -18,7 +23,7 @@ impl Session {
         let r = o.resp.as_mut().expect("head first");
         r.wire_bytes += data.len() as u64;
         if let Some(mut rx) = r.package.take() {
-            let result = self.package_body(&mut st, &mut rx, data, self.since_start(now));
+            let result = self.package_body(st, &mut rx, data, self.since_start(now));
             if let Some(r) = st.objs[id].resp.as_mut() {
                 r.package = Some(rx);
             }
@@ -62,11 +67,11 @@ impl Session {
         if !css_text.is_empty() {
             let have = st.css_texts.get(&id).map_or(0, Vec::len);
             let room = pagewire_discover::css::MAX_STYLESHEET_BYTES.saturating_sub(have);
-            keep_css_text(&mut st, id, &css_text[..css_text.len().min(room)]);
+            keep_css_text(st, id, &css_text[..css_text.len().min(room)]);
         }
-        let mut added = self.admit(&mut st, refs, ObjectKind::Embedded, PAGE);
+        let mut added = self.admit(st, refs, ObjectKind::Embedded, PAGE);
         if !css_refs.is_empty() {
-            added.extend(self.admit(&mut st, css_refs, ObjectKind::Embedded, id));
+            added.extend(self.admit(st, css_refs, ObjectKind::Embedded, id));
         }
         fed.map_err(|e| e.into_fetch(&url))?;
         Ok(added)

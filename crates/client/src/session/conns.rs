@@ -3,9 +3,8 @@
 
 use super::*;
 
-impl Session {
-    pub fn conn_opened(&self, now: Instant) -> usize {
-        let mut st = self.lock();
+impl Ctx {
+    pub(super) fn conn_opened(&self, st: &mut State, now: Instant) -> usize {
         st.open_now += 1;
         st.max_open = st.max_open.max(st.open_now);
         let id = st.conns.len();
@@ -28,8 +27,7 @@ impl Session {
         id
     }
 
-    pub fn conn_closed(&self, conn: usize, end: ConnEnd, now: Instant) {
-        let mut st = self.lock();
+    pub(super) fn conn_closed(&self, st: &mut State, conn: usize, end: ConnEnd, now: Instant) {
         st.open_now = st.open_now.saturating_sub(1);
         let now = ms(self.since_start(now));
         let c = &mut st.conns[conn];
@@ -39,25 +37,35 @@ impl Session {
 
     /// The TCP handshake before the connection was opened and the TLS or
     /// QUIC handshake after (HAR `connect` and `ssl`).
-    pub fn conn_handshake(&self, conn: usize, connect: Duration, ssl: Option<Duration>) {
-        let mut st = self.lock();
+    pub(super) fn conn_handshake(
+        &self,
+        st: &mut State,
+        conn: usize,
+        connect: Duration,
+        ssl: Option<Duration>,
+    ) {
         if let Some(c) = st.conns.get_mut(conn) {
             c.connect_ms = Some(ms(connect));
             c.ssl_ms = ssl.map(ms);
         }
     }
 
-    pub fn conn_unanswered(&self, conn: usize, n: usize) {
-        self.lock().conns[conn].unanswered += n as u32;
+    pub(super) fn conn_unanswered(&self, st: &mut State, conn: usize, n: usize) {
+        st.conns[conn].unanswered += n as u32;
     }
 
-    pub fn conn_pipelined(&self, conn: usize) {
-        self.lock().conns[conn].pipelined = true;
+    pub(super) fn conn_pipelined(&self, st: &mut State, conn: usize) {
+        st.conns[conn].pipelined = true;
     }
 
-    pub fn flushed(&self, conn: usize, reason: FlushReason, bytes: usize, now: Instant) {
-        let mut guard = self.lock();
-        let st = &mut *guard;
+    pub(super) fn flushed(
+        &self,
+        st: &mut State,
+        conn: usize,
+        reason: FlushReason,
+        bytes: usize,
+        now: Instant,
+    ) {
         let at = self.since_start(now);
         let at_ms = ms(at);
         // The requests waiting in this connection's buffer leave now.
@@ -79,8 +87,7 @@ impl Session {
         });
     }
 
-    pub fn wrote(&self, conn: usize, n: usize) {
-        let mut st = self.lock();
+    pub(super) fn wrote(&self, st: &mut State, conn: usize, n: usize) {
         st.bytes.total_bytes_sent += n as u64;
         let c = &mut st.conns[conn];
         c.writes += 1;
@@ -89,25 +96,19 @@ impl Session {
 
     /// Objects with a result so far (a GETALL's or a package's parts count
     /// one each).
-    pub fn records_done(&self) -> usize {
-        self.lock()
-            .objs
-            .iter()
-            .filter(|o| o.record.is_some())
-            .count()
+    pub(super) fn records_done(&self, st: &State) -> usize {
+        st.objs.iter().filter(|o| o.record.is_some()).count()
     }
 
     /// The fetch is not over before `t`: the robot's imitated host cost
     /// ([`crate::config::HostCost`]) ran until then after the last object.
-    pub fn busy_until(&self, t: Instant) {
+    pub(super) fn busy_until(&self, st: &mut State, t: Instant) {
         let t = self.since_start(t);
-        let mut st = self.lock();
         st.last_done = st.last_done.max(t);
     }
 
-    pub fn read(&self, conn: usize, n: usize, now: Instant) {
+    pub(super) fn read(&self, st: &mut State, conn: usize, n: usize, now: Instant) {
         let now = self.since_start(now);
-        let mut st = self.lock();
         // Connection 0 carries the page's request first in every strategy.
         if conn == 0 && st.ttfb.is_none() {
             st.ttfb = Some(now);

@@ -5,22 +5,26 @@
 
 use super::*;
 
-impl Session {
+impl Ctx {
     /// The response for `id` is complete. Returns ids to request next: newly
     /// found objects, or `id` itself again (GET after a HEAD showed a change).
-    pub fn on_end(&self, id: ObjId, now: Instant) -> Result<Vec<ObjId>, FetchError> {
+    pub(super) fn on_end(
+        &self,
+        st: &mut State,
+        id: ObjId,
+        now: Instant,
+    ) -> Result<Vec<ObjId>, FetchError> {
         let now = self.since_start(now);
-        let mut st = self.lock();
         let rx = st.objs[id].resp.as_mut().and_then(|r| r.package.take());
         let unpacked = rx.is_some();
         if let Some(rx) = rx {
-            self.package_end(&mut st, rx, now)?;
+            self.package_end(st, rx, now)?;
         }
         let url = st.objs[id].url.clone();
         let mut r = st.objs[id].resp.take().expect("head first");
         if !st.objs[id].getlist.is_empty() {
-            let mut next = self.end_getlist(&mut st, id, r, now);
-            next.extend(self.choose_fonts(&mut st));
+            let mut next = self.end_getlist(st, id, r, now);
+            next.extend(self.choose_fonts(st));
             return Ok(next);
         }
         let tail = finish_inflate(&mut r, &url)?;
@@ -28,11 +32,11 @@ impl Session {
             && st.objs[PAGE].method == RequestMethod::Getlist
             && r.getall_boundary.is_none()
         {
-            return Ok(self.getlist_refused(&mut st, &r));
+            return Ok(self.getlist_refused(st, &r));
         }
         let page_ok = id == PAGE && r.status == 200;
         if r.css.is_some() && self.fonts_by_use() && !tail.is_empty() {
-            keep_css_text(&mut st, id, &tail);
+            keep_css_text(st, id, &tail);
         }
         let css_refs = r.css.take().map(|mut c| {
             let mut refs = c.feed(&tail);
@@ -41,43 +45,43 @@ impl Session {
         });
         let mut next = Vec::new();
         if let Some(b) = r.getall_boundary.take() {
-            self.take_getall_parts(&mut st, &mut r, &b, now)?;
+            self.take_getall_parts(st, &mut r, &b, now)?;
             // The page part is parsed whole now; objects that came as parts
             // are already known, so discovery yields only missing ones.
             let page = std::mem::take(&mut r.body);
-            next.extend(self.discover(&mut st, &page));
+            next.extend(self.discover(st, &page));
             r.body = page;
         }
-        if self.range_end(&mut st, id, &mut r, &url, now, &mut next)? {
+        if self.range_end(st, id, &mut r, &url, now, &mut next)? {
             return Ok(next);
         }
         if r.changed {
-            self.refetch_changed(&mut st, id, &r);
+            self.refetch_changed(st, id, &r);
             next.push(id);
             return Ok(next);
         }
-        self.record_response(&mut st, id, &mut r, now);
+        self.record_response(st, id, &mut r, now);
         if page_ok && !tail.is_empty() {
-            next.extend(self.discover(&mut st, &tail));
+            next.extend(self.discover(st, &tail));
         }
         if let Some((refs, css)) = css_refs {
-            self.css_truncated(&mut st, id, &css);
-            next.extend(self.admit(&mut st, refs, ObjectKind::Embedded, id));
+            self.css_truncated(st, id, &css);
+            next.extend(self.admit(st, refs, ObjectKind::Embedded, id));
         } else {
             // Preloaded as a style, and linked as a stylesheet while it was
             // arriving: parsed whole now.
-            next.extend(self.parse_arrived_stylesheet(&mut st, id));
+            next.extend(self.parse_arrived_stylesheet(st, id));
         }
         if unpacked {
             // The page came in the package: parse it now, so that only what
             // the package lacked is requested.
             let page = st.objs[PAGE].body.clone().unwrap_or_default();
-            next.extend(self.discover(&mut st, &page));
+            next.extend(self.discover(st, &page));
         }
         if id == PAGE {
-            next.extend(self.page_complete(&mut st, now));
+            next.extend(self.page_complete(st, now));
         }
-        next.extend(self.choose_fonts(&mut st));
+        next.extend(self.choose_fonts(st));
         Ok(next)
     }
 

@@ -1,30 +1,8 @@
 //! The end of a fetch: the cache entries to write (handed to the caller as
-//! [`CacheWrite`]s, so that disk time never delays a request and the
-//! session writes no cache entry of its own at the end) and the report.
+//! [`CacheWrite`]s, so that disk time never delays a request; the session
+//! writes no file) and the report.
 
 use super::*;
-
-/// A cache entry to write once the network work is over.
-pub enum CacheWrite {
-    /// A body inflated into a cache file as it arrived: its entry.
-    Spooled(EntryMeta, Spool),
-    /// New validators for the same body (a 304, or a 200 of the same
-    /// bytes): the meta file only.
-    Meta(EntryMeta),
-    /// A whole entry.
-    Put(EntryMeta, Bytes),
-}
-
-impl CacheWrite {
-    /// Writes the entry; a failure is a warning (the fetch stands).
-    pub fn apply(self, cache: &Cache) -> Result<(), FetchError> {
-        match self {
-            CacheWrite::Spooled(meta, spool) => cache.put_spooled(&meta, spool),
-            CacheWrite::Meta(meta) => cache.put_meta(&meta),
-            CacheWrite::Put(meta, body) => cache.put(&meta, &body),
-        }
-    }
-}
 
 /// What the cache needs for object `o` after the fetch: nothing, its
 /// validators, or the whole entry.
@@ -84,13 +62,12 @@ fn cache_write(o: &mut Obj) -> Option<CacheWrite> {
     Some(CacheWrite::Put(meta, body.clone()))
 }
 
-impl Session {
+impl Ctx {
     /// Assembles the report, and the cache entries the caller is to write
     /// (after the network work, so disk time never delays a request; then
     /// `cache_bytes_written` and the warnings of failed writes are the
     /// caller's to add).
-    pub fn finish(&self) -> (FetchReport, Vec<CacheWrite>) {
-        let mut st = self.lock();
+    pub(super) fn finish(&self, st: &mut State) -> (FetchReport, Vec<CacheWrite>) {
         if !st.fonts_done && !st.fonts_held.is_empty() {
             let w = format!(
                 "{} @font-face sources not fetched: the page or a stylesheet did not complete, so no text was styled",
@@ -99,14 +76,14 @@ impl Session {
             st.warnings.push(w);
         }
         let mut writes = Vec::new();
-        if self.cache.is_some() {
+        if self.caching() {
             writes.extend(st.objs.iter_mut().filter_map(cache_write));
             if self.cfg.strategy == Strategy::Getall {
-                let (meta, list) = self.getall_refs_entry(&st);
+                let (meta, list) = self.getall_refs_entry(st);
                 writes.push(CacheWrite::Put(meta, Bytes::from(list)));
             }
         }
-        (self.report(&mut st), writes)
+        (self.report(st), writes)
     }
 
     /// The report of the fetch.

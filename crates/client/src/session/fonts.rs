@@ -6,7 +6,7 @@
 
 use super::*;
 
-impl Session {
+impl Ctx {
     /// Fonts by use: the `@font-face` sources are requested only by what
     /// the page's text needs, and only once it can be styled.
     pub(super) fn fonts_by_use(&self) -> bool {

@@ -21,7 +21,7 @@ fn part_head_len(p: &crate::getall::Part) -> u64 {
         .sum()
 }
 
-impl Session {
+impl Ctx {
     /// `getall` on a page visited before (not revalidating): uncached
     /// objects are asked for in one GETLIST once the page is parsed.
     pub(super) fn getall_later_visit(&self, st: &State) -> bool {
@@ -70,7 +70,7 @@ impl Session {
             let Some(path) = same_server_path(&self.page_url, url) else {
                 continue;
             };
-            let cached = self.cache.as_ref().and_then(|c| c.get(url).ok().flatten());
+            let cached = self.lookup(url).ok().flatten();
             match cached {
                 Some(c) if self.cfg.revalidate => {
                     if let Some(e) = c.meta.etag {
@@ -191,13 +191,13 @@ impl Session {
         {
             return false;
         }
-        let Some(cache) = &self.cache else {
+        if !self.caching() {
             return false;
-        };
+        }
         // No request and no transfer: its times are the page's request time.
         let now = ms(st.objs[PAGE].requested);
         let o = &mut st.objs[id];
-        let Ok(Some(e)) = cache.get(&o.url) else {
+        let Ok(Some(e)) = self.lookup(&o.url) else {
             return false;
         };
         o.record = Some(ObjectRecord {
@@ -322,9 +322,9 @@ impl Session {
         let cached = if status == 304 {
             let tag = p.header("etag");
             let c = self
-                .cache
-                .as_ref()
-                .and_then(|c| c.get(&url).ok().flatten())
+                .lookup(&url)
+                .ok()
+                .flatten()
                 .filter(|c| tag.is_some() && c.meta.etag.as_deref() == tag);
             match c {
                 Some(c) => Some(c),

@@ -52,17 +52,17 @@ pub(super) fn is_media_type(content_type: &str, media: &str) -> bool {
         .eq_ignore_ascii_case(media)
 }
 
-impl Session {
+impl Ctx {
     /// A response head arrived for `id` on `conn`.
-    pub fn on_head(
+    pub(super) fn on_head(
         &self,
+        st: &mut State,
         id: ObjId,
         conn: usize,
         head: &ResponseHead,
         now: Instant,
     ) -> Result<(HeadInfo, Vec<ObjId>), FetchError> {
         let now = self.since_start(now);
-        let mut st = self.lock();
         st.bytes.header_bytes_received += head.raw().len() as u64;
         let status = head.status();
         if (100..200).contains(&status) {
@@ -81,17 +81,13 @@ impl Session {
         }
         let fields = Fields::of(head);
         if self.cfg.prefetch {
-            self.note_prefetch_hints(&mut st, id, head);
+            self.note_prefetch_hints(st, id, head);
         }
         let package = self.package_for(id, status, fields.content_type.as_deref());
         let (not_modified, changed) = validate(&st.objs[id], status, &fields)?;
-        let inflater = self.choose_inflater(
-            &mut st,
-            id,
-            fields.content_encoding.as_deref(),
-            not_modified,
-        )?;
-        let spool = self.spool_for(&mut st, id, inflater.is_some());
+        let inflater =
+            self.choose_inflater(st, id, fields.content_encoding.as_deref(), not_modified)?;
+        let spool = self.spool_for(st, id, inflater.is_some());
         let (part, preset) = range::check_part(&mut st.objs[id], status, head)?;
         let getall_boundary =
             self.getall_boundary(&st.objs[id], id, status, fields.content_type.as_deref());
@@ -125,7 +121,7 @@ impl Session {
             r.body = preset;
         }
         st.objs[id].resp = Some(r);
-        let new_ids = self.start_content(&mut st, id, status, not_modified);
+        let new_ids = self.start_content(st, id, status, not_modified);
         let info = HeadInfo {
             closing: !head.wants_keep_alive(),
             interim: false,
@@ -185,9 +181,11 @@ impl Session {
     }
 
     /// An inflated body kept for the cache only goes to a cache file as it
-    /// is inflated, never whole into memory.
+    /// is inflated, never whole into memory. This is the one file the
+    /// session writes itself: as effects drained after each read, one
+    /// read's inflation (up to 1,000 times its size) would sit in memory.
     fn spool_for(&self, st: &mut State, id: ObjId, inflated: bool) -> Option<Spool> {
-        let cache = self.cache.as_ref()?;
+        let cache = self.spools.as_ref()?;
         if !inflated || id == PAGE || self.cfg.keep_bodies {
             return None;
         }

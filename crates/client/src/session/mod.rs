@@ -1,9 +1,13 @@
 //! The state of one fetch shared by its connections: the objects (page
 //! first), what each request looks like, what each response did, the
 //! streaming discovery of the page's references, and the counters that end
-//! up in the `FetchReport`. Connections (`conn.rs`) decide when bytes move;
-//! this module decides what they mean. The session reads no clock: callers
-//! pass the current time.
+//! up in the `FetchReport`. Connections (`conn`, `multiplex`) decide when
+//! bytes move; this module decides what they mean. The session reads no
+//! clock (callers pass the current time), takes no lock (the one task that
+//! drives the fetch owns it) and reads no file (cache lookups are answered
+//! from a `cache::Snapshot`); what it writes goes out as `store::Write`
+//! effects and `CacheWrite`s at the end, except an inflated body's spool
+//! file, written as it inflates (`head::spool_for`).
 //!
 //! One module per part of the exchange (`request`, `head`, `body`, `end`,
 //! `finish`, `conns`, `objects`) and one per strategy behaviour, each
@@ -16,7 +20,6 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
-use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
@@ -26,7 +29,9 @@ use pagewire_discover::{
 use pagewire_h1::{Method, ResponseHead, Version};
 use sha2::{Digest, Sha256};
 
-use crate::cache::{hex, sha256_hex, Cache, Entry, EntryMeta, Spool, MAX_ENTRY_BODY_BYTES};
+use crate::cache::{
+    hex, sha256_hex, Cache, CacheWarning, Entry, EntryMeta, Snapshot, Spool, MAX_ENTRY_BODY_BYTES,
+};
 use crate::config::{FetchConfig, RequestProfile, Revalidation, Strategy, Target};
 use crate::error::FetchError;
 use crate::inflate::{InflateError, Inflater};
@@ -49,6 +54,7 @@ mod prefetch;
 mod range;
 mod request;
 
+pub use crate::store::{CacheWrite, Write};
 use body::{is_css_preload, take_content};
 use fonts::keep_css_text;
 pub use prefetch::prefetch_links;
@@ -137,8 +143,9 @@ struct Obj {
     range: RangePart,
 }
 
+/// What changes while a fetch runs.
 #[derive(Default)]
-struct State {
+pub struct State {
     objs: Vec<Obj>,
     by_path: HashMap<String, ObjId>,
     discoverer: Option<Discoverer>,
@@ -190,6 +197,8 @@ struct State {
     range_heads_total: usize,
     range_rest_pending: Vec<ObjId>,
     metadata_done: Option<Duration>,
+    /// Writes for the caller to do now ([`Session::take_writes`]).
+    writes: Vec<Write>,
 }
 
 /// What a response head means for its connection.
@@ -201,39 +210,72 @@ pub struct HeadInfo {
     pub interim: bool,
 }
 
+/// One fetch's state, shaped like `link::Pipe` and `conn::Machine`: events
+/// come in with the time (a request to build, a response head, body bytes,
+/// a response's end, bytes read and written, a connection opened or
+/// closed), and what the caller must do goes out as return values (request
+/// bytes, objects to request next, whether a connection must close, the
+/// cache entries to write and the report at the end). It owns its state
+/// outright: no lock, no clock, no socket, and no cache file read (the
+/// entries it may look up come in as a [`Snapshot`]). The one caller at a
+/// time holds it by `&mut`.
 pub struct Session {
+    ctx: Ctx,
+    st: State,
+}
+
+/// What a fetch is and never changes while it runs: the configuration, the
+/// target, the cache snapshot. The parts of the session (`request`, `head`,
+/// `body`, `end`, ...) are methods of this, given the [`State`] to change.
+pub struct Ctx {
     pub cfg: FetchConfig,
     pub target: Target,
     pub page_url: String,
     pub addr: SocketAddr,
     pub start: Instant,
     started_wall: SystemTime,
-    pub cache: Option<Cache>,
+    /// The cache's entries when the fetch started, read by the caller: what
+    /// every lookup of the session sees; `None` without a cache.
+    snapshot: Option<Snapshot>,
+    /// The cache, only to spool inflated bodies into it as they arrive
+    /// (`head::spool_for`).
+    spools: Option<Cache>,
     /// `getall`: the URLs the page referenced on an earlier visit (from the
     /// cache); None on a first visit.
     getall_known: Option<HashSet<String>>,
-    st: Mutex<State>,
+}
+
+impl std::ops::Deref for Session {
+    type Target = Ctx;
+    fn deref(&self) -> &Ctx {
+        &self.ctx
+    }
 }
 
 impl Session {
+    /// A fetch of `target` from `addr` that started at `start` (and at
+    /// that wall-clock time, for the report), with a snapshot of the cache's
+    /// entries if it uses a cache (and the cache, for spooled bodies).
     pub fn new(
         cfg: FetchConfig,
         target: Target,
         addr: SocketAddr,
-        cache: Option<Cache>,
-        start: Instant,
+        (snapshot, spools): (Option<Snapshot>, Option<Cache>),
+        start: (Instant, SystemTime),
     ) -> Session {
         let page_url = target.url_of(&target.path);
-        let getall_known = match (&cache, cfg.strategy) {
-            (Some(c), Strategy::Getall) => match c.get(&crate::getall::refs_key(&page_url)) {
-                Ok(Some(e)) => Some(
-                    String::from_utf8_lossy(&e.body)
-                        .lines()
-                        .map(str::to_string)
-                        .collect(),
-                ),
-                _ => None,
-            },
+        let getall_known = match (&snapshot, cfg.strategy) {
+            (Some(snapshot), Strategy::Getall) => {
+                match snapshot.get(&crate::getall::refs_key(&page_url)) {
+                    Ok(Some(e)) => Some(
+                        String::from_utf8_lossy(&e.body)
+                            .lines()
+                            .map(str::to_string)
+                            .collect(),
+                    ),
+                    _ => None,
+                }
+            }
             _ => None,
         };
         let mut st = State {
@@ -242,48 +284,154 @@ impl Session {
                 .then(|| Discoverer::with_options(&page_url, discovery_options(&cfg))),
             ..State::default()
         };
-        if let Some(n) = cache.as_ref().map(Cache::stale_removed).filter(|&n| n > 0) {
+        if let Some(n) = snapshot
+            .as_ref()
+            .map(Snapshot::stale_removed)
+            .filter(|&n| n > 0)
+        {
             st.warnings.push(format!(
                 "cache: removed {n} temporary files left by interrupted writes"
             ));
         }
-        let s = Session {
+        let ctx = Ctx {
             cfg,
             target,
             page_url,
             addr,
-            start,
-            started_wall: SystemTime::now(),
-            cache,
+            start: start.0,
+            started_wall: start.1,
+            snapshot,
+            spools,
             getall_known,
-            st: Mutex::new(State::default()),
         };
-        let path = s.target.path.clone();
-        s.add_object(&mut st, path, ObjectKind::Page);
-        if s.getall_known.is_some() {
+        let path = ctx.target.path.clone();
+        ctx.add_object(&mut st, path, ObjectKind::Page);
+        if ctx.getall_known.is_some() {
             // Paper 003 §5.2: "On subsequent accesses to the same HTML file,
             // the client can request the HTML and all images in one
             // message": the page goes in a GETLIST with the images, carrying
             // the cached page's validator (docs/getall.md, "Later visits").
-            let cached = s
-                .cache
-                .as_ref()
-                .and_then(|c| c.get(&s.page_url).ok().flatten());
+            let cached = ctx.lookup(&ctx.page_url).ok().flatten();
             let page = &mut st.objs[PAGE];
             page.method = RequestMethod::Getlist;
             page.conditional = cached.is_some();
             page.cached = cached;
         }
-        *s.lock() = st;
-        s
+        Session { ctx, st }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic elsewhere cannot leave counters inconsistent enough to
-        // matter; keep going rather than poison the whole fetch.
-        self.st.lock().unwrap_or_else(|e| e.into_inner())
+    /// The request for `id` on connection `conn`, built at `now`.
+    pub fn request(&mut self, id: ObjId, conn: usize, now: Instant) -> Result<Vec<u8>, FetchError> {
+        self.ctx.request(&mut self.st, id, conn, now)
     }
 
+    /// A response head arrived for `id` on `conn`: what it means for the
+    /// connection, and objects to request now.
+    pub fn on_head(
+        &mut self,
+        id: ObjId,
+        conn: usize,
+        head: &ResponseHead,
+        now: Instant,
+    ) -> Result<(HeadInfo, Vec<ObjId>), FetchError> {
+        self.ctx.on_head(&mut self.st, id, conn, head, now)
+    }
+
+    /// Body bytes (framing removed) for `id`; returns newly found objects.
+    pub fn on_body(
+        &mut self,
+        id: ObjId,
+        data: &[u8],
+        now: Instant,
+    ) -> Result<Vec<ObjId>, FetchError> {
+        self.ctx.on_body(&mut self.st, id, data, now)
+    }
+
+    /// The response for `id` is complete: ids to request next.
+    pub fn on_end(&mut self, id: ObjId, now: Instant) -> Result<Vec<ObjId>, FetchError> {
+        self.ctx.on_end(&mut self.st, id, now)
+    }
+
+    /// The report, and the cache entries the caller is to write.
+    pub fn finish(&mut self) -> (FetchReport, Vec<CacheWrite>) {
+        self.ctx.finish(&mut self.st)
+    }
+
+    /// Objects to prefetch now (hinted, not fetched, not cached).
+    pub fn take_prefetch_work(&mut self) -> Vec<ObjId> {
+        self.ctx.take_prefetch_work(&mut self.st)
+    }
+
+    /// A connection opened at `now`: its number.
+    pub fn conn_opened(&mut self, now: Instant) -> usize {
+        self.ctx.conn_opened(&mut self.st, now)
+    }
+
+    pub fn conn_closed(&mut self, conn: usize, end: ConnEnd, now: Instant) {
+        self.ctx.conn_closed(&mut self.st, conn, end, now)
+    }
+
+    pub fn conn_handshake(&mut self, conn: usize, connect: Duration, ssl: Option<Duration>) {
+        self.ctx.conn_handshake(&mut self.st, conn, connect, ssl)
+    }
+
+    pub fn conn_unanswered(&mut self, conn: usize, n: usize) {
+        self.ctx.conn_unanswered(&mut self.st, conn, n)
+    }
+
+    pub fn conn_pipelined(&mut self, conn: usize) {
+        self.ctx.conn_pipelined(&mut self.st, conn)
+    }
+
+    /// `bytes` of requests left connection `conn`'s output buffer at `now`.
+    pub fn flushed(&mut self, conn: usize, reason: FlushReason, bytes: usize, now: Instant) {
+        self.ctx.flushed(&mut self.st, conn, reason, bytes, now)
+    }
+
+    pub fn wrote(&mut self, conn: usize, n: usize) {
+        self.ctx.wrote(&mut self.st, conn, n)
+    }
+
+    pub fn read(&mut self, conn: usize, n: usize, now: Instant) {
+        self.ctx.read(&mut self.st, conn, n, now)
+    }
+
+    /// The imitated host was busy until `t`.
+    pub fn busy_until(&mut self, t: Instant) {
+        self.ctx.busy_until(&mut self.st, t)
+    }
+
+    /// Objects with a result so far.
+    pub fn records_done(&self) -> usize {
+        self.ctx.records_done(&self.st)
+    }
+
+    /// The objects requested and not complete, for an error.
+    pub fn waiting_for(&self) -> String {
+        self.ctx.waiting_for(&self.st)
+    }
+
+    pub fn url_of(&self, id: ObjId) -> String {
+        self.ctx.url_of(&self.st, id)
+    }
+
+    pub fn method_of(&self, id: ObjId) -> Method {
+        self.ctx.method_of(&self.st, id)
+    }
+
+    /// The writes asked for since the last call, in order, for the caller
+    /// to do now (`store::Store::apply_all`).
+    pub fn take_writes(&mut self) -> Vec<Write> {
+        std::mem::take(&mut self.st.writes)
+    }
+
+    /// Forget `id`'s partial response (the connection broke).
+    pub fn forget_partial(&mut self, id: ObjId) {
+        self.ctx.forget_partial(&mut self.st, id)
+    }
+}
+
+impl Ctx {
     /// Time since the fetch started. The session reads no clock: callers
     /// pass the current time, as to the output buffer and the link model.
     fn since_start(&self, now: Instant) -> Duration {
@@ -292,8 +440,7 @@ impl Session {
 
     /// The objects requested and not complete, for an error: the first
     /// URL and how many more.
-    pub fn waiting_for(&self) -> String {
-        let st = self.lock();
+    pub(super) fn waiting_for(&self, st: &State) -> String {
         let mut open = st
             .objs
             .iter()
@@ -307,24 +454,36 @@ impl Session {
         }
     }
 
-    pub fn url_of(&self, id: ObjId) -> String {
-        self.lock().objs[id].url.clone()
+    pub(super) fn url_of(&self, st: &State, id: ObjId) -> String {
+        st.objs[id].url.clone()
     }
 
-    pub fn method_of(&self, id: ObjId) -> Method {
-        self.lock().objs[id].method.h1()
+    pub(super) fn method_of(&self, st: &State, id: ObjId) -> Method {
+        st.objs[id].method.h1()
+    }
+
+    /// `url`'s cache entry as the fetch started (none without a cache).
+    fn lookup(&self, url: &str) -> Result<Option<Entry>, CacheWarning> {
+        match &self.snapshot {
+            Some(s) => s.get(url),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether the fetch keeps a cache.
+    fn caching(&self) -> bool {
+        self.snapshot.is_some()
     }
 
     /// Whether bodies are kept (for the cache or the report).
     fn keep_bodies(&self) -> bool {
-        self.cfg.keep_bodies || self.cache.is_some()
+        self.cfg.keep_bodies || self.caching()
     }
 
     /// The connection broke while `id`'s response was partly received (a
     /// reset can discard data already acknowledged, paper 001 "Connection
     /// Management"): forget the partial response so a retry starts clean.
-    pub fn forget_partial(&self, id: ObjId) {
-        let mut st = self.lock();
+    pub(super) fn forget_partial(&self, st: &mut State, id: ObjId) {
         if st.objs[id].resp.take().is_some() && id == PAGE && self.cfg.discover {
             // The page will be parsed again from its start; references
             // already admitted are not requested twice (by_path).

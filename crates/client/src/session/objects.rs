@@ -44,17 +44,18 @@ impl Obj {
     }
 }
 
-impl Session {
+impl Ctx {
     pub(super) fn add_object(&self, st: &mut State, path: String, kind: ObjectKind) -> ObjId {
         let id = st.objs.len();
         let url = self.target.url_of(&path);
-        let mut cached = None;
-        if let Some(cache) = &self.cache {
-            match cache.get(&url) {
-                Ok(e) => cached = e,
-                Err(w) => st.warnings.push(w.to_string()),
+        let cached = match self.lookup(&url) {
+            Ok(e) => e,
+            Err(w) => {
+                st.warnings.push(w.to_string());
+                None
             }
-        }
+        };
+        let mut cached = cached;
         let mut revalidating = self.cfg.revalidate && cached.is_some();
         let heads = matches!(
             self.cfg.revalidation,

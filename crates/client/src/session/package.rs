@@ -67,7 +67,7 @@ impl PackageRx {
     }
 }
 
-impl Session {
+impl Ctx {
     /// The reader of the page's response if it is a package (objpack).
     pub(super) fn package_for(
         &self,
@@ -224,16 +224,12 @@ impl Session {
     /// A package file's object to the cache and `save_dir` at once, and
     /// its body kept if bodies are.
     fn hand_over(&self, st: &mut State, id: ObjId, meta: &EntryMeta, body: Bytes) {
-        if let Some(cache) = &self.cache {
-            match cache.put(meta, &body) {
-                Ok(()) => st.objs[id].stored = true,
-                Err(e) => st.warnings.push(e.to_string()),
-            }
+        if self.caching() {
+            st.writes.push(Write::Put(meta.clone(), body.clone()));
+            st.objs[id].stored = true;
         }
-        if let Some(dir) = &self.cfg.save_dir {
-            if let Err(e) = crate::save::write_one(dir, &meta.url, &body) {
-                st.warnings.push(e.to_string());
-            }
+        if self.cfg.save_dir.is_some() {
+            st.writes.push(Write::Save(meta.url.clone(), body.clone()));
         }
         if self.keep_bodies() {
             st.objs[id].body = Some(body);

@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl Session {
+impl Ctx {
     /// Prefetch hints (RFC 8288 Link, rel=prefetch) of a response head.
     pub(super) fn note_prefetch_hints(&self, st: &mut State, id: ObjId, head: &ResponseHead) {
         let base = st.objs[id].url.clone();
@@ -21,11 +21,10 @@ impl Session {
 
     /// Objects to prefetch now: hinted, on this server, not yet fetched and
     /// not in the cache.
-    pub fn take_prefetch_work(&self) -> Vec<ObjId> {
+    pub(super) fn take_prefetch_work(&self, st: &mut State) -> Vec<ObjId> {
         if !self.cfg.prefetch {
             return Vec::new();
         }
-        let mut st = self.lock();
         let hints = std::mem::take(&mut st.hints);
         let mut ids = Vec::new();
         for h in hints {
@@ -39,13 +38,11 @@ impl Session {
                 continue;
             }
             let url = self.target.url_of(&path);
-            if let Some(cache) = &self.cache {
-                if matches!(cache.get(&url), Ok(Some(_))) {
-                    continue;
-                }
+            if matches!(self.lookup(&url), Ok(Some(_))) {
+                continue;
             }
             st.prefetched += 1;
-            let id = self.add_object(&mut st, path, ObjectKind::Prefetch);
+            let id = self.add_object(st, path, ObjectKind::Prefetch);
             // A prefetch is never conditional: the object is not cached.
             st.objs[id].conditional = false;
             st.objs[id].cached = None;

@@ -31,7 +31,7 @@ impl RangePart {
     }
 }
 
-impl Session {
+impl Ctx {
     /// A revisit's first part carries `If-Range` beside the validators: the
     /// range only if the cached copy is still the current one (RFC 9110
     /// §13.1.5; a strong entity tag, else the exact Last-Modified date).

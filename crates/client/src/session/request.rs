@@ -6,10 +6,15 @@ use super::*;
 
 pub(super) type Headers = Vec<(&'static str, String)>;
 
-impl Session {
+impl Ctx {
     /// The request for `id` on connection `conn`, built at `now`.
-    pub fn request(&self, id: ObjId, conn: usize, now: Instant) -> Result<Vec<u8>, FetchError> {
-        let mut st = self.lock();
+    pub(super) fn request(
+        &self,
+        st: &mut State,
+        id: ObjId,
+        conn: usize,
+        now: Instant,
+    ) -> Result<Vec<u8>, FetchError> {
         let now = self.since_start(now);
         let version = if self.cfg.strategy == Strategy::Http10 {
             Version::Http10
@@ -20,7 +25,7 @@ impl Session {
         let o = &st.objs[id];
         self.validator_headers(o, &mut headers);
         self.strategy_headers(id, o, &mut headers);
-        let (method, target, list) = self.request_body(&st, id, &mut headers);
+        let (method, target, list) = self.request_body(st, id, &mut headers);
         let mut out = Vec::with_capacity(256);
         if pagewire_h1::write_request_head(&mut out, method.as_str(), &target, version, headers)
             .is_err()
@@ -32,7 +37,7 @@ impl Session {
             ));
         }
         out.extend_from_slice(list.as_bytes());
-        count_request(&mut st, id, conn, now, method, &out, list.len());
+        count_request(st, id, conn, now, method, &out, list.len());
         Ok(out)
     }
 

@@ -6,8 +6,8 @@
 //! writes it hands back at the end. One or more per strategy behaviour,
 //! first visit and revalidation.
 
-use super::finish::CacheWrite;
 use super::*;
+use crate::cache::Cache;
 use crate::config::Strategy;
 use bytes::BytesMut;
 use std::io::Write;
@@ -31,8 +31,14 @@ pub(crate) fn session(
     // directory, a CA) are not the session's.
     let target = Target::parse(&cfg.url).expect("valid URL");
     let t0 = Instant::now();
-    let cache = cache.map(|c| Cache::open(c.dir()).expect("cache"));
-    let s = Session::new(cfg, target, "127.0.0.1:9".parse().unwrap(), cache, t0);
+    let snapshot = cache.map(Cache::snapshot);
+    let s = Session::new(
+        cfg,
+        target,
+        "127.0.0.1:9".parse().unwrap(),
+        (snapshot, cache.cloned()),
+        (t0, std::time::SystemTime::now()),
+    );
     (s, t0)
 }
 
@@ -49,7 +55,7 @@ pub(crate) fn text(req: &[u8]) -> String {
 
 /// One whole response to `id`: head, body in one piece, end. Returns the
 /// objects to request next (from the head, the body and the end).
-fn respond(s: &Session, id: ObjId, at: Instant, head_text: &str, body: &[u8]) -> Vec<ObjId> {
+fn respond(s: &mut Session, id: ObjId, at: Instant, head_text: &str, body: &[u8]) -> Vec<ObjId> {
     let h = head(head_text, &s.method_of(id));
     let (info, mut next) = s.on_head(id, 0, &h, at).expect("head");
     assert!(!info.interim);
@@ -74,7 +80,7 @@ pub(crate) fn gif(n: u8) -> Vec<u8> {
 /// GET each; the report's records; no cache, so no cache writes.
 #[test]
 fn http10_first_visit() {
-    let (s, t0) = session(Strategy::Http10, |_| {}, None);
+    let (mut s, t0) = session(Strategy::Http10, |_| {}, None);
     let conn = s.conn_opened(t0);
     let req = s.request(PAGE, conn, t0).unwrap();
     assert_eq!(
@@ -82,7 +88,7 @@ fn http10_first_visit() {
         format!("GET /index.html HTTP/1.0\r\nHost: {HOST}\r\nUser-Agent: {UA}\r\n\r\n")
     );
     let html = page_html();
-    let next = respond(&s, PAGE, t0 + 10 * MS, &ok_head(html.len(), ""), html);
+    let next = respond(&mut s, PAGE, t0 + 10 * MS, &ok_head(html.len(), ""), html);
     assert_eq!(next.len(), 2);
     assert_eq!(
         text(&s.request(next[0], conn, t0).unwrap()),
@@ -92,7 +98,7 @@ fn http10_first_visit() {
     for (i, &id) in next.iter().enumerate() {
         let g = gif(i as u8);
         assert!(respond(
-            &s,
+            &mut s,
             id,
             t0 + 20 * MS,
             &ok_head(g.len(), "Content-Type: image/gif\r\n"),
@@ -119,19 +125,19 @@ fn http10_first_visit() {
 /// when it was built; every flush is in the report with its reason.
 #[test]
 fn pipeline_flush_times_are_the_flushes() {
-    let (s, t0) = session(Strategy::Pipeline, |_| {}, None);
+    let (mut s, t0) = session(Strategy::Pipeline, |_| {}, None);
     let conn = s.conn_opened(t0);
     let req = s.request(PAGE, conn, t0).unwrap();
     s.flushed(conn, FlushReason::Explicit, req.len(), t0);
     let html = page_html();
-    let next = respond(&s, PAGE, t0 + 10 * MS, &ok_head(html.len(), ""), html);
+    let next = respond(&mut s, PAGE, t0 + 10 * MS, &ok_head(html.len(), ""), html);
     let a = s.request(next[0], conn, t0 + 10 * MS).unwrap();
     let b = s.request(next[1], conn, t0 + 11 * MS).unwrap();
     // The flush timer fires 50 ms later and carries both.
     s.flushed(conn, FlushReason::Timer, a.len() + b.len(), t0 + 61 * MS);
     for &id in &next {
         let g = gif(1);
-        respond(&s, id, t0 + 70 * MS, &ok_head(g.len(), ""), &g);
+        respond(&mut s, id, t0 + 70 * MS, &ok_head(g.len(), ""), &g);
     }
     let (report, _) = s.finish();
     let sent: Vec<Option<f64>> = report.objects.iter().map(|o| o.sent_ms).collect();
@@ -153,13 +159,13 @@ pub(crate) fn deflate(data: &[u8]) -> Vec<u8> {
 /// discovery; images are not asked compressed.
 #[test]
 fn pipeline_deflate_inflates_the_page() {
-    let (s, t0) = session(Strategy::PipelineDeflate, |_| {}, None);
+    let (mut s, t0) = session(Strategy::PipelineDeflate, |_| {}, None);
     let conn = s.conn_opened(t0);
     let req = text(&s.request(PAGE, conn, t0).unwrap());
     assert!(req.ends_with("Accept-Encoding: deflate\r\n\r\n"), "{req}");
     let z = deflate(page_html());
     let next = respond(
-        &s,
+        &mut s,
         PAGE,
         t0,
         &ok_head(z.len(), "Content-Encoding: deflate\r\n"),
@@ -184,16 +190,16 @@ fn pipeline_revalidation_is_conditional_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let cache = Cache::open(dir.path()).unwrap();
     let lm = "Wed, 01 Jan 1997 00:00:00 GMT";
-    let (s, t0) = session(Strategy::Pipeline, |_| {}, Some(&cache));
+    let (mut s, t0) = session(Strategy::Pipeline, |_| {}, Some(&cache));
     let conn = s.conn_opened(t0);
     s.request(PAGE, conn, t0).unwrap();
     let html = page_html();
     let v = |tag: &str| format!("ETag: \"{tag}\"\r\nLast-Modified: {lm}\r\n");
-    let next = respond(&s, PAGE, t0, &ok_head(html.len(), &v("p")), html);
+    let next = respond(&mut s, PAGE, t0, &ok_head(html.len(), &v("p")), html);
     for &id in &next {
         s.request(id, conn, t0).unwrap();
         let g = gif(id as u8);
-        respond(&s, id, t0, &ok_head(g.len(), &v(&format!("i{id}"))), &g);
+        respond(&mut s, id, t0, &ok_head(g.len(), &v(&format!("i{id}"))), &g);
     }
     let (_, writes) = s.finish();
     assert_eq!(writes.len(), 3);
@@ -202,7 +208,7 @@ fn pipeline_revalidation_is_conditional_and_writes_nothing() {
         w.apply(&cache).unwrap();
     }
 
-    let (s, t0) = session(Strategy::Pipeline, |c| c.revalidate = true, Some(&cache));
+    let (mut s, t0) = session(Strategy::Pipeline, |c| c.revalidate = true, Some(&cache));
     let conn = s.conn_opened(t0);
     let req = text(&s.request(PAGE, conn, t0).unwrap());
     assert!(
@@ -213,7 +219,7 @@ fn pipeline_revalidation_is_conditional_and_writes_nothing() {
     );
     let not_modified = |tag: &str| format!("HTTP/1.1 304 Not Modified\r\nETag: \"{tag}\"\r\n\r\n");
     // The references come from the cached page, at the 304's head.
-    let next = respond(&s, PAGE, t0, &not_modified("p"), b"");
+    let next = respond(&mut s, PAGE, t0, &not_modified("p"), b"");
     assert_eq!(next.len(), 2);
     for &id in &next {
         let req = text(&s.request(id, conn, t0).unwrap());
@@ -221,7 +227,7 @@ fn pipeline_revalidation_is_conditional_and_writes_nothing() {
             req.contains(&format!("If-None-Match: \"i{id}\"\r\n")),
             "{req}"
         );
-        assert!(respond(&s, id, t0, &not_modified(&format!("i{id}")), b"").is_empty());
+        assert!(respond(&mut s, id, t0, &not_modified(&format!("i{id}")), b"").is_empty());
     }
     let (report, writes) = s.finish();
     assert!(
@@ -235,6 +241,30 @@ fn pipeline_revalidation_is_conditional_and_writes_nothing() {
     assert_eq!(report.objects[1].sha256, sha256_hex(&gif(1)));
 }
 
+/// An http10 first visit (page and images with entity tags) into `cache`.
+fn http10_first_visit_into(cache: &Cache) {
+    let (mut s, t0) = session(Strategy::Http10, |_| {}, Some(cache));
+    s.conn_opened(t0);
+    s.request(PAGE, 0, t0).unwrap();
+    let html = page_html();
+    let next = respond(
+        &mut s,
+        PAGE,
+        t0,
+        &ok_head(html.len(), "ETag: \"p\"\r\n"),
+        html,
+    );
+    for &id in &next {
+        s.request(id, 0, t0).unwrap();
+        let g = gif(1);
+        respond(&mut s, id, t0, &ok_head(g.len(), "ETag: \"old\"\r\n"), &g);
+    }
+    let (_, writes) = s.finish();
+    for w in writes {
+        w.apply(cache).unwrap();
+    }
+}
+
 /// http10's revalidation (libwww 4.1D): the page by GET again, every image
 /// by HEAD; a HEAD that shows a change is followed by a GET of the object,
 /// which is not a retry.
@@ -242,33 +272,26 @@ fn pipeline_revalidation_is_conditional_and_writes_nothing() {
 fn http10_get_head_revalidation_refetches_a_changed_image() {
     let dir = tempfile::tempdir().unwrap();
     let cache = Cache::open(dir.path()).unwrap();
-    let (s, t0) = session(Strategy::Http10, |_| {}, Some(&cache));
-    s.conn_opened(t0);
-    s.request(PAGE, 0, t0).unwrap();
+    http10_first_visit_into(&cache);
     let html = page_html();
-    let next = respond(&s, PAGE, t0, &ok_head(html.len(), "ETag: \"p\"\r\n"), html);
-    for &id in &next {
-        s.request(id, 0, t0).unwrap();
-        let g = gif(1);
-        respond(&s, id, t0, &ok_head(g.len(), "ETag: \"old\"\r\n"), &g);
-    }
-    let (_, writes) = s.finish();
-    for w in writes {
-        w.apply(&cache).unwrap();
-    }
-
-    let (s, t0) = session(Strategy::Http10, |c| c.revalidate = true, Some(&cache));
+    let (mut s, t0) = session(Strategy::Http10, |c| c.revalidate = true, Some(&cache));
     s.conn_opened(t0);
     let req = text(&s.request(PAGE, 0, t0).unwrap());
     assert!(
         req.starts_with("GET /index.html HTTP/1.0\r\n") && !req.contains("If-"),
         "{req}"
     );
-    let next = respond(&s, PAGE, t0, &ok_head(html.len(), "ETag: \"p\"\r\n"), html);
+    let next = respond(
+        &mut s,
+        PAGE,
+        t0,
+        &ok_head(html.len(), "ETag: \"p\"\r\n"),
+        html,
+    );
     let (a, b) = (next[0], next[1]);
     assert!(text(&s.request(a, 0, t0).unwrap()).starts_with("HEAD /a.gif HTTP/1.0\r\n"));
     assert!(respond(
-        &s,
+        &mut s,
         a,
         t0,
         "HTTP/1.0 200 OK\r\nContent-Length: 30\r\nETag: \"old\"\r\n\r\n",
@@ -277,7 +300,7 @@ fn http10_get_head_revalidation_refetches_a_changed_image() {
     .is_empty());
     s.request(b, 0, t0).unwrap();
     let again = respond(
-        &s,
+        &mut s,
         b,
         t0,
         "HTTP/1.0 200 OK\r\nContent-Length: 30\r\nETag: \"new\"\r\n\r\n",
@@ -290,7 +313,7 @@ fn http10_get_head_revalidation_refetches_a_changed_image() {
         "{req}"
     );
     let g = gif(9);
-    respond(&s, b, t0, &ok_head(g.len(), "ETag: \"new\"\r\n"), &g);
+    respond(&mut s, b, t0, &ok_head(g.len(), "ETag: \"new\"\r\n"), &g);
     let (report, writes) = s.finish();
     let outcomes: Vec<Outcome> = report.objects.iter().map(|o| o.outcome).collect();
     assert_eq!(
@@ -319,7 +342,7 @@ fn http10_get_head_revalidation_refetches_a_changed_image() {
 fn getall_parts_become_objects() {
     let dir = tempfile::tempdir().unwrap();
     let cache = Cache::open(dir.path()).unwrap();
-    let (s, t0) = session(Strategy::Getall, |_| {}, Some(&cache));
+    let (mut s, t0) = session(Strategy::Getall, |_| {}, Some(&cache));
     s.conn_opened(t0);
     let req = text(&s.request(PAGE, 0, t0).unwrap());
     assert!(req.ends_with("Getall: 1\r\n\r\n"), "{req}");
@@ -341,7 +364,7 @@ fn getall_parts_become_objects() {
     }
     body.extend(b"--B--\r\n");
     let next = respond(
-        &s,
+        &mut s,
         PAGE,
         t0,
         &ok_head(body.len(), "Content-Type: multipart/mixed; boundary=B\r\n"),
@@ -378,7 +401,7 @@ fn getall_parts_become_objects() {
 /// objpack: the page request asks for the package media type.
 #[test]
 fn objpack_asks_for_the_package() {
-    let (s, t0) = session(Strategy::Objpack, |_| {}, None);
+    let (mut s, t0) = session(Strategy::Objpack, |_| {}, None);
     let req = text(&s.request(PAGE, 0, t0).unwrap());
     assert!(
         req.contains(&format!(
@@ -390,7 +413,7 @@ fn objpack_asks_for_the_package() {
     // A server without packages answers with the page: fetched as usual.
     let html = page_html();
     let next = respond(
-        &s,
+        &mut s,
         PAGE,
         t0,
         &ok_head(html.len(), "Content-Type: text/html\r\n"),
@@ -404,11 +427,11 @@ fn objpack_asks_for_the_package() {
 /// first parts are in, joined and checked into one 200 record.
 #[test]
 fn range_mode_asks_first_parts_then_the_rests() {
-    let (s, t0) = session(Strategy::Pipeline, |c| c.range_first = Some(10), None);
+    let (mut s, t0) = session(Strategy::Pipeline, |c| c.range_first = Some(10), None);
     s.conn_opened(t0);
     s.request(PAGE, 0, t0).unwrap();
     let html = page_html();
-    let next = respond(&s, PAGE, t0, &ok_head(html.len(), ""), html);
+    let next = respond(&mut s, PAGE, t0, &ok_head(html.len(), ""), html);
     let images: Vec<Vec<u8>> = next.iter().map(|&id| gif(id as u8)).collect();
     for &id in &next {
         let req = text(&s.request(id, 0, t0).unwrap());
@@ -422,7 +445,7 @@ fn range_mode_asks_first_parts_then_the_rests() {
         )
     };
     let first = respond(
-        &s,
+        &mut s,
         next[0],
         t0,
         &partial(0, 9, &images[0]),
@@ -430,7 +453,7 @@ fn range_mode_asks_first_parts_then_the_rests() {
     );
     assert!(first.is_empty(), "the rests wait for every first part");
     let rests = respond(
-        &s,
+        &mut s,
         next[1],
         t0 + MS,
         &partial(0, 9, &images[1]),
@@ -441,7 +464,7 @@ fn range_mode_asks_first_parts_then_the_rests() {
         let req = text(&s.request(id, 0, t0).unwrap());
         assert!(req.ends_with("Range: bytes=10-\r\n\r\n"), "{req}");
         respond(
-            &s,
+            &mut s,
             id,
             t0 + 5 * MS,
             &partial(10, 29, &images[i]),
@@ -464,12 +487,12 @@ fn range_mode_asks_first_parts_then_the_rests() {
 /// once the page's own work is done, with `Sec-Purpose: prefetch`.
 #[test]
 fn prefetch_hints_are_fetched_after_the_page() {
-    let (s, t0) = session(Strategy::Http11, |c| c.prefetch = true, None);
+    let (mut s, t0) = session(Strategy::Http11, |c| c.prefetch = true, None);
     s.request(PAGE, 0, t0).unwrap();
     assert!(s.take_prefetch_work().is_empty());
     let body = b"<html></html>";
     let link = "Link: </next.html>; rel=prefetch\r\n";
-    assert!(respond(&s, PAGE, t0, &ok_head(body.len(), link), body).is_empty());
+    assert!(respond(&mut s, PAGE, t0, &ok_head(body.len(), link), body).is_empty());
     let work = s.take_prefetch_work();
     assert_eq!(work.len(), 1);
     let req = text(&s.request(work[0], 0, t0).unwrap());
@@ -482,12 +505,12 @@ fn prefetch_hints_are_fetched_after_the_page() {
 /// stylesheets are complete, then only the faces the text uses go out.
 #[test]
 fn fonts_by_use_requests_only_used_faces() {
-    let (s, t0) = session(Strategy::Http11, |_| {}, None);
+    let (mut s, t0) = session(Strategy::Http11, |_| {}, None);
     s.request(PAGE, 0, t0).unwrap();
     let html =
         b"<html><head><link rel=stylesheet href=s.css></head><body><p>text</p></body></html>";
     let next = respond(
-        &s,
+        &mut s,
         PAGE,
         t0,
         &ok_head(html.len(), "Content-Type: text/html\r\n"),
@@ -499,7 +522,7 @@ fn fonts_by_use_requests_only_used_faces() {
                 @font-face { font-family: Unused; src: url(unused.woff2) }\n\
                 p { font-family: Used }\n";
     let fonts = respond(
-        &s,
+        &mut s,
         next[0],
         t0,
         &ok_head(css.len(), "Content-Type: text/css\r\n"),
@@ -515,7 +538,7 @@ fn fonts_by_use_requests_only_used_faces() {
 #[test]
 fn multiplexed_records_name_their_protocol() {
     for (strategy, version) in [(Strategy::H2, "HTTP/2"), (Strategy::H3, "HTTP/3")] {
-        let (s, t0) = session(
+        let (mut s, t0) = session(
             strategy,
             |c| c.url = c.url.replace("http://", "https://"),
             None,
@@ -523,7 +546,7 @@ fn multiplexed_records_name_their_protocol() {
         let req = text(&s.request(PAGE, 0, t0).unwrap());
         assert!(req.contains("Accept-Encoding: deflate\r\n"), "{req}");
         let body = b"<html></html>";
-        respond(&s, PAGE, t0, &ok_head(body.len(), ""), body);
+        respond(&mut s, PAGE, t0, &ok_head(body.len(), ""), body);
         let (report, _) = s.finish();
         assert_eq!(report.objects[0].http_version, version);
     }
@@ -532,7 +555,7 @@ fn multiplexed_records_name_their_protocol() {
 /// Interim responses are not the response; 101 unasked is an error.
 #[test]
 fn interim_heads_are_skipped() {
-    let (s, t0) = session(Strategy::Http11, |_| {}, None);
+    let (mut s, t0) = session(Strategy::Http11, |_| {}, None);
     s.request(PAGE, 0, t0).unwrap();
     let early = head(
         "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n",
