@@ -91,6 +91,10 @@ fn throttle_quick_compares_three_methods_on_the_microscape_page() {
         let e = errors.iter().find(|e| e["method"] == m).unwrap();
         assert!(e["load_error_pct"].as_f64().unwrap().is_finite(), "{e}");
         assert!(e["objects_matched"].as_u64().unwrap() >= 43, "{e}");
+        // One load a side: its load time is kept, and no interval is made up.
+        assert_eq!(e["method_loads_s"].as_array().unwrap().len(), 1, "{e}");
+        assert_eq!(e["packet_loads_s"].as_array().unwrap().len(), 1, "{e}");
+        assert!(e["within_noise"].is_null(), "{e}");
     }
     assert!(out
         .join("traces/microscape-none-h1-unthrottled-r0.json")

@@ -31,6 +31,7 @@ use pagewire_link::LinkConfig;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::claims::spec::{Estimate, Interval};
 use crate::model::Strategy;
 use lantern::{Setup, Target, Trace, TraceRequest};
 
@@ -139,7 +140,9 @@ pub struct Config {
     /// Link profiles (`lan`, `wan`, `ppp`, ...).
     pub nets: Vec<String>,
     pub protos: Vec<Proto>,
-    /// Loads per (page, link, protocol, method); the medians are compared.
+    /// Loads per (page, link, protocol, method): each cell's mean with its
+    /// 95% interval is compared (the model: one prediction per unthrottled
+    /// load).
     pub reps: u32,
     pub command: Vec<String>,
 }
@@ -186,22 +189,118 @@ impl Load {
     }
 }
 
-/// One method's error against the packet-level load of the same cell.
+/// A cell's load times over its repetitions: the mean and its 95%
+/// confidence interval (Student t, n - 1 degrees of freedom; the value
+/// alone for one load).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MeanCi {
+    #[serde(deserialize_with = "crate::claims::spec::nan_if_null")]
+    pub mean: f64,
+    #[serde(deserialize_with = "crate::claims::spec::nan_if_null")]
+    pub lo: f64,
+    #[serde(deserialize_with = "crate::claims::spec::nan_if_null")]
+    pub hi: f64,
+    pub n: u32,
+}
+
+impl MeanCi {
+    pub fn of(xs: &[f64]) -> MeanCi {
+        let xs: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
+        let e = Estimate::of(&xs);
+        let (lo, hi) = e.ci95();
+        MeanCi {
+            mean: e.mean,
+            lo,
+            hi,
+            n: e.n,
+        }
+    }
+
+    fn interval(&self) -> Interval {
+        Interval {
+            value: self.mean,
+            lo: self.lo,
+            hi: self.hi,
+            n: self.n,
+        }
+    }
+
+    /// `mean [lo, hi]` (the mean alone for one load).
+    pub fn show(&self, digits: usize) -> String {
+        if self.n < 2 {
+            format!("{:.digits$}", self.mean)
+        } else {
+            self.interval().show(digits)
+        }
+    }
+}
+
+/// One method's error against the packet-level loads of the same cell.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CellError {
     pub page: String,
     pub net: String,
     pub proto: Proto,
     pub method: Method,
+    /// Mean load time of the cell's good packet-level loads and of the
+    /// method's (the model: of its predictions, one per unthrottled
+    /// trace), s.
+    #[serde(deserialize_with = "crate::claims::spec::nan_if_null")]
     pub packet_load_s: f64,
+    #[serde(deserialize_with = "crate::claims::spec::nan_if_null")]
     pub method_load_s: f64,
-    /// (method - packet) / packet, %.
+    /// Each good repetition's load time, s, in repetition order.
+    #[serde(default)]
+    pub packet_loads_s: Vec<f64>,
+    #[serde(default)]
+    pub method_loads_s: Vec<f64>,
+    /// The two means with their 95% intervals.
+    #[serde(default)]
+    pub packet_load: Option<MeanCi>,
+    #[serde(default)]
+    pub method_load: Option<MeanCi>,
+    /// (method - packet) / packet of the means, %.
+    #[serde(deserialize_with = "crate::claims::spec::nan_if_null")]
     pub load_error_pct: f64,
+    /// Its 95% interval, %: the ratio of the two means' intervals less
+    /// one (interval arithmetic, as every claims check; conservative).
+    /// None with one load on either side.
+    #[serde(default)]
+    pub load_error_lo_pct: Option<f64>,
+    #[serde(default)]
+    pub load_error_hi_pct: Option<f64>,
+    /// The interval includes 0: the method cannot be told from
+    /// packet-level at these repetitions. None with one load on either side.
+    #[serde(default)]
+    pub within_noise: Option<bool>,
     /// Mean absolute difference of the objects' first bytes and last
-    /// bytes, s (objects matched by path), and how many matched.
+    /// bytes, s (objects matched by path), between the loads whose load
+    /// times are the medians of their cells, and how many matched.
+    #[serde(deserialize_with = "crate::claims::spec::nan_if_null")]
     pub first_byte_mae_s: f64,
+    #[serde(deserialize_with = "crate::claims::spec::nan_if_null")]
     pub last_byte_mae_s: f64,
     pub objects_matched: usize,
+}
+
+impl CellError {
+    /// `+12.3 [+4.0, +20.1]` (%), with `~` after it when within noise.
+    pub fn show_error(&self) -> String {
+        match (self.load_error_lo_pct, self.load_error_hi_pct) {
+            (Some(lo), Some(hi)) => format!(
+                "{:+.1} [{:+.1}, {:+.1}]{}",
+                self.load_error_pct,
+                lo,
+                hi,
+                if self.within_noise == Some(true) {
+                    " ~"
+                } else {
+                    ""
+                }
+            ),
+            _ => format!("{:+.1}", self.load_error_pct),
+        }
+    }
 }
 
 /// The whole comparison (results.json).
@@ -231,6 +330,9 @@ pub struct PageInfo {
 pub struct TraceRecord {
     pub page: String,
     pub proto: Proto,
+    /// The unthrottled load's repetition (0 in runs before repetitions).
+    #[serde(default)]
+    pub rep: u32,
     pub trace: Trace,
 }
 
@@ -739,12 +841,16 @@ pub fn run(cfg: &Config) -> Result<Results> {
             objects: site.expected.len(),
             bytes: site.bytes,
         });
-        // The unshaped link: the unthrottled traces, then DevTools throttling.
-        {
-            let link = Link::start(none.clone()).context("start the unshaped link")?;
-            let _servers = start_servers(cfg, &link, &site.root, &tls, &format!("{page}-none"))?;
-            for &proto in &cfg.protos {
-                for rep in 0..cfg.reps {
+        // Repetition by repetition, so that a slow drift of the machine's
+        // load reaches every method alike: the unshaped link (the
+        // unthrottled trace, then DevTools throttling for each target
+        // link), then each packet-level link.
+        for rep in 0..cfg.reps {
+            {
+                let link = Link::start(none.clone()).context("start the unshaped link")?;
+                let _servers =
+                    start_servers(cfg, &link, &site.root, &tls, &format!("{page}-none-r{rep}"))?;
+                for &proto in &cfg.protos {
                     if crate::interrupt::signalled() {
                         bail!("interrupted");
                     }
@@ -764,6 +870,9 @@ pub fn run(cfg: &Config) -> Result<Results> {
                     }
                     loads.push(l);
                     for (n, lc) in &lcs {
+                        if crate::interrupt::signalled() {
+                            bail!("interrupted");
+                        }
                         let cond = Conditions::like_link(
                             lc.rtt.as_secs_f64() * 1e3,
                             rate_bps(&lc.down_rate),
@@ -778,12 +887,12 @@ pub fn run(cfg: &Config) -> Result<Results> {
                     }
                 }
             }
-        }
-        for (n, lc) in &lcs {
-            let link = Link::start(lc.clone()).with_context(|| format!("start the {n} link"))?;
-            let _servers = start_servers(cfg, &link, &site.root, &tls, &format!("{page}-{n}"))?;
-            for &proto in &cfg.protos {
-                for rep in 0..cfg.reps {
+            for (n, lc) in &lcs {
+                let link =
+                    Link::start(lc.clone()).with_context(|| format!("start the {n} link"))?;
+                let _servers =
+                    start_servers(cfg, &link, &site.root, &tls, &format!("{page}-{n}-r{rep}"))?;
+                for &proto in &cfg.protos {
                     if crate::interrupt::signalled() {
                         bail!("interrupted");
                     }
@@ -801,56 +910,61 @@ pub fn run(cfg: &Config) -> Result<Results> {
                 }
             }
         }
-        // The model: from the first good unthrottled trace per protocol.
+        // The model: one prediction from every good unthrottled trace (a
+        // repetition of the model is a repetition of its input).
         for &proto in &cfg.protos {
-            let Some(tr) = (0..cfg.reps).find_map(|rep| {
+            for rep in 0..cfg.reps {
                 let f = cfg.out_dir.join("traces").join(format!(
                     "{page}-none-{}-unthrottled-r{rep}.json",
                     proto.name()
                 ));
-                let l: PageLoad = serde_json::from_slice(&fs::read(f).ok()?).ok()?;
-                Some(trace_of(&l, proto))
-            }) else {
-                continue;
-            };
-            for (n, lc) in &lcs {
-                let pred = lantern::predict(
-                    &tr,
-                    Target {
-                        rtt_s: lc.rtt.as_secs_f64(),
-                        down_bps: rate_bps(&lc.down_rate),
-                        up_bps: rate_bps(&lc.up_rate),
-                    },
-                );
-                loads.push(Load {
+                let Some(l) = fs::read(f)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice::<PageLoad>(&b).ok())
+                else {
+                    continue;
+                };
+                let tr = trace_of(&l, proto);
+                for (n, lc) in &lcs {
+                    let pred = lantern::predict(
+                        &tr,
+                        Target {
+                            rtt_s: lc.rtt.as_secs_f64(),
+                            down_bps: rate_bps(&lc.down_rate),
+                            up_bps: rate_bps(&lc.up_rate),
+                        },
+                    );
+                    loads.push(Load {
+                        page: page.clone(),
+                        net: n.clone(),
+                        proto,
+                        method: Method::Model,
+                        rep,
+                        load_s: pred.load_s,
+                        last_byte_s: pred.last_byte_s,
+                        objects: paths_of(
+                            pred.requests
+                                .iter()
+                                .map(|r| (r.url.clone(), r.start_s, r.first_byte_s, r.end_s)),
+                            &site.page_path,
+                        ),
+                        objects_ok: site.expected.len() as u64,
+                        objects_expected: site.expected.len() as u64,
+                        packets: None,
+                        foreign_packets: None,
+                        connections: 0,
+                        protocols: vec![],
+                        load_avg: None,
+                        error: None,
+                    });
+                }
+                traces.push(TraceRecord {
                     page: page.clone(),
-                    net: n.clone(),
                     proto,
-                    method: Method::Model,
-                    rep: 0,
-                    load_s: pred.load_s,
-                    last_byte_s: pred.last_byte_s,
-                    objects: paths_of(
-                        pred.requests
-                            .iter()
-                            .map(|r| (r.url.clone(), r.start_s, r.first_byte_s, r.end_s)),
-                        &site.page_path,
-                    ),
-                    objects_ok: site.expected.len() as u64,
-                    objects_expected: site.expected.len() as u64,
-                    packets: None,
-                    foreign_packets: None,
-                    connections: 0,
-                    protocols: vec![],
-                    load_avg: None,
-                    error: None,
+                    rep,
+                    trace: tr,
                 });
             }
-            traces.push(TraceRecord {
-                page: page.clone(),
-                proto,
-                trace: tr,
-            });
         }
     }
     prov.finish();
@@ -950,14 +1064,40 @@ pub fn cell_errors(loads: &[Load]) -> Vec<CellError> {
                 pairs.iter().map(|(a, b)| (f(a) - f(b)).abs()).sum::<f64>() / pairs.len() as f64
             }
         };
+        let times = |ls: &[&Load]| -> Vec<f64> {
+            let mut v: Vec<(u32, f64)> = ls
+                .iter()
+                .filter(|l| l.load_s.is_finite())
+                .map(|l| (l.rep, l.load_s))
+                .collect();
+            v.sort_by_key(|x| x.0);
+            v.into_iter().map(|x| x.1).collect()
+        };
+        let (pt, mt) = (times(pk), times(ls));
+        let (pc, mc) = (MeanCi::of(&pt), MeanCi::of(&mt));
+        let err = (mc.mean - pc.mean) / pc.mean * 100.0;
+        let (lo, hi, noise) = if pc.n >= 2 && mc.n >= 2 {
+            let iv = (mc.interval() / pc.interval()).minus_one();
+            let (lo, hi) = (iv.lo * 100.0, iv.hi * 100.0);
+            (Some(lo), Some(hi), Some(lo <= 0.0 && hi >= 0.0))
+        } else {
+            (None, None, None)
+        };
         out.push(CellError {
             page: page.clone(),
             net: net.clone(),
             proto: *proto,
             method: *method,
-            packet_load_s: p.load_s,
-            method_load_s: m.load_s,
-            load_error_pct: (m.load_s - p.load_s) / p.load_s * 100.0,
+            packet_load_s: pc.mean,
+            method_load_s: mc.mean,
+            packet_loads_s: pt,
+            method_loads_s: mt,
+            packet_load: Some(pc),
+            method_load: Some(mc),
+            load_error_pct: err,
+            load_error_lo_pct: lo,
+            load_error_hi_pct: hi,
+            within_noise: noise,
             first_byte_mae_s: mae(&|o| o.first_byte_s),
             last_byte_mae_s: mae(&|o| o.last_byte_s),
             objects_matched: pairs.len(),
@@ -978,8 +1118,11 @@ pub fn render(r: &Results) -> String {
         "packet = the packet-level emulated link (reference); cdp = DevTools \
          Network.emulateNetworkConditions on the unshaped link (latency = RTT, throughput = \
          rate); model = predicted from the unthrottled trace (Lantern-style, IW 10, MSS 1460).\n\
-         Load = the load event, s from navigation; FB/LB MAE = mean absolute error of the \
-         objects' first/last bytes against packet, s; err = (method - packet) / packet."
+         Load = the load event, s from navigation: mean [95% CI] over the repetitions (the \
+         model: one prediction per unthrottled trace); err = (method - packet) / packet of the \
+         means, % [95% CI by interval arithmetic], \"~\" = the interval includes 0 (within \
+         noise); FB/LB MAE = mean absolute error of the objects' first/last bytes against \
+         packet, s, between the median loads."
     );
     let good = |l: &&Load| l.ok();
     for p in &r.pages {
@@ -1014,13 +1157,13 @@ pub fn render(r: &Results) -> String {
             let _ = writeln!(s, "\n  {} link", net.to_uppercase());
             let _ = writeln!(
                 s,
-                "  {:<9} {:<7} {:>5} {:>9} {:>9} {:>8} {:>9} {:>9}",
+                "  {:<9} {:<7} {:>5} {:>26} {:>9} {:>26} {:>9} {:>9}",
                 "protocol",
                 "method",
                 "loads",
-                "load s",
+                "load s [95% CI]",
                 "lastbyte",
-                "err %",
+                "err % [95% CI]",
                 "FB MAE s",
                 "LB MAE s"
             );
@@ -1058,9 +1201,11 @@ pub fn render(r: &Results) -> String {
                         Some(v) if v.is_finite() => format!("{v:>w$.d$}"),
                         _ => format!("{:>w$}", "-"),
                     };
+                    let times: Vec<f64> = ls.iter().map(|l| l.load_s).collect();
+                    let last: Vec<f64> = ls.iter().map(|l| l.last_byte_s).collect();
                     let _ = writeln!(
                         s,
-                        "  {:<9} {:<7} {:>5} {} {} {} {} {}",
+                        "  {:<9} {:<7} {:>5} {:>26} {} {:>26} {} {}",
                         proto.label(),
                         method.name(),
                         if failed > 0 {
@@ -1068,13 +1213,9 @@ pub fn render(r: &Results) -> String {
                         } else {
                             ls.len().to_string()
                         },
-                        f(Some(median(ls.iter().map(|l| l.load_s).collect())), 9, 3),
-                        f(
-                            Some(median(ls.iter().map(|l| l.last_byte_s).collect())),
-                            9,
-                            3
-                        ),
-                        f(e.map(|e| e.load_error_pct), 8, 1),
+                        MeanCi::of(&times).show(3),
+                        f(Some(MeanCi::of(&last).mean), 9, 3),
+                        e.map_or("-".into(), CellError::show_error),
                         f(e.map(|e| e.first_byte_mae_s), 9, 3),
                         f(e.map(|e| e.last_byte_mae_s), 9, 3),
                     );
@@ -1135,28 +1276,163 @@ pub fn render(r: &Results) -> String {
             }
         }
     }
-    // Overall: each method's mean absolute load error.
-    let _ = writeln!(s, "\nMean absolute load-time error against packet-level:");
+    // Overall: each method's mean absolute load error, and how many of
+    // its cells are within noise.
+    let _ = writeln!(
+        s,
+        "\nMean absolute load-time error against packet-level (of the cells' mean errors; \
+         \"within noise\": the error's 95% interval includes 0):"
+    );
     for m in [Method::Cdp, Method::Model] {
-        for proto in Proto::ALL {
-            let es: Vec<f64> = r
-                .errors
-                .iter()
-                .filter(|e| e.method == m && e.proto == proto && e.load_error_pct.is_finite())
-                .map(|e| e.load_error_pct.abs())
+        let mut rows: Vec<(String, Vec<&CellError>)> = Proto::ALL
+            .iter()
+            .map(|p| {
+                (
+                    p.label().to_string(),
+                    r.errors
+                        .iter()
+                        .filter(|e| e.method == m && e.proto == *p)
+                        .collect(),
+                )
+            })
+            .collect();
+        for net in r.link_configs.keys().filter(|n| n.as_str() != "none") {
+            rows.push((
+                net.to_uppercase(),
+                r.errors
+                    .iter()
+                    .filter(|e| e.method == m && &e.net == net)
+                    .collect(),
+            ));
+        }
+        rows.push((
+            "all".into(),
+            r.errors.iter().filter(|e| e.method == m).collect(),
+        ));
+        for (label, es) in rows {
+            let es: Vec<&CellError> = es
+                .into_iter()
+                .filter(|e| e.load_error_pct.is_finite())
                 .collect();
             if es.is_empty() {
                 continue;
             }
+            let noise = es.iter().filter(|e| e.within_noise == Some(true)).count();
+            let judged = es.iter().filter(|e| e.within_noise.is_some()).count();
             let _ = writeln!(
                 s,
-                "  {:<6} {:<9} {:>6.1} % over {} cells",
+                "  {:<6} {:<9} {:>6.1} % over {} cells{}",
                 m.name(),
-                proto.label(),
-                es.iter().sum::<f64>() / es.len() as f64,
-                es.len()
+                label,
+                es.iter().map(|e| e.load_error_pct.abs()).sum::<f64>() / es.len() as f64,
+                es.len(),
+                if judged > 0 {
+                    format!(", {noise} of {judged} within noise")
+                } else {
+                    String::new()
+                }
             );
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(net: &str, method: Method, rep: u32, load_s: f64) -> Load {
+        Load {
+            page: "p".into(),
+            net: net.into(),
+            proto: Proto::H1,
+            method,
+            rep,
+            load_s,
+            last_byte_s: load_s,
+            objects: vec![ObjectTimes {
+                path: "/".into(),
+                start_s: 0.0,
+                first_byte_s: load_s / 2.0,
+                last_byte_s: load_s,
+                bytes: 1,
+            }],
+            objects_ok: 1,
+            objects_expected: 1,
+            packets: None,
+            foreign_packets: None,
+            connections: 1,
+            protocols: vec![],
+            load_avg: None,
+            error: None,
+        }
+    }
+
+    fn error_of<'a>(es: &'a [CellError], net: &str, m: Method) -> &'a CellError {
+        es.iter().find(|e| e.net == net && e.method == m).unwrap()
+    }
+
+    /// A method 50% slower with little spread is an error whose interval
+    /// leaves 0 out; one whose loads overlap packet-level's is within
+    /// noise; the means, their intervals and every repetition's load time
+    /// are kept, and a failed load counts in none of them.
+    #[test]
+    fn errors_carry_intervals_and_tell_noise_from_error() {
+        let mut ls = Vec::new();
+        for (rep, (p, c, m)) in [(1.0, 1.5, 0.9), (1.02, 1.52, 1.1), (0.98, 1.49, 1.0)]
+            .into_iter()
+            .enumerate()
+        {
+            let rep = rep as u32;
+            ls.push(load("wan", Method::Packet, rep, p));
+            ls.push(load("wan", Method::Cdp, rep, c));
+            ls.push(load("wan", Method::Model, rep, m));
+        }
+        let mut failed = load("wan", Method::Cdp, 3, 9.0);
+        failed.error = Some("timeout".into());
+        ls.push(failed);
+        let es = cell_errors(&ls);
+        assert_eq!(es.len(), 2);
+        let cdp = error_of(&es, "wan", Method::Cdp);
+        assert_eq!(cdp.method_loads_s, vec![1.5, 1.52, 1.49]);
+        assert_eq!(cdp.packet_loads_s, vec![1.0, 1.02, 0.98]);
+        assert!((cdp.packet_load_s - 1.0).abs() < 1e-9);
+        assert!((cdp.load_error_pct - 50.33).abs() < 0.01, "{cdp:?}");
+        let (lo, hi) = (
+            cdp.load_error_lo_pct.unwrap(),
+            cdp.load_error_hi_pct.unwrap(),
+        );
+        assert!(
+            lo > 0.0 && lo < cdp.load_error_pct && hi > cdp.load_error_pct,
+            "{cdp:?}"
+        );
+        assert_eq!(cdp.within_noise, Some(false));
+        assert!(
+            cdp.show_error().starts_with("+50.3 ["),
+            "{}",
+            cdp.show_error()
+        );
+        let pc = cdp.packet_load.unwrap();
+        assert_eq!(pc.n, 3);
+        assert!(pc.lo < 1.0 && pc.hi > 1.0);
+        let model = error_of(&es, "wan", Method::Model);
+        assert!(model.load_error_pct.abs() < 1e-9);
+        assert_eq!(model.within_noise, Some(true));
+        assert!(model.show_error().ends_with(" ~"), "{}", model.show_error());
+    }
+
+    /// With one load a side there is no interval and no noise verdict.
+    #[test]
+    fn one_load_per_cell_has_no_interval() {
+        let ls = vec![
+            load("lan", Method::Packet, 0, 0.5),
+            load("lan", Method::Cdp, 0, 0.6),
+        ];
+        let es = cell_errors(&ls);
+        assert_eq!(es.len(), 1);
+        assert!((es[0].load_error_pct - 20.0).abs() < 1e-9);
+        assert_eq!(es[0].load_error_lo_pct, None);
+        assert_eq!(es[0].within_noise, None);
+        assert_eq!(es[0].show_error(), "+20.0");
+    }
 }

@@ -35,7 +35,9 @@ pub struct Args {
     /// The Microscape page's seed.
     #[arg(long, default_value_t = 1997)]
     pub seed: u64,
-    /// Loads per page, link, protocol and method (medians compared).
+    /// Loads per page, link, protocol and method: means with 95% intervals
+    /// are compared, and each method's error against packet-level with its
+    /// interval (the model predicts once from each unthrottled load).
     #[arg(long, default_value_t = 1)]
     pub reps: u32,
     /// The Microscape page on the LAN over HTTP/1.1 only (3 loads); an
