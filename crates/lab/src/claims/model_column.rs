@@ -353,19 +353,19 @@ mod tests {
         assert!(p > 0.0);
         let measured = runs(2.0 * p);
         let claims = judge(&measured, p, 2.0 * p);
-        let notes = notes(&measured, &claims, Some(&page), |r| judge(r, p, 2.0 * p));
-        let by = |id: &str| notes.iter().find(|n| n.id == id).map(|n| n.model.as_str());
-        assert_eq!(by("explained"), Some("explained"), "{notes:?}");
-        assert_eq!(by("unexplained"), Some("unexplained"), "{notes:?}");
-        assert_eq!(by("runs"), Some("not modelled"), "{notes:?}");
-        assert_eq!(by("gone"), Some("not modelled"), "{notes:?}");
-        assert_eq!(by("confirmed"), None, "{notes:?}");
-        let e = notes.iter().find(|n| n.id == "explained").unwrap();
+        let got = notes(&measured, &claims, Some(&page), |r| judge(r, p, 2.0 * p));
+        let by = |id: &str| got.iter().find(|n| n.id == id).map(|n| n.model.as_str());
+        assert_eq!(by("explained"), Some("explained"), "{got:?}");
+        assert_eq!(by("unexplained"), Some("unexplained"), "{got:?}");
+        assert_eq!(by("runs"), Some("not modelled"), "{got:?}");
+        assert_eq!(by("gone"), Some("not modelled"), "{got:?}");
+        assert_eq!(by("confirmed"), None, "{got:?}");
+        let e = got.iter().find(|n| n.id == "explained").unwrap();
         assert_eq!(e.verdict_on_model, Some(Verdict::Contradicted));
-        let u = notes.iter().find(|n| n.id == "unexplained").unwrap();
+        let u = got.iter().find(|n| n.id == "unexplained").unwrap();
         assert_eq!(u.verdict_on_model, Some(Verdict::Confirmed));
         // Another page: nothing is modelled.
-        let none = notes(&measured, &claims, None, |r| judge(r, p, 2.0 * p));
+        let none = super::notes(&measured, &claims, None, |r| judge(r, p, 2.0 * p));
         assert_eq!(none.len(), 4);
         assert!(none.iter().all(|n| n.model == "not modelled"), "{none:?}");
     }
