@@ -22,7 +22,7 @@
 # Bounded: every load run has its own count or time bound and a `timeout`;
 # at defaults the whole script takes about 8 minutes (< 15).
 #
-# Usage: bench/perf.sh   (env: PAGEWIRE, OUT, ROUNDS, H1_SECONDS, IDLE_CONNS,
+# Usage: bench/perf.sh   (env: PAGEWIRE, COMMIT, DIRTY, OUT, ROUNDS, H1_SECONDS, IDLE_CONNS,
 #                          LOADGEN_RATE, SERVER_CPU, LOAD_CPU)
 # Peers: installs nginx-light, h2o, wrk, nghttp2-client when missing (needs
 # root); otherwise: apt-get install nginx-light h2o wrk nghttp2-client.
@@ -341,8 +341,9 @@ stop_server
 
 # ---- report ---------------------------------------------------------------------
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
-COMMIT=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)
-DIRTY=$(if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then echo true; else echo false; fi)
+# COMMIT/DIRTY: the commit the binary was built from, when it is not the checkout's HEAD.
+COMMIT=${COMMIT:-$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)}
+DIRTY=${DIRTY:-$(if [ -n "$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null)" ]; then echo true; else echo false; fi)}
 python3 "$ROOT/bench/perf_report.py" "$OUT" \
     --commit "$COMMIT" --dirty "$DIRTY" --load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER" \
     --versions "$("$PW" --version), $(nginx -v 2>&1 | sed 's/.*: //'), $(h2o --version | head -1), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), h2load $(h2load --version | head -1 | awk '{print $2}')" \
