@@ -146,27 +146,8 @@ pub fn predict(link: &LinkSpec, fetch: Fetch, sets: &[SetLoad], server_s: f64) -
     let t = base.cost.seconds;
     let less = |k: Knobs| (t - walk(link, fetch, sets, server_s, k).cost.seconds).max(0.0);
     let packets = base.cost.packets;
-    let rto = link.era.rto_min_s().max(link.rtt_s * 3.0);
-    let loss_s = link.loss * packets * rto;
-    let breakdown = Breakdown {
-        round_trips_s: less(Knobs {
-            zero_rtt: true,
-            ..Knobs::default()
-        }),
-        serialisation_s: less(Knobs {
-            infinite_rate: true,
-            ..Knobs::default()
-        }),
-        slow_start_s: less(Knobs {
-            unlimited_window: true,
-            ..Knobs::default()
-        }),
-        server_s: less(Knobs {
-            no_server: true,
-            ..Knobs::default()
-        }),
-        loss_s,
-    };
+    let loss_s = super::loss_seconds(link, packets);
+    let breakdown = Breakdown::from_knobs(less, loss_s);
     let (lower_bound_s, rounds) = lower_bound(link, fetch, sets);
     FilesPrediction {
         predicted: Cost {

@@ -335,6 +335,41 @@ pub struct Breakdown {
     pub loss_s: f64,
 }
 
+impl Breakdown {
+    /// Where the time goes: `less(knobs)` is the time saved by the walk
+    /// with that one cost removed (no round trips, infinite rate, no slow
+    /// start, no server time).
+    fn from_knobs(less: impl Fn(Knobs) -> f64, loss_s: f64) -> Breakdown {
+        Breakdown {
+            round_trips_s: less(Knobs {
+                zero_rtt: true,
+                ..Knobs::default()
+            }),
+            serialisation_s: less(Knobs {
+                infinite_rate: true,
+                ..Knobs::default()
+            }),
+            slow_start_s: less(Knobs {
+                unlimited_window: true,
+                ..Knobs::default()
+            }),
+            server_s: less(Knobs {
+                no_server: true,
+                ..Knobs::default()
+            }),
+            loss_s,
+        }
+    }
+}
+
+/// Random loss: each lost packet costs at least one retransmission timeout
+/// (too few packets follow it for three duplicate ACKs); expected count
+/// p·packets.
+fn loss_seconds(link: &LinkSpec, packets: f64) -> f64 {
+    let rto = link.era.rto_min_s().max(link.rtt_s * 3.0);
+    link.loss * packets * rto
+}
+
 /// One predicted cell.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Prediction {
@@ -359,31 +394,8 @@ pub fn predict(inp: &Inputs<'_>, strategy: Strategy, test: Test) -> Prediction {
     let base = simulate(inp, strategy, test, Knobs::default());
     let t = base.seconds;
     let less = |k: Knobs| (t - simulate(inp, strategy, test, k).seconds).max(0.0);
-    let data_packets = base.packets;
-    // Random loss: each lost packet costs at least one retransmission
-    // timeout in a page of short transfers (too few packets follow it for
-    // three duplicate ACKs); expected count p·packets.
-    let rto = inp.link.era.rto_min_s().max(inp.link.rtt_s * 3.0);
-    let loss_s = inp.link.loss * data_packets * rto;
-    let breakdown = Breakdown {
-        round_trips_s: less(Knobs {
-            zero_rtt: true,
-            ..Knobs::default()
-        }),
-        serialisation_s: less(Knobs {
-            infinite_rate: true,
-            ..Knobs::default()
-        }),
-        slow_start_s: less(Knobs {
-            unlimited_window: true,
-            ..Knobs::default()
-        }),
-        server_s: less(Knobs {
-            no_server: true,
-            ..Knobs::default()
-        }),
-        loss_s,
-    };
+    let loss_s = loss_seconds(&inp.link, base.packets);
+    let breakdown = Breakdown::from_knobs(less, loss_s);
     let (lower_bound_s, rtts) = lower_bound(inp, strategy, test);
     Prediction {
         predicted: Cost {
