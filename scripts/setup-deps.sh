@@ -99,6 +99,11 @@ if [ "$(id -u)" -eq 0 ] && ! id pwtest >/dev/null 2>&1; then
     useradd -m pwtest
 fi
 
+# Build speed: scripts/test.sh links zstd-sys against the system libzstd
+# (ZSTD_SYS_USE_PKG_CONFIG) instead of compiling zstd's C sources in every
+# clean build (docs/ci.md).
+apt_install libzstd-dev pkg-config
+
 # The peers' versions, for the test summary and for anyone comparing results
 # across machines: Debian packages as dpkg has them, Python peers as the venv has them.
 {
