@@ -8,8 +8,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-mod common;
-mod schema;
+use crate::common;
+use crate::schema;
 use common::{Serve, PW};
 
 fn pagewire(args: &[&str], paths: &[&Path]) -> Output {
