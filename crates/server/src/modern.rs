@@ -1041,6 +1041,18 @@ mod tests {
             }
             r
         }
+        /// One write of every slice, as `writev` on a socket.
+        fn poll_write_vectored(
+            self: std::pin::Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            bufs: &[IoSlice<'_>],
+        ) -> Poll<io::Result<usize>> {
+            let joined: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
+            self.poll_write(cx, &joined)
+        }
+        fn is_write_vectored(&self) -> bool {
+            true
+        }
         fn poll_flush(
             mut self: std::pin::Pin<&mut Self>,
             cx: &mut Context<'_>,
@@ -1053,6 +1065,55 @@ mod tests {
         ) -> Poll<io::Result<()>> {
             std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
         }
+    }
+
+    /// What h2 output a turn gathered ([`COALESCE_BYTES`], three TLS
+    /// records) reaches the socket in one write: rustls hands its records
+    /// over in one vectored write and [`Returned`] passes it on as one
+    /// (without `poll_write_vectored` it wrote one record per call).
+    #[test]
+    fn tls_records_of_one_write_reach_the_socket_together() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let ca = pagewire_tls::MintingCa::new(&[b"h2"]).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let ca_path = dir.path().join("ca.pem");
+            std::fs::write(&ca_path, ca.ca_pem()).unwrap();
+            let client = pagewire_tls::client_config(&ca_path, &[b"h2"]).unwrap();
+            let acceptor = tokio_rustls::TlsAcceptor::from(ca.server_config("localhost").unwrap());
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
+            let (client_io, server_io) = tokio::io::duplex(1 << 20);
+            let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let server_io = Returned {
+                io: Some(Counted {
+                    io: server_io,
+                    writes: writes.clone(),
+                }),
+                back: None,
+            };
+            let name = pagewire_tls::server_name("localhost").unwrap();
+            let (server, client) = tokio::join!(
+                acceptor.accept(server_io),
+                connector.connect(name, client_io)
+            );
+            let (mut server, mut client) = (server.unwrap(), client.unwrap());
+            let before = writes.load(Ordering::Relaxed);
+            let data: Vec<u8> = (0..COALESCE_BYTES).map(|i| (i % 251) as u8).collect();
+            server.write_all(&data).await.unwrap();
+            server.flush().await.unwrap();
+            assert_eq!(
+                writes.load(Ordering::Relaxed) - before,
+                1,
+                "{} bytes in TLS records",
+                data.len()
+            );
+            let mut got = vec![0u8; data.len()];
+            client.read_exact(&mut got).await.unwrap();
+            assert!(got == data, "the records carry the bytes written");
+        });
     }
 
     /// Ten requests that arrive together are answered in one write to the
