@@ -50,16 +50,28 @@ struct VariantHeads {
     /// `HTTP/1.1 304 Not Modified` + ETag, Vary (RFC 9110 §15.4.5).
     not_modified: Box<[u8]>,
     /// The fields of `ok` for HTTP/2 and HTTP/3 (parsed back from `ok`,
-    /// so they are the bytes HTTP/1 sends): Date is appended per request.
+    /// so they are the bytes HTTP/1 sends) and last a Date whose value
+    /// [`PlainAnswer::fields`] sets per request: the copy never grows.
     h2_ok: http::HeaderMap,
 }
 
 /// A static resource's plain 200 answer for HTTP/2 and HTTP/3: the fields
-/// rendered when the server started (without Date) and the body, shared.
+/// rendered when the server started ([`PlainAnswer::fields`] adds Date)
+/// and the body, shared.
 pub struct PlainAnswer<'a> {
-    pub fields: &'a http::HeaderMap,
+    rendered: &'a http::HeaderMap,
     pub body: &'a Bytes,
     pub resource: usize,
+}
+
+impl PlainAnswer<'_> {
+    /// The response fields, Date last with the value `date`.
+    pub fn fields(&self, date: http::HeaderValue) -> http::HeaderMap {
+        let mut fields = self.rendered.clone();
+        // Replaces the placeholder in place: no reallocation.
+        fields.insert(http::header::DATE, date);
+        fields
+    }
 }
 
 struct ResourceHeads {
@@ -130,7 +142,11 @@ fn render_variant(
         ok: ok.into(),
         common: common.into(),
         not_modified: nm.into(),
-        h2_ok: crate::respond::h2_fields(&parsed),
+        h2_ok: {
+            let mut f = crate::respond::h2_fields(&parsed);
+            f.append(http::header::DATE, http::HeaderValue::from_static(""));
+            f
+        },
     })
 }
 
@@ -218,7 +234,7 @@ impl StaticSite {
         let variant = resource.variant_full(enc)?;
         let vh = self.heads[index].variants[enc as usize].as_ref()?;
         Some(PlainAnswer {
-            fields: &vh.h2_ok,
+            rendered: &vh.h2_ok,
             body: &variant.body,
             resource: index,
         })
