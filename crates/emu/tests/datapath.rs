@@ -164,8 +164,9 @@ fn packet_path_namespaces_vanish_with_the_link() {
 /// 90 ms (within 5%), where reading time would make it about 120 ms.
 ///
 /// Timing on a shared machine as in `fidelity.rs`: faster than the link is
-/// a bug on every attempt; slower is retried up to 3 times (load only adds
-/// time: a test thread delayed past the stall sends its SYN after it).
+/// a bug on every connect; an attempt is the fastest of 5 connects (load
+/// only adds time, e.g. a test thread delayed past the stall sends its SYN
+/// after it), retried up to 3 times.
 #[test]
 fn packet_path_enters_a_packet_at_its_kernel_receive_time() {
     if !can_run() {
@@ -174,20 +175,25 @@ fn packet_path_enters_a_packet_at_its_kernel_receive_time() {
     let _t = timing_lock();
     let link = start_on(Datapath::Packet, profile("wan"));
     let stall = std::time::Duration::from_millis(30);
-    let mut times = Vec::new();
+    let mut fastest = Vec::new();
     for _ in 0..3 {
         let listener = listen(&link);
         let port = listener.local_addr().unwrap().port();
-        let server = serve(listener, Vec::new(), 1);
-        link.stall_forwarder(stall).unwrap();
-        let ms = download(&link, port, 0).connect.as_secs_f64() * 1e3;
+        let server = serve(listener, Vec::new(), 5);
+        let mut times: Vec<f64> = (0..5)
+            .map(|_| {
+                link.stall_forwarder(stall).unwrap();
+                download(&link, port, 0).connect.as_secs_f64() * 1e3
+            })
+            .collect();
         server.join().unwrap();
-        eprintln!("wan connect with the forwarder stalled {stall:?} at the SYN: {ms:.3} ms");
-        assert!(ms >= 90.0 * 0.98, "connect {ms:.3} ms < 90 ms - 2%");
-        times.push(ms);
-        if ms <= 90.0 * 1.05 {
+        times.sort_by(f64::total_cmp);
+        eprintln!("wan connects with the forwarder stalled {stall:?} at the SYN (ms): {times:?}");
+        assert!(times[0] >= 90.0 * 0.98, "connect {times:?} ms < 90 ms - 2%");
+        fastest.push(times[0]);
+        if times[0] <= 90.0 * 1.05 {
             return;
         }
     }
-    panic!("connect above 90 ms + 5% in all 3 attempts with a stalled forwarder: {times:?} ms");
+    panic!("fastest connect above 90 ms + 5% in all 3 attempts with a stalled forwarder: {fastest:?} ms");
 }
