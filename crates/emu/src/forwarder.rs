@@ -30,6 +30,10 @@ const READ_BATCH: usize = 64;
 /// Largest IP packet (the TUN MTU is at most 65535).
 const READ_BUF_BYTES: usize = 65_536;
 
+/// Longest a packet is entered into the link before its read time (a wall
+/// clock step larger than this is not a wait).
+const MAX_BACKDATE: Duration = Duration::from_secs(1);
+
 /// One side's end of the link: a TUN device, or a packet socket on the
 /// far end of a veth pair (with the address packets are sent to).
 pub struct Port {
@@ -57,6 +61,48 @@ impl Port {
             fd,
             dest: Some(sll),
         }
+    }
+
+    /// Reads one IP packet from the side into `buf`: its length (<= 0:
+    /// nothing, or an error) and, on a packet socket, the wall-clock time
+    /// the kernel received it (SCM_TIMESTAMPNS).
+    fn recv(&self, buf: &mut [u8]) -> (isize, Option<Duration>) {
+        if self.dest.is_none() {
+            // SAFETY: reading into a buffer we own, length bounded by it.
+            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+            return (n, None);
+        }
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // Room for one cmsg with a timespec (u64-aligned).
+        let mut control = [0u64; 8];
+        // SAFETY: msghdr is plain old data; all-zero is valid.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        // SAFETY: msg points at iov, buf and control, all alive across the call.
+        let n = unsafe { libc::recvmsg(self.fd.as_raw_fd(), &mut msg, 0) };
+        if n <= 0 {
+            return (n, None);
+        }
+        let mut stamp = None;
+        // SAFETY: walking the control messages the kernel wrote into
+        // `control`, with the libc macros, within msg_controllen.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(&msg);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                    stamp = Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+                }
+                c = libc::CMSG_NXTHDR(&msg, c);
+            }
+        }
+        (n, stamp)
     }
 
     /// Hands one IP packet to the side (TUN write, or sendto on the veth).
@@ -112,6 +158,12 @@ pub enum Ctl {
         port: Option<u16>,
         reply: mpsc::Sender<()>,
     },
+    /// Tests: the thread replies, then does nothing for this long, as a
+    /// forwarder the scheduler keeps off the CPU would.
+    Stall {
+        pause: Duration,
+        reply: mpsc::Sender<()>,
+    },
     Stop,
 }
 
@@ -149,6 +201,15 @@ pub struct Forwarder {
     aqm_drops_seen: [u64; 2],
     /// TCP port of the cross traffic (`Ctl::CrossPort`).
     cross_port: Option<u16>,
+    /// The latest time handed to the pipes (they must not go backwards).
+    pipe_clock: Duration,
+    /// How long packets waited in the packet sockets before the forwarder
+    /// read them (kernel receive time to read), since the start.
+    ingress_wait: LatenessRecorder,
+    /// PAGEWIRE_EMU_TRACE: one line per packet on stderr.
+    trace: bool,
+    /// PAGEWIRE_EMU_NO_BACKDATE: enter packets at their read time.
+    no_backdate: bool,
 }
 
 fn now_unix() -> Duration {
@@ -190,6 +251,10 @@ impl Forwarder {
             one_way: cfg.one_way_delay(),
             aqm_drops_seen: [0; 2],
             cross_port: None,
+            pipe_clock: Duration::ZERO,
+            ingress_wait: LatenessRecorder::new(),
+            trace: std::env::var_os("PAGEWIRE_EMU_TRACE").is_some(),
+            no_backdate: std::env::var_os("PAGEWIRE_EMU_NO_BACKDATE").is_some(),
         }
     }
 
@@ -210,8 +275,11 @@ impl Forwarder {
     pub fn run(mut self) {
         // SAFETY: prctl on the calling thread.
         unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
-        self.realtime
-            .store(set_realtime_priority(), Ordering::SeqCst);
+        let rt = std::env::var_os("PAGEWIRE_EMU_NO_RT").is_none() && set_realtime_priority();
+        self.realtime.store(rt, Ordering::SeqCst);
+        if !rt && std::env::var_os("PAGEWIRE_EMU_NO_SLICE").is_none() {
+            set_short_slice();
+        }
         let mut buf = vec![0u8; READ_BUF_BYTES];
         loop {
             let now = self.now();
@@ -263,19 +331,31 @@ impl Forwarder {
         if let Some(p) = self.pcap.take() {
             let _ = p.finish();
         }
+        if std::env::var_os("PAGEWIRE_EMU_DEBUG").is_some() {
+            let q = |r: &LatenessRecorder, x: f64| r.quantile(x).as_secs_f64() * 1e3;
+            let w = &self.ingress_wait;
+            let l = &self.taken_lateness;
+            eprintln!(
+                "pagewire-emu: ingress wait (ms) n {} p50 {:.3} p90 {:.3} p99 {:.3} max {:.3}; \
+                 departure lateness (ms) n {} p50 {:.3} p90 {:.3} p99 {:.3} max {:.3}",
+                w.count(),
+                q(w, 0.5),
+                q(w, 0.9),
+                q(w, 0.99),
+                q(w, 1.0),
+                l.count(),
+                q(l, 0.5),
+                q(l, 0.9),
+                q(l, 0.99),
+                q(l, 1.0)
+            );
+        }
     }
 
     /// Reads up to READ_BATCH packets from one TUN into its pipe.
     fn ingest(&mut self, side: usize, dir: Direction, buf: &mut [u8]) {
         for _ in 0..READ_BATCH {
-            // SAFETY: reading into a buffer we own, length bounded by it.
-            let n = unsafe {
-                libc::read(
-                    self.tun[side].fd.as_raw_fd(),
-                    buf.as_mut_ptr().cast(),
-                    buf.len(),
-                )
-            };
+            let (n, stamp) = self.tun[side].recv(buf);
             if n <= 0 {
                 break; // EAGAIN (drained) or error: poll tells us again.
             }
@@ -291,6 +371,26 @@ impl Forwarder {
                 Some(c)
             };
             let now = self.now();
+            // The packet entered the link when the kernel received it: the
+            // time it then waited for this thread to run is not the link's.
+            let waited = stamp
+                .map(|s| now_unix().saturating_sub(s).min(MAX_BACKDATE))
+                .unwrap_or_default();
+            self.ingress_wait.record_late(waited);
+            let arrival = if self.no_backdate {
+                now
+            } else {
+                now.saturating_sub(waited)
+            }
+            .max(self.pipe_clock);
+            self.pipe_clock = arrival;
+            if self.trace {
+                eprintln!(
+                    "pw-trace {:.6} in side {side} len {n} waited {:.3} ms",
+                    now.as_secs_f64(),
+                    waited.as_secs_f64() * 1e3
+                );
+            }
             if !cross {
                 // The quiet period that ends a run counts the run's own
                 // packets: cross traffic is stopped by its owner first.
@@ -301,7 +401,7 @@ impl Forwarder {
             let line = pipe.line_size(&data);
             let flow = pagewire_link::wire::flow_hash(&data);
             let packet = Packet { data, class, line };
-            match pipe.enqueue_flow(now, len, Some(line), flow, packet) {
+            match pipe.enqueue_flow(arrival, len, Some(line), flow, packet) {
                 // AQM drops (on arrival or later, at dequeue) are counted
                 // from the pipe's statistics.
                 Verdict::Queued | Verdict::DroppedAqm => {}
@@ -328,6 +428,7 @@ impl Forwarder {
     /// Writes every due packet to the TUN of the other side, recording how
     /// late it leaves against the model's departure time.
     fn deliver(&mut self, now: Duration) {
+        self.pipe_clock = self.pipe_clock.max(now);
         for (dir, out) in [(Direction::Up, 1usize), (Direction::Down, 0)] {
             while let Some((t, p)) = self.pipes[dir.index()].poll(now) {
                 // The actual departure: the moment it is handed to the TUN
@@ -335,6 +436,14 @@ impl Forwarder {
                 let actual = self.now();
                 self.run_lateness.record(t, actual);
                 self.taken_lateness.record(t, actual);
+                if self.trace {
+                    eprintln!(
+                        "pw-trace {:.6} out dir {} late {:.3} ms",
+                        actual.as_secs_f64(),
+                        out,
+                        actual.saturating_sub(t).as_secs_f64() * 1e3
+                    );
+                }
                 let w = self.tun[out].send(&p.data);
                 if w < 0 {
                     self.write_errors += 1;
@@ -363,6 +472,10 @@ impl Forwarder {
         while let Ok(msg) = self.ctl.try_recv() {
             match msg {
                 Ctl::Stop => return false,
+                Ctl::Stall { pause, reply } => {
+                    let _ = reply.send(());
+                    std::thread::sleep(pause);
+                }
                 Ctl::BeginRun { pcap, reply } => {
                     if let Some(old) = self.pcap.take() {
                         let _ = old.finish();
@@ -480,6 +593,51 @@ fn set_realtime_priority() -> bool {
         eprintln!(
             "pagewire-emu: forwarder stays a normal thread (SCHED_FIFO: {})",
             std::io::Error::from_raw_os_error(r)
+        );
+    }
+    r == 0
+}
+
+/// The shortest time slice the fair scheduler grants (0.1 ms) for the
+/// forwarder thread when it cannot be real-time: since Linux 6.12 a normal
+/// thread may ask for a shorter slice (`sched_attr.sched_runtime`, no
+/// privilege needed), which gives it an earlier virtual deadline, so on
+/// wake-up it preempts a thread with the default slice (about 3 ms)
+/// instead of waiting for it. Its share of the CPU is unchanged (that is
+/// its nice value, kept). Best effort: older kernels ignore the runtime.
+fn set_short_slice() -> bool {
+    /// `struct sched_attr` as of Linux 3.14 (SCHED_ATTR_SIZE_VER0).
+    #[repr(C)]
+    struct SchedAttr {
+        size: u32,
+        sched_policy: u32,
+        sched_flags: u64,
+        sched_nice: i32,
+        sched_priority: u32,
+        sched_runtime: u64,
+        sched_deadline: u64,
+        sched_period: u64,
+    }
+    // SAFETY: getpriority on the calling thread (errno ignored: a nice of
+    // -1 reads the same as an error, and is kept as such).
+    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+    let attr = SchedAttr {
+        size: std::mem::size_of::<SchedAttr>() as u32,
+        sched_policy: libc::SCHED_OTHER as u32,
+        sched_flags: 0,
+        sched_nice: nice,
+        sched_priority: 0,
+        sched_runtime: 100_000,
+        sched_deadline: 0,
+        sched_period: 0,
+    };
+    // SAFETY: sched_setattr on the calling thread with an attr that lives
+    // across the call.
+    let r = unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
+    if r != 0 && std::env::var_os("PAGEWIRE_EMU_DEBUG").is_some() {
+        eprintln!(
+            "pagewire-emu: no short slice for the forwarder (sched_setattr: {})",
+            std::io::Error::last_os_error()
         );
     }
     r == 0

@@ -622,6 +622,16 @@ impl Link {
         rx.recv().map_err(|_| anyhow!("the forwarder has stopped"))
     }
 
+    /// Keeps the forwarder thread from running for `pause` (it answers
+    /// first, then sleeps), as a busy machine's scheduler can: for tests
+    /// of what the link does with packets that wait to be read.
+    #[doc(hidden)]
+    pub fn stall_forwarder(&self, pause: Duration) -> Result<()> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Ctl::Stall { pause, reply: tx })?;
+        rx.recv().map_err(|_| anyhow!("the forwarder has stopped"))
+    }
+
     /// The one-way delay lateness is judged against (see
     /// `pagewire_link::lateness`).
     pub fn one_way_delay(&self) -> Duration {

@@ -347,6 +347,20 @@ pub fn open_packet_socket(ifname: &str) -> Result<(OwnedFd, libc::c_int)> {
         )
     })
     .context("setsockopt(PACKET_IGNORE_OUTGOING) (Linux >= 4.20)")?;
+    // The kernel's receive time of every packet (SCM_TIMESTAMPNS): the
+    // forwarder enters a packet into the link model at the moment it
+    // reached the veth, not when the forwarder's thread got to read it
+    // (best effort: without it, the read time).
+    // SAFETY: setsockopt with an int that lives across the call.
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&one as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
     // As deep as a TUN queue is long, at least: bursts of a fast link must
     // not be dropped by the socket (best effort: capped by net.core.rmem_max).
     let buf: libc::c_int = 4 << 20;
