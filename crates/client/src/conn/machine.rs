@@ -553,8 +553,7 @@ impl Machine {
         let before = if per_object.is_zero() {
             0
         } else {
-            sess.records_done()
-                .saturating_sub(sess.parts_streamed(id))
+            sess.records_done().saturating_sub(sess.parts_streamed(id))
         };
         let new = sess.on_end(id, now)?;
         if !per_object.is_zero() {

@@ -678,7 +678,10 @@ impl Sim {
         while sent < bytes {
             let n = (bytes - sent).min(mss);
             sent += n;
-            out.push((sent, self.wire.up.send(t, self.wire.segment_bytes(n as u32))));
+            out.push((
+                sent,
+                self.wire.up.send(t, self.wire.segment_bytes(n as u32)),
+            ));
         }
         if let Some(&(_, a)) = out.first() {
             self.conns[i].client_data_sent(t, a);
