@@ -29,7 +29,7 @@ apt_install() {
 # Python peers live in the project's own virtual environment, not in the system
 # python: Debian 12's python3 refuses `pip install` outside one (PEP 668,
 # "externally-managed-environment"). The tests look for them in $PEERS_DIR/venv/bin
-# (crates/server/tests/peer_checkers.rs); PAGEWIRE_PEERS_DIR moves it.
+# (crates/server/tests/it/peer_checkers.rs); PAGEWIRE_PEERS_DIR moves it.
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PEERS_DIR="${PAGEWIRE_PEERS_DIR:-$ROOT/.peers}"
 VENV="$PEERS_DIR/venv"
@@ -64,7 +64,7 @@ apt_install tshark
 # docs/client.md compares the robot with curl, wget -p and h2load (nghttp2-client).
 apt_install nginx-light curl wget nghttp2-client
 
-# Peer checkers for the server (crates/server/tests/peer_checkers.rs): HTTPolice
+# Peer checkers for the server (crates/server/tests/it/peer_checkers.rs): HTTPolice
 # lints recorded pipelined connections (bitstring 4 broke HTTPolice's parser, so
 # 3.1.9), REDbot checks validation, ranges and content negotiation on loopback.
 # Pinned: the versions the tests were last checked with.
@@ -98,6 +98,11 @@ if [ "$(id -u)" -eq 0 ] && ! id pwtest >/dev/null 2>&1; then
     echo "setup-deps: useradd -m pwtest" >&2
     useradd -m pwtest
 fi
+
+# Build speed: scripts/test.sh links zstd-sys against the system libzstd
+# (ZSTD_SYS_USE_PKG_CONFIG) instead of compiling zstd's C sources in every
+# clean build (docs/ci.md).
+apt_install libzstd-dev pkg-config
 
 # The peers' versions, for the test summary and for anyone comparing results
 # across machines: Debian packages as dpkg has them, Python peers as the venv has them.

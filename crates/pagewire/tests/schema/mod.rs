@@ -15,19 +15,25 @@ fn schema(name: &str) -> Value {
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
-fn validate(schema_name: &str, doc: &Value, what: &str) {
+/// Why `doc` fails `schema_name` (every failing keyword with its place in
+/// the document), or None when it validates.
+pub fn schema_errors(schema_name: &str, doc: &Value) -> Option<String> {
     let s = schema(schema_name);
-    let v = jsonschema::validator_for(&s).expect("the schema compiles");
-    let errors: Vec<String> = v
-        .iter_errors(doc)
-        .take(10)
-        .map(|e| format!("{} at {}", e, e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "{what} does not validate against {schema_name}:\n{}",
-        errors.join("\n")
-    );
+    let mut schemas = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    compiler
+        .add_resource(schema_name, s)
+        .expect("the schema is a JSON document");
+    let idx = compiler
+        .compile(schema_name, &mut schemas)
+        .unwrap_or_else(|e| panic!("the schema {schema_name} compiles: {e:#}"));
+    schemas.validate(doc, idx).err().map(|e| format!("{e:#}"))
+}
+
+fn validate(schema_name: &str, doc: &Value, what: &str) {
+    if let Some(e) = schema_errors(schema_name, doc) {
+        panic!("{what} does not validate against {schema_name}:\n{e}");
+    }
 }
 
 /// A HAR document: valid HAR 1.2, and every entry's `time` is the sum of

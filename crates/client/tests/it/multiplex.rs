@@ -3,7 +3,7 @@
 //! revalidation by conditional requests answered 304, deflate for the page,
 //! and the errors a wrong setup gets.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -3,7 +3,7 @@
 //! image, then the rest; every object joined byte-exact, against pagewire's
 //! server and nginx.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

@@ -1,7 +1,7 @@
 //! Paper 001's pipelining: many requests in one write come back in order, in
 //! few writes, because the server flushes when its input runs dry rather
 //! than once per response.
-mod common;
+use crate::common;
 
 use std::io::Write;
 

@@ -7,7 +7,7 @@
 //! `data/request_streams_options.txt` (h2 and h3: `multiplex.rs`). A
 //! refactoring of the robot's session must leave this file unchanged; a
 //! deliberate change of what the robot sends rewrites it with
-//! `PAGEWIRE_BLESS=1 cargo test -p pagewire-client --test request_streams`
+//! `PAGEWIRE_BLESS=1 cargo test -p pagewire-client --test it request_streams::`
 //! and shows up in review as a diff of requests.
 //!
 //! Normalised: the proxy's port (in `Host`) is `PORT`, the robot's version
@@ -18,7 +18,7 @@
 //! its requests (which connection carries which depends on timing); one
 //! connection is recorded as its stream, in order.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};

@@ -7,7 +7,7 @@
 //! 3.1.9, redbot), found there before PATH. A missing tool fails these tests under
 //! PAGEWIRE_REQUIRE_ALL=1 (scripts/test.sh, CI) and skips them by name
 //! otherwise (pagewire-testreq).
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};

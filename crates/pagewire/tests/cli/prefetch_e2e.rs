@@ -12,7 +12,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-mod common;
+use crate::common;
 use common::{Serve, PW};
 
 /// Run `pagewire fetch ... --json` and parse its report.

@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
-mod common;
-mod schema;
+use crate::common;
+use crate::schema;
 use common::{Serve, PW};
 
 fn fetch(args: &[&str]) -> std::process::Output {

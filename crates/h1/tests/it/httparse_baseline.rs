@@ -1,6 +1,6 @@
 //! What httparse itself does with each framing-rule input, pinned so that an
 //! httparse upgrade that becomes more lenient is noticed. The codec's own
-//! checks (tests/framing.rs) cover everything marked "accepted" here.
+//! checks (framing.rs beside this file) cover everything marked "accepted" here.
 
 fn httparse_request(input: &[u8]) -> Result<bool, httparse::Error> {
     let mut headers = [httparse::EMPTY_HEADER; 16];

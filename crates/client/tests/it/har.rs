@@ -3,8 +3,8 @@
 //! robot's own wait for its pipeline flush timer as `blocked` / `_queued`
 //! (not the server's `wait`), and text bodies kept as text.
 
-mod common;
-mod har_schema;
+use crate::common;
+use crate::har_schema;
 
 use std::time::Duration;
 

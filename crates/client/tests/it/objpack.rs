@@ -4,8 +4,8 @@
 //! the package fed slowly, the first objects are on disk before its last
 //! bytes are sent.
 
-mod common;
-mod har_schema;
+use crate::common;
+use crate::har_schema;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! Defects found by a hostile-input campaign, each pinned by a test that
 //! failed before its fix: a head deadline that holds against a drip, and a
 //! malformed chunked body answered 400.
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::time::{Duration, Instant};

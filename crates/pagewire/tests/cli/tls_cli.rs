@@ -6,7 +6,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::{run_bounded, Serve, PW};
 
 #[test]

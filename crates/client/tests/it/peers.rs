@@ -2,8 +2,8 @@
 //! same generated Microscape directory (paper 001's test page: 1 HTML page,
 //! 42 GIFs).
 
-mod common;
-mod har_schema;
+use crate::common;
+use crate::har_schema;
 
 use std::collections::HashMap;
 

@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::{run_bounded, Serve, PW};
 
 /// A `/proc/PID/status` field in kB.

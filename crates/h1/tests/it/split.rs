@@ -285,7 +285,7 @@ mod mutation {
 /// chooses the split, the rest is the stream; the limits are the target's.
 #[test]
 fn fuzz_find_split_verdict_is_split_independent() {
-    let data = include_bytes!("data/parse_request-split-verdict.bin");
+    let data = include_bytes!("../data/parse_request-split-verdict.bin");
     let input = &data[1..];
     let limits = Limits {
         max_request_line_bytes: 256,
@@ -334,10 +334,10 @@ fn fuzz_find_bad_status_code_is_named_at_every_split() {
     // its limit. Whole, the complete head was refused for the code; split,
     // the partial head was refused for the line. The code comes first.
     for data in [
-        &include_bytes!("data/response_path-status-vs-line.bin")[..],
+        &include_bytes!("../data/response_path-status-vs-line.bin")[..],
         // The second find: status `000`, then a bad field name (httparse's
         // error, diagnosed, named the name; a partial head, the code).
-        &include_bytes!("data/response_path-status-vs-name.bin")[..],
+        &include_bytes!("../data/response_path-status-vs-name.bin")[..],
     ] {
         bad_status_code_at_every_split(&data[1..]);
     }

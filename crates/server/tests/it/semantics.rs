@@ -1,6 +1,6 @@
 //! RFC 9110 semantics over real sockets: methods, targets, conditional
 //! requests, ranges, content codings, HTTP/1.0 connection handling.
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 

@@ -3,7 +3,7 @@
 //! rotation leaves no hole of NUL bytes; reopened by name on `SIGUSR1`, as
 //! nginx does; and read as it is by the prefetch simulator's log reader.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

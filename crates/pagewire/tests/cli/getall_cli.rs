@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-mod common;
+use crate::common;
 use common::{run_bounded, Serve, PW};
 
 /// The styled site: URL path -> bytes. `/img/logo-2x.gif` is only the 2x

@@ -8,8 +8,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-mod common;
-mod schema;
+use crate::common;
+use crate::schema;
 use common::{Serve, PW};
 
 fn pagewire(args: &[&str], paths: &[&Path]) -> Output {
@@ -269,4 +269,27 @@ fn exit_status_is_one_for_a_failed_run_and_two_for_usage() {
     }
     let o = pagewire(&["model", "--server-ms", "-1"], &[work.path()]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// The schema check the suites' tests rely on can fail: a committed
+/// results.json validates, and the same document with a required field
+/// removed, or a `made_by` that is not pagewire's, does not.
+#[test]
+fn the_results_schema_check_rejects_a_broken_document() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/getall-results/rerun-2026-11-26/results.json");
+    let good: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(schema::schema_errors("results.schema.json", &good), None);
+    for key in ["schema_version", "made_by", "provenance", "claims"] {
+        let mut bad = good.clone();
+        bad.as_object_mut().unwrap().remove(key);
+        let e = schema::schema_errors("results.schema.json", &bad)
+            .unwrap_or_else(|| panic!("{key} is required"));
+        assert!(e.contains(key), "{key}: {e}");
+    }
+    let mut bad = good.clone();
+    bad["made_by"] = serde_json::json!("curl 8");
+    let e = schema::schema_errors("results.schema.json", &bad).expect("made_by names pagewire");
+    assert!(e.contains("made_by"), "{e}");
 }

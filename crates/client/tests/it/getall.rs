@@ -2,7 +2,7 @@
 //! section 5) against pagewire's server (which understands it) and nginx
 //! (which ignores the `Getall` field): every object byte-exact either way.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

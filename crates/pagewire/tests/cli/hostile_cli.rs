@@ -8,7 +8,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::{run_bounded, PW};
 
 /// What the server answers to every request after the page.

@@ -1,6 +1,6 @@
 //! Connection management (paper 001 "Connection Management", paper 003 §4):
 //! lingering close vs abrupt close, limits, timeouts, eviction, bad input.
-mod common;
+use crate::common;
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;

@@ -2,7 +2,7 @@
 //! Mogul, "Improving HTTP Latency", section 5) over real sockets, with the
 //! multipart/mixed framing parsed here independently of the server's code.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::io::Write;

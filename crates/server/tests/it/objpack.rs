@@ -1,7 +1,7 @@
 //! Object packages by content negotiation: `Accept` with the package media
 //! type gets the page's package (built at load), `Vary: Accept`, its own
 //! strong ETag and 304 on revalidation; plain clients get the HTML.
-mod common;
+use crate::common;
 
 use common::*;
 use pagewire_objpack::{Event, Limits, Reader as PkgReader, Step, MEDIA_TYPE};

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-mod common;
+use crate::common;
 use common::{Serve, PW};
 
 fn pagewire() -> Command {

@@ -1,0 +1,10 @@
+//! Every integration test of pagewire-h1 in one binary: one build and link
+//! instead of one per file (docs/ci.md). Run one with `--test it MODULE::`.
+
+mod chunked;
+mod framing;
+mod httparse_baseline;
+mod response;
+mod roundtrip;
+mod smoke;
+mod split;
