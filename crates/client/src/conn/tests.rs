@@ -670,10 +670,10 @@ fn host_cost_delays_the_next_request() {
 /// comes as a GETALL part or as a file of an object package: the same
 /// three objects (page, a.gif, b.gif), head at 10 ms, bytes at 20 and
 /// 30 ms, 20 ms per object, keep it busy until the same moment, the three
-/// parts taken as arriving evenly from the head to the end (10 + 20/3,
-/// + 40/3, 30): 10 + 20/3 + 3 x 20 = 76.67 ms. (The package's files are
-/// recorded as they complete, before its end; they used to be left out,
-/// so a package cost one object: 30 + 20 = 50 ms.)
+/// parts taken as arriving evenly from the head to the end (at 16.67,
+/// 23.33 and 30 ms): 10 + 20/3 + 3 x 20 = 76.67 ms. (The package's files
+/// are recorded as they complete, before its end; they used to be left
+/// out, so a package cost one object: 30 + 20 = 50 ms.)
 #[test]
 fn host_cost_is_per_object_for_a_package_as_for_getall() {
     let files: Vec<(&str, Vec<u8>)> = vec![
