@@ -547,10 +547,13 @@ impl Machine {
             self.page_end_flush = true;
         }
         let per_object = sess.cfg.host_cost.per_object;
+        // Every object this response carried is a part the host handles:
+        // those it completes now (a GETALL's parts, the page) and those it
+        // completed while it streamed in (a package's files).
         let before = if per_object.is_zero() {
             0
         } else {
-            sess.records_done()
+            sess.records_done().saturating_sub(sess.parts_streamed(id))
         };
         let new = sess.on_end(id, now)?;
         if !per_object.is_zero() {

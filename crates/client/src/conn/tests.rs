@@ -666,6 +666,65 @@ fn host_cost_delays_the_next_request() {
     );
 }
 
+/// The imitated host handles every object a response carries, whether it
+/// comes as a GETALL part or as a file of an object package: the same
+/// three objects (page, a.gif, b.gif), head at 10 ms, bytes at 20 and
+/// 30 ms, 20 ms per object, keep it busy until the same moment, the three
+/// parts taken as arriving evenly from the head to the end (at 16.67,
+/// 23.33 and 30 ms): 10 + 20/3 + 3 x 20 = 76.67 ms. (The package's files
+/// are recorded as they complete, before its end; they used to be left
+/// out, so a package cost one object: 30 + 20 = 50 ms.)
+#[test]
+fn host_cost_is_per_object_for_a_package_as_for_getall() {
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("index.html", page_html().to_vec()),
+        ("a.gif", gif(1)),
+        ("b.gif", gif(2)),
+    ];
+    let entries = files
+        .iter()
+        .map(|(n, b)| Entry {
+            name: n.to_string(),
+            size: b.len() as u64,
+            attrs: Attributes::default(),
+        })
+        .collect();
+    let pkg = Manifest::new(entries, &Limits::default())
+        .unwrap()
+        .assemble(files.iter().map(|f| f.1.as_slice()));
+    let pkg_head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: {MEDIA_TYPE}\r\nContent-Length: {}\r\n\r\n",
+        pkg.len()
+    );
+    let all = multipart(&[
+        ("/index.html", page_html().to_vec()),
+        ("/a.gif", gif(1)),
+        ("/b.gif", gif(2)),
+    ]);
+    let all_head = ok_head(all.len(), "Content-Type: multipart/mixed; boundary=B\r\n");
+    let cost = |c: &mut FetchConfig| c.host_cost.per_object = 20 * MS;
+    let mut busy = Vec::new();
+    for (strategy, head, body) in [
+        (Strategy::Objpack, pkg_head, pkg),
+        (Strategy::Getall, all_head, all),
+    ] {
+        let mut sc = Script::new(strategy, cost, None, PIPELINE, true);
+        sc.server(10, head.as_bytes());
+        // Both b.gif's last bytes and the end come in the last read; a.gif
+        // is complete before it.
+        let (a, b) = body.split_at(body.len() - 5);
+        assert!(matches!(sc.server(20, a), Step::Wait));
+        assert!(matches!(sc.server(30, b), Step::Wait), "{strategy:?}");
+        assert!(sc.m.busy(), "{strategy:?}");
+        let until = sc.m.next_deadline(&sc.s).expect("busy until");
+        busy.push(until.duration_since(sc.t0));
+        let (report, _) = sc.s.finish();
+        assert_eq!(report.objects.len(), 3, "{strategy:?}");
+    }
+    let expected = 10 * MS + 20 * MS / 3 + 3 * 20 * MS;
+    assert_eq!(busy, vec![expected, expected]);
+}
+
 /// One object: handled after it arrives, or after the host is free.
 #[test]
 fn busy_after_one_object() {

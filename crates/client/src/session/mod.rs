@@ -406,6 +406,17 @@ impl Session {
         self.ctx.records_done(&self.st)
     }
 
+    /// Objects the response to `id`, still being read, has already
+    /// completed: the files of an object package, each recorded the moment
+    /// its last byte is in (a GETALL's parts are recorded at its end).
+    pub fn parts_streamed(&self, id: ObjId) -> usize {
+        self.st.objs[id]
+            .resp
+            .as_ref()
+            .and_then(|r| r.package.as_ref())
+            .map_or(0, |p| p.files_done)
+    }
+
     /// The objects requested and not complete, for an error.
     pub fn waiting_for(&self) -> String {
         self.ctx.waiting_for(&self.st)

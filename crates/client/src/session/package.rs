@@ -13,6 +13,9 @@ use pagewire_objpack::{Event, Limits, Reader, Step};
 pub(super) struct PackageRx {
     reader: Reader,
     cur: Option<FileRx>,
+    /// Files other than the page already complete (each recorded as an
+    /// object of its own while the package streams in).
+    pub(super) files_done: usize,
 }
 
 struct FileRx {
@@ -63,6 +66,7 @@ impl PackageRx {
         PackageRx {
             reader: Reader::new(Limits::default()),
             cur: None,
+            files_done: 0,
         }
     }
 }
@@ -166,6 +170,7 @@ impl Ctx {
                     }
                     return Ok(());
                 }
+                rx.files_done += 1;
                 self.package_file_done(st, rx, index, f, now);
             }
         }

@@ -661,21 +661,32 @@ impl Sim {
     /// The client sends `bytes` on connection `i` at `t`; returns when
     /// the last of them reached the server.
     fn client_send(&mut self, i: usize, t: f64, bytes: u64) -> f64 {
+        self.client_send_segments(i, t, bytes)
+            .last()
+            .map_or(t, |&(_, a)| a)
+    }
+
+    /// The client writes `bytes` on connection `i` at `t`; returns when
+    /// each of its segments reached the server (bytes up to and including
+    /// it, arrival), so the server can read a request as soon as its last
+    /// byte is in.
+    fn client_send_segments(&mut self, i: usize, t: f64, bytes: u64) -> Arrivals {
         self.payload += bytes;
         let mss = u64::from(self.wire.tx.seg_payload);
-        let mut left = bytes;
-        let mut arrive = t;
-        let mut first = None;
-        while left > 0 {
-            let n = left.min(mss);
-            left -= n;
-            arrive = self.wire.up.send(t, self.wire.segment_bytes(n as u32));
-            first.get_or_insert(arrive);
+        let mut out = Arrivals::new();
+        let mut sent = 0u64;
+        while sent < bytes {
+            let n = (bytes - sent).min(mss);
+            sent += n;
+            out.push((
+                sent,
+                self.wire.up.send(t, self.wire.segment_bytes(n as u32)),
+            ));
         }
-        if let Some(a) = first {
+        if let Some(&(_, a)) = out.first() {
             self.conns[i].client_data_sent(t, a);
         }
-        arrive
+        out
     }
 
     /// The server writes `bytes` on connection `i` at `ready`.

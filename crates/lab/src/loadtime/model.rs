@@ -248,4 +248,34 @@ mod tests {
         );
         assert_eq!(e.scopes[0].cells, 2);
     }
+
+    /// On every committed getall run (today's hosts, `--tcp 1997`, the
+    /// 1994 hosts), no cell is predicted below its own lower bound.
+    #[test]
+    fn committed_runs_are_never_predicted_below_their_bound() {
+        for dir in [
+            "",
+            "/rerun-2026-11-26",
+            "/tcp1997",
+            "/hosts1994",
+            "/hosts1994-quick",
+        ] {
+            let path = format!(
+                "{}/../../docs/getall-results{dir}/results.json",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let e = eval_value(&v, 0.0).unwrap();
+            assert!(e.cells.len() >= 40, "{path}: {}", e.cells.len());
+            for c in &e.cells {
+                assert!(
+                    c.predicted.seconds >= c.lower_bound_s - 1e-9,
+                    "{path} {}: {} < {}",
+                    c.label(),
+                    c.predicted.seconds,
+                    c.lower_bound_s
+                );
+            }
+        }
+    }
 }
