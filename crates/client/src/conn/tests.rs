@@ -442,13 +442,9 @@ fn getall_one_request_then_one_getlist() {
     );
 }
 
-/// objpack: the page request asks for the package; one package answer
-/// brings every object, each recorded as it completes; nothing more is
-/// sent.
-#[test]
-fn objpack_one_package() {
-    let mut sc = Script::new(Strategy::Objpack, |_| {}, None, PIPELINE, true);
-    assert!(sc.requests()[0].contains(MEDIA_TYPE));
+/// The package of the page and two images (a.gif, b.gif) the objpack
+/// tests answer with.
+fn three_file_package() -> Vec<u8> {
     let files: Vec<(&str, Vec<u8>)> = vec![
         ("index.html", page_html().to_vec()),
         ("a.gif", gif(1)),
@@ -462,9 +458,19 @@ fn objpack_one_package() {
             attrs: Attributes::default(),
         })
         .collect();
-    let pkg = Manifest::new(entries, &Limits::default())
+    Manifest::new(entries, &Limits::default())
         .unwrap()
-        .assemble(files.iter().map(|f| f.1.as_slice()));
+        .assemble(files.iter().map(|f| f.1.as_slice()))
+}
+
+/// objpack: the page request asks for the package; one package answer
+/// brings every object, each recorded as it completes; nothing more is
+/// sent.
+#[test]
+fn objpack_one_package() {
+    let mut sc = Script::new(Strategy::Objpack, |_| {}, None, PIPELINE, true);
+    assert!(sc.requests()[0].contains(MEDIA_TYPE));
+    let pkg = three_file_package();
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: {MEDIA_TYPE}\r\nContent-Length: {}\r\n\r\n",
         pkg.len()
@@ -676,22 +682,7 @@ fn host_cost_delays_the_next_request() {
 /// out, so a package cost one object: 30 + 20 = 50 ms.)
 #[test]
 fn host_cost_is_per_object_for_a_package_as_for_getall() {
-    let files: Vec<(&str, Vec<u8>)> = vec![
-        ("index.html", page_html().to_vec()),
-        ("a.gif", gif(1)),
-        ("b.gif", gif(2)),
-    ];
-    let entries = files
-        .iter()
-        .map(|(n, b)| Entry {
-            name: n.to_string(),
-            size: b.len() as u64,
-            attrs: Attributes::default(),
-        })
-        .collect();
-    let pkg = Manifest::new(entries, &Limits::default())
-        .unwrap()
-        .assemble(files.iter().map(|f| f.1.as_slice()));
+    let pkg = three_file_package();
     let pkg_head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: {MEDIA_TYPE}\r\nContent-Length: {}\r\n\r\n",
         pkg.len()
