@@ -12,13 +12,18 @@ use std::time::Duration;
 
 mod common;
 mod schema;
-use common::{pcap_records, sha256_hex};
+use common::{pcap_records, pcap_tcp_connections, sha256_hex};
 
 const TIMEOUT: Duration = Duration::from_secs(180);
 
 #[test]
 fn chromium_loads_the_microscape_page_byte_exact_over_emulated_links() {
-    check_bench(&["chromium-h1"], &["lan", "wan"], "HTTP/1.1", 2..=6);
+    check_bench(
+        &["chromium-h1"],
+        &["lan", "wan"],
+        "HTTP/1.1",
+        Sockets::PerHost(6),
+    );
 }
 
 /// HTTP/2 and HTTP/3: `pagewire serve --tls` beside the HTTP/1 server, the
@@ -27,16 +32,23 @@ fn chromium_loads_the_microscape_page_byte_exact_over_emulated_links() {
 /// one at navigation).
 #[test]
 fn chromium_loads_the_microscape_page_over_h2_and_h3() {
-    check_bench(&["chromium-h2"], &["lan"], "HTTP/2", 1..=2);
-    check_bench(&["chromium-h3"], &["lan"], "HTTP/3", 1..=2);
+    check_bench(&["chromium-h2"], &["lan"], "HTTP/2", Sockets::Total(1..=2));
+    check_bench(&["chromium-h3"], &["lan"], "HTTP/3", Sockets::Total(1..=2));
 }
 
-fn check_bench(
-    strategies: &[&str],
-    nets: &[&str],
-    http_version: &str,
-    sockets: std::ops::RangeInclusive<u64>,
-) {
+/// What the connections of a load must satisfy.
+enum Sockets {
+    /// HTTP/1.1: at least 2 connections for 43 objects, and never more than
+    /// this many open at once (Chromium's per-host pool). The total is not
+    /// bounded: a revalidation in the same profile may add a preconnected
+    /// socket the predictor learned from the first load, and a socket
+    /// closed may be replaced (CI saw 7 in a WAN revalidation).
+    PerHost(u64),
+    /// HTTP/2 and HTTP/3: this many in all.
+    Total(std::ops::RangeInclusive<u64>),
+}
+
+fn check_bench(strategies: &[&str], nets: &[&str], http_version: &str, sockets: Sockets) {
     let strategy = strategies.join(",");
     if !pagewire_testreq::require_root() {
         return;
@@ -117,10 +129,24 @@ fn check_bench(
         let b = &r["browser"];
         assert_eq!(b["foreign_packets"], 0, "{test}: background traffic");
         assert!(b["product"].as_str().unwrap().contains("Chrome"), "{b}");
-        // HTTP/1.1: up to 6 connections per host, at least 2 used for 43
-        // objects; HTTP/2 and HTTP/3: one (or a speculative second).
+        // HTTP/1.1: at least 2 connections for 43 objects, at most 6
+        // open at once; HTTP/2 and HTTP/3: one (or a speculative second).
         let socks = r["sockets_total"].as_u64().unwrap();
-        assert!(sockets.contains(&socks), "{test}: {socks} connections");
+        match &sockets {
+            Sockets::PerHost(limit) => {
+                let (opened, most) = pcap_tcp_connections(&pcap);
+                eprintln!("{test}: {opened} connections, at most {most} open at once");
+                assert_eq!(opened, socks, "{test}: connections in the pcap");
+                assert!(socks >= 2, "{test}: {socks} connections");
+                assert!(
+                    most <= *limit,
+                    "{test}: {most} connections open at once ({socks} in all)"
+                );
+            }
+            Sockets::Total(range) => {
+                assert!(range.contains(&socks), "{test}: {socks} connections")
+            }
+        }
         let load = b["load_s"].as_f64().unwrap();
         assert!(load > 0.0 && load < 30.0, "{test}: load {load}");
         // Sane counters: more packets than requests each way, headers

@@ -152,3 +152,64 @@ pub fn pcap_records(path: &Path) -> u64 {
     n
 }
 pub mod tls_site;
+
+/// TCP connections in a LINKTYPE_RAW IPv4 pcap: how many were opened (a
+/// SYN without ACK) and the most open at once, a connection counting as
+/// open from its SYN to the first FIN or RST either way. Parsed from the
+/// formats themselves, like `pcap_records`.
+pub fn pcap_tcp_connections(path: &Path) -> (u64, u64) {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    assert!(b.len() >= 24, "{}: no pcap header", path.display());
+    let le = match u32::from_le_bytes(b[0..4].try_into().unwrap()) {
+        0xa1b2c3d4 | 0xa1b23c4d => true,
+        0xd4c3b2a1 | 0x4d3cb2a1 => false,
+        m => panic!("{}: not a pcap (magic {m:#x})", path.display()),
+    };
+    let u32_at = |i: usize| {
+        let a: [u8; 4] = b[i..i + 4].try_into().unwrap();
+        if le {
+            u32::from_le_bytes(a)
+        } else {
+            u32::from_be_bytes(a)
+        }
+    };
+    assert_eq!(u32_at(20), 101, "{}: not LINKTYPE_RAW", path.display());
+    let mut open = std::collections::HashSet::new();
+    let (mut opened, mut most) = (0u64, 0u64);
+    let mut off = 24usize;
+    while off + 16 <= b.len() {
+        let incl = u32_at(off + 8) as usize;
+        let p = &b[off + 16..(off + 16 + incl).min(b.len())];
+        off += 16 + incl;
+        if p.len() < 20 || p[0] >> 4 != 4 || p[9] != 6 {
+            continue;
+        }
+        let ihl = usize::from(p[0] & 0x0f) * 4;
+        if p.len() < ihl + 14 {
+            continue;
+        }
+        let t = &p[ihl..];
+        let (src, dst) = (&p[12..16], &p[16..20]);
+        let (sport, dport) = (&t[0..2], &t[2..4]);
+        // One key for both directions: the lower endpoint first.
+        let a = [src, sport].concat();
+        let z = [dst, dport].concat();
+        let key = if a <= z { (a, z) } else { (z, a) };
+        let flags = t[13];
+        let (fin, syn, rst, ack) = (
+            flags & 1 != 0,
+            flags & 2 != 0,
+            flags & 4 != 0,
+            flags & 16 != 0,
+        );
+        if syn && !ack {
+            if open.insert(key) {
+                opened += 1;
+                most = most.max(open.len() as u64);
+            }
+        } else if fin || rst {
+            open.remove(&key);
+        }
+    }
+    (opened, most)
+}
