@@ -104,6 +104,17 @@ fi
 # clean build (docs/ci.md).
 apt_install libzstd-dev pkg-config
 
+# crates/pagewire/tests/cli/h2spec_cli.rs checks the server's own HTTP/2
+# against h2spec's generic and http2 suites (a Go tool, built from the Go
+# module proxy into /usr/local/bin; needs golang-go).
+if ! command -v h2spec >/dev/null 2>&1; then
+    command -v go >/dev/null 2>&1 || apt_install golang-go ca-certificates
+    if command -v go >/dev/null 2>&1 && [ "$(id -u)" -eq 0 ]; then
+        echo "setup-deps: go install h2spec" >&2
+        GOBIN=/usr/local/bin GOFLAGS=-buildvcs=false go install github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible
+    fi
+fi
+
 # The peers' versions, for the test summary and for anyone comparing results
 # across machines: Debian packages as dpkg has them, Python peers as the venv has them.
 {

@@ -53,6 +53,9 @@ struct VariantHeads {
     /// so they are the bytes HTTP/1 sends) and last a Date whose value
     /// [`PlainAnswer::fields`] sets per request: the copy never grows.
     h2_ok: http::HeaderMap,
+    /// `h2_ok` as an HPACK field block (`:status` 200 and every field but
+    /// Date) for pagewire's own HTTP/2 connection ([`crate::http2`]).
+    h2_block: Box<[u8]>,
 }
 
 /// A static resource's plain 200 answer for HTTP/2 and HTTP/3: the fields
@@ -60,17 +63,24 @@ struct VariantHeads {
 /// and the body, shared.
 pub struct PlainAnswer<'a> {
     rendered: &'a http::HeaderMap,
+    block: &'a [u8],
     pub body: &'a Bytes,
     pub resource: usize,
 }
 
-impl PlainAnswer<'_> {
+impl<'a> PlainAnswer<'a> {
     /// The response fields, Date last with the value `date`.
     pub fn fields(&self, date: http::HeaderValue) -> http::HeaderMap {
         let mut fields = self.rendered.clone();
         // Replaces the placeholder in place: no reallocation.
         fields.insert(http::header::DATE, date);
         fields
+    }
+
+    /// The HTTP/2 field block of the answer without Date (`:status` 200
+    /// first), rendered when the server started.
+    pub fn hpack(&self) -> &'a [u8] {
+        self.block
     }
 }
 
@@ -142,6 +152,7 @@ fn render_variant(
         ok: ok.into(),
         common: common.into(),
         not_modified: nm.into(),
+        h2_block: crate::http2::hpack_block(&crate::respond::h2_fields(&parsed)),
         h2_ok: {
             let mut f = crate::respond::h2_fields(&parsed);
             f.append(http::header::DATE, http::HeaderValue::from_static(""));
@@ -235,6 +246,7 @@ impl StaticSite {
         let vh = self.heads[index].variants[enc as usize].as_ref()?;
         Some(PlainAnswer {
             rendered: &vh.h2_ok,
+            block: &vh.h2_block,
             body: &variant.body,
             resource: index,
         })

@@ -42,6 +42,7 @@ mod context;
 mod dispatch;
 pub mod getall;
 pub mod handler;
+pub mod http2;
 mod io;
 mod log;
 pub mod modern;

@@ -34,9 +34,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
@@ -211,6 +209,14 @@ pub struct BridgeBufs {
     scratch: String,
 }
 
+impl BridgeBufs {
+    /// The scratch space, emptied.
+    pub(crate) fn scratch(&mut self) -> &mut String {
+        self.scratch.clear();
+        &mut self.scratch
+    }
+}
+
 /// Answers one HTTP/2 or HTTP/3 request through the HTTP/1 static handler.
 /// `fields` are the request's regular fields (no pseudo-headers);
 /// `authority` is `:authority`.
@@ -291,6 +297,18 @@ pub fn bridge_with<'a>(
         fields: h2_fields(&head),
         body: resp.freeze(),
     }
+}
+
+/// Whether a request field (lower case) asks for more than a plain 200.
+pub(crate) fn bridged_name(name: &[u8]) -> bool {
+    BRIDGED_REQUEST_FIELDS
+        .iter()
+        .any(|f| f.as_str().as_bytes() == name)
+}
+
+/// A short text answer (errors).
+pub(crate) fn plain_answer(status: u16, body: &'static str) -> Bridged {
+    plain(status, body)
 }
 
 fn plain(status: u16, body: &'static str) -> Bridged {
@@ -432,15 +450,6 @@ where
     Ok(stats)
 }
 
-/// HTTP/2 server settings: the RFC's default windows (65,535 bytes per
-/// stream and for the connection; the robot's windows decide how fast
-/// responses may flow) and `MAX_CONCURRENT_STREAMS`.
-fn h2_builder() -> h2::server::Builder {
-    let mut b = h2::server::Builder::new();
-    b.max_concurrent_streams(MAX_CONCURRENT_STREAMS);
-    b
-}
-
 async fn h2_conn(
     acceptor: tokio_rustls::TlsAcceptor,
     stream: tokio::net::TcpStream,
@@ -448,319 +457,41 @@ async fn h2_conn(
     counters: &Counters,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let (back_tx, back_rx) = tokio::sync::oneshot::channel();
-    let stream = Returned {
-        io: Some(stream),
-        back: Some(back_tx),
-    };
-    let served = h2_serve(acceptor, stream, site, counters, &mut stop).await;
-    // Lingering close (paper 001, "Connection Management"): h2 has sent
-    // GOAWAY, close_notify and FIN; read what the client still sends until
+    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
+    let mut tls = handshake.await.map_err(|_| "TLS handshake timed out")??;
+    let served = crate::http2::serve_conn(&mut tls, &site, &mut stop, |s| {
+        if s.requests > 0 {
+            counters.with(|c| {
+                c.requests += s.requests;
+                c.responses_2xx += s.responses_2xx;
+                c.responses_3xx += s.responses_3xx;
+                c.responses_4xx += s.responses_4xx;
+                c.responses_5xx += s.responses_5xx;
+                c.body_bytes += s.body_bytes;
+            });
+        }
+    })
+    .await;
+    // Lingering close (paper 001, "Connection Management"): GOAWAY,
+    // close_notify and FIN went out; read what the client still sends until
     // its FIN, so no client segment meets a closed socket and draws a reset.
-    if let Ok(Ok(mut tcp)) = tokio::time::timeout(LINGER, back_rx).await {
-        use tokio::io::AsyncReadExt as _;
-        let mut sink = [0u8; 4096];
-        let _ = tokio::time::timeout(LINGER, async {
-            // Bounded by LINGER.
-            while let Ok(n) = tcp.read(&mut sink).await {
-                if n == 0 {
-                    break;
-                }
+    let (mut tcp, _) = tls.into_inner();
+    use tokio::io::AsyncReadExt as _;
+    let mut sink = [0u8; 4096];
+    let _ = tokio::time::timeout(LINGER, async {
+        // Bounded by LINGER.
+        while let Ok(n) = tcp.read(&mut sink).await {
+            if n == 0 {
+                break;
             }
-        })
-        .await;
-    }
-    served
+        }
+    })
+    .await;
+    served.map_err(Into::into)
 }
 
 /// How long a closing HTTP/2 connection waits for the client's FIN.
 const LINGER: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// A socket that goes back to `back` when h2 drops it, for the lingering
-/// close.
-struct Returned<T> {
-    io: Option<T>,
-    back: Option<tokio::sync::oneshot::Sender<T>>,
-}
-
-impl<T> Drop for Returned<T> {
-    fn drop(&mut self) {
-        if let (Some(io), Some(tx)) = (self.io.take(), self.back.take()) {
-            let _ = tx.send(io);
-        }
-    }
-}
-
-impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Returned<T> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_read(cx, buf)
-    }
-}
-
-impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Returned<T> {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_write(cx, buf)
-    }
-    /// TLS hands over its records together (rustls writes them with
-    /// `write_vectored`): one system call for them, not one per record.
-    fn poll_write_vectored(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> std::task::Poll<io::Result<usize>> {
-        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_write_vectored(cx, bufs)
-    }
-    fn is_write_vectored(&self) -> bool {
-        self.io.as_ref().is_some_and(|io| io.is_write_vectored())
-    }
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_flush(cx)
-    }
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        std::pin::Pin::new(self.io.as_mut().expect("until drop")).poll_shutdown(cx)
-    }
-}
-
-/// Bytes of h2 output gathered before they go to TLS without waiting for
-/// the end of the connection's turn: three full TLS records (16 KB each)
-/// plus what the last frame adds, so one `writev` of up to four records
-/// (under rustls's 64 KB buffer limit) carries about 45 one-kilobyte
-/// responses. h2o writes 57 KB per `writev` on average under
-/// `h2load -c10 -m100`; 16 KB here cost pagewire seven writes per turn of
-/// a hundred responses.
-const COALESCE_BYTES: usize = 48 * 1024;
-
-/// A write at least this large, with nothing gathered before it, goes to
-/// TLS as it is (a full DATA frame of a large body: one TLS record).
-const PASS_THROUGH_BYTES: usize = 16 * 1024;
-
-/// Gathers the h2 crate's writes into one `write` of TLS records per turn
-/// of the connection instead of one per response.
-///
-/// The `h2` crate flushes after every DATA frame whose payload it did not
-/// copy (over 256 bytes), and after every frame it encoded when it is
-/// polled; the server polls it once per request it hands out, so every
-/// response of a kilobyte or more became its own TLS record and its own
-/// `write` system call. Here a flush is put off while `hold` is set: the
-/// connection's turn ([`serve_turn`]) sets it while h2 still hands out
-/// requests read earlier, and clears it for one last poll when none is
-/// left, whose flush writes everything gathered. Output waits only while
-/// the connection still has work queued, as with the HTTP/1 server's
-/// `FlushPolicy::WhenIdle`; more than [`COALESCE_BYTES`] go out at once.
-struct Coalesce<T> {
-    io: T,
-    buf: Vec<u8>,
-    /// How much of `buf` went to `io` already.
-    sent: usize,
-    /// Set while the connection's turn has requests left to answer.
-    hold: Arc<AtomicBool>,
-}
-
-impl<T: tokio::io::AsyncWrite + Unpin> Coalesce<T> {
-    fn new(io: T, hold: Arc<AtomicBool>) -> Self {
-        Coalesce {
-            io,
-            buf: Vec::new(),
-            sent: 0,
-            hold,
-        }
-    }
-
-    /// Writes everything gathered to `io`.
-    fn poll_drain(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        // Bounded: every pass sends at least one byte or returns.
-        while self.sent < self.buf.len() {
-            match std::pin::Pin::new(&mut self.io).poll_write(cx, &self.buf[self.sent..]) {
-                Poll::Ready(Ok(0)) => return Poll::Ready(Err(io::ErrorKind::WriteZero.into())),
-                Poll::Ready(Ok(n)) => self.sent += n,
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-        self.buf.clear();
-        self.sent = 0;
-        if self.buf.capacity() > 4 * COALESCE_BYTES {
-            self.buf = Vec::new();
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl<T: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Coalesce<T> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
-    }
-}
-
-impl<T: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Coalesce<T> {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        data: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        self.poll_write_vectored(cx, &[IoSlice::new(data)])
-    }
-
-    fn poll_write_vectored(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let total: usize = bufs.iter().map(|b| b.len()).sum();
-        if this.buf.len() >= COALESCE_BYTES {
-            match this.poll_drain(cx) {
-                Poll::Ready(Ok(())) => {}
-                other => return other.map(|r| r.map(|()| 0)),
-            }
-        }
-        if this.buf.is_empty() && total >= PASS_THROUGH_BYTES {
-            // Large writes go through as they are.
-            return std::pin::Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
-        }
-        for b in bufs {
-            this.buf.extend_from_slice(b);
-        }
-        Poll::Ready(Ok(total))
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        true
-    }
-
-    fn poll_flush(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        if this.hold.load(Ordering::Relaxed) {
-            // The turn's last poll flushes (see `serve_turn`).
-            return Poll::Ready(Ok(()));
-        }
-        match this.poll_drain(cx) {
-            Poll::Ready(Ok(())) => {}
-            other => return other,
-        }
-        std::pin::Pin::new(&mut this.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        match this.poll_drain(cx) {
-            Poll::Ready(Ok(())) => {}
-            other => return other,
-        }
-        std::pin::Pin::new(&mut this.io).poll_shutdown(cx)
-    }
-}
-
-/// An HTTP/2 connection over a coalesced `T` (TLS on TCP when serving).
-type H2Conn<T> = h2::server::Connection<Coalesce<T>, Bytes>;
-
-async fn h2_serve(
-    acceptor: tokio_rustls::TlsAcceptor,
-    stream: Returned<tokio::net::TcpStream>,
-    site: Arc<Handler>,
-    counters: &Counters,
-    stop: &mut tokio::sync::watch::Receiver<bool>,
-) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream));
-    let tls = handshake.await.map_err(|_| "TLS handshake timed out")??;
-    let hold = Arc::new(AtomicBool::new(false));
-    let mut conn = h2_builder()
-        .handshake(Coalesce::new(tls, hold.clone()))
-        .await?;
-    let mut bufs = BridgeBufs::default();
-    let stopped = tokio::select! {
-        _ = stop.changed() => true,
-        r = std::future::poll_fn(|cx| serve_turn(&mut conn, cx, &hold, &site, counters, &mut bufs)) => {
-            r?;
-            false
-        }
-    };
-    if stopped {
-        // Shutdown: GOAWAY, finish what is in flight, then close.
-        hold.store(false, Ordering::Relaxed);
-        conn.graceful_shutdown();
-        while let Some(Ok(_)) = conn.accept().await {}
-    }
-    Ok(())
-}
-
-/// One turn of an HTTP/2 connection: answers every request h2 has read
-/// with `hold` set, so the responses gather in [`Coalesce`]; when h2 has
-/// none left, one more poll with `hold` cleared writes them (and anything
-/// else h2 queued: SETTINGS and PING acknowledgements, WINDOW_UPDATEs).
-/// Ready when the connection ends.
-fn serve_turn<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
-    conn: &mut H2Conn<T>,
-    cx: &mut Context<'_>,
-    hold: &AtomicBool,
-    site: &Handler,
-    counters: &Counters,
-    bufs: &mut BridgeBufs,
-) -> Poll<Result<(), h2::Error>> {
-    // Bounded: every pass answers a request h2 read, or returns; reading is
-    // bounded by tokio's cooperative budget and the client's stream limit.
-    loop {
-        hold.store(true, Ordering::Relaxed);
-        let mut next = conn.poll_accept(cx);
-        if next.is_pending() {
-            // Nothing left to answer: once more, to flush.
-            hold.store(false, Ordering::Relaxed);
-            next = conn.poll_accept(cx);
-        }
-        match next {
-            Poll::Ready(Some(Ok((req, respond)))) => answer_h2(site, counters, bufs, req, respond),
-            Poll::Ready(Some(Err(e))) => {
-                hold.store(false, Ordering::Relaxed);
-                return Poll::Ready(Err(e));
-            }
-            Poll::Ready(None) => {
-                hold.store(false, Ordering::Relaxed);
-                return Poll::Ready(Ok(()));
-            }
-            Poll::Pending => return Poll::Pending,
-        }
-    }
-}
-
-/// Answers one HTTP/2 request. The response is queued, not written: h2
-/// sends its frames when the connection is next polled, as the peer's
-/// flow-control windows allow. A stream the client has reset is its own
-/// affair.
-fn answer_h2(
-    site: &Handler,
-    counters: &Counters,
-    bufs: &mut BridgeBufs,
-    req: http::Request<h2::RecvStream>,
-    mut respond: h2::server::SendResponse<Bytes>,
-) {
-    let (parts, _body) = req.into_parts();
-    let mut b = answer(bufs, site, &parts);
-    counters.answered(&b);
-    let end = b.body.is_empty();
-    if let Ok(mut send) = respond.send_response(response(&mut b), end) {
-        if !end {
-            let _ = send.send_data(b.body, true);
-        }
-    }
-}
 
 fn quic_endpoint(
     mut tls: tokio_rustls::rustls::ServerConfig,
@@ -1011,187 +742,5 @@ mod tests {
                 "{method} {target} {f:?}"
             );
         }
-    }
-
-    /// Counts the writes that reach the transport under `Coalesce`.
-    struct Counted {
-        io: tokio::io::DuplexStream,
-        writes: Arc<std::sync::atomic::AtomicUsize>,
-    }
-
-    impl tokio::io::AsyncRead for Counted {
-        fn poll_read(
-            mut self: std::pin::Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            buf: &mut tokio::io::ReadBuf<'_>,
-        ) -> Poll<io::Result<()>> {
-            std::pin::Pin::new(&mut self.io).poll_read(cx, buf)
-        }
-    }
-
-    impl tokio::io::AsyncWrite for Counted {
-        fn poll_write(
-            mut self: std::pin::Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            data: &[u8],
-        ) -> Poll<io::Result<usize>> {
-            let r = std::pin::Pin::new(&mut self.io).poll_write(cx, data);
-            if matches!(r, Poll::Ready(Ok(_))) {
-                self.writes.fetch_add(1, Ordering::Relaxed);
-            }
-            r
-        }
-        /// One write of every slice, as `writev` on a socket.
-        fn poll_write_vectored(
-            self: std::pin::Pin<&mut Self>,
-            cx: &mut Context<'_>,
-            bufs: &[IoSlice<'_>],
-        ) -> Poll<io::Result<usize>> {
-            let joined: Vec<u8> = bufs.iter().flat_map(|b| b.iter().copied()).collect();
-            self.poll_write(cx, &joined)
-        }
-        fn is_write_vectored(&self) -> bool {
-            true
-        }
-        fn poll_flush(
-            mut self: std::pin::Pin<&mut Self>,
-            cx: &mut Context<'_>,
-        ) -> Poll<io::Result<()>> {
-            std::pin::Pin::new(&mut self.io).poll_flush(cx)
-        }
-        fn poll_shutdown(
-            mut self: std::pin::Pin<&mut Self>,
-            cx: &mut Context<'_>,
-        ) -> Poll<io::Result<()>> {
-            std::pin::Pin::new(&mut self.io).poll_shutdown(cx)
-        }
-    }
-
-    /// What h2 output a turn gathered ([`COALESCE_BYTES`], three TLS
-    /// records) reaches the socket in one write: rustls hands its records
-    /// over in one vectored write and [`Returned`] passes it on as one
-    /// (without `poll_write_vectored` it wrote one record per call).
-    #[test]
-    fn tls_records_of_one_write_reach_the_socket_together() {
-        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let ca = pagewire_tls::MintingCa::new(&[b"h2"]).unwrap();
-            let dir = tempfile::tempdir().unwrap();
-            let ca_path = dir.path().join("ca.pem");
-            std::fs::write(&ca_path, ca.ca_pem()).unwrap();
-            let client = pagewire_tls::client_config(&ca_path, &[b"h2"]).unwrap();
-            let acceptor = tokio_rustls::TlsAcceptor::from(ca.server_config("localhost").unwrap());
-            let connector = tokio_rustls::TlsConnector::from(Arc::new(client));
-            let (client_io, server_io) = tokio::io::duplex(1 << 20);
-            let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            let server_io = Returned {
-                io: Some(Counted {
-                    io: server_io,
-                    writes: writes.clone(),
-                }),
-                back: None,
-            };
-            let name = pagewire_tls::server_name("localhost").unwrap();
-            let (server, client) = tokio::join!(
-                acceptor.accept(server_io),
-                connector.connect(name, client_io)
-            );
-            let (mut server, mut client) = (server.unwrap(), client.unwrap());
-            let before = writes.load(Ordering::Relaxed);
-            let data: Vec<u8> = (0..COALESCE_BYTES).map(|i| (i % 251) as u8).collect();
-            server.write_all(&data).await.unwrap();
-            server.flush().await.unwrap();
-            assert_eq!(
-                writes.load(Ordering::Relaxed) - before,
-                1,
-                "{} bytes in TLS records",
-                data.len()
-            );
-            let mut got = vec![0u8; data.len()];
-            client.read_exact(&mut got).await.unwrap();
-            assert!(got == data, "the records carry the bytes written");
-        });
-    }
-
-    /// Ten requests that arrive together are answered in one write to the
-    /// transport, not one per response (each a 3,000-byte body, so h2
-    /// flushes after every DATA frame).
-    #[test]
-    fn a_turn_writes_its_responses_at_once() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let (client_io, server_io) = tokio::io::duplex(1 << 20);
-            let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-            let hold = Arc::new(AtomicBool::new(false));
-            let server_io = Coalesce::new(
-                Counted {
-                    io: server_io,
-                    writes: writes.clone(),
-                },
-                hold.clone(),
-            );
-            let site = site();
-            let counters = Counters::default();
-            let server = async {
-                let mut conn = h2_builder().handshake(server_io).await.unwrap();
-                let mut bufs = BridgeBufs::default();
-                std::future::poll_fn(|cx| {
-                    serve_turn(&mut conn, cx, &hold, &site, &counters, &mut bufs)
-                })
-                .await
-                .unwrap();
-            };
-            let client = async {
-                let (mut h2c, conn) = h2::client::handshake(client_io).await.unwrap();
-                let driver = tokio::spawn(async move {
-                    let _ = conn.await;
-                });
-                // A first request settles the handshake's SETTINGS exchange.
-                let req = || {
-                    http::Request::get("https://localhost/a%20b/image.gif")
-                        .body(())
-                        .unwrap()
-                };
-                h2c = h2c.ready().await.unwrap();
-                let (first, _) = h2c.send_request(req(), true).unwrap();
-                let mut body = first.await.unwrap().into_body();
-                while let Some(chunk) = body.data().await {
-                    let n = chunk.unwrap().len();
-                    let _ = body.flow_control().release_capacity(n);
-                }
-                let before = writes.load(Ordering::Relaxed);
-                let mut pending = Vec::new();
-                for _ in 0..10 {
-                    h2c = h2c.ready().await.unwrap();
-                    pending.push(h2c.send_request(req(), true).unwrap().0);
-                }
-                let mut bytes = 0;
-                for p in pending {
-                    let mut body = p.await.unwrap().into_body();
-                    while let Some(chunk) = body.data().await {
-                        let n = chunk.unwrap().len();
-                        bytes += n;
-                        let _ = body.flow_control().release_capacity(n);
-                    }
-                }
-                assert_eq!(bytes, 10 * 3000);
-                let turn_writes = writes.load(Ordering::Relaxed) - before;
-                drop(h2c);
-                driver.abort();
-                turn_writes
-            };
-            let turn_writes = tokio::select! {
-                _ = server => panic!("server ended first"),
-                w = client => w,
-            };
-            // 30 KB of responses, under COALESCE_BYTES: one write, or a
-            // few if the requests arrive in more than one turn.
-            assert!(turn_writes <= 3, "{turn_writes} writes for 10 responses");
-        });
     }
 }

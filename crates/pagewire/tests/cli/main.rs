@@ -13,6 +13,7 @@ mod doc_figures;
 mod durations_cli;
 mod fetch_cli;
 mod getall_cli;
+mod h2spec_cli;
 mod hostile_cli;
 mod json_cli;
 mod load_cli;

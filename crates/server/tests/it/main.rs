@@ -9,6 +9,7 @@ mod access_log;
 mod connections;
 mod getall;
 mod hardening;
+mod http2_frames;
 mod objpack;
 mod peer_checkers;
 mod pipelining;
