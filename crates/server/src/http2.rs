@@ -1,7 +1,9 @@
 //! pagewire's own HTTP/2 server connection (RFC 9113): framing, the
 //! connection and stream state machines and both directions of flow
 //! control, written out here because they are the protocol under study.
-//! HPACK decoding (Huffman codes, the dynamic table) is `loona-hpack`'s;
+//! HPACK decoding (Huffman codes, the dynamic table) is `httlib-hpack`'s
+//! (`loona-hpack`, tried first, builds its Huffman tree as a hash map for
+//! every string it decodes: 25 % of the server's CPU under h2load);
 //! responses are encoded without the dynamic table, as literals that are
 //! never indexed, so a static file's field block is rendered once when the
 //! server starts ([`hpack_block`]) and copied per response with its Date.
@@ -343,7 +345,9 @@ enum BlockKind {
 /// One HTTP/2 server connection's protocol state.
 pub struct Conn {
     phase: Phase,
-    decoder: loona_hpack::Decoder<'static>,
+    decoder: httlib_hpack::Decoder<'static>,
+    /// Decoded fields of a header block (reused).
+    decoded: Vec<(Vec<u8>, Vec<u8>, u8)>,
     peer_initial_window: i64,
     peer_max_frame: usize,
     send_window: i64,
@@ -479,6 +483,79 @@ pub fn hpack_block(fields: &http::HeaderMap) -> Box<[u8]> {
     out.into()
 }
 
+/// Whether every dynamic table size update of a block comes before its
+/// first field (RFC 7541 §4.2): walks the representations' prefixes.
+fn size_updates_lead(block: &[u8]) -> bool {
+    // Skips an HPACK integer with an `n`-bit prefix at `at`; None if cut.
+    fn int(b: &[u8], at: usize, n: u32) -> Option<(usize, usize)> {
+        let max = (1usize << n) - 1;
+        let mut v = (*b.get(at)? as usize) & max;
+        let mut at = at + 1;
+        if v < max {
+            return Some((v, at));
+        }
+        let mut shift = 0;
+        // Bounded: at most 5 continuation bytes.
+        loop {
+            let c = *b.get(at)?;
+            at += 1;
+            v = v.checked_add(((c & 0x7f) as usize).checked_shl(shift)?)?;
+            if c & 0x80 == 0 {
+                return Some((v, at));
+            }
+            shift += 7;
+            if shift > 28 {
+                return None;
+            }
+        }
+    }
+    fn string(b: &[u8], at: usize) -> Option<usize> {
+        let (len, at) = int(b, at, 7)?;
+        let end = at.checked_add(len)?;
+        (end <= b.len()).then_some(end)
+    }
+    let mut at = 0;
+    let mut field_seen = false;
+    // Bounded: every pass moves `at` forward or returns.
+    while at < block.len() {
+        let o = block[at];
+        if o & 0x80 != 0 {
+            let Some((_, next)) = int(block, at, 7) else {
+                return true;
+            };
+            at = next;
+        } else if o & 0xe0 == 0x20 {
+            if field_seen {
+                return false;
+            }
+            let Some((_, next)) = int(block, at, 5) else {
+                return true;
+            };
+            at = next;
+            continue;
+        } else {
+            let n = if o & 0x40 != 0 { 6 } else { 4 };
+            let Some((index, next)) = int(block, at, n) else {
+                return true;
+            };
+            at = next;
+            if index == 0 {
+                let Some(next) = string(block, at) else {
+                    return true;
+                };
+                at = next;
+            }
+            let Some(next) = string(block, at) else {
+                return true;
+            };
+            at = next;
+        }
+        field_seen = true;
+    }
+    // A block of nothing but size updates ends in one (h2spec: an error).
+    field_seen || block.is_empty()
+}
+
 /// What a decoded request is answered with.
 enum Reply<'a> {
     /// A static file's plain 200: its rendered field block and body.
@@ -491,11 +568,10 @@ enum Reply<'a> {
 
 impl Conn {
     pub fn new() -> Conn {
-        let mut decoder = loona_hpack::Decoder::new();
-        decoder.set_max_allowed_table_size(4096);
         let mut c = Conn {
             phase: Phase::Preface,
-            decoder,
+            decoder: httlib_hpack::Decoder::with_dynamic_size(4096),
+            decoded: Vec::new(),
             peer_initial_window: DEFAULT_WINDOW,
             peer_max_frame: MAX_FRAME_SIZE,
             send_window: DEFAULT_WINDOW,
@@ -996,8 +1072,19 @@ impl Conn {
             // A header block that continues: too odd to follow.
             return Err(ConnError(code::PROTOCOL_ERROR));
         }
+        self.decode(fragment.to_vec())
+    }
+
+    /// Decodes one whole header block into `decoded` (RFC 7541); a
+    /// block HPACK cannot decode is a COMPRESSION_ERROR (RFC 9113 §4.3).
+    fn decode(&mut self, mut block: Vec<u8>) -> Result<(), ConnError> {
+        self.decoded.clear();
+        if !size_updates_lead(&block) {
+            return Err(ConnError(code::COMPRESSION_ERROR));
+        }
         self.decoder
-            .decode_with_cb(fragment, |_, _| {})
+            .decode(&mut block, &mut self.decoded)
+            .map(|_| ())
             .map_err(|_| ConnError(code::COMPRESSION_ERROR))
     }
 
@@ -1010,11 +1097,15 @@ impl Conn {
         let trailers = b.kind == BlockKind::Trailers;
         let mut req = std::mem::take(&mut self.req);
         req.clear();
-        self.decoder
-            .decode_with_cb(&b.buf, |n, v| req.field(&n, &v, trailers))
-            .map_err(|_| ConnError(code::COMPRESSION_ERROR))?;
         let id = b.stream;
-        match b.kind {
+        let kind = b.kind;
+        let end_stream = b.end_stream;
+        self.decode(b.buf)?;
+        for (n, v, _) in &self.decoded {
+            req.field(n, v, trailers);
+        }
+        let b = (kind, end_stream);
+        match b.0 {
             BlockKind::Discard => {}
             BlockKind::Refuse => {
                 head(&mut self.out, 4, frame::RST_STREAM, 0, id);
@@ -1054,7 +1145,7 @@ impl Conn {
                 );
                 if req.malformed || !req.complete() {
                     self.rst(id, code::PROTOCOL_ERROR);
-                } else if b.end_stream {
+                } else if b.1 {
                     if req.content_length.is_some_and(|cl| cl != 0) {
                         self.rst(id, code::PROTOCOL_ERROR);
                     } else {
@@ -1369,12 +1460,15 @@ mod tests {
         hpack_status(&mut out, 301);
         hpack_field(&mut out, b"content-type", b"text/html");
         hpack_field(&mut out, b"x-long", &[b'a'; 300]);
-        let got = loona_hpack::Decoder::new().decode(&out).unwrap();
-        let want: Vec<(Vec<u8>, Vec<u8>)> = vec![
-            (b":status".to_vec(), b"200".to_vec()),
-            (b":status".to_vec(), b"301".to_vec()),
-            (b"content-type".to_vec(), b"text/html".to_vec()),
-            (b"x-long".to_vec(), vec![b'a'; 300]),
+        let mut got = Vec::new();
+        httlib_hpack::Decoder::with_dynamic_size(4096)
+            .decode(&mut out, &mut got)
+            .unwrap();
+        let want: Vec<(Vec<u8>, Vec<u8>, u8)> = vec![
+            (b":status".to_vec(), b"200".to_vec(), 0),
+            (b":status".to_vec(), b"301".to_vec(), 0),
+            (b"content-type".to_vec(), b"text/html".to_vec(), 0),
+            (b"x-long".to_vec(), vec![b'a'; 300], 0),
         ];
         assert_eq!(got, want);
     }

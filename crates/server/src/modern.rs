@@ -1,8 +1,8 @@
 //! HTTP/2 over TLS 1.3 and HTTP/3 over QUIC, beside the HTTP/1 server.
 //!
 //! Separate listeners, not threaded through the HTTP/1 dispatch: a TLS
-//! listener on TCP that accepts ALPN `h2` (the `h2` crate frames), and a
-//! QUIC endpoint on the same port over UDP (`quinn` + `h3`). Both answer
+//! listener on TCP that accepts ALPN `h2` (pagewire's own HTTP/2
+//! connection, [`crate::http2`]), and a QUIC endpoint on the same port over UDP (`quinn` + `h3`). Both answer
 //! from the same [`Handler`] as HTTP/1. A GET or HEAD of a static file
 //! without preconditions, Range or GETALL field — nearly every request of a
 //! page load — is answered from the fields the static handler rendered
@@ -21,14 +21,13 @@
 //! not fit it without a rewrite. A client offering only `http/1.1` is
 //! refused at the handshake (`no_application_protocol`).
 //!
-//! When bytes move: the `h2` crate encodes frames into its buffer, and a
-//! coalescing layer under it ([`Coalesce`]) hands TLS what a turn of the
-//! connection produced — every response to the requests read so far — in
-//! one write of TLS records of up to 16 KB each, much like
+//! When bytes move: the HTTP/2 connection writes its frames into one
+//! buffer and hands TLS what a turn of the connection produced — every
+//! response to the requests read so far — in one write, much like
 //! `FlushPolicy::WhenIdle`;
-//! quinn sends as congestion control and pacing allow. Neither is pagewire's
-//! to instrument; connections, requests, statuses and body bytes are counted
-//! into the same `ServerStats`.
+//! quinn sends as congestion control and pacing allow (not pagewire's to
+//! instrument). Connections, requests, statuses and body bytes of both are
+//! counted into the same `ServerStats`.
 
 use std::cell::RefCell;
 use std::future::Future;
