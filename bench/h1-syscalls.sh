@@ -8,7 +8,9 @@
 #
 # Usage: bench/h1-syscalls.sh   (env: PAGEWIRE (binary; default
 #        target/release/pagewire), SECONDS_LOAD (4), ROUNDS (1), SERVERS
-#        ("pagewire h2o nginx"), SERVER_CPU (0), LOAD_CPU (1))
+#        ("pagewire h2o nginx"; also "floor": bench/server/floor.c, built with
+#        gcc), COUNT (1; 0: no perf, CPU per request only), SERVER_CPU (0),
+#        LOAD_CPU (1))
 # Prints one table: per server, each system call made at least 0.01 times
 # per request. Needs perf (linux-perf), wrk, h2o, nginx-light; run as root or
 # with kernel.perf_event_paranoid <= 1. Bounded: each load run has a time
@@ -21,6 +23,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SECONDS_LOAD=${SECONDS_LOAD:-4}
 ROUNDS=${ROUNDS:-1}
 SERVERS=${SERVERS:-pagewire h2o nginx}
+COUNT=${COUNT:-1}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 PAGEWIRE=${PAGEWIRE:-$ROOT/target/release/pagewire}
@@ -51,6 +54,11 @@ start() {
     h2o)
         write_h2o_conf "$WORK/h2o.conf" "$port" "$WORK/www"
         taskset -c "$SERVER_CPU" h2o -c "$WORK/h2o.conf" > "$WORK/server.out" 2>&1 &
+        ;;
+    floor)
+        # The kernel's floor: bench/server/floor.c (recv and send, no parsing).
+        [ -x "$WORK/floor" ] || gcc -O2 -o "$WORK/floor" "$ROOT/bench/server/floor.c"
+        taskset -c "$SERVER_CPU" "$WORK/floor" "$port" > "$WORK/server.out" 2>&1 &
         ;;
     nginx)
         mkdir -p "$WORK/nginx/logs"
@@ -99,7 +107,10 @@ for round in $(seq 1 "$ROUNDS"); do
         # shellcheck disable=SC2046
         t0=$(proc_ticks $(echo "$pids" | tr ',' ' '))
         # perf counts while wrk runs: the window is wrk's own.
-        perf stat -x, -e 'syscalls:sys_enter_*' -e context-switches -p "$pids" -o "$WORK/perf.csv" -- \
+        counting=(perf stat -x, -e 'syscalls:sys_enter_*' -e context-switches -p "$pids" -o "$WORK/perf.csv" --)
+        # COUNT=0: CPU per request alone, without perf's tracepoints.
+        [ "$COUNT" = 0 ] && counting=() && : > "$WORK/perf.csv"
+        "${counting[@]}" \
             timeout $((SECONDS_LOAD + 20)) taskset -c "$LOAD_CPU" wrk -t1 -c50 -d"${SECONDS_LOAD}s" "$url" \
             > "$WORK/wrk.out" 2>&1 || true
         # shellcheck disable=SC2046
@@ -111,7 +122,7 @@ for round in $(seq 1 "$ROUNDS"); do
                 name = $3; sub("syscalls:sys_enter_", "", name)
                 if ($1 / n >= 0.01) printf "%s %.2f, ", name, $1 / n }
             $3 == "context-switches" { cs = $1 }
-            END { printf "|%.3f", cs / n }' "$WORK/perf.csv")
+            END { if (cs != "") printf "|%.3f", cs / n; else printf "|-" }' "$WORK/perf.csv")
         printf '%-9s %5s %9s %8s %8s  %s\n' "$server" "$round" "$reqs" "$per100k" "${calls##*|}" "${calls%|*}"
         kill "$PID" 2> /dev/null || true
         wait "$PID" 2> /dev/null || true
