@@ -325,7 +325,7 @@ gen_run() {
     shift 3
     /usr/bin/time -f "gen-cpu %U %S %e" -o "$WORK/time.out" timeout 40 taskset -c "$LOAD_CPU" "$@" > "$WORK/gen.out" 2> "$WORK/gen.err" || true
     local reqs rps cpu
-    case $name in
+    case ${name#sweep-} in
     wrk) reqs=$(awk '/requests in/ {print $1}' "$WORK/gen.out"); rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/gen.out") ;;
     h2load*) reqs=$(awk '/^requests:/ {print $8}' "$WORK/gen.out"); rps=$(awk '/^finished in/ {print $4}' "$WORK/gen.out") ;;
     pagewire*)
