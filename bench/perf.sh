@@ -12,18 +12,22 @@
 #   * memory per idle keep-alive connection: $IDLE_CONNS connections that each
 #     completed one request, RSS delta / connections (bench/server/hold_idle.py);
 #   * the load generators' own cost: CPU microseconds per GET of
-#     `pagewire load` (open model at $LOADGEN_RATE req/s, and closed), wrk and
-#     h2load --h1 (closed: neither has a fixed-rate mode here), against
-#     pagewire's HTTP/1.1 server.
+#     `pagewire load` at a fixed rate ($LOADGEN_RATE req/s, open model) beside
+#     h2load --h1 --rps at the same rate and connections (the open-loop peer;
+#     wrk2's `wrk -R` is not packaged in Debian, whose wrk 4.1 has no -R),
+#     and closed (maximum rate) beside wrk and h2load --h1, against
+#     pagewire's HTTP/1.1 server; then where each generator saturates one
+#     core: the open-loop pair at $LOADGEN_SWEEP req/s, and the closed
+#     maximum, each with its core's busy share (CPU s / wall s).
 # Prints one table of ratios and writes everything (raw generator outputs,
 # runs.csv, perf.json with the commit, results.md) to $OUT
 # (default docs/perf-results/DATE).
 #
 # Bounded: every load run has its own count or time bound and a `timeout`;
-# at defaults the whole script takes about 8 minutes (< 15).
+# at defaults the whole script takes about 9 minutes (< 15).
 #
 # Usage: bench/perf.sh   (env: PAGEWIRE, COMMIT, DIRTY, OUT, ROUNDS, H1_SECONDS, IDLE_CONNS,
-#                          LOADGEN_RATE, SERVER_CPU, LOAD_CPU)
+#                          LOADGEN_RATE, LOADGEN_SWEEP, SERVER_CPU, LOAD_CPU)
 # Peers: installs nginx-light, h2o, wrk, nghttp2-client when missing (needs
 # root); otherwise: apt-get install nginx-light h2o wrk nghttp2-client.
 set -euo pipefail
@@ -35,6 +39,8 @@ ROUNDS=${ROUNDS:-3}
 H1_SECONDS=${H1_SECONDS:-5}
 IDLE_CONNS=${IDLE_CONNS:-10000}
 LOADGEN_RATE=${LOADGEN_RATE:-20000}
+# Offered rates of the saturation sweep (one run each per open-loop generator).
+LOADGEN_SWEEP=${LOADGEN_SWEEP:-40000 60000 80000}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 H2_CONNS=10
@@ -310,14 +316,16 @@ done
 
 # ---- the load generators' cost ---------------------------------------------------
 GEN=$OUT/loadgen.csv
-echo "round,generator,requests,req_per_s,gen_cpu_s,cpu_us_per_get" > "$GEN"
-# gen_run NAME CMD... : runs CMD on the load core under /usr/bin/time.
+echo "round,generator,requests,req_per_s,gen_cpu_s,cpu_us_per_get,wall_s,offered" > "$GEN"
+# gen_run NAME ROUND OFFERED CMD... : runs CMD on the load core under
+# /usr/bin/time (the CPU is the generator's utime + stime, as /proc/PID/stat
+# counts it, reaped by time); OFFERED is the fixed rate, or "max" (closed).
 gen_run() {
-    local name=$1 round=$2
-    shift 2
+    local name=$1 round=$2 offered=$3
+    shift 3
     /usr/bin/time -f "gen-cpu %U %S %e" -o "$WORK/time.out" timeout 40 taskset -c "$LOAD_CPU" "$@" > "$WORK/gen.out" 2> "$WORK/gen.err" || true
     local reqs rps cpu
-    case $name in
+    case ${name#sweep-} in
     wrk) reqs=$(awk '/requests in/ {print $1}' "$WORK/gen.out"); rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/gen.out") ;;
     h2load*) reqs=$(awk '/^requests:/ {print $8}' "$WORK/gen.out"); rps=$(awk '/^finished in/ {print $4}' "$WORK/gen.out") ;;
     pagewire*)
@@ -326,19 +334,28 @@ gen_run() {
         ;;
     esac
     cpu=$(awk '/gen-cpu/ {print $2 + $3}' "$WORK/time.out")
-    local us
+    local us wall
+    wall=$(awk '/gen-cpu/ {print $4}' "$WORK/time.out")
     us=$(awk -v c="$cpu" -v n="${reqs:-0}" 'BEGIN {if (n > 0) printf "%.2f", c / n * 1e6; else print "nan"}')
     printf 'loadgen round %s %-20s %10s req/s %8s GETs %6s cpu-s %7s us/GET\n' "$round" "$name" "$rps" "$reqs" "$cpu" "$us" >&2
-    echo "$round,$name,${reqs:-0},${rps:-0},$cpu,$us" >> "$GEN"
+    echo "$round,$name,${reqs:-0},${rps:-0},$cpu,$us,${wall:-nan},$offered" >> "$GEN"
     { echo "# $*"; cat "$WORK/gen.out" "$WORK/gen.err" "$WORK/time.out"; } > "$OUT/raw/loadgen-$name-round$round.txt"
 }
 start pagewire
 URL="http://127.0.0.1:$H1/1k.bin"
+# h2load's --rps is per client: the same total over the same 50 connections.
+rps_per_conn() { awk -v r="$1" 'BEGIN {printf "%g", r / 50}'; }
 for round in $(seq 1 "$ROUNDS"); do
-    gen_run "pagewire-load-rate$LOADGEN_RATE" "$round" "$PW" load "$URL" -c 50 -d "${H1_SECONDS}s" --rate "$LOADGEN_RATE" --json
-    gen_run pagewire-load "$round" "$PW" load "$URL" -c 50 -d "${H1_SECONDS}s" --json
-    gen_run wrk "$round" wrk -t1 -c50 -d"${H1_SECONDS}s" "$URL"
-    gen_run h2load-h1 "$round" h2load --h1 -c50 -m1 -t1 -D "$H1_SECONDS" "$URL"
+    gen_run "pagewire-load-rate$LOADGEN_RATE" "$round" "$LOADGEN_RATE" "$PW" load "$URL" -c 50 -d "${H1_SECONDS}s" --rate "$LOADGEN_RATE" --json
+    gen_run "h2load-h1-rate$LOADGEN_RATE" "$round" "$LOADGEN_RATE" h2load --h1 -c50 -m1 -t1 --rps="$(rps_per_conn "$LOADGEN_RATE")" -D "$H1_SECONDS" "$URL"
+    gen_run pagewire-load "$round" max "$PW" load "$URL" -c 50 -d "${H1_SECONDS}s" --json
+    gen_run wrk "$round" max wrk -t1 -c50 -d"${H1_SECONDS}s" "$URL"
+    gen_run h2load-h1 "$round" max h2load --h1 -c50 -m1 -t1 -D "$H1_SECONDS" "$URL"
+done
+# Saturation sweep: one run per rate and open-loop generator, interleaved.
+for rate in $LOADGEN_SWEEP; do
+    gen_run "sweep-pagewire-load-rate$rate" sweep "$rate" "$PW" load "$URL" -c 50 -d "${H1_SECONDS}s" --rate "$rate" --json
+    gen_run "sweep-h2load-h1-rate$rate" sweep "$rate" h2load --h1 -c50 -m1 -t1 --rps="$(rps_per_conn "$rate")" -D "$H1_SECONDS" "$URL"
 done
 stop_server
 
@@ -351,5 +368,5 @@ python3 "$ROOT/bench/perf_report.py" "$OUT" \
     --commit "$COMMIT" --dirty "$DIRTY" --load-before "$LOAD_BEFORE" --load-after "$LOAD_AFTER" \
     --versions "$("$PW" --version), $(nginx -v 2>&1 | sed 's/.*: //'), $(h2o --version | head -1), $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2), h2load $(h2load --version | head -1 | awk '{print $2}')" \
     --machine "$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -r)" \
-    --settings "ROUNDS=$ROUNDS H1_SECONDS=$H1_SECONDS IDLE_CONNS=$IDLE_CONNS LOADGEN_RATE=$LOADGEN_RATE SERVER_CPU=$SERVER_CPU LOAD_CPU=$LOAD_CPU" \
+    --settings "ROUNDS=$ROUNDS H1_SECONDS=$H1_SECONDS IDLE_CONNS=$IDLE_CONNS LOADGEN_RATE=$LOADGEN_RATE LOADGEN_SWEEP=${LOADGEN_SWEEP// /,} SERVER_CPU=$SERVER_CPU LOAD_CPU=$LOAD_CPU" \
     --seconds $(($(date +%s) - T_START)) | tee "$OUT/results.md"

@@ -74,11 +74,22 @@ def main():
                 "cpu_s_per_100k_max": hi(cpu),
             }
     mem = {r["server"]: num(r["bytes_per_conn"]) for r in idle}
+    # Busy share of the generator's core: CPU seconds / wall seconds
+    # (loadgen.csv from before the sweep has no wall_s: n/a).
+    for r in gen:
+        r["busy"] = num(r.get("gen_cpu_s")) / num(r.get("wall_s"))
+    sweep = [r for r in gen if r["round"] == "sweep"]
+    gen = [r for r in gen if r["round"] != "sweep"]
     gens = sorted({r["generator"] for r in gen})
     genfig = {g: {"cpu_us_per_get_median": med([num(r["cpu_us_per_get"]) for r in gen if r["generator"] == g]),
                   "cpu_us_per_get_min": lo([num(r["cpu_us_per_get"]) for r in gen if r["generator"] == g]),
-                  "req_per_s_median": med([num(r["req_per_s"]) for r in gen if r["generator"] == g])}
+                  "req_per_s_median": med([num(r["req_per_s"]) for r in gen if r["generator"] == g]),
+                  "busy_median": med([r["busy"] for r in gen if r["generator"] == g]),
+                  "offered": next((r.get("offered") or "" for r in gen if r["generator"] == g), "")}
               for g in gens}
+    for g, v in genfig.items():
+        # Requests per second one whole core of this generator would carry.
+        v["req_per_s_per_core"] = v["req_per_s_median"] / v["busy_median"] if v["busy_median"] > 0 else float("nan")
 
     def better_peer(cell, key, best):
         vs = {s: per[(s, cell)][key] for s in ("nginx", "h2o")}
@@ -122,6 +133,13 @@ def main():
         "yes" if pm <= 512 and pm <= mem.get("nginx", float("nan")) else "no", "")
     pl = [g for g in gens if g.startswith("pagewire-load-rate")]
     wv = genfig.get("wrk", {}).get("cpu_us_per_get_median", float("nan"))
+    # The like-for-like comparison: the open-loop peer at the same rate.
+    for g in pl:
+        peer = "h2load-h1-rate" + g[len("pagewire-load-rate"):]
+        if peer in genfig:
+            v, pv = genfig[g]["cpu_us_per_get_median"], genfig[peer]["cpu_us_per_get_median"]
+            row(f"load generator: CPU per GET, {g} / {peer} (same rate)", f(v / pv, "{:.2f}x"), "(reported)", "-",
+                f"{f(v, '{:.2f}')} us vs {f(pv, '{:.2f}')} us per GET (medians)")
     for g in pl + ["pagewire-load"]:
         if g not in genfig:
             continue
@@ -140,6 +158,8 @@ def main():
         "cells": [{"server": s, "cell": c, **per[(s, c)]} for s in servers for c in cells],
         "idle_bytes_per_conn": mem,
         "load_generators": genfig,
+        "load_generator_sweep": [{k: r[k] for k in ("generator", "offered", "req_per_s", "cpu_us_per_get", "gen_cpu_s", "wall_s")}
+                                 | {"busy": r["busy"]} for r in sweep],
     }
     def clean(v):
         if isinstance(v, float) and not ok(v):
@@ -172,11 +192,21 @@ def main():
             print(f"| {c} | {s} | {f(p['req_per_s_median'])} ({f(p['req_per_s_min'])}-{f(p['req_per_s_max'])}) "
                   f"| {f(p['cpu_s_per_100k_median'], '{:.3f}')} ({f(p['cpu_s_per_100k_min'], '{:.3f}')}-{f(p['cpu_s_per_100k_max'], '{:.3f}')}) |")
     print("\nLoad generators against pagewire's HTTP/1.1 server (1 KB file, 50 connections; median of the rounds):\n")
-    print("| generator | req/s | CPU us per GET (median) | (min) |")
-    print("|---|---:|---:|---:|")
+    print("| generator | offered req/s | req/s | CPU us per GET (median) | (min) | core busy | req/s per whole core |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for g in gens:
         v = genfig[g]
-        print(f"| {g} | {f(v['req_per_s_median'])} | {f(v['cpu_us_per_get_median'], '{:.2f}')} | {f(v['cpu_us_per_get_min'], '{:.2f}')} |")
+        print(f"| {g} | {v['offered']} | {f(v['req_per_s_median'])} | {f(v['cpu_us_per_get_median'], '{:.2f}')} "
+              f"| {f(v['cpu_us_per_get_min'], '{:.2f}')} | {f(v['busy_median'] * 100, '{:.0f} %')} | {f(v['req_per_s_per_core'])} |")
+    if sweep:
+        print("\nWhere each generator saturates its core: fixed rates, one run each (core busy = CPU s / wall s;"
+              " a generator is saturated where it falls behind the offered rate with its core near 100 % busy;"
+              " behind with its core not busy, the server is the limit):\n")
+        print("| generator | offered req/s | req/s | CPU us per GET | core busy |")
+        print("|---|---:|---:|---:|---:|")
+        for r in sweep:
+            print(f"| {r['generator'][len('sweep-'):]} | {r['offered']} | {f(num(r['req_per_s']))} "
+                  f"| {f(num(r['cpu_us_per_get']), '{:.2f}')} | {f(r['busy'] * 100, '{:.0f} %')} |")
 
 
 if __name__ == "__main__":

@@ -76,6 +76,9 @@ apt_install nginx-light h2o wrk nghttp2-client python3
 apt_install apache2 util-linux iproute2
 # bench/server/drip.sh (slow-sender drip beside nginx); STRACE=1 counts its system calls.
 apt_install strace
+# bench/profile.sh and bench/h1-syscalls.sh (perf record / perf stat on syscall
+# tracepoints); gcc builds bench/server/floor.c, the kernel's keep-alive floor.
+apt_install linux-perf gcc
 
 # bench/hostile/slowloris.sh: slowloris probes against pagewire and nginx (hostile input).
 apt_install slowhttptest nginx-light curl python3

@@ -3,15 +3,17 @@
 //! What bytes mean lives here; when they move (which mode, which
 //! connection, which intended time) lives in `run`.
 
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::BytesMut;
 use pagewire_h1::{BodyFraming, Decoded, Decoder, HeadScanner, Limits, Method, Version};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::time::{timeout_at, Instant};
+use tokio::time::{sleep_until, timeout_at, Instant, Sleep};
 
 use crate::metrics::ErrorKind;
 
@@ -105,6 +107,37 @@ pub struct Conn {
     pub opened: tokio::time::Instant,
     /// Status code of the last response head read (0: none yet).
     pub last_status: u16,
+    /// Keep the read buffer between responses (a busy connection); by
+    /// default it is released when drained (10,000 mostly idle UEs).
+    pub keep_buffer: bool,
+    /// The deadline timer, made on the first wait and moved forward for
+    /// every later one: a later deadline on a pending timer is one atomic
+    /// store, not a new registration in the runtime's timer wheel per read.
+    timer: Option<Pin<Box<Sleep>>>,
+}
+
+/// Runs `f` until `deadline` (`None`: the deadline passed first) on the
+/// connection's reusable timer. The future is polled first, so a ready
+/// operation never touches the timer.
+async fn until<F: Future>(
+    timer: &mut Option<Pin<Box<Sleep>>>,
+    deadline: Instant,
+    f: F,
+) -> Option<F::Output> {
+    let t = match timer {
+        Some(t) => {
+            if t.deadline() != deadline {
+                t.as_mut().reset(deadline);
+            }
+            t
+        }
+        None => timer.insert(Box::pin(sleep_until(deadline))),
+    };
+    tokio::select! {
+        biased;
+        r = f => Some(r),
+        () = t.as_mut() => None,
+    }
 }
 
 /// A completed response.
@@ -123,15 +156,17 @@ impl Conn {
             closing: false,
             opened: tokio::time::Instant::now(),
             last_status: 0,
+            keep_buffer: false,
+            timer: None,
         }
     }
 
     /// Writes `bytes` (one request or a pipelined batch) in full.
     pub async fn send(&mut self, bytes: &[u8], deadline: Instant) -> Result<(), Failure> {
-        match timeout_at(deadline, self.stream.write_all(bytes)).await {
-            Err(_) => Err(Failure::new(ErrorKind::Timeout, true)),
-            Ok(Err(e)) => Err(Failure::new(io_kind(&e), true)),
-            Ok(Ok(())) => Ok(()),
+        match until(&mut self.timer, deadline, self.stream.write_all(bytes)).await {
+            None => Err(Failure::new(ErrorKind::Timeout, true)),
+            Some(Err(e)) => Err(Failure::new(io_kind(&e), true)),
+            Some(Ok(())) => Ok(()),
         }
     }
 
@@ -143,10 +178,16 @@ impl Conn {
             return Err(Failure::new(ErrorKind::Timeout, !got_any));
         }
         self.buf.reserve(READ_CHUNK);
-        match timeout_at(deadline, self.stream.read_buf(&mut self.buf)).await {
-            Err(_) => Err(Failure::new(ErrorKind::Timeout, !got_any)),
-            Ok(Err(e)) => Err(Failure::new(io_kind(&e), !got_any)),
-            Ok(Ok(n)) => Ok(n),
+        match until(
+            &mut self.timer,
+            deadline,
+            self.stream.read_buf(&mut self.buf),
+        )
+        .await
+        {
+            None => Err(Failure::new(ErrorKind::Timeout, !got_any)),
+            Some(Err(e)) => Err(Failure::new(io_kind(&e), !got_any)),
+            Some(Ok(n)) => Ok(n),
         }
     }
 
@@ -227,7 +268,7 @@ impl Conn {
         }
         self.responses += 1;
         self.closing |= !keep;
-        if self.buf.is_empty() {
+        if self.buf.is_empty() && !self.keep_buffer {
             // Release the read buffer while idle (10,000 UEs).
             self.buf = BytesMut::new();
         }

@@ -19,13 +19,14 @@
 //! Their shared metrics are behind a mutex that is never contended.
 
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::{bail, Context as _};
 use pagewire_h1::Version;
-use tokio::time::{sleep_until, Instant};
+use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use crate::client::{self, Conn, ANY_SIZE};
 use crate::metrics::{ErrorKind, Metrics, RunInfo, Summary};
@@ -93,22 +94,111 @@ impl Ctx {
     }
 }
 
-async fn connection(ctx: Arc<Ctx>, i: u64) {
+/// The open model's arrival times: request `g` of the run (0-based, over
+/// all connections) is due at `start + g / rate`, and is connection
+/// `g mod connections`'s. Requests due at or after `end` are not sent.
+#[derive(Debug, Clone, Copy)]
+pub struct Schedule {
+    pub start: Instant,
+    pub end: Instant,
+    pub rate: f64,
+    pub connections: u64,
+}
+
+impl Schedule {
+    /// When request `g` is due.
+    pub fn intended(&self, g: u64) -> Instant {
+        self.start + Duration::from_secs_f64(g as f64 / self.rate)
+    }
+    /// When connection `i`'s `k`-th request (0-based) is due.
+    pub fn intended_on(&self, i: u64, k: u64) -> Instant {
+        self.intended(k * self.connections + i)
+    }
+    /// The requests from `from` on that are due at `now` (and before the
+    /// end): `from..to`, every one of them, however many a late tick finds.
+    pub fn due(&self, from: u64, now: Instant) -> std::ops::Range<u64> {
+        let mut to = from;
+        loop {
+            let t = self.intended(to);
+            if t > now || t >= self.end {
+                return from..to;
+            }
+            to += 1;
+        }
+    }
+    /// Whether any request from `g` on is still to come.
+    pub fn has(&self, g: u64) -> bool {
+        self.intended(g) < self.end
+    }
+}
+
+/// What the pacer has released to one connection: `due` of its requests
+/// (counting from its first) are due; `notify` wakes it when more are.
+#[derive(Default)]
+struct Slot {
+    due: AtomicU64,
+    notify: Notify,
+}
+
+impl Slot {
+    /// Waits until the connection's request `k` (0-based) is released.
+    async fn wait(&self, k: u64) {
+        while self.due.load(Ordering::Acquire) <= k {
+            self.notify.notified().await;
+        }
+    }
+}
+
+/// The open model's one timer: sleeps until the next request is due, then
+/// releases every request due by then to its connection (each connection
+/// computes its requests' intended times from the same `Schedule`, so the
+/// send lag and latency still count from each request's own time).
+/// Replaces a timer per request with one per tick of the runtime's timer
+/// wheel (1 ms), whatever the rate.
+async fn pacer(sched: Schedule, slots: Arc<[Slot]>) {
+    let n = sched.connections;
+    let mut next = 0u64;
+    let timer = tokio::time::sleep_until(sched.start);
+    tokio::pin!(timer);
+    while sched.has(next) {
+        timer.as_mut().reset(sched.intended(next));
+        timer.as_mut().await;
+        let due = sched.due(next, Instant::now());
+        // Each connection is told once per tick, however many it got.
+        for g in due.clone() {
+            slots[(g % n) as usize].due.fetch_add(1, Ordering::Release);
+        }
+        for g in due.start..due.start + (due.end - due.start).min(n) {
+            slots[(g % n) as usize].notify.notify_one();
+        }
+        next = due.end.max(next);
+    }
+}
+
+/// One connection's loop. Closed (`slot` None): a request as soon as the
+/// previous response ended. Open: request `k` when the pacer says it is due.
+async fn connection(ctx: Arc<Ctx>, i: u64, slot: Option<(Schedule, Arc<[Slot]>)>) {
     let url = &ctx.urls[(i % ctx.urls.len() as u64) as usize];
-    let n = ctx.cfg.connections;
     let mut conn: Option<Conn> = None;
     let mut k = 0u64;
     loop {
-        let intended = match ctx.cfg.rate {
-            Some(r) => ctx.start + Duration::from_secs_f64((k * n + i) as f64 / r),
-            None => Instant::now(),
+        let intended = match &slot {
+            Some((sched, slots)) => {
+                let intended = sched.intended_on(i, k);
+                if intended >= ctx.end {
+                    break;
+                }
+                slots[i as usize].wait(k).await;
+                intended
+            }
+            None => {
+                let now = Instant::now();
+                if now >= ctx.end {
+                    break;
+                }
+                now
+            }
         };
-        if intended >= ctx.end {
-            break;
-        }
-        if ctx.cfg.rate.is_some() {
-            sleep_until(intended).await;
-        }
         k += 1;
         if conn.is_none() {
             match client::connect(url.addr, Instant::now() + ctx.cfg.timeout).await {
@@ -121,12 +211,15 @@ async fn connection(ctx: Arc<Ctx>, i: u64) {
                         m.conns_outside_window += 1;
                     }
                     ctx.live.connections.fetch_add(1, Ordering::Relaxed);
-                    conn = Some(Conn::new(s));
+                    let mut c = Conn::new(s);
+                    // A busy connection keeps its read buffer between responses.
+                    c.keep_buffer = true;
+                    conn = Some(c);
                 }
                 Err(f) => {
                     ctx.error(f.kind);
                     // Closed mode: do not spin on a refusing address.
-                    if ctx.cfg.rate.is_none() {
+                    if slot.is_none() {
                         tokio::time::sleep(Duration::from_millis(10)).await;
                     }
                     continue;
@@ -135,26 +228,28 @@ async fn connection(ctx: Arc<Ctx>, i: u64) {
         }
         let c = conn.as_mut().expect("just set");
         let sent = Instant::now();
-        ctx.metrics()
-            .record_send_lag(sent.saturating_duration_since(intended).as_micros() as u64);
+        let lag = sent.saturating_duration_since(intended).as_micros() as u64;
         let deadline = sent + ctx.cfg.timeout;
         let mut r = c.send(&url.req, deadline).await.map(|()| None);
         if r.is_ok() {
             r = c.read_response(ANY_SIZE, deadline).await.map(Some);
         }
+        // One lock per GET: lateness, status and outcome together.
+        let done = Instant::now();
+        let mut m = ctx.metrics();
+        m.record_send_lag(lag);
         if c.last_status != 0 {
-            ctx.metrics().record_status(c.last_status);
+            m.record_status(c.last_status);
         }
+        let lat = done.saturating_duration_since(intended).as_micros() as u64;
         match r {
             Ok(Some(resp)) => {
-                let done = Instant::now();
-                let lat = done.saturating_duration_since(intended).as_micros() as u64;
-                let mut m = ctx.metrics();
                 if ctx.in_window(done) {
                     m.record_get(ctx.sec(done), lat, resp.body_bytes);
                 } else {
                     m.gets_outside_window += 1;
                 }
+                drop(m);
                 ctx.live.gets.fetch_add(1, Ordering::Relaxed);
                 if c.closing {
                     conn = None;
@@ -163,21 +258,14 @@ async fn connection(ctx: Arc<Ctx>, i: u64) {
             Ok(None) => unreachable!("a sent request is read"),
             Err(f) => {
                 // 2xx only: a non-2xx status is an error.
-                let kind = if f.kind == ErrorKind::BadStatus && (200..300).contains(&c.last_status)
-                {
-                    None
-                } else {
-                    Some(f.kind)
-                };
-                match kind {
-                    Some(k) => ctx.error(k),
-                    None => {
-                        let done = Instant::now();
-                        if ctx.in_window(done) {
-                            let lat = done.saturating_duration_since(intended).as_micros() as u64;
-                            ctx.metrics().record_get(ctx.sec(done), lat, 0);
-                        }
+                if f.kind == ErrorKind::BadStatus && (200..300).contains(&c.last_status) {
+                    if ctx.in_window(done) {
+                        m.record_get(ctx.sec(done), lat, 0);
                     }
+                } else {
+                    m.record_error(ctx.sec(done), f.kind);
+                    drop(m);
+                    ctx.live.errors.fetch_add(1, Ordering::Relaxed);
                 }
                 conn = None;
             }
@@ -236,9 +324,22 @@ pub fn run_urls(cfg: UrlConfig, live: Arc<Live>) -> anyhow::Result<(Summary, Met
             metrics: Mutex::new(Metrics::default()),
             live,
         });
-        let tasks: Vec<_> = (0..ctx.cfg.connections)
-            .map(|i| tokio::spawn(connection(ctx.clone(), i)))
+        let paced = ctx.cfg.rate.map(|rate| {
+            let sched = Schedule {
+                start,
+                end: ctx.end,
+                rate,
+                connections: ctx.cfg.connections,
+            };
+            let slots: Arc<[Slot]> = (0..ctx.cfg.connections).map(|_| Slot::default()).collect();
+            (sched, slots)
+        });
+        let mut tasks: Vec<_> = (0..ctx.cfg.connections)
+            .map(|i| tokio::spawn(connection(ctx.clone(), i, paced.clone())))
             .collect();
+        if let Some((sched, slots)) = paced {
+            tasks.push(tokio::spawn(pacer(sched, slots)));
+        }
         for t in tasks {
             let _ = t.await;
         }
@@ -278,4 +379,103 @@ pub fn run_urls(cfg: UrlConfig, live: Arc<Live>) -> anyhow::Result<(Summary, Met
         wall0.elapsed().as_secs_f64(),
     );
     Ok((summary, metrics))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schedule(rate: f64, connections: u64, run: Duration) -> Schedule {
+        let start = Instant::now();
+        Schedule {
+            start,
+            end: start + run,
+            rate,
+            connections,
+        }
+    }
+
+    #[test]
+    fn every_request_due_in_one_tick_is_released_and_none_early() {
+        let s = schedule(20_000.0, 50, Duration::from_secs(1));
+        // 1 ms in: requests 0..=20 (20 / 20,000 s = 1 ms exactly).
+        let first = s.due(0, s.start + Duration::from_millis(1));
+        assert_eq!(first, 0..21);
+        for g in first.clone() {
+            assert!(s.intended(g) <= s.start + Duration::from_millis(1));
+        }
+        // Nothing new at the same instant; a tick 2 ms late releases all 40.
+        assert_eq!(s.due(21, s.start + Duration::from_millis(1)), 21..21);
+        assert_eq!(s.due(21, s.start + Duration::from_millis(3)), 21..61);
+        assert!(s.intended(61) > s.start + Duration::from_millis(3));
+    }
+
+    #[test]
+    fn nothing_due_at_or_after_the_end_is_released() {
+        let s = schedule(20_000.0, 50, Duration::from_secs(1));
+        // Request 20,000 is due exactly at the end: not sent.
+        assert_eq!(s.due(0, s.end + Duration::from_secs(5)), 0..20_000);
+        assert!(s.has(19_999));
+        assert!(!s.has(20_000));
+    }
+
+    #[test]
+    fn connection_i_owns_every_nth_request_at_its_own_time() {
+        let s = schedule(1_000.0, 7, Duration::from_secs(1));
+        for i in 0..7 {
+            for k in 0..20 {
+                assert_eq!(s.intended_on(i, k), s.intended(k * 7 + i));
+            }
+        }
+        assert_eq!(
+            s.intended_on(3, 2) - s.start,
+            Duration::from_secs_f64(17.0 / 1000.0)
+        );
+    }
+
+    /// The pacer on a real runtime: every request of the schedule reaches
+    /// its connection exactly once, in order, and never before it is due.
+    #[test]
+    fn the_pacer_releases_each_request_once_and_never_early() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let n = 7u64;
+            let s = schedule(5_000.0, n, Duration::from_millis(200));
+            let slots: Arc<[Slot]> = (0..n).map(|_| Slot::default()).collect();
+            let pacer = tokio::spawn(pacer(s, slots.clone()));
+            let conns: Vec<_> = (0..n)
+                .map(|i| {
+                    let slots = slots.clone();
+                    tokio::spawn(async move {
+                        let mut seen = Vec::new();
+                        let mut k = 0;
+                        while s.intended_on(i, k) < s.end {
+                            slots[i as usize].wait(k).await;
+                            seen.push((k * n + i, Instant::now()));
+                            k += 1;
+                        }
+                        seen
+                    })
+                })
+                .collect();
+            pacer.await.unwrap();
+            let mut all = Vec::new();
+            for c in conns {
+                all.extend(c.await.unwrap());
+            }
+            all.sort_by_key(|&(g, _)| g);
+            // 200 ms at 5,000/s: requests 0..1000, each once.
+            assert_eq!(all.len(), 1000);
+            for (j, &(g, at)) in all.iter().enumerate() {
+                assert_eq!(g, j as u64);
+                assert!(at >= s.intended(g), "request {g} released early");
+            }
+            // The pacer released no more than the schedule holds.
+            let released: u64 = slots.iter().map(|x| x.due.load(Ordering::Relaxed)).sum();
+            assert_eq!(released, 1000);
+        });
+    }
 }

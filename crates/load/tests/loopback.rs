@@ -401,6 +401,32 @@ fn urls_closed_and_at_a_fixed_rate_count_status_codes() {
     assert_eq!(bad.status_codes["404"], bad.errors);
 }
 
+/// The open model sends every request of its schedule once: at 2,000/s
+/// for 1 s, requests 0..2000 (the 2,000th is due at the end: not sent),
+/// each with its lateness recorded, however the pacer's ticks group them.
+#[test]
+fn urls_at_a_fixed_rate_send_every_scheduled_request_once() {
+    use pagewire_load::urls::{run_urls, UrlConfig};
+    let (dir, m) = site(20);
+    let server = Server::start(dir.path());
+    let file = &m.objects[0].files[0].path;
+    let cfg = UrlConfig {
+        urls: vec![format!("http://{}{file}", server.addr)],
+        connections: 8,
+        duration: Duration::from_secs(1),
+        warmup: Duration::ZERO,
+        rate: Some(2000.0),
+        timeout: Duration::from_secs(5),
+        command_line: "test".into(),
+    };
+    let (s, metrics) = run_urls(cfg, Arc::new(Live::default())).unwrap();
+    server.stop();
+    assert_eq!(s.errors, 0, "{:?}", s.errors_by_kind);
+    assert_eq!(metrics.send_lag.len(), 2000);
+    assert_eq!(s.gets + s.gets_outside_window, 2000);
+    assert_eq!(s.status_codes["200"], 2000);
+}
+
 /// What a recording server saw on one connection.
 #[derive(Debug, Clone)]
 struct ConnLog {

@@ -87,8 +87,17 @@ pub trait Writev {
 }
 
 impl Writev for TcpStream {
+    /// One slice (a keep-alive response, or a pipelined batch of small ones,
+    /// all in the flat buffer) goes out by `send`, which enters the socket
+    /// layer directly; several go by `writev`, which passes through the
+    /// file layer first (`vfs_writev`: 3.5 % of the server's samples under
+    /// keep-alive load when every response took it). Same bytes, same one
+    /// system call.
     fn try_writev(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
-        self.try_write_vectored(bufs)
+        match bufs {
+            [one] => self.try_write(one),
+            _ => self.try_write_vectored(bufs),
+        }
     }
 }
 
