@@ -152,7 +152,7 @@ fn render_variant(
         ok: ok.into(),
         common: common.into(),
         not_modified: nm.into(),
-        h2_block: crate::http2::hpack_block(&crate::respond::h2_fields(&parsed)),
+        h2_block: crate::hpack::hpack_block(&crate::respond::h2_fields(&parsed)),
         h2_ok: {
             let mut f = crate::respond::h2_fields(&parsed);
             f.append(http::header::DATE, http::HeaderValue::from_static(""));

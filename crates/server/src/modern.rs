@@ -41,6 +41,8 @@ use pagewire_h1::{parse_request, parse_response, write_request_head, Limits, Ver
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
+pub mod http2;
+
 use crate::answer::Handler;
 use crate::io::{Pools, WriteBuf, WriteStep, Writev};
 use crate::respond::{h2_fields, ConnHeader, Ctx};
