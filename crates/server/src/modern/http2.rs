@@ -527,6 +527,12 @@ impl Conn {
         !self.dead && self.send_window > 0 && !self.send_queue.is_empty()
     }
 
+    /// Streams open or half-closed: at most `MAX_CONCURRENT_STREAMS`
+    /// (checked by the `h2_server` fuzz target).
+    pub fn open_streams(&self) -> usize {
+        self.streams.len()
+    }
+
     /// Counters since the last call.
     pub fn take_stats(&mut self) -> ServerStats {
         std::mem::take(&mut self.stats)
