@@ -392,9 +392,13 @@ fn be32(b: &[u8]) -> u32 {
     u32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
-/// Whether every dynamic table size update of a block comes before its
+/// Whether a block's representations are whole (every integer and string
+/// inside the block) and every dynamic table size update comes before its
 /// first field (RFC 7541 §4.2): walks the representations' prefixes.
-fn size_updates_lead(block: &[u8]) -> bool {
+/// `httlib-hpack` indexes past the end of a block whose last integer or
+/// string is cut (a panic; found by the `h2_server` fuzz target), so such a
+/// block never reaches it.
+fn block_shape_ok(block: &[u8]) -> bool {
     // Skips an HPACK integer with an `n`-bit prefix at `at`; None if cut.
     fn int(b: &[u8], at: usize, n: u32) -> Option<(usize, usize)> {
         let max = (1usize << n) - 1;
@@ -430,7 +434,7 @@ fn size_updates_lead(block: &[u8]) -> bool {
         let o = block[at];
         if o & 0x80 != 0 {
             let Some((_, next)) = int(block, at, 7) else {
-                return true;
+                return false;
             };
             at = next;
         } else if o & 0xe0 == 0x20 {
@@ -438,24 +442,24 @@ fn size_updates_lead(block: &[u8]) -> bool {
                 return false;
             }
             let Some((_, next)) = int(block, at, 5) else {
-                return true;
+                return false;
             };
             at = next;
             continue;
         } else {
             let n = if o & 0x40 != 0 { 6 } else { 4 };
             let Some((index, next)) = int(block, at, n) else {
-                return true;
+                return false;
             };
             at = next;
             if index == 0 {
                 let Some(next) = string(block, at) else {
-                    return true;
+                    return false;
                 };
                 at = next;
             }
             let Some(next) = string(block, at) else {
-                return true;
+                return false;
             };
             at = next;
         }
@@ -994,7 +998,7 @@ impl Conn {
     /// block HPACK cannot decode is a COMPRESSION_ERROR (RFC 9113 §4.3).
     fn decode(&mut self, mut block: Vec<u8>) -> Result<(), ConnError> {
         self.decoded.clear();
-        if !size_updates_lead(&block) {
+        if !block_shape_ok(&block) {
             return Err(ConnError(code::COMPRESSION_ERROR));
         }
         self.decoder
@@ -1367,6 +1371,42 @@ mod tests {
         out.clear();
         hpack_int(&mut out, 0, 8, 42);
         assert_eq!(out, [42]);
+    }
+
+    /// Fuzz find (`h2_server`): a header block whose last string or
+    /// integer is cut made `httlib-hpack` index past its end (a panic);
+    /// now the connection ends with COMPRESSION_ERROR.
+    #[test]
+    fn cut_header_blocks_are_compression_errors() {
+        use std::sync::Arc;
+        let site = Handler::from(Arc::new(pagewire_site::store::Site::from_files(vec![])));
+        // GET https, then: a name-indexed literal without its value; an
+        // indexed field whose integer continues past the end; a literal
+        // name whose length says more than is there.
+        let blocks: [&[u8]; 3] = [
+            &[0x82, 0x87, 0x44],
+            &[0x82, 0x87, 0xff],
+            &[0x82, 0x87, 0x40, 0x05, b'a'],
+        ];
+        for block in blocks {
+            let mut conn = Conn::new();
+            let mut bufs = BridgeBufs::default();
+            let mut input = PREFACE.to_vec();
+            head(&mut input, 0, frame::SETTINGS, 0, 0);
+            head(
+                &mut input,
+                block.len(),
+                frame::HEADERS,
+                flag::END_HEADERS | flag::END_STREAM,
+                1,
+            );
+            input.extend_from_slice(block);
+            assert_eq!(conn.input(&input, &site, &mut bufs), input.len());
+            assert!(conn.finished(), "{block:?}");
+            let goaway = &conn.out[conn.out.len() - 17..];
+            assert_eq!(goaway[3], frame::GOAWAY, "{block:?}");
+            assert_eq!(be32(&goaway[13..]), code::COMPRESSION_ERROR, "{block:?}");
+        }
     }
 
     #[test]
