@@ -47,27 +47,44 @@ fn run(input: &[u8], piece: usize) -> Outcome {
             }
             Ok(Decoded::NeedMore) => {
                 if fed == input.len() {
-                    return Outcome { body, done: false, trailers: None, rest: buf.to_vec(), error: None };
+                    return Outcome {
+                        body,
+                        done: false,
+                        trailers: None,
+                        rest: buf.to_vec(),
+                        error: None,
+                    };
                 }
                 let n = piece.min(input.len() - fed);
                 buf.extend_from_slice(&input[fed..fed + n]);
                 fed += n;
             }
             Err(e) => {
-                return Outcome { body, done: false, trailers: None, rest: Vec::new(), error: Some(e.kind()) }
+                return Outcome {
+                    body,
+                    done: false,
+                    trailers: None,
+                    rest: Vec::new(),
+                    error: Some(e.kind()),
+                }
             }
         }
     }
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&first, input)) = data.split_first() else { return };
+    let Some((&first, input)) = data.split_first() else {
+        return;
+    };
     let whole = run(input, usize::MAX);
     let pieces = run(input, usize::from(first % 16) + 1);
     // Unconsumed bytes after Done may differ only in what was not yet fed.
     if whole.done && pieces.done {
         assert!(whole.rest.starts_with(&pieces.rest));
-        assert_eq!((&whole.body, &whole.trailers), (&pieces.body, &pieces.trailers));
+        assert_eq!(
+            (&whole.body, &whole.trailers),
+            (&pieces.body, &pieces.trailers)
+        );
     } else {
         assert_eq!(whole, pieces);
     }

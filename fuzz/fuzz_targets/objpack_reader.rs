@@ -33,11 +33,17 @@ fn run(input: &[u8], piece: usize) -> Outcome {
         let mut rest = chunk;
         loop {
             match r.advance(rest) {
-                Ok(Step { event: None, consumed }) => {
+                Ok(Step {
+                    event: None,
+                    consumed,
+                }) => {
                     assert_eq!(consumed, rest.len());
                     break;
                 }
-                Ok(Step { consumed, event: Some(e) }) => {
+                Ok(Step {
+                    consumed,
+                    event: Some(e),
+                }) => {
                     assert!(consumed <= rest.len());
                     rest = &rest[consumed..];
                     match e {
@@ -63,16 +69,26 @@ fn run(input: &[u8], piece: usize) -> Outcome {
                     }
                 }
                 Err(_) => {
-                    return Outcome { files, ended, end: r.finish() };
+                    return Outcome {
+                        files,
+                        ended,
+                        end: r.finish(),
+                    };
                 }
             }
         }
     }
-    Outcome { files, ended, end: r.finish() }
+    Outcome {
+        files,
+        ended,
+        end: r.finish(),
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&first, input)) = data.split_first() else { return };
+    let Some((&first, input)) = data.split_first() else {
+        return;
+    };
     let whole = run(input, usize::MAX);
     let pieces = run(input, usize::from(first % 16) + 1);
     if whole.end.is_err() || pieces.end.is_err() {

@@ -94,7 +94,9 @@ fn run(pieces: &[&[u8]], stateful: bool) -> (Vec<Msg>, Option<ErrorKind>) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&first, input)) = data.split_first() else { return };
+    let Some((&first, input)) = data.split_first() else {
+        return;
+    };
     let whole = run(&[input], false);
     let at = (first as usize * input.len()) / 255;
     let split = run(&[&input[..at], &input[at..]], false);
@@ -104,7 +106,11 @@ fuzz_target!(|data: &[u8]| {
     // Small pieces exercise the stateful scan state most.
     let step = usize::from(first % 7) + 1;
     let pieces: Vec<&[u8]> = input.chunks(step).collect();
-    assert_eq!(whole, run(&pieces, true), "RequestParser ({step}-byte reads) differs");
+    assert_eq!(
+        whole,
+        run(&pieces, true),
+        "RequestParser ({step}-byte reads) differs"
+    );
 
     let mut buf = BytesMut::from(input);
     for method in [Method::Get, Method::Head] {

@@ -200,13 +200,23 @@ fn run(pieces: &[&[u8]], method: Method) -> (Vec<Resp>, End) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&first, input)) = data.split_first() else { return };
-    let method = if first & 0x80 != 0 { Method::Head } else { Method::Get };
+    let Some((&first, input)) = data.split_first() else {
+        return;
+    };
+    let method = if first & 0x80 != 0 {
+        Method::Head
+    } else {
+        Method::Get
+    };
     let whole = run(&[input], method);
     let at = (usize::from(first & 0x7f) * input.len()) / 127;
     let split = run(&[&input[..at], &input[at..]], method);
     assert_eq!(whole, split, "split at {at} changed the outcome");
     let step = usize::from(first % 8) + 1;
     let pieces: Vec<&[u8]> = input.chunks(step).collect();
-    assert_eq!(whole, run(&pieces, method), "{step}-byte reads changed the outcome");
+    assert_eq!(
+        whole,
+        run(&pieces, method),
+        "{step}-byte reads changed the outcome"
+    );
 });
