@@ -117,10 +117,11 @@ pub fn sha256_hex(b: &[u8]) -> String {
         .collect()
 }
 
-/// Packet records in a classic pcap file, counted from the format itself
-/// (24-byte global header, then 16-byte record headers each followed by
-/// incl_len bytes) so the check does not share code with what it checks.
-pub fn pcap_records(path: &Path) -> u64 {
+/// The link type and the packets of a classic pcap file, read from the
+/// format itself (24-byte global header, then 16-byte record headers each
+/// followed by incl_len bytes) so the checks do not share code with what
+/// they check.
+fn pcap_packets(path: &Path) -> (u32, Vec<Vec<u8>>) {
     let b = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     assert!(b.len() >= 24, "{}: no pcap header", path.display());
     let magic = u32::from_le_bytes(b[0..4].try_into().unwrap());
@@ -137,7 +138,8 @@ pub fn pcap_records(path: &Path) -> u64 {
             u32::from_be_bytes(a)
         }
     };
-    let (mut off, mut n) = (24usize, 0u64);
+    let mut packets = Vec::new();
+    let mut off = 24usize;
     while off < b.len() {
         assert!(
             off + 16 <= b.len(),
@@ -145,11 +147,20 @@ pub fn pcap_records(path: &Path) -> u64 {
             path.display()
         );
         let incl = u32_at(off + 8) as usize;
+        assert!(
+            off + 16 + incl <= b.len(),
+            "{}: truncated record",
+            path.display()
+        );
+        packets.push(b[off + 16..off + 16 + incl].to_vec());
         off += 16 + incl;
-        assert!(off <= b.len(), "{}: truncated record", path.display());
-        n += 1;
     }
-    n
+    (u32_at(20), packets)
+}
+
+/// Packet records in a classic pcap file.
+pub fn pcap_records(path: &Path) -> u64 {
+    pcap_packets(path).1.len() as u64
 }
 pub mod tls_site;
 
@@ -158,29 +169,11 @@ pub mod tls_site;
 /// open from its SYN to the first FIN or RST either way. Parsed from the
 /// formats themselves, like `pcap_records`.
 pub fn pcap_tcp_connections(path: &Path) -> (u64, u64) {
-    let b = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    assert!(b.len() >= 24, "{}: no pcap header", path.display());
-    let le = match u32::from_le_bytes(b[0..4].try_into().unwrap()) {
-        0xa1b2c3d4 | 0xa1b23c4d => true,
-        0xd4c3b2a1 | 0x4d3cb2a1 => false,
-        m => panic!("{}: not a pcap (magic {m:#x})", path.display()),
-    };
-    let u32_at = |i: usize| {
-        let a: [u8; 4] = b[i..i + 4].try_into().unwrap();
-        if le {
-            u32::from_le_bytes(a)
-        } else {
-            u32::from_be_bytes(a)
-        }
-    };
-    assert_eq!(u32_at(20), 101, "{}: not LINKTYPE_RAW", path.display());
+    let (linktype, packets) = pcap_packets(path);
+    assert_eq!(linktype, 101, "{}: not LINKTYPE_RAW", path.display());
     let mut open = std::collections::HashSet::new();
     let (mut opened, mut most) = (0u64, 0u64);
-    let mut off = 24usize;
-    while off + 16 <= b.len() {
-        let incl = u32_at(off + 8) as usize;
-        let p = &b[off + 16..(off + 16 + incl).min(b.len())];
-        off += 16 + incl;
+    for p in &packets {
         if p.len() < 20 || p[0] >> 4 != 4 || p[9] != 6 {
             continue;
         }
