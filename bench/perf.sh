@@ -5,10 +5,12 @@
 # load generator to CPU $LOAD_CPU (taskset), in $ROUNDS interleaved rounds
 # (every round starts each server afresh, and the servers' order rotates):
 #   * HTTP/2 over TLS: h2load -c10 -m1 / -m10 / -m100 (count-bounded);
-#   * HTTP/1.1 keep-alive: wrk -t1 -c50 (time-bounded);
+#   * HTTP/1.1 keep-alive: wrk -t1 -c50 (time-bounded), also against
+#     bench/server/floor.c (the kernel's floor: one recv and one send per
+#     request, no parsing), a reference rather than a peer;
 #   * HTTP/1.1 pipelined: h2load --h1 -m16 -c50 (time-bounded);
 #   each with requests/s and the server's CPU seconds per 100,000 requests
-#   (utime + stime of its processes, /proc/PID/stat);
+#   (utime + stime of its processes, /proc/PID/stat, and the two apart);
 #   * memory per idle keep-alive connection: $IDLE_CONNS connections that each
 #     completed one request, RSS delta / connections (bench/server/hold_idle.py);
 #   * the load generators' own cost: CPU microseconds per GET of
@@ -29,7 +31,7 @@
 # Usage: bench/perf.sh   (env: PAGEWIRE, COMMIT, DIRTY, OUT, ROUNDS, H1_SECONDS, IDLE_CONNS,
 #                          LOADGEN_RATE, LOADGEN_SWEEP, SERVER_CPU, LOAD_CPU)
 # Peers: installs nginx-light, h2o, wrk, nghttp2-client when missing (needs
-# root); otherwise: apt-get install nginx-light h2o wrk nghttp2-client.
+# root); otherwise: apt-get install nginx-light h2o wrk nghttp2-client gcc.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,7 +54,7 @@ mkdir -p "$OUT/raw"
 T_START=$(date +%s)
 
 need=()
-for p in nginx-light h2o wrk nghttp2-client python3; do
+for p in nginx-light h2o wrk nghttp2-client python3 gcc; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -183,7 +185,7 @@ wait_ready() {
             kill -0 "$p" 2>/dev/null || { echo "server exited at start:" >&2; tail -n 5 "$WORK"/*.err "$WORK"/*.out >&2 || true; return 1; }
         done
         if [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$H1/1k.bin")" = 200 ] &&
-            [ "$(curl -sk --http2 -o /dev/null -w '%{http_code}' "https://127.0.0.1:$H2/1k.bin")" = 200 ]; then
+            { [ -z "$H2" ] || [ "$(curl -sk --http2 -o /dev/null -w '%{http_code}' "https://127.0.0.1:$H2/1k.bin")" = 200 ]; }; then
             return 0
         fi
         sleep 0.1
@@ -204,6 +206,13 @@ start() {
     done
     return 1
 }
+# The kernel's floor for the keep-alive cell (HTTP/1.1 only, no TLS port).
+start_floor() {
+    [ -x "$WORK/floor" ] || gcc -O2 -o "$WORK/floor" "$ROOT/bench/server/floor.c"
+    next_port; H1=$PORT; H2=
+    taskset -c "$SERVER_CPU" "$WORK/floor" "$H1" > "$WORK/floor.out" 2>&1 &
+    PIDS=($!)
+}
 stop_server() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
     for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -212,7 +221,7 @@ stop_server() {
 
 # ---- one measured load run ----------------------------------------------------
 RUNS=$OUT/runs.csv
-echo "round,server,cell,requests,req_per_s,server_cpu_s,cpu_s_per_100k,load_core_busy_pct,note" > "$RUNS"
+echo "round,server,cell,requests,req_per_s,server_cpu_s,cpu_s_per_100k,load_core_busy_pct,note,user_s_per_100k,sys_s_per_100k" > "$RUNS"
 cpu_jiffies() {
     awk -v c="cpu$1" '$1 == c {t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t}' /proc/stat
 }
@@ -264,17 +273,17 @@ h2load_result() {
     echo "${reqs:-0} ${rps:-0} $note"
 }
 measure() {
-    local round=$1 server=$2 cell=$3 t0 t1 l0 l1 reqs rps note cpu per100k _u _s busy
+    local round=$1 server=$2 cell=$3 t0 t1 l0 l1 reqs rps note cpu per100k u100k s100k busy
     # shellcheck disable=SC2046
     t0=$(proc_ticks $(server_pids)); l0=$(cpu_jiffies "$LOAD_CPU")
     read -r reqs rps note < <(load "$cell")
     # shellcheck disable=SC2046
     t1=$(proc_ticks $(server_pids)); l1=$(cpu_jiffies "$LOAD_CPU")
-    read -r cpu per100k _u _s < <(cpu_per_100k "$t0" "$t1" "$reqs")
+    read -r cpu per100k u100k s100k < <(cpu_per_100k "$t0" "$t1" "$reqs")
     busy=$(busy_pct "$l0" "$l1")
     printf 'round %s %-9s %-13s %10s req/s %8s requests %6s cpu-s %7s cpu-s/100k  load core %3s%%  %s\n' \
         "$round" "$server" "$cell" "$rps" "$reqs" "$cpu" "$per100k" "$busy" "$note" >&2
-    echo "$round,$server,$cell,$reqs,$rps,$cpu,$per100k,$busy,$note" >> "$RUNS"
+    echo "$round,$server,$cell,$reqs,$rps,$cpu,$per100k,$busy,$note,$u100k,$s100k" >> "$RUNS"
     { cat "$WORK/load.cmd"; echo "# $server, round $round, $(date -u +%FT%TZ)"; cat "$WORK/load.out"; } \
         > "$OUT/raw/$server-$cell-round$round.txt"
 }
@@ -286,14 +295,21 @@ start pagewire; stop_server
 
 SERVERS=(pagewire nginx h2o)
 CELLS=(h2-m1 h2-m10 h2-m100 h1-keepalive h1-pipelined)
+# The floor takes its turn in the rotation, in the keep-alive cell only.
+ROTATION=(pagewire nginx h2o floor)
 for round in $(seq 1 "$ROUNDS"); do
-    for i in 0 1 2; do
-        server=${SERVERS[$(((i + round - 1) % 3))]}
+    for i in 0 1 2 3; do
+        server=${ROTATION[$(((i + round - 1) % 4))]}
         start "$server"
-        # Warm-up: one short run of each protocol (caches, TLS keys).
-        taskset -c "$LOAD_CPU" h2load -c10 -m10 -n 5000 -t1 "https://127.0.0.1:$H2/1k.bin" > /dev/null 2>&1 || true
+        cells=("${CELLS[@]}")
+        if [ "$server" = floor ]; then
+            cells=(h1-keepalive)
+        else
+            # Warm-up: one short run of each protocol (caches, TLS keys).
+            taskset -c "$LOAD_CPU" h2load -c10 -m10 -n 5000 -t1 "https://127.0.0.1:$H2/1k.bin" > /dev/null 2>&1 || true
+        fi
         taskset -c "$LOAD_CPU" wrk -t1 -c50 -d1s "http://127.0.0.1:$H1/1k.bin" > /dev/null 2>&1 || true
-        for cell in "${CELLS[@]}"; do measure "$round" "$server" "$cell"; done
+        for cell in "${cells[@]}"; do measure "$round" "$server" "$cell"; done
         stop_server
     done
 done
