@@ -677,12 +677,21 @@ impl Conn {
                 if stream == 0 {
                     return protocol;
                 }
+                // A stream error (§6.3, §5.3.1), but RST_STREAM must not be
+                // sent on an idle stream (§6.4): there it is a connection
+                // error, as §5.4 allows.
                 if payload.len() != 5 {
+                    if self.is_idle(stream) {
+                        return Err(ConnError(code::FRAME_SIZE_ERROR));
+                    }
                     self.rst(stream, code::FRAME_SIZE_ERROR);
                     return Ok(());
                 }
                 self.control(1)?;
                 if be32(payload) & 0x7fff_ffff == stream {
+                    if self.is_idle(stream) {
+                        return protocol;
+                    }
                     self.rst(stream, code::PROTOCOL_ERROR);
                 }
                 Ok(())
@@ -694,7 +703,7 @@ impl Conn {
                 if payload.len() != 4 {
                     return Err(ConnError(code::FRAME_SIZE_ERROR));
                 }
-                if stream > self.last_stream {
+                if self.is_idle(stream) {
                     return protocol;
                 }
                 self.control(1)?;
@@ -742,7 +751,9 @@ impl Conn {
                     }
                     return Ok(());
                 }
-                if stream > self.last_stream {
+                // Any WINDOW_UPDATE on an idle stream is a connection
+                // error (§5.1), before its increment is looked at.
+                if self.is_idle(stream) {
                     return protocol;
                 }
                 if n == 0 {
@@ -764,6 +775,13 @@ impl Conn {
             // Unknown types are ignored (RFC 9113 §4.1).
             _ => Ok(()),
         }
+    }
+
+    /// A stream in the idle state (RFC 9113 §5.1): a client stream above
+    /// every one opened so far, or any even-numbered one (the server opens
+    /// none: no push).
+    fn is_idle(&self, stream: u32) -> bool {
+        stream % 2 == 0 || stream > self.last_stream
     }
 
     /// Counts control frames; a flood of them ends the connection.
@@ -873,7 +891,7 @@ impl Conn {
             self.recv_window += n as i64;
             self.window_update(0, n);
         }
-        if stream > self.last_stream {
+        if self.is_idle(stream) {
             return Err(ConnError(code::PROTOCOL_ERROR));
         }
         if payload.is_empty() && flags & flag::END_STREAM == 0 {
@@ -950,6 +968,12 @@ impl Conn {
             self.last_stream = stream;
             if self.goaway_sent {
                 BlockKind::Discard
+            } else if self.peer_goaway {
+                // The peer is going away: a stream it opens after its
+                // GOAWAY is refused (never processed, safe to retry), the
+                // same outcome as when the GOAWAY ended the connection
+                // before this HEADERS was read.
+                BlockKind::Refuse
             } else if self.streams.len() >= crate::modern::MAX_CONCURRENT_STREAMS as usize {
                 BlockKind::Refuse
             } else {
@@ -1407,6 +1431,137 @@ mod tests {
             assert_eq!(goaway[3], frame::GOAWAY, "{block:?}");
             assert_eq!(be32(&goaway[13..]), code::COMPRESSION_ERROR, "{block:?}");
         }
+    }
+
+    /// The frames in `out`: (type, flags, stream, payload).
+    fn frames(out: &[u8]) -> Vec<(u8, u8, u32, Vec<u8>)> {
+        let mut v = Vec::new();
+        let mut at = 0;
+        while at + 9 <= out.len() {
+            let len =
+                ((out[at] as usize) << 16) | ((out[at + 1] as usize) << 8) | out[at + 2] as usize;
+            let stream = be32(&out[at + 5..at + 9]) & 0x7fff_ffff;
+            v.push((
+                out[at + 3],
+                out[at + 4],
+                stream,
+                out[at + 9..at + 9 + len].to_vec(),
+            ));
+            at += 9 + len;
+        }
+        assert_eq!(at, out.len(), "whole frames");
+        v
+    }
+
+    /// Runs preface + SETTINGS + `then` through a fresh connection.
+    fn run(then: &[u8]) -> (Conn, Vec<(u8, u8, u32, Vec<u8>)>) {
+        use std::sync::Arc;
+        let site = Handler::from(Arc::new(pagewire_site::store::Site::from_files(vec![])));
+        let mut conn = Conn::new();
+        let mut bufs = BridgeBufs::default();
+        let mut input = PREFACE.to_vec();
+        head(&mut input, 0, frame::SETTINGS, 0, 0);
+        input.extend_from_slice(then);
+        assert_eq!(conn.input(&input, &site, &mut bufs), input.len());
+        conn.pump();
+        let f = frames(&conn.out);
+        (conn, f)
+    }
+
+    /// GET https://…/ on `stream`, ending the stream.
+    fn get(input: &mut Vec<u8>, stream: u32) {
+        let block = [0x82, 0x87, 0x84];
+        head(
+            input,
+            block.len(),
+            frame::HEADERS,
+            flag::END_HEADERS | flag::END_STREAM,
+            stream,
+        );
+        input.extend_from_slice(&block);
+    }
+
+    fn goaway_code(f: &[(u8, u8, u32, Vec<u8>)]) -> Option<u32> {
+        f.iter()
+            .find(|x| x.0 == frame::GOAWAY)
+            .map(|x| be32(&x.3[4..8]))
+    }
+
+    /// RFC 9113 §6.4: RST_STREAM is never sent on an idle stream; frames
+    /// that would be stream errors there are connection errors (§5.1,
+    /// §5.4), and a PRIORITY of the right size on one is fine.
+    #[test]
+    fn idle_streams_get_connection_errors_never_rst_stream() {
+        let mut wu0 = Vec::new();
+        head(&mut wu0, 4, frame::WINDOW_UPDATE, 0, 3);
+        wu0.extend_from_slice(&0u32.to_be_bytes());
+        let mut wu_even = Vec::new();
+        get(&mut wu_even, 1);
+        head(&mut wu_even, 4, frame::WINDOW_UPDATE, 0, 2);
+        wu_even.extend_from_slice(&1u32.to_be_bytes());
+        let mut prio4 = Vec::new();
+        head(&mut prio4, 4, frame::PRIORITY, 0, 5);
+        prio4.extend_from_slice(&[0, 0, 0, 1]);
+        let mut prio_self = Vec::new();
+        head(&mut prio_self, 5, frame::PRIORITY, 0, 7);
+        prio_self.extend_from_slice(&[0, 0, 0, 7, 16]);
+        let mut rst_even = Vec::new();
+        get(&mut rst_even, 1);
+        head(&mut rst_even, 4, frame::RST_STREAM, 0, 2);
+        rst_even.extend_from_slice(&8u32.to_be_bytes());
+        let cases: [(&str, &[u8], u32); 5] = [
+            ("WINDOW_UPDATE 0 on idle 3", &wu0, code::PROTOCOL_ERROR),
+            ("WINDOW_UPDATE on even 2", &wu_even, code::PROTOCOL_ERROR),
+            (
+                "PRIORITY of 4 bytes on idle 5",
+                &prio4,
+                code::FRAME_SIZE_ERROR,
+            ),
+            (
+                "PRIORITY on idle 7 depending on itself",
+                &prio_self,
+                code::PROTOCOL_ERROR,
+            ),
+            ("RST_STREAM on even 2", &rst_even, code::PROTOCOL_ERROR),
+        ];
+        for (what, input, want) in cases {
+            let (conn, f) = run(input);
+            assert!(conn.finished(), "{what}");
+            assert_eq!(goaway_code(&f), Some(want), "{what}: {f:?}");
+            assert!(!f.iter().any(|x| x.0 == frame::RST_STREAM), "{what}: {f:?}");
+        }
+        // A well-formed PRIORITY on an idle stream: no error at all.
+        let mut prio = Vec::new();
+        head(&mut prio, 5, frame::PRIORITY, 0, 9);
+        prio.extend_from_slice(&[0, 0, 0, 0, 16]);
+        get(&mut prio, 9);
+        let (conn, f) = run(&prio);
+        assert!(!conn.finished());
+        assert_eq!(goaway_code(&f), None, "{f:?}");
+        assert!(f.iter().any(|x| x.0 == frame::HEADERS && x.2 == 9), "{f:?}");
+    }
+
+    /// A stream the peer opens after its own GOAWAY is refused, whether the
+    /// HEADERS comes in the same read (here) or the GOAWAY already ended
+    /// the connection: never answered.
+    #[test]
+    fn streams_opened_after_the_peers_goaway_are_refused() {
+        let mut input = Vec::new();
+        get(&mut input, 1);
+        head(&mut input, 8, frame::GOAWAY, 0, 0);
+        input.extend_from_slice(&[0; 8]);
+        get(&mut input, 3);
+        let (conn, f) = run(&input);
+        assert!(f.iter().any(|x| x.0 == frame::HEADERS && x.2 == 1), "{f:?}");
+        assert!(
+            !f.iter().any(|x| x.0 == frame::HEADERS && x.2 == 3),
+            "{f:?}"
+        );
+        let rst: Vec<_> = f.iter().filter(|x| x.0 == frame::RST_STREAM).collect();
+        assert_eq!(rst.len(), 1, "{f:?}");
+        assert_eq!((rst[0].2, be32(&rst[0].3)), (3, code::REFUSED_STREAM));
+        assert_eq!(goaway_code(&f), None);
+        assert!(conn.finished(), "stream 1 answered, the peer going away");
     }
 
     #[test]
