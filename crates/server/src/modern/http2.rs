@@ -1433,8 +1433,11 @@ mod tests {
         }
     }
 
-    /// The frames in `out`: (type, flags, stream, payload).
-    fn frames(out: &[u8]) -> Vec<(u8, u8, u32, Vec<u8>)> {
+    /// A frame read back: (type, flags, stream, payload).
+    type Frame = (u8, u8, u32, Vec<u8>);
+
+    /// The frames in `out`.
+    fn frames(out: &[u8]) -> Vec<Frame> {
         let mut v = Vec::new();
         let mut at = 0;
         while at + 9 <= out.len() {
@@ -1454,7 +1457,7 @@ mod tests {
     }
 
     /// Runs preface + SETTINGS + `then` through a fresh connection.
-    fn run(then: &[u8]) -> (Conn, Vec<(u8, u8, u32, Vec<u8>)>) {
+    fn run(then: &[u8]) -> (Conn, Vec<Frame>) {
         use std::sync::Arc;
         let site = Handler::from(Arc::new(pagewire_site::store::Site::from_files(vec![])));
         let mut conn = Conn::new();
@@ -1481,7 +1484,7 @@ mod tests {
         input.extend_from_slice(&block);
     }
 
-    fn goaway_code(f: &[(u8, u8, u32, Vec<u8>)]) -> Option<u32> {
+    fn goaway_code(f: &[Frame]) -> Option<u32> {
         f.iter()
             .find(|x| x.0 == frame::GOAWAY)
             .map(|x| be32(&x.3[4..8]))
