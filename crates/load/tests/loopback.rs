@@ -381,6 +381,7 @@ fn urls_closed_and_at_a_fixed_rate_count_status_codes() {
         rate,
         timeout: Duration::from_secs(5),
         command_line: "test".into(),
+        engine: Default::default(),
     };
     let ok = format!("http://{}{file}", server.addr);
     let missing = format!("http://{}/no-such-file", server.addr);
@@ -418,6 +419,7 @@ fn urls_at_a_fixed_rate_send_every_scheduled_request_once() {
         rate: Some(2000.0),
         timeout: Duration::from_secs(5),
         command_line: "test".into(),
+        engine: Default::default(),
     };
     let (s, metrics) = run_urls(cfg, Arc::new(Live::default())).unwrap();
     server.stop();
@@ -618,11 +620,14 @@ fn hostile_server(how: Hostile) -> std::net::SocketAddr {
 /// deadline would run until the server's 20 s bound).
 #[test]
 fn hostile_servers_end_at_the_timeout_and_are_counted() {
-    use pagewire_load::urls::{run_urls, UrlConfig};
-    for (how, kind) in [
-        (Hostile::EndlessChunked, "timeout"),
-        (Hostile::Trickle, "timeout"),
-        (Hostile::InterimFlood, "protocol"),
+    use pagewire_load::urls::{run_urls, Engine, UrlConfig};
+    for (how, kind, engine) in [
+        (Hostile::EndlessChunked, "timeout", Engine::Tick),
+        (Hostile::Trickle, "timeout", Engine::Tick),
+        (Hostile::InterimFlood, "protocol", Engine::Tick),
+        (Hostile::EndlessChunked, "timeout", Engine::Tokio),
+        (Hostile::Trickle, "timeout", Engine::Tokio),
+        (Hostile::InterimFlood, "protocol", Engine::Tokio),
     ] {
         let addr = hostile_server(how);
         let cfg = UrlConfig {
@@ -634,10 +639,12 @@ fn hostile_servers_end_at_the_timeout_and_are_counted() {
             rate: Some(2.0),
             timeout: Duration::from_secs(1),
             command_line: "test".into(),
+            engine,
         };
         let t0 = std::time::Instant::now();
         let (s, _) = run_urls(cfg, Arc::new(Live::default())).unwrap();
         let took = t0.elapsed();
+        assert_eq!(s.run.engine, engine.name());
         assert_eq!(s.gets, 0, "{how:?}");
         assert!(s.errors >= 1, "{how:?}: {:?}", s.errors_by_kind);
         assert_eq!(
