@@ -84,6 +84,10 @@ pub struct TickStats {
     /// Responses whose completion time came from a kernel timestamp (the
     /// others: the time they were read).
     pub kernel_stamped: u64,
+    /// Requests sent (written, or met a closed connection).
+    pub sent: u64,
+    /// Requests sent before they were due (never, unless the engine errs).
+    pub early: u64,
 }
 
 /// A request on the wire.
@@ -136,7 +140,7 @@ impl Clocks {
                 continue;
             };
             let width = b - a;
-            if best.as_ref().map_or(true, |(w, _)| width < *w) {
+            if best.as_ref().is_none_or(|(w, _)| width < *w) {
                 best = Some((
                     width,
                     Clocks {
@@ -161,9 +165,7 @@ impl Clocks {
         if t >= self.real {
             self.mono + (t - self.real)
         } else {
-            self.mono
-                .checked_sub(self.real - t)
-                .unwrap_or(self.mono)
+            self.mono.checked_sub(self.real - t).unwrap_or(self.mono)
         }
     }
     /// An `Instant` as a `CLOCK_MONOTONIC` time for `clock_nanosleep`.
@@ -200,6 +202,11 @@ impl Engine<'_> {
         let s = self.sec(Instant::now());
         self.metrics.record_error(s, kind);
         self.run.live.errors.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn count_send(&mut self, sent: Instant, intended: Instant) {
+        self.stats.sent += 1;
+        self.stats.early += u64::from(sent < intended);
     }
 
     fn close(&mut self, i: usize) {
@@ -249,6 +256,9 @@ impl Engine<'_> {
                 // The server closed while the connection was idle: the
                 // write may pass, the read meets the closed stream.
                 let sent = Instant::now();
+                self.stats.sent += 1;
+                self.stats.early += u64::from(sent < intended);
+                let c = &mut self.conns[i];
                 c.reader = ResponseReader::new();
                 c.out = Some(Out {
                     intended,
@@ -271,6 +281,7 @@ impl Engine<'_> {
                 }
             }
             let sent = Instant::now();
+            self.count_send(sent, intended);
             let lag_us = sent.saturating_duration_since(intended).as_micros() as u64;
             let c = &mut self.conns[i];
             c.reader = ResponseReader::new();
@@ -559,7 +570,10 @@ impl Engine<'_> {
                 return;
             }
             if self.partial() {
-                let ms = (wake - now).as_micros().div_ceil(1000).min(u16::MAX as u128) as u16;
+                let ms = (wake - now)
+                    .as_micros()
+                    .div_ceil(1000)
+                    .min(u16::MAX as u128) as u16;
                 self.harvest(ms, events);
             } else {
                 let ts = self.clocks.mono_ts(wake);
