@@ -770,7 +770,8 @@ fn the_tick_engine_classifies_failures_as_the_tokio_engine() {
         l.local_addr().unwrap()
     };
     // (server, expected: gets, errors by kind) for 10 requests on 2 connections.
-    let cases: Vec<(std::net::SocketAddr, u64, &[(&str, u64)])> = vec![
+    type Case = (std::net::SocketAddr, u64, &'static [(&'static str, u64)]);
+    let cases: Vec<Case> = vec![
         (scripted_server(short), 0, &[("short_body", 10)]),
         // Each connection: a GET, then the next request meets the close
         // (reset), then a fresh connection: GET, reset, ...
