@@ -9,7 +9,11 @@
 //!    still out sends once it has arrived, its lag recorded);
 //! 3. sleeps until the next tick (`clock_nanosleep`, absolute), or, while
 //!    some response is only partly read, blocks in `epoll_wait` until then,
-//!    so a large response is not throttled to one socket buffer per tick.
+//!    so a large response is not throttled to one socket buffer per tick;
+//!    likewise while a connection has a due request waiting behind its
+//!    outstanding one (the generator is behind: it sends as each response
+//!    ends, as a closed loop would, instead of one request per connection
+//!    per tick).
 //!
 //! The thread is not woken once per response as the responses trickle
 //! back: it wakes once per tick and finds them all. Deferring the read does
@@ -470,10 +474,15 @@ impl Engine<'_> {
         n
     }
 
-    fn partial(&self) -> bool {
-        self.conns
-            .iter()
-            .any(|c| c.out.is_some() && (c.reader.got_any || !c.buf.is_empty()))
+    /// Whether to block on the sockets rather than sleep until the next
+    /// tick: some response is partly read (read the rest as it comes, not
+    /// a socket buffer per tick), or some connection has a due request
+    /// waiting behind its outstanding one (send it when the response ends,
+    /// or a connection could never exceed one request per tick).
+    fn watch_sockets(&self) -> bool {
+        self.conns.iter().any(|c| {
+            c.out.is_some() && (c.reader.got_any || !c.buf.is_empty() || c.taken < c.released)
+        })
     }
 }
 
@@ -561,15 +570,15 @@ pub fn run(run: TickRun<'_>) -> anyhow::Result<(Metrics, TickStats)> {
 }
 
 impl Engine<'_> {
-    /// Sleeps until `wake`: on the clock, or in `epoll_wait` while some
-    /// response is partly read (reading it as it comes).
+    /// Sleeps until `wake`: on the clock, or in `epoll_wait` while
+    /// [`Engine::watch_sockets`] (reading what comes).
     fn sleep_until(&mut self, wake: Instant, events: &mut [EpollEvent]) {
         loop {
             let now = Instant::now();
             if now >= wake {
                 return;
             }
-            if self.partial() {
+            if self.watch_sockets() {
                 let ms = (wake - now)
                     .as_micros()
                     .div_ceil(1000)
