@@ -20,10 +20,11 @@
 //! not add to the latency: a response's completion time is the kernel's
 //! receive timestamp (`SO_TIMESTAMPNS`) of the segment that carried its last
 //! byte, converted from `CLOCK_REALTIME` to the schedule's monotonic clock
-//! by one offset pair taken at the start (the pair is read back to back,
-//! a few hundred ns apart; a step of the wall clock during the run, e.g.
-//! by NTP, shifts every later latency by the step: slewing, a few
-//! hundred µs per second at most, does not matter within one run).
+//! by one offset pair taken at the start (read back to back, the narrowest
+//! of three: an error of two clock reads). A step of the wall clock during the run
+//! (`settimeofday`, an NTP step, a leap second) shifts every later latency
+//! by the step; NTP's slewing changes both clocks' rate alike and leaves
+//! the offset alone.
 //!
 //! Responses are decoded by [`ResponseReader`], the same `pagewire-h1`
 //! decoding and failure verdicts as the tokio client.
