@@ -12,6 +12,9 @@
 //! Any 2xx response with a whole body counts as a GET; other statuses are
 //! `bad_status` errors, and every status is counted by code.
 //!
+//! An open run goes to the tick engine ([`crate::tick`]) unless `engine`
+//! says tokio; closed runs and `Engine::Tokio` run here.
+//!
 //! The connections are tasks of one current-thread runtime, not of a
 //! `LocalSet`: a `LocalSet` woken by the I/O driver wakes the runtime's
 //! `block_on` through its eventfd, one `write` system call per wake-up,
