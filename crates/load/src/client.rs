@@ -63,7 +63,7 @@ pub async fn connect(addr: SocketAddr, deadline: Instant) -> Result<TcpStream, F
     }
 }
 
-fn io_kind(e: &io::Error) -> ErrorKind {
+pub(crate) fn io_kind(e: &io::Error) -> ErrorKind {
     match e.kind() {
         io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
         io::ErrorKind::ConnectionReset
@@ -89,6 +89,123 @@ pub fn request_bytes(path: &str, host: &str, version: Version, close: bool) -> V
     pagewire_h1::write_request_head(&mut out, "GET", path, version, headers)
         .expect("manifest paths were validated");
     out
+}
+
+/// Where an incremental read of one response stands ([`ResponseReader`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The buffer holds no more of the response: read more.
+    NeedMore,
+    /// The response is complete (its status is in `ResponseReader::status`).
+    Done(Response),
+    Failed(Failure),
+}
+
+/// [`Conn::read_response`]'s decoding (`ANY_SIZE`) for a caller that does
+/// its own reading: the same `pagewire-h1` head scanner and body decoder,
+/// the same verdicts, but fed whatever bytes have arrived, a step at a
+/// time, so one thread can read many non-blocking sockets.
+#[derive(Debug)]
+pub(crate) struct ResponseReader {
+    head: HeadScanner,
+    dec: Option<Decoder>,
+    keep: bool,
+    interim: u32,
+    body: u64,
+    /// Some byte of this response has arrived.
+    pub got_any: bool,
+    /// Status of the final head (0: none yet).
+    pub status: u16,
+    /// The server will close after this response.
+    pub closing: bool,
+}
+
+impl ResponseReader {
+    pub fn new() -> ResponseReader {
+        ResponseReader {
+            head: HeadScanner::new(),
+            dec: None,
+            keep: true,
+            interim: 0,
+            body: 0,
+            got_any: false,
+            status: 0,
+            closing: false,
+        }
+    }
+
+    /// Decodes what `buf` holds of the response.
+    pub fn step(&mut self, buf: &mut BytesMut, limits: &Limits) -> Step {
+        self.got_any |= !buf.is_empty();
+        if self.dec.is_none() {
+            let head = loop {
+                match self.head.parse_response(buf, limits, &Method::Get) {
+                    Ok(Some(h)) if (100..200).contains(&h.status()) => {
+                        self.interim += 1;
+                        if self.interim > MAX_INTERIM {
+                            return Step::Failed(Failure::new(ErrorKind::Protocol, false));
+                        }
+                    }
+                    Ok(Some(h)) => break h,
+                    Ok(None) => return Step::NeedMore,
+                    Err(_) => return Step::Failed(Failure::new(ErrorKind::Protocol, false)),
+                }
+            };
+            let framing = head.body_framing();
+            self.keep = head.wants_keep_alive() && framing != BodyFraming::CloseDelimited;
+            self.status = head.status();
+            drop(head);
+            self.dec = Some(Decoder::new(framing, limits));
+        }
+        let dec = self.dec.as_mut().expect("just set");
+        loop {
+            match dec.decode(buf) {
+                Ok(Decoded::Data(d)) => self.body += d.len() as u64,
+                Ok(Decoded::Done) => return self.finish(),
+                Ok(Decoded::NeedMore) => return Step::NeedMore,
+                Err(_) => return Step::Failed(Failure::new(ErrorKind::Protocol, false)),
+            }
+        }
+    }
+
+    /// The stream ended (or failed with `err`) before the response did.
+    pub fn eof(&mut self, buf: &mut BytesMut, limits: &Limits, err: Option<ErrorKind>) -> Step {
+        self.got_any |= !buf.is_empty();
+        if let Some(kind) = err {
+            return Step::Failed(Failure::new(kind, !self.got_any));
+        }
+        match self.dec.as_mut() {
+            None => {
+                self.head.reset();
+                if self.head.parse_response(buf, limits, &Method::Get).is_err() {
+                    return Step::Failed(Failure::new(ErrorKind::Protocol, false));
+                }
+                let kind = if self.got_any {
+                    ErrorKind::ShortBody
+                } else {
+                    ErrorKind::Reset
+                };
+                Step::Failed(Failure::new(kind, !self.got_any))
+            }
+            Some(dec) => loop {
+                match dec.decode_eof(buf) {
+                    Ok(Decoded::Data(d)) => self.body += d.len() as u64,
+                    Ok(Decoded::Done) => return self.finish(),
+                    _ => return Step::Failed(Failure::new(ErrorKind::ShortBody, false)),
+                }
+            },
+        }
+    }
+
+    fn finish(&mut self) -> Step {
+        self.closing |= !self.keep;
+        if self.status != 200 {
+            return Step::Failed(Failure::new(ErrorKind::BadStatus, false));
+        }
+        Step::Done(Response {
+            body_bytes: self.body,
+        })
+    }
 }
 
 /// One open connection.

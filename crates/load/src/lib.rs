@@ -9,4 +9,5 @@ pub mod model;
 pub mod run;
 pub mod stream;
 pub mod streamcheck;
+pub mod tick;
 pub mod urls;

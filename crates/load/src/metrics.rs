@@ -314,6 +314,10 @@ pub struct RunInfo {
     pub threads: usize,
     pub site_files: usize,
     pub site_bytes: u64,
+    /// URL mode: the engine that ran, "tick" (the open model's own loop)
+    /// or "tokio" (closed mode, or `--engine tokio`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub engine: String,
 }
 
 fn closed() -> String {

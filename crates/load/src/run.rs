@@ -964,6 +964,7 @@ pub fn run(
         threads,
         site_files: manifest.files,
         site_bytes: manifest.bytes,
+        engine: String::new(),
     };
     let summary = Summary::new(
         info,

@@ -12,6 +12,9 @@
 //! Any 2xx response with a whole body counts as a GET; other statuses are
 //! `bad_status` errors, and every status is counted by code.
 //!
+//! An open run goes to the tick engine ([`crate::tick`]) unless `engine`
+//! says tokio; closed runs and `Engine::Tokio` run here.
+//!
 //! The connections are tasks of one current-thread runtime, not of a
 //! `LocalSet`: a `LocalSet` woken by the I/O driver wakes the runtime's
 //! `block_on` through its eventfd, one `write` system call per wake-up,
@@ -43,6 +46,39 @@ pub struct UrlConfig {
     pub rate: Option<f64>,
     pub timeout: Duration,
     pub command_line: String,
+    /// Which engine runs an open (`rate`) run; closed runs are always tokio's.
+    pub engine: Engine,
+}
+
+/// The engine of an open run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Engine {
+    /// The tick engine ([`crate::tick`]): one loop that wakes once per
+    /// tick, not once per response (the default).
+    #[default]
+    Tick,
+    /// Connection tasks on a current-thread tokio runtime with one pacer.
+    Tokio,
+}
+
+impl Engine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Tick => "tick",
+            Engine::Tokio => "tokio",
+        }
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Engine, String> {
+        match s {
+            "tick" => Ok(Engine::Tick),
+            "tokio" => Ok(Engine::Tokio),
+            _ => Err(format!("{s:?}: expected tick or tokio")),
+        }
+    }
 }
 
 struct Url {
@@ -305,14 +341,110 @@ pub fn run_urls(cfg: UrlConfig, live: Arc<Live>) -> anyhow::Result<(Summary, Met
     let started_utc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let cpu0 = cpu_times();
     let wall0 = std::time::Instant::now();
+    let engine = match cfg.rate {
+        Some(_) => cfg.engine,
+        None => Engine::Tokio,
+    };
+    let (metrics, start_unix) = if engine == Engine::Tick {
+        let (m, _, start_unix) = run_tick(&cfg, &urls, &live, crate::tick::TickOptions::default())?;
+        (m, start_unix)
+    } else {
+        run_tokio(&cfg, urls, live)?
+    };
+    let cpu1 = cpu_times();
+    let info = RunInfo {
+        tool: "pagewire load".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        command_line: cfg.command_line.clone(),
+        started_utc,
+        target: cfg.urls.join(" "),
+        mode: "urls".into(),
+        model: match cfg.rate {
+            Some(r) => format!("open {r} requests/s"),
+            None => "closed".into(),
+        },
+        conns_per_ue: 1,
+        ues_total: cfg.connections,
+        ues: cfg.connections,
+        shards: "0/1".into(),
+        seed: 0,
+        duration_s: cfg.duration.as_secs_f64(),
+        start_unix,
+        warmup_s: cfg.warmup.as_secs_f64(),
+        ramp_s: 0.0,
+        threads: 1,
+        site_files: 0,
+        site_bytes: 0,
+        engine: engine.name().into(),
+    };
+    let summary = Summary::new(
+        info,
+        &metrics,
+        cpu1.0 - cpu0.0,
+        cpu1.1 - cpu0.1,
+        wall0.elapsed().as_secs_f64(),
+    );
+    Ok((summary, metrics))
+}
+
+fn unix_now_plus(d: Duration) -> f64 {
+    (std::time::SystemTime::now() + d)
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// An open run on the tick engine: its metrics, the engine's own counts,
+/// and the start (Unix seconds).
+fn run_tick(
+    cfg: &UrlConfig,
+    urls: &[Url],
+    live: &Live,
+    opts: crate::tick::TickOptions,
+) -> anyhow::Result<(Metrics, crate::tick::TickStats, f64)> {
+    let rate = cfg.rate.context("the tick engine runs open runs")?;
+    let urls: Vec<_> = urls.iter().map(|u| (u.addr, u.req.clone())).collect();
+    let start_unix = unix_now_plus(Duration::from_millis(20));
+    let start = Instant::now() + Duration::from_millis(20);
+    let sched = Schedule {
+        start,
+        end: start + cfg.duration,
+        rate,
+        connections: cfg.connections,
+    };
+    let (m, stats) = crate::tick::run(crate::tick::TickRun {
+        sched,
+        measure_from: start + cfg.warmup,
+        urls: &urls,
+        timeout: cfg.timeout,
+        live,
+        opts,
+    })?;
+    Ok((m, stats, start_unix))
+}
+
+/// [`run_urls`] on the tick engine with `opts` (for tests and
+/// experiments), with the engine's own counts.
+pub fn run_urls_tick(
+    cfg: UrlConfig,
+    opts: crate::tick::TickOptions,
+) -> anyhow::Result<(Metrics, crate::tick::TickStats)> {
+    let urls = cfg
+        .urls
+        .iter()
+        .map(|u| parse_url(u))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    ensure_fd_limit(cfg.connections + 64)?;
+    let (m, stats, _) = run_tick(&cfg, &urls, &Live::default(), opts)?;
+    Ok((m, stats))
+}
+
+fn run_tokio(cfg: &UrlConfig, urls: Vec<Url>, live: Arc<Live>) -> anyhow::Result<(Metrics, f64)> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let cfg2 = cfg.clone();
-    let start_unix = (std::time::SystemTime::now() + Duration::from_millis(20))
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0);
+    let start_unix = unix_now_plus(Duration::from_millis(20));
     let metrics = rt.block_on(async move {
         let start = Instant::now() + Duration::from_millis(20);
         let ctx = Arc::new(Ctx {
@@ -346,39 +478,7 @@ pub fn run_urls(cfg: UrlConfig, live: Arc<Live>) -> anyhow::Result<(Summary, Met
         let m = ctx.metrics().clone();
         m
     });
-    let cpu1 = cpu_times();
-    let info = RunInfo {
-        tool: "pagewire load".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        command_line: cfg.command_line.clone(),
-        started_utc,
-        target: cfg.urls.join(" "),
-        mode: "urls".into(),
-        model: match cfg.rate {
-            Some(r) => format!("open {r} requests/s"),
-            None => "closed".into(),
-        },
-        conns_per_ue: 1,
-        ues_total: cfg.connections,
-        ues: cfg.connections,
-        shards: "0/1".into(),
-        seed: 0,
-        duration_s: cfg.duration.as_secs_f64(),
-        start_unix,
-        warmup_s: cfg.warmup.as_secs_f64(),
-        ramp_s: 0.0,
-        threads: 1,
-        site_files: 0,
-        site_bytes: 0,
-    };
-    let summary = Summary::new(
-        info,
-        &metrics,
-        cpu1.0 - cpu0.0,
-        cpu1.1 - cpu0.1,
-        wall0.elapsed().as_secs_f64(),
-    );
-    Ok((summary, metrics))
+    Ok((metrics, start_unix))
 }
 
 #[cfg(test)]

@@ -381,6 +381,7 @@ fn urls_closed_and_at_a_fixed_rate_count_status_codes() {
         rate,
         timeout: Duration::from_secs(5),
         command_line: "test".into(),
+        engine: Default::default(),
     };
     let ok = format!("http://{}{file}", server.addr);
     let missing = format!("http://{}/no-such-file", server.addr);
@@ -418,6 +419,7 @@ fn urls_at_a_fixed_rate_send_every_scheduled_request_once() {
         rate: Some(2000.0),
         timeout: Duration::from_secs(5),
         command_line: "test".into(),
+        engine: Default::default(),
     };
     let (s, metrics) = run_urls(cfg, Arc::new(Live::default())).unwrap();
     server.stop();
@@ -618,11 +620,14 @@ fn hostile_server(how: Hostile) -> std::net::SocketAddr {
 /// deadline would run until the server's 20 s bound).
 #[test]
 fn hostile_servers_end_at_the_timeout_and_are_counted() {
-    use pagewire_load::urls::{run_urls, UrlConfig};
-    for (how, kind) in [
-        (Hostile::EndlessChunked, "timeout"),
-        (Hostile::Trickle, "timeout"),
-        (Hostile::InterimFlood, "protocol"),
+    use pagewire_load::urls::{run_urls, Engine, UrlConfig};
+    for (how, kind, engine) in [
+        (Hostile::EndlessChunked, "timeout", Engine::Tick),
+        (Hostile::Trickle, "timeout", Engine::Tick),
+        (Hostile::InterimFlood, "protocol", Engine::Tick),
+        (Hostile::EndlessChunked, "timeout", Engine::Tokio),
+        (Hostile::Trickle, "timeout", Engine::Tokio),
+        (Hostile::InterimFlood, "protocol", Engine::Tokio),
     ] {
         let addr = hostile_server(how);
         let cfg = UrlConfig {
@@ -634,10 +639,12 @@ fn hostile_servers_end_at_the_timeout_and_are_counted() {
             rate: Some(2.0),
             timeout: Duration::from_secs(1),
             command_line: "test".into(),
+            engine,
         };
         let t0 = std::time::Instant::now();
         let (s, _) = run_urls(cfg, Arc::new(Live::default())).unwrap();
         let took = t0.elapsed();
+        assert_eq!(s.run.engine, engine.name());
         assert_eq!(s.gets, 0, "{how:?}");
         assert!(s.errors >= 1, "{how:?}: {:?}", s.errors_by_kind);
         assert_eq!(
@@ -647,5 +654,205 @@ fn hostile_servers_end_at_the_timeout_and_are_counted() {
         );
         // Bound: duration + timeout, loose for a loaded machine.
         assert!(took < Duration::from_secs(1 + 1 + 3), "{how:?}: {took:?}");
+    }
+}
+
+/// An open URL run's configuration for the engine tests.
+fn open_cfg(
+    url: String,
+    connections: u64,
+    rate: f64,
+    engine: pagewire_load::urls::Engine,
+) -> pagewire_load::urls::UrlConfig {
+    pagewire_load::urls::UrlConfig {
+        urls: vec![url],
+        connections,
+        duration: Duration::from_secs(1),
+        warmup: Duration::ZERO,
+        rate: Some(rate),
+        timeout: Duration::from_secs(2),
+        command_line: "test".into(),
+        engine,
+    }
+}
+
+/// A loopback HTTP/1.1 server that answers the `n`-th request head of each
+/// connection with `answer(n, stream)`; `false` closes the connection.
+/// Bounded: 64 connections, each by a 5 s read timeout.
+fn scripted_server(answer: fn(u32, &mut std::net::TcpStream) -> bool) -> std::net::SocketAddr {
+    use std::io::Read;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming().take(64) {
+            let Ok(mut s) = conn else { return };
+            std::thread::spawn(move || {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let _ = s.set_nodelay(true);
+                // Bounded: requests per connection, each head short.
+                for n in 0..10_000 {
+                    let mut head = Vec::new();
+                    let mut b = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
+                        match s.read(&mut b) {
+                            Ok(1) => head.push(b[0]),
+                            _ => return,
+                        }
+                    }
+                    if !answer(n, &mut s) {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+/// The tick engine sends every request of the schedule once and never
+/// before it is due, and the server answered exactly those.
+#[test]
+fn the_tick_engine_sends_every_request_once_never_early() {
+    use pagewire_load::tick::TickOptions;
+    use pagewire_load::urls::{run_urls, run_urls_tick, Engine};
+    let (dir, m) = site(20);
+    let server = Server::start(dir.path());
+    let url = format!("http://{}{}", server.addr, m.objects[0].files[0].path);
+    let (metrics, stats) = run_urls_tick(
+        open_cfg(url.clone(), 8, 3000.0, Engine::Tick),
+        TickOptions::default(),
+    )
+    .unwrap();
+    // 1 s at 3,000/s: requests 0..3000 (the 3,000th is due at the end).
+    assert_eq!(stats.sent, 3000);
+    assert_eq!(stats.early, 0);
+    assert_eq!(metrics.send_lag.len(), 3000);
+    assert_eq!(metrics.error_total(), 0, "{:?}", metrics.errors);
+    assert_eq!(metrics.gets + metrics.gets_outside_window, 3000);
+    assert_eq!(metrics.status[&200], 3000);
+    // The CLI's path: the same counts, the summary names the engine.
+    let (s, _) = run_urls(
+        open_cfg(url, 8, 3000.0, Engine::Tick),
+        Arc::new(Live::default()),
+    )
+    .unwrap();
+    assert_eq!(s.run.engine, "tick");
+    assert_eq!(s.gets + s.gets_outside_window, 3000);
+    let stats = server.stop();
+    assert_eq!(stats.requests, 6000);
+    assert_eq!(stats.responses_2xx, 6000);
+    assert_eq!(stats.connections, 16);
+}
+
+/// Failures are classified by the tick engine as by the tokio engine:
+/// a close mid-body, a close of an idle connection, `Connection: close`
+/// (not an error: the next request reconnects), a refused port.
+#[test]
+fn the_tick_engine_classifies_failures_as_the_tokio_engine() {
+    use pagewire_load::urls::{run_urls, Engine};
+    let short: fn(u32, &mut std::net::TcpStream) -> bool = |_, s| {
+        use std::io::Write;
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nabc");
+        false
+    };
+    let idle_close: fn(u32, &mut std::net::TcpStream) -> bool = |_, s| {
+        use std::io::Write;
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        false
+    };
+    let conn_close: fn(u32, &mut std::net::TcpStream) -> bool = |_, s| {
+        use std::io::Write;
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        false
+    };
+    let refused = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap()
+    };
+    // (server, expected: gets, errors by kind) for 10 requests on 2 connections.
+    type Case = (std::net::SocketAddr, u64, &'static [(&'static str, u64)]);
+    let cases: Vec<Case> = vec![
+        (scripted_server(short), 0, &[("short_body", 10)]),
+        // Each connection: a GET, then the next request meets the close
+        // (reset), then a fresh connection: GET, reset, ...
+        (scripted_server(idle_close), 6, &[("reset", 4)]),
+        (scripted_server(conn_close), 10, &[]),
+        (refused, 0, &[("refused", 10)]),
+    ];
+    for (addr, gets, errors) in cases {
+        for engine in [Engine::Tick, Engine::Tokio] {
+            let cfg = open_cfg(format!("http://{addr}/a"), 2, 10.0, engine);
+            let (s, _) = run_urls(cfg, Arc::new(Live::default())).unwrap();
+            let what = format!("{addr} {engine:?}: {:?}", s.errors_by_kind);
+            assert_eq!(s.gets + s.gets_outside_window, gets, "{what}");
+            let total: u64 = errors.iter().map(|e| e.1).sum();
+            assert_eq!(s.errors, total, "{what}");
+            for &(kind, n) in errors {
+                assert_eq!(s.errors_by_kind[kind], n, "{what}");
+            }
+        }
+    }
+}
+
+/// A response larger than the socket buffer is read as it comes, not one
+/// buffer per tick: with a 64 KB receive buffer (128 KB after the kernel's
+/// doubling) a 4 MB body would span at least 32 ticks if throttled.
+#[test]
+fn the_tick_engine_reads_a_large_response_whole_within_few_ticks() {
+    use pagewire_load::tick::TickOptions;
+    use pagewire_load::urls::{run_urls_tick, Engine};
+    let dir = tempfile::tempdir().unwrap();
+    let size = 4 << 20;
+    std::fs::write(dir.path().join("big.bin"), vec![b'x'; size]).unwrap();
+    let server = Server::start(dir.path());
+    let opts = TickOptions {
+        rcvbuf: Some(64 * 1024),
+        ..TickOptions::default()
+    };
+    let url = format!("http://{}/big.bin", server.addr);
+    let (m, stats) = run_urls_tick(open_cfg(url, 1, 5.0, Engine::Tick), opts).unwrap();
+    server.stop();
+    assert_eq!(m.error_total(), 0, "{:?}", m.errors);
+    assert_eq!(m.gets + m.gets_outside_window, 5);
+    assert_eq!(m.body_bytes, 5 * size as u64);
+    let throttled = size as u64 / (128 * 1024);
+    assert!(
+        stats.max_response_ticks * 4 <= throttled,
+        "{} ticks for {size} bytes",
+        stats.max_response_ticks
+    );
+}
+
+/// Latency ends at the kernel's receive time of the last byte, not when
+/// the engine gets round to reading it: a server that answers 30 ms after
+/// each request gives latencies in [30, 45) ms, also with a 20 ms tick
+/// (reading at the tick would add up to 20 ms).
+#[test]
+fn the_tick_engine_measures_latency_at_the_kernel_receive_time() {
+    use pagewire_load::tick::TickOptions;
+    use pagewire_load::urls::{run_urls_tick, Engine};
+    let slow: fn(u32, &mut std::net::TcpStream) -> bool = |_, s| {
+        use std::io::Write;
+        std::thread::sleep(Duration::from_millis(30));
+        s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello")
+            .is_ok()
+    };
+    let addr = scripted_server(slow);
+    for tick_ms in [1, 20] {
+        let opts = TickOptions {
+            tick: Duration::from_millis(tick_ms),
+            ..TickOptions::default()
+        };
+        // 20 requests, 100 ms apart per connection: none waits for another.
+        let cfg = open_cfg(format!("http://{addr}/a"), 2, 20.0, Engine::Tick);
+        let (m, stats) = run_urls_tick(cfg, opts).unwrap();
+        assert_eq!(m.error_total(), 0, "{:?}", m.errors);
+        assert_eq!(m.gets, 20);
+        assert_eq!(stats.kernel_stamped, 20);
+        let (lo, hi) = (m.get_latency.min(), m.get_latency.max());
+        assert!(
+            lo >= 30_000 && hi < 45_000,
+            "tick {tick_ms} ms: latency {lo}..{hi} us"
+        );
     }
 }

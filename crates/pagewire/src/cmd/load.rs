@@ -31,6 +31,11 @@ pub struct Args {
     /// intended send time); without it each connection sends as fast as responses come (closed).
     #[arg(long, value_name = "PER_SECOND")]
     pub rate: Option<f64>,
+    /// URL mode with --rate: tick (one loop that wakes once per tick and reads every response
+    /// that has arrived, latency from the kernel's receive timestamps) or tokio (a task per
+    /// connection, woken per response; the engine of closed runs).
+    #[arg(long, default_value = "tick", value_name = "ENGINE", value_parser = ["tick", "tokio"])]
+    pub engine: String,
     /// The server: http://HOST[:PORT] (paths come from the site's manifest).
     #[arg(long, required_unless_present_any = ["check_model", "urls"])]
     pub target: Option<String>,
@@ -287,6 +292,7 @@ fn run_urls(args: &Args) -> anyhow::Result<ExitCode> {
         rate: args.rate,
         timeout: args.timeout,
         command_line: std::env::args().collect::<Vec<_>>().join(" "),
+        engine: args.engine.parse().map_err(anyhow::Error::msg)?,
     };
     let live = Arc::new(Live::default());
     let stop = Arc::new(AtomicBool::new(false));
