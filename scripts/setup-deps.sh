@@ -133,3 +133,6 @@ fi
     echo "venv-python $("$VENV/bin/python" -c 'import platform; print(platform.python_version())')"
 } >"$PEERS_DIR/versions.txt"
 echo "setup-deps: peer versions in $PEERS_DIR/versions.txt" >&2
+
+# bench/h1-callgrind.sh and bench/h1_parse_cost.sh: instructions per request under callgrind
+apt_install valgrind

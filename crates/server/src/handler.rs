@@ -21,7 +21,7 @@ use pagewire_h1::{
     Output, RequestHead, Version,
 };
 use pagewire_site::store::{Encoding, Resource, Site};
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::Arc;
 
 use crate::io::WriteBuf;
@@ -163,7 +163,7 @@ fn render_variant(
 
 impl StaticSite {
     pub fn new(site: Arc<Site>) -> StaticSite {
-        let mut routes = HashMap::with_capacity(site.len() * 2);
+        let mut routes = HashMap::with_capacity_and_hasher(site.len() * 2, Default::default());
         let mut heads = Vec::with_capacity(site.len());
         let packages = crate::objpack::Packages::build(&site);
         for (i, r) in site.resources().iter().enumerate() {
