@@ -7,6 +7,7 @@ pub mod fileset;
 pub mod metrics;
 pub mod model;
 pub mod run;
+pub mod schedule;
 pub mod stream;
 pub mod streamcheck;
 pub mod tick;

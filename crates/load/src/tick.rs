@@ -48,7 +48,7 @@ use tokio::time::Instant;
 use crate::client::{io_kind, Failure, ResponseReader, Step};
 use crate::metrics::{ErrorKind, Metrics};
 use crate::run::Live;
-use crate::urls::Schedule;
+use crate::schedule::Schedule;
 
 /// What the engine needs of the run (filled in by `urls::run_urls`).
 pub struct TickRun<'a> {

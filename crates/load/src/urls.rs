@@ -34,6 +34,7 @@ use tokio::time::Instant;
 use crate::client::{self, Conn, ANY_SIZE};
 use crate::metrics::{ErrorKind, Metrics, RunInfo, Summary};
 use crate::run::{cpu_times, ensure_fd_limit, parse_target, Live};
+pub use crate::schedule::Schedule;
 
 /// A URL run's configuration.
 #[derive(Debug, Clone)]
@@ -127,44 +128,6 @@ impl Ctx {
     fn error(&self, kind: ErrorKind) {
         self.metrics().record_error(self.sec(Instant::now()), kind);
         self.live.errors.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// The open model's arrival times: request `g` of the run (0-based, over
-/// all connections) is due at `start + g / rate`, and is connection
-/// `g mod connections`'s. Requests due at or after `end` are not sent.
-#[derive(Debug, Clone, Copy)]
-pub struct Schedule {
-    pub start: Instant,
-    pub end: Instant,
-    pub rate: f64,
-    pub connections: u64,
-}
-
-impl Schedule {
-    /// When request `g` is due.
-    pub fn intended(&self, g: u64) -> Instant {
-        self.start + Duration::from_secs_f64(g as f64 / self.rate)
-    }
-    /// When connection `i`'s `k`-th request (0-based) is due.
-    pub fn intended_on(&self, i: u64, k: u64) -> Instant {
-        self.intended(k * self.connections + i)
-    }
-    /// The requests from `from` on that are due at `now` (and before the
-    /// end): `from..to`, every one of them, however many a late tick finds.
-    pub fn due(&self, from: u64, now: Instant) -> std::ops::Range<u64> {
-        let mut to = from;
-        loop {
-            let t = self.intended(to);
-            if t > now || t >= self.end {
-                return from..to;
-            }
-            to += 1;
-        }
-    }
-    /// Whether any request from `g` on is still to come.
-    pub fn has(&self, g: u64) -> bool {
-        self.intended(g) < self.end
     }
 }
 
