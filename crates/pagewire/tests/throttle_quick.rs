@@ -23,13 +23,29 @@ fn throttle_quick_compares_three_methods_on_the_microscape_page() {
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("t");
-    let (output, elapsed, _) = common::run_bounded(
-        Command::new(env!("CARGO_BIN_EXE_pagewire"))
-            .args(["throttle", "--quick", "--out"])
-            .arg(&out),
-        Duration::from_secs(120),
-        "pagewire throttle --quick",
-    );
+    let run = || {
+        common::run_bounded(
+            Command::new(env!("CARGO_BIN_EXE_pagewire"))
+                .args(["throttle", "--quick", "--out"])
+                .arg(&out),
+            Duration::from_secs(120),
+            "pagewire throttle --quick",
+        )
+    };
+    let (mut output, mut elapsed, _) = run();
+    // Chromium under DevTools throttling sometimes never fires the load
+    // event (1 of 4 CI runs on 2026-11-26; the same load passed in every
+    // rerun): one more run then, with the first failure printed. Any other
+    // failure, or the same one twice, fails the test.
+    if !output.status.success()
+        && String::from_utf8_lossy(&output.stderr).contains("no load event within")
+    {
+        eprintln!(
+            "first run: a load without a load event, run again:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output, elapsed, _) = run();
+    }
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
