@@ -272,9 +272,9 @@ async fn connection(ctx: Arc<Ctx>, i: u64, slot: Option<(Schedule, Arc<[Slot]>)>
     }
 }
 
-/// Runs the URLs; the summary has `mode` "closed" or "open R/s" and
-/// `ues` = connections.
-pub fn run_urls(cfg: UrlConfig, live: Arc<Live>) -> anyhow::Result<(Summary, Metrics)> {
+/// Checks the configuration, parses the URLs and raises the descriptor
+/// limit for the connections: what every run does first, on either engine.
+fn prepare(cfg: &UrlConfig) -> anyhow::Result<Vec<Url>> {
     if cfg.urls.is_empty() {
         bail!("give at least one URL");
     }
@@ -301,6 +301,13 @@ pub fn run_urls(cfg: UrlConfig, live: Arc<Live>) -> anyhow::Result<(Summary, Met
         .map(|u| parse_url(u))
         .collect::<anyhow::Result<Vec<_>>>()?;
     ensure_fd_limit(cfg.connections + 64)?;
+    Ok(urls)
+}
+
+/// Runs the URLs; the summary has `mode` "closed" or "open R/s" and
+/// `ues` = connections.
+pub fn run_urls(cfg: UrlConfig, live: Arc<Live>) -> anyhow::Result<(Summary, Metrics)> {
+    let urls = prepare(&cfg)?;
     let started_utc = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let cpu0 = cpu_times();
     let wall0 = std::time::Instant::now();
@@ -392,12 +399,7 @@ pub fn run_urls_tick(
     cfg: UrlConfig,
     opts: crate::tick::TickOptions,
 ) -> anyhow::Result<(Metrics, crate::tick::TickStats)> {
-    let urls = cfg
-        .urls
-        .iter()
-        .map(|u| parse_url(u))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    ensure_fd_limit(cfg.connections + 64)?;
+    let urls = prepare(&cfg)?;
     let (m, stats, _) = run_tick(&cfg, &urls, &Live::default(), opts)?;
     Ok((m, stats))
 }

@@ -563,10 +563,25 @@ enum Hostile {
     Trickle,
 }
 
+/// Reads one request head byte by byte (up to 16 KB; bounded by the
+/// socket's read timeout); None when the peer left or the read failed.
+fn read_head(s: &mut std::net::TcpStream) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let mut b = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
+        match s.read(&mut b) {
+            Ok(1) => head.push(b[0]),
+            _ => return None,
+        }
+    }
+    Some(head)
+}
+
 /// A hostile HTTP/1.1 server on loopback (threads; every loop bounded by
 /// 20 s and by the client leaving).
 fn hostile_server(how: Hostile) -> std::net::SocketAddr {
-    use std::io::{Read, Write};
+    use std::io::Write;
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -576,14 +591,8 @@ fn hostile_server(how: Hostile) -> std::net::SocketAddr {
             std::thread::spawn(move || {
                 let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
                 let t0 = std::time::Instant::now();
-                let mut head = Vec::new();
-                let mut b = [0u8; 1];
-                // Bounded: a request head is short; the socket times out.
-                while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
-                    match s.read(&mut b) {
-                        Ok(1) => head.push(b[0]),
-                        _ => return,
-                    }
+                if read_head(&mut s).is_none() {
+                    return;
                 }
                 let bound = Duration::from_secs(20);
                 match how {
@@ -680,7 +689,6 @@ fn open_cfg(
 /// connection with `answer(n, stream)`; `false` closes the connection.
 /// Bounded: 64 connections, each by a 5 s read timeout.
 fn scripted_server(answer: fn(u32, &mut std::net::TcpStream) -> bool) -> std::net::SocketAddr {
-    use std::io::Read;
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -691,13 +699,8 @@ fn scripted_server(answer: fn(u32, &mut std::net::TcpStream) -> bool) -> std::ne
                 let _ = s.set_nodelay(true);
                 // Bounded: requests per connection, each head short.
                 for n in 0..10_000 {
-                    let mut head = Vec::new();
-                    let mut b = [0u8; 1];
-                    while !head.ends_with(b"\r\n\r\n") && head.len() < 16 * 1024 {
-                        match s.read(&mut b) {
-                            Ok(1) => head.push(b[0]),
-                            _ => return,
-                        }
+                    if read_head(&mut s).is_none() {
+                        return;
                     }
                     if !answer(n, &mut s) {
                         return;
