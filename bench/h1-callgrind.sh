@@ -130,7 +130,7 @@ top() {
                 if (self == "no") cost[name] += c; else if (c > cost[name]) cost[name] = c
             }
             END { for (i = 0; i < k; i++) printf "%9.1f  %s\n", cost[order[i]] / n, substr(order[i], 1, 120) }' \
-        | sort -k1,1 -rn | head -n "$TOP"
+        | sort -k1,1 -rn | awk -v t="$TOP" 'NR <= t' # reads to the end: no SIGPIPE for sort under pipefail
 }
 echo "# top $TOP functions by inclusive Ir per request"
 top yes
