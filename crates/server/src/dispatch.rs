@@ -460,41 +460,45 @@ impl Conn {
     /// Parses the next request from the input buffer and answers it. Sync on
     /// purpose: a parsed head (~350 bytes with its inline field index) never
     /// lives across an `.await`, so it is not part of every connection's future.
+    ///
+    /// The head is parsed into a local of this frame and answered from
+    /// there by reference: it is never copied (only the rare prefetch and
+    /// think-time paths move it into a box).
     fn next_step(&mut self, prefetch_on: bool, flush_bytes: usize) -> Step {
-        let parsed = match self.inbuf.as_mut() {
-            Some(buf) if !buf.is_empty() => self.scanner.parse(buf, &self.w.shared.config.limits),
-            _ => Ok(None),
+        let Some(buf) = self.inbuf.as_mut().filter(|b| !b.is_empty()) else {
+            return Step::Drained;
         };
-        if !matches!(parsed, Ok(None)) {
-            self.set_busy();
-        }
+        let mut head = RequestHead::empty();
+        let parsed = self
+            .scanner
+            .parse_into(buf, &self.w.shared.config.limits, &mut head);
         match parsed {
-            Ok(Some(head)) => {
-                if let Some(buf) = self.inbuf.as_mut() {
-                    if crate::getall::wait_for_body(&head, buf) {
-                        return Step::AwaitBody; // GETLIST's uri-list is still arriving
-                    }
-                }
-                self.out.ensure(&self.w.pools, flush_bytes);
-                if prefetch_on && is_prefetch(&head) {
-                    return Step::LowPriority(Box::new(head));
-                }
-                let think = self.w.shared.handler.think_time(&head);
-                if !think.is_zero() {
-                    return Step::Think(Box::new(head), think);
-                }
-                if self.respond(&head) {
-                    Step::Close
-                } else {
-                    Step::Answered
-                }
-            }
-            Ok(None) => Step::Drained,
+            Ok(false) => return Step::Drained,
+            Ok(true) => self.set_busy(),
             Err(e) => {
+                self.set_busy();
                 self.out.ensure(&self.w.pools, flush_bytes);
                 self.answer_error(&e, b"-");
-                Step::Close
+                return Step::Close;
             }
+        }
+        if let Some(buf) = self.inbuf.as_mut() {
+            if crate::getall::wait_for_body(&head, buf) {
+                return Step::AwaitBody; // GETLIST's uri-list is still arriving
+            }
+        }
+        self.out.ensure(&self.w.pools, flush_bytes);
+        if prefetch_on && is_prefetch(&head) {
+            return Step::LowPriority(Box::new(head));
+        }
+        let think = self.w.shared.handler.think_time(&head);
+        if !think.is_zero() {
+            return Step::Think(Box::new(head), think);
+        }
+        if self.respond(&head) {
+            Step::Close
+        } else {
+            Step::Answered
         }
     }
 
@@ -513,11 +517,7 @@ impl Conn {
             false,
         );
         bump(&self.w.stats.malformed, 1);
-        let line_end = request
-            .iter()
-            .position(|&b| b == b'\r' || b == b'\n')
-            .unwrap_or(request.len());
-        self.account(&a, &request[..line_end]);
+        self.account(&a, request);
     }
 
     /// Waits, idle and holding no buffer, for input; true when the
@@ -748,20 +748,23 @@ impl Conn {
             body: &body,
         };
         let answered = shared.handler.answer(head, ctx, &mut self.out);
-        let raw = head.raw();
-        let line_end = raw
-            .iter()
-            .position(|&b| b == b'\r' || b == b'\n')
-            .unwrap_or(raw.len());
-        self.account(&answered, &raw[..line_end]);
+        self.account(&answered, head.raw());
         !keep_alive
     }
 
-    fn account(&self, a: &Answered, request_line: &[u8]) {
+    /// Counts an answer, and logs it when an access log is on. `request`
+    /// is the request's head (or a placeholder such as `-`); only its first
+    /// line is logged, found only when there is a log to write.
+    fn account(&self, a: &Answered, request: &[u8]) {
         let s = &self.w.stats;
         bump(&s.status[(a.status / 100).min(5) as usize], 1);
         bump(&s.body_bytes, a.body_bytes);
         if let Some(log) = self.w.log.borrow_mut().as_mut() {
+            let line_end = request
+                .iter()
+                .position(|&b| b == b'\r' || b == b'\n')
+                .unwrap_or(request.len());
+            let request_line = &request[..line_end];
             let dropped = log.line(self.peer.ip(), request_line, a.status, a.body_bytes);
             bump(&s.log_dropped, dropped);
         }

@@ -95,7 +95,9 @@ struct ResourceHeads {
 pub struct StaticSite {
     site: Arc<Site>,
     packages: crate::objpack::Packages,
-    routes: HashMap<Box<str>, Route>,
+    /// Keyed by the decoded path's bytes, so that a plain target's bytes
+    /// are looked up as sent (no UTF-8 check on the hot path).
+    routes: HashMap<Box<[u8]>, Route>,
     heads: Vec<ResourceHeads>,
 }
 
@@ -167,12 +169,14 @@ impl StaticSite {
         let mut heads = Vec::with_capacity(site.len());
         let packages = crate::objpack::Packages::build(&site);
         for (i, r) in site.resources().iter().enumerate() {
-            routes.insert(r.path.clone().into_boxed_str(), Route::File(i));
+            routes.insert(r.path.as_bytes().into(), Route::File(i));
             if let Some(dir) = r.path.strip_suffix("index.html") {
                 if dir.ends_with('/') {
-                    routes.insert(dir.into(), Route::File(i));
+                    routes.insert(dir.as_bytes().into(), Route::File(i));
                     if let Some(bare) = dir.strip_suffix('/').filter(|b| !b.is_empty()) {
-                        routes.entry(bare.into()).or_insert(Route::AddSlash);
+                        routes
+                            .entry(bare.as_bytes().into())
+                            .or_insert(Route::AddSlash);
                     }
                 }
             }
@@ -203,12 +207,12 @@ impl StaticSite {
 
     /// Whether a decoded path names a resource (for filtering hints).
     pub fn contains(&self, path: &str) -> bool {
-        matches!(self.routes.get(path), Some(Route::File(_)))
+        matches!(self.routes.get(path.as_bytes()), Some(Route::File(_)))
     }
 
     /// The resource a decoded path names, if any.
     pub fn index_of(&self, path: &str) -> Option<usize> {
-        match self.routes.get(path) {
+        match self.routes.get(path.as_bytes()) {
             Some(Route::File(i)) => Some(*i),
             _ => None,
         }
@@ -231,7 +235,7 @@ impl StaticSite {
         let Ok(Target::Path { path, .. }) = target::parse(target, scratch) else {
             return None;
         };
-        let Some(Route::File(index)) = self.routes.get(path) else {
+        let Some(Route::File(index)) = self.routes.get(path.as_bytes()) else {
             return None;
         };
         let index = *index;
@@ -250,6 +254,60 @@ impl StaticSite {
             body: &variant.body,
             resource: index,
         })
+    }
+
+    /// Routing for every target the fast path in [`StaticSite::answer`]
+    /// does not settle: decodes the target, and answers what names no file
+    /// (400, 301 to the directory, 404) itself: `Err` holds that answer.
+    fn route_slow(
+        &self,
+        req: &RequestHead,
+        scratch: &mut String,
+        conn: ConnHeader,
+        out: &mut WriteBuf,
+        head_only: bool,
+    ) -> Result<usize, Answered> {
+        let (path, query) = match target::parse(req.target(), scratch) {
+            Ok(Target::Path { path, query }) => (path, query),
+            Ok(Target::Asterisk) => {
+                return Err(simple(
+                    out,
+                    400,
+                    conn,
+                    &[],
+                    "'*' is only for OPTIONS\n",
+                    head_only,
+                ))
+            }
+            Err(e) => {
+                let mut body = String::with_capacity(64);
+                body.push_str(e.reason());
+                body.push('\n');
+                return Err(simple(out, 400, conn, &[], &body, head_only));
+            }
+        };
+        match self.routes.get(path.as_bytes()) {
+            Some(Route::File(i)) => Ok(*i),
+            Some(Route::AddSlash) => {
+                let mut location = String::with_capacity(path.len() + 2);
+                location.push_str(path);
+                location.push('/');
+                if let Some(q) = query {
+                    location.push('?');
+                    location.push_str(q);
+                }
+                let location = encode_location(&location);
+                Err(simple(
+                    out,
+                    301,
+                    conn,
+                    &[("Location", &location)],
+                    "moved to the directory\n",
+                    head_only,
+                ))
+            }
+            None => Err(simple(out, 404, conn, &[], "not found\n", head_only)),
+        }
     }
 
     /// Answers one request (GETALL/GETLIST excepted: `getall`). The
@@ -276,46 +334,20 @@ impl StaticSite {
                 );
             }
         }
-        let (path, query) = match target::parse(req.target(), ctx.scratch) {
-            Ok(Target::Path { path, query }) => (path, query),
-            Ok(Target::Asterisk) => {
-                return simple(
-                    out,
-                    400,
-                    ctx.conn,
-                    &[],
-                    "'*' is only for OPTIONS\n",
-                    head_only,
-                )
-            }
-            Err(e) => {
-                let mut body = String::with_capacity(64);
-                body.push_str(e.reason());
-                body.push('\n');
-                return simple(out, 400, ctx.conn, &[], &body, head_only);
-            }
-        };
-        let index = match self.routes.get(path) {
-            Some(Route::File(i)) => *i,
-            Some(Route::AddSlash) => {
-                let mut location = String::with_capacity(path.len() + 2);
-                location.push_str(path);
-                location.push('/');
-                if let Some(q) = query {
-                    location.push('?');
-                    location.push_str(q);
-                }
-                let location = encode_location(&location);
-                return simple(
-                    out,
-                    301,
-                    ctx.conn,
-                    &[("Location", &location)],
-                    "moved to the directory\n",
-                    head_only,
-                );
-            }
-            None => return simple(out, 404, ctx.conn, &[], "not found\n", head_only),
+        // The common case first: a plain origin-form target that names a
+        // file, looked up by its bytes as sent. Anything else (escapes, dot
+        // segments, absolute-form, redirects, 404) takes the general path,
+        // which gives the same answer for what the fast one accepts.
+        let fast = target::plain_path(req.target_bytes()).and_then(|p| match self.routes.get(p) {
+            Some(Route::File(i)) => Some(*i),
+            _ => None,
+        });
+        let index = match fast {
+            Some(i) => i,
+            None => match self.route_slow(req, ctx.scratch, ctx.conn, out, head_only) {
+                Ok(i) => i,
+                Err(answered) => return answered,
+            },
         };
         if let Some(p) = self.packages.wanted(index, req) {
             return p.answer(req, ctx, head_only, index, out);

@@ -199,6 +199,22 @@ impl WriteBuf {
     /// wait on writability. Synchronous on purpose, so the iovec array on the
     /// stack is never part of the connection's future.
     pub fn write_once<W: Writev>(&mut self, stream: &W) -> io::Result<(WriteStep, usize)> {
+        if self.segs.is_empty() && self.queued > 0 && self.queued == self.flat.len() {
+            // Everything queued is the flat buffer, from its start, and none
+            // of it was written yet (the keep-alive case: one response
+            // copied whole): one slice, no segment bookkeeping. A short
+            // write falls back to the segments below.
+            let written = stream.try_writev(&[IoSlice::new(&self.flat)])?;
+            if written == self.queued {
+                self.flat.clear();
+                self.open_from = 0;
+                self.queued = 0;
+                return Ok((WriteStep::Done, written));
+            }
+            self.close_flat();
+            self.advance(written);
+            return Ok((WriteStep::Partial, written));
+        }
         self.close_flat();
         let mut iov = [IoSlice::new(&[]); MAX_IOVECS];
         let mut n_iov = 0;

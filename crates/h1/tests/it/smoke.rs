@@ -111,3 +111,41 @@ fn expect_continue_and_request_writer() {
     .unwrap();
     assert_eq!(out, b"GET / HTTP/1.0\r\n\r\n");
 }
+
+/// `header` skips the scan when no field name has the asked name's length;
+/// it must still find every field a linear scan finds, whatever the
+/// length (names of 63 bytes and more share one bit).
+#[test]
+fn header_lookup_agrees_with_a_linear_scan_for_every_name_length() {
+    let long_a = "X-".to_owned() + &"a".repeat(70);
+    let long_b = "X-".to_owned() + &"b".repeat(61);
+    let text = format!(
+        "GET / HTTP/1.1\r\nHost: h\r\nAccept: */*\r\n{long_a}: 1\r\n{long_b}: 2\r\nE: 3\r\nRange: bytes=0-1\r\n\r\n"
+    );
+    let mut buf = BytesMut::from(text.as_bytes());
+    let head = parse_request(&mut buf, &Limits::default())
+        .unwrap()
+        .unwrap();
+    let mut asked: Vec<String> = head
+        .iter()
+        .map(|(n, _)| String::from_utf8(n.to_vec()).unwrap().to_uppercase())
+        .collect();
+    // Absent names of present and absent lengths, short and long.
+    asked.extend(["Hosx", "Accept-Encoding", "If-None-Match", "F", "Rang"].map(String::from));
+    asked.push("X-".to_owned() + &"c".repeat(70));
+    asked.push("X-".to_owned() + &"b".repeat(62));
+    for name in &asked {
+        let scan: Vec<&[u8]> = head
+            .iter()
+            .filter(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+            .map(|(_, v)| v)
+            .collect();
+        let lookup: Vec<&[u8]> = head.headers(name).collect();
+        assert_eq!(lookup, scan, "{name}");
+        assert_eq!(head.header(name), scan.first().copied(), "{name}");
+    }
+    assert_eq!(head.header(&long_a), Some(&b"1"[..]));
+    assert_eq!(head.header(&long_b.to_lowercase()), Some(&b"2"[..]));
+    assert_eq!(head.header("e"), Some(&b"3"[..]));
+    assert_eq!(head.header("hosx"), None);
+}
