@@ -65,20 +65,27 @@ struct FieldIndex {
 /// browser-like GET has 6-12).
 type Fields = SmallVec<[FieldIndex; 16]>;
 
-/// Which field-name lengths occur in a head: bit `min(len, 63)`. Two names
-/// can only be equal ignoring case if their lengths are, so a lookup whose
-/// length bit is clear answers "absent" without scanning the fields (most
-/// lookups a server makes per request are for fields a client did not
-/// send: Range, If-*, Expect, Connection, ...).
+/// A one-word summary of a head's field names: bit `(len + 3 × first
+/// byte, lowercased) mod 64` for each name. Names equal ignoring case have
+/// the same length and first letter, so a lookup whose bit is clear
+/// answers "absent" without scanning the fields. Most lookups a server
+/// makes per request are for fields a client did not send (Range, If-*,
+/// Expect, ...); with this bit function none of those collides with the
+/// fields a browser sends (Host, User-Agent, Accept*, Connection, Sec-*,
+/// Cache-Control, Cookie, Referer, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct NameLengths(u64);
+struct NameBits(u64);
 
-impl NameLengths {
-    fn add(&mut self, len: usize) {
-        self.0 |= 1 << len.min(63);
+impl NameBits {
+    fn bit(name: &[u8]) -> u64 {
+        let first = name.first().map_or(0, |b| usize::from(b | 0x20));
+        1 << ((name.len() + 3 * first) & 63)
     }
-    fn may_hold(self, len: usize) -> bool {
-        self.0 & (1 << len.min(63)) != 0
+    fn add(&mut self, name: &[u8]) {
+        self.0 |= Self::bit(name);
+    }
+    fn may_hold(self, name: &[u8]) -> bool {
+        self.0 & Self::bit(name) != 0
     }
 }
 
@@ -145,7 +152,7 @@ macro_rules! field_accessors {
 
         /// Every value of field `name` (case-insensitive), in order.
         pub fn headers<'a, 'n>(&'a self, name: &'n str) -> HeaderValues<'a, 'n> {
-            let fields: &[FieldIndex] = if self.name_lengths.may_hold(name.len()) {
+            let fields: &[FieldIndex] = if self.name_bits.may_hold(name.as_bytes()) {
                 &self.fields
             } else {
                 &[]
@@ -207,7 +214,7 @@ pub struct RequestHead {
     target: Span,
     version: Version,
     fields: Fields,
-    name_lengths: NameLengths,
+    name_bits: NameBits,
     declared: Declared,
     framing: BodyFraming,
 }
@@ -226,7 +233,7 @@ impl RequestHead {
             target: Span::default(),
             version: Version::Http11,
             fields: Fields::new(),
-            name_lengths: NameLengths::default(),
+            name_bits: NameBits::default(),
             declared: Declared::default(),
             framing: BodyFraming::Empty,
         }
@@ -290,7 +297,7 @@ pub struct ResponseHead {
     status: u16,
     reason: Span,
     fields: Fields,
-    name_lengths: NameLengths,
+    name_bits: NameBits,
     declared: Declared,
     framing: BodyFraming,
 }
@@ -421,7 +428,7 @@ pub fn parse_request_into(
                     limits,
                     Role::Request,
                 )?;
-                let (declared, host_count, name_lengths) = scan_framing(window, fields)?;
+                let (declared, host_count, name_bits) = scan_framing(window, fields)?;
                 if host_count > 1 {
                     return Err(ErrorKind::MultipleHost.into());
                 }
@@ -434,7 +441,7 @@ pub fn parse_request_into(
                 head.target = Span::of(window, target.as_bytes());
                 head.version = version;
                 head.declared = declared;
-                head.name_lengths = name_lengths;
+                head.name_bits = name_bits;
                 n
             }
         }
@@ -497,23 +504,16 @@ pub fn parse_response(
                 }
                 let start = skip_empty_lines(window);
                 check_complete_lines(&window[..n], start, &fields, limits, Role::Response)?;
-                let (declared, _hosts, name_lengths) = scan_framing(window, &fields)?;
+                let (declared, _hosts, name_bits) = scan_framing(window, &fields)?;
                 validate_response_framing(declared, version)?;
                 let framing = framing_for_response(status, declared, *request_method);
                 (
-                    n,
-                    version,
-                    status,
-                    reason,
-                    fields,
-                    name_lengths,
-                    declared,
-                    framing,
+                    n, version, status, reason, fields, name_bits, declared, framing,
                 )
             }
         }
     };
-    let (n, version, status, reason, fields, name_lengths, declared, framing) = parsed;
+    let (n, version, status, reason, fields, name_bits, declared, framing) = parsed;
     let raw = buf.split_to(n).freeze();
     Ok(Some(ResponseHead {
         raw,
@@ -521,7 +521,7 @@ pub fn parse_response(
         status,
         reason,
         fields,
-        name_lengths,
+        name_bits,
         declared,
         framing,
     }))
@@ -551,18 +551,15 @@ struct TeFacts {
 }
 
 /// One pass over the fields: Content-Length (validated, duplicates must
-/// agree), Transfer-Encoding facts, Host count, and the names' lengths.
-fn scan_framing(
-    raw: &[u8],
-    fields: &[FieldIndex],
-) -> Result<(Declared, usize, NameLengths), Error> {
+/// agree), Transfer-Encoding facts, Host count, and the names' summary.
+fn scan_framing(raw: &[u8], fields: &[FieldIndex]) -> Result<(Declared, usize, NameBits), Error> {
     let mut content_length: Option<u64> = None;
     let mut te = TeFacts::default();
     let mut hosts = 0usize;
-    let mut lengths = NameLengths::default();
+    let mut lengths = NameBits::default();
     for f in fields {
         let name = f.name.get(raw);
-        lengths.add(name.len());
+        lengths.add(name);
         // Cheap pre-filter on length before the case-insensitive compare.
         match name.len() {
             4 if name.eq_ignore_ascii_case(b"host") => hosts += 1,
@@ -764,6 +761,12 @@ fn check_complete_lines(
     role: Role,
 ) -> Result<(), Error> {
     let n = head.len();
+    if n <= limits
+        .max_request_line_bytes
+        .min(limits.max_header_line_bytes)
+    {
+        return Ok(()); // no line of a head this short can pass either limit
+    }
     // The head ends with the blank line: "\r\n" or "\n".
     let blank = if n >= 2 && head[n - 2] == b'\r' {
         n - 2

@@ -414,14 +414,15 @@ impl Conn {
             if !awaiting_body {
                 self.body_counted = 0;
             }
+            let mut readable = false;
             if buffered == 0 && self.phase == Phase::Idle && self.inbuf.is_none() {
                 match self.wait_idle().await {
                     Ok(true) => return End::Parked,
-                    Ok(false) => {}
+                    Ok(false) => readable = true,
                     Err(_) => return End::IoError,
                 }
             }
-            match self.read().await {
+            match self.read(readable).await {
                 Ok(0) => {
                     let reason = self.slot.reason();
                     let late = match reason {
@@ -566,10 +567,13 @@ impl Conn {
     /// rule clears the readiness flag when the kernel returned less than asked:
     /// the next wait then goes straight to epoll instead of costing one more
     /// `read` that would only say EAGAIN (one system call per keep-alive
-    /// request saved).
-    async fn read(&mut self) -> io::Result<usize> {
+    /// request saved). `readable`: the caller has just seen the socket
+    /// readable (`wait_idle`), so there is nothing to wait for.
+    async fn read(&mut self, readable: bool) -> io::Result<usize> {
         use tokio::io::AsyncReadExt as _;
-        self.stream.readable().await?;
+        if !readable {
+            self.stream.readable().await?;
+        }
         let buf = match &mut self.inbuf {
             Some(b) => b,
             None => self.inbuf.insert(self.w.pools.take_read()),

@@ -142,7 +142,9 @@ impl WriteBuf {
     pub fn ensure(&mut self, pools: &Pools, flush_bytes: usize) {
         if !self.has_buffers {
             self.flat = pools.take_write(flush_bytes);
-            self.segs = Vec::with_capacity(8);
+            // `segs` allocates on its first push only: a response copied
+            // whole into `flat` and sent in one slice (`write_once`'s fast
+            // path, every keep-alive request) never needs it.
             self.has_buffers = true;
         }
     }
@@ -151,7 +153,9 @@ impl WriteBuf {
     pub fn release(&mut self, pools: &Pools, flush_bytes: usize) {
         if self.has_buffers && self.is_empty() {
             pools.give_write(std::mem::take(&mut self.flat), flush_bytes);
-            self.segs = Vec::new();
+            if self.segs.capacity() > 0 {
+                self.segs = Vec::new();
+            }
             self.has_buffers = false;
         }
     }

@@ -114,7 +114,7 @@ fn expect_continue_and_request_writer() {
 
 /// `header` skips the scan when no field name has the asked name's length;
 /// it must still find every field a linear scan finds, whatever the
-/// length (names of 63 bytes and more share one bit).
+/// length and first letter (one bit of 64 stands for many names).
 #[test]
 fn header_lookup_agrees_with_a_linear_scan_for_every_name_length() {
     let long_a = "X-".to_owned() + &"a".repeat(70);
