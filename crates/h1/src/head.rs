@@ -146,11 +146,13 @@ macro_rules! field_accessors {
         }
 
         /// The first value of field `name` (case-insensitive).
+        #[inline]
         pub fn header(&self, name: &str) -> Option<&[u8]> {
             self.headers(name).next()
         }
 
         /// Every value of field `name` (case-insensitive), in order.
+        #[inline]
         pub fn headers<'a, 'n>(&'a self, name: &'n str) -> HeaderValues<'a, 'n> {
             let fields: &[FieldIndex] = if self.name_bits.may_hold(name.as_bytes()) {
                 &self.fields

@@ -90,15 +90,27 @@ fn plain_path_end(bytes: &[u8]) -> Option<usize> {
     if bytes.first() != Some(&b'/') {
         return None;
     }
-    let mut prev = 0u8;
+    // Bytes that end the path or may make it not plain; every other byte
+    // costs one table load.
+    const SPECIAL: [bool; 256] = {
+        let mut t = [false; 256];
+        t[b'?' as usize] = true;
+        t[b'#' as usize] = true;
+        t[b'%' as usize] = true;
+        t[b'.' as usize] = true;
+        t
+    };
     for (i, &b) in bytes.iter().enumerate() {
+        if !SPECIAL[b as usize] {
+            continue;
+        }
         match b {
             b'?' | b'#' => return Some(i),
             b'%' => return None,
-            b'.' if prev == b'/' => return None,
+            // A dot after a slash starts a dot segment candidate (`/.`).
+            _ if bytes[i - 1] == b'/' => return None,
             _ => {}
         }
-        prev = b;
     }
     Some(bytes.len())
 }
