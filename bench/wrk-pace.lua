@@ -11,10 +11,11 @@
 -- connections carries one request at a time, so the rate is
 --   connections / (latency + delay + the timer's lateness)
 -- and cannot be set exactly. wrk's event loop (ae) keeps its timers in
--- milliseconds and they fire about 1 ms late, so a delay of 1 ms is about a
--- 2 ms cycle and 2 ms about 3 ms. With 50 connections to pagewire serve (1 KB
--- file) on two cores, 1 ms alone runs well above 20k req/s and 2 ms alone
--- below it; alternating the two lands in between, near the 20k req/s that
+-- whole milliseconds and they fire late (up to about a millisecond), so a
+-- delay of 1 ms is a cycle of up to about 2 ms and 2 ms up to about 3 ms.
+-- Alternating the two lands between their rates: with 50 connections to
+-- pagewire serve (1 KB file) 17-26k req/s in the committed run
+-- docs/perf-results/2026-11-26-pace, near the 20k req/s that
 -- `pagewire load --rate 20000` is measured at. Each run's achieved rate is
 -- whatever it is; the scripts then run `pagewire load --rate` at that
 -- achieved rate (same connections, same server), so the two generators are
