@@ -6,18 +6,22 @@
 # pagewire's HTTP/1.1 server (1 KB file, one thread) on CPU $SERVER_CPU, every
 # generator on CPU $LOAD_CPU, 50 connections, $ROUNDS interleaved rounds of:
 #   pagewire load --rate R, h2load --h1 --rps R/50 (open loop, same rate),
-#   pagewire load (closed), wrk -t1 (closed);
+#   pagewire load (closed), wrk -t1 (closed),
+#   wrk -t1 paced by bench/wrk-pace.lua (below saturation: a closed loop with
+#   think time, the nearest wrk 4.1 comes to wrk2's -R), then pagewire load
+#   --rate at the rate that wrk run achieved (the like-for-like pair);
 # then one run of each open-loop generator at every rate of $SWEEP. Prints, per
 # run, req/s, CPU seconds (utime + stime of the generator, reaped by
 # /usr/bin/time), CPU us per GET and the core's busy share (CPU s / wall s);
-# then the medians. Bounded: every run has `timeout 40`; at defaults about
-# 2 minutes.
+# then the medians, and the paced pair's per-round ratio. Bounded: every run
+# has `timeout 40`; at defaults about 3 minutes.
 #
 # Usage: bench/loadgen-cost.sh PAGEWIRE_BINARY
 #        (env: ROUNDS=3 SECONDS_PER_RUN=5 RATE=20000 SWEEP="40000 60000 80000"
 #         SERVER_CPU=0 LOAD_CPU=1 OUT=file.csv)
 set -euo pipefail
 PW_SRC=${1:?usage: bench/loadgen-cost.sh PAGEWIRE_BINARY}
+PACE=$(cd "$(dirname "$0")" && pwd)/wrk-pace.lua
 ROUNDS=${ROUNDS:-3}
 SECS=${SECONDS_PER_RUN:-5}
 RATE=${RATE:-20000}
@@ -57,7 +61,7 @@ run() {
     /usr/bin/time -f "gen-cpu %U %S %e" -o "$WORK/time.out" timeout 40 taskset -c "$LOAD_CPU" "$@" > "$WORK/gen.out" 2> "$WORK/gen.err" || true
     local reqs rps
     case $name in
-    wrk) reqs=$(awk '/requests in/ {print $1}' "$WORK/gen.out"); rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/gen.out") ;;
+    wrk*) reqs=$(awk '/requests in/ {print $1}' "$WORK/gen.out"); rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/gen.out") ;;
     h2load*) reqs=$(awk '/^requests:/ {print $8}' "$WORK/gen.out"); rps=$(awk '/^finished in/ {print $4}' "$WORK/gen.out") ;;
     pagewire*)
         reqs=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j['gets'] + j.get('gets_outside_window', 0))" "$WORK/gen.out" 2> /dev/null || echo 0)
@@ -74,6 +78,15 @@ for round in $(seq 1 "$ROUNDS"); do
     run "h2load-h1-rate$RATE" "$round" "$RATE" h2load --h1 -c50 -m1 -t1 --rps="$(awk -v r="$RATE" 'BEGIN {printf "%g", r / 50}')" -D "$SECS" "$URL"
     run pagewire-load "$round" max "$PW" load "$URL" -c 50 -d "${SECS}s" --json
     run wrk "$round" max wrk -t1 -c50 -d"${SECS}s" "$URL"
+    # Like for like at a fixed rate: wrk paced (its rate cannot be set
+    # exactly), then pagewire load at the rate it achieved, right after it.
+    run wrk-paced "$round" paced wrk -t1 -c50 -d"${SECS}s" -s "$PACE" "$URL"
+    matched=$(tail -n 1 "$OUT" | awk -F, '{printf "%.0f", $5}')
+    if [ "${matched:-0}" -gt 0 ]; then
+        run pagewire-load-matched "$round" "$matched" "$PW" load "$URL" -c 50 -d "${SECS}s" --rate "$matched" --json
+    else
+        echo "round $round: wrk-paced reported no rate; no pagewire-load-matched run" >&2
+    fi
 done
 for rate in $SWEEP; do
     run "pagewire-load-rate$rate" sweep "$rate" "$PW" load "$URL" -c 50 -d "${SECS}s" --rate "$rate" --json
@@ -88,6 +101,19 @@ print("|---|---:|---:|---:|---:|")
 for g in dict.fromkeys(r["generator"] for r in rows):
     rs = [r for r in rows if r["generator"] == g]
     us = [float(r["cpu_us_per_get"]) for r in rs if r["cpu_us_per_get"] != "nan"]
-    print(f"| {g} | {rs[0]['offered']} | {statistics.median(float(r['req_per_s']) for r in rs):,.0f} "
+    offs = {r["offered"] for r in rs}
+    off = rs[0]["offered"] if len(offs) == 1 else f"{statistics.median(float(r['offered']) for r in rs):,.0f} (median)"
+    print(f"| {g} | {off} | {statistics.median(float(r['req_per_s']) for r in rs):,.0f} "
           f"| {statistics.median(us):.2f}; {min(us):.2f} | {statistics.median(float(r['busy']) for r in rs) * 100:.0f} % |")
+# The paced pair, round by round (each pair back to back at the same rate).
+pairs = []
+for rnd in dict.fromkeys(r["round"] for r in rows):
+    by = {r["generator"]: r for r in rows if r["round"] == rnd}
+    p, w = by.get("pagewire-load-matched"), by.get("wrk-paced")
+    if p and w and p["cpu_us_per_get"] != "nan" and w["cpu_us_per_get"] != "nan":
+        pairs.append(float(p["cpu_us_per_get"]) / float(w["cpu_us_per_get"]))
+        print(f"round {rnd}: wrk paced {float(w['req_per_s']):,.0f} req/s {w['cpu_us_per_get']} us/GET, "
+              f"pagewire load --rate {p['offered']} {float(p['req_per_s']):,.0f} req/s {p['cpu_us_per_get']} us/GET: {pairs[-1]:.2f}x")
+if pairs:
+    print(f"pagewire-load-matched / wrk-paced, CPU per GET: {statistics.median(pairs):.2f}x (median of {len(pairs)} per-round ratios)")
 EOF

@@ -18,15 +18,20 @@
 #     h2load --h1 --rps at the same rate and connections (the open-loop peer;
 #     wrk2's `wrk -R` is not packaged in Debian, whose wrk 4.1 has no -R),
 #     and closed (maximum rate) beside wrk and h2load --h1, against
-#     pagewire's HTTP/1.1 server; then where each generator saturates one
-#     core: the open-loop pair at $LOADGEN_SWEEP req/s, and the closed
-#     maximum, each with its core's busy share (CPU s / wall s).
+#     pagewire's HTTP/1.1 server; wrk paced below saturation by
+#     bench/wrk-pace.lua (its delay() hook: a closed loop with think time,
+#     the nearest wrk 4.1 comes to wrk2's -R), then `pagewire load --rate`
+#     at the rate that wrk run achieved (the like-for-like pair at a fixed
+#     rate); then where each generator saturates one core: the open-loop
+#     pair at $LOADGEN_SWEEP req/s, and the closed maximum, each with its
+#     core's busy share (CPU s / wall s).
 # Prints one table of ratios and writes everything (raw generator outputs,
 # runs.csv, perf.json with the commit, results.md) to $OUT
 # (default docs/perf-results/DATE).
 #
 # Bounded: every load run has its own count or time bound and a `timeout`;
-# at defaults the whole script takes about 9 minutes (< 15).
+# at defaults the whole script takes about 5-10 minutes (< 15); the paced wrk
+# and rate-matched runs add 2 x $ROUNDS x $H1_SECONDS s (30 s at defaults).
 #
 # Usage: bench/perf.sh   (env: PAGEWIRE, COMMIT, DIRTY, OUT, ROUNDS, H1_SECONDS, IDLE_CONNS,
 #                          LOADGEN_RATE, LOADGEN_SWEEP, SERVER_CPU, LOAD_CPU)
@@ -342,7 +347,7 @@ gen_run() {
     /usr/bin/time -f "gen-cpu %U %S %e" -o "$WORK/time.out" timeout 40 taskset -c "$LOAD_CPU" "$@" > "$WORK/gen.out" 2> "$WORK/gen.err" || true
     local reqs rps cpu
     case ${name#sweep-} in
-    wrk) reqs=$(awk '/requests in/ {print $1}' "$WORK/gen.out"); rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/gen.out") ;;
+    wrk*) reqs=$(awk '/requests in/ {print $1}' "$WORK/gen.out"); rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/gen.out") ;;
     h2load*) reqs=$(awk '/^requests:/ {print $8}' "$WORK/gen.out"); rps=$(awk '/^finished in/ {print $4}' "$WORK/gen.out") ;;
     pagewire*)
         reqs=$(python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j['gets'] + j.get('gets_outside_window', 0))" "$WORK/gen.out" 2>/dev/null || echo 0)
@@ -359,6 +364,8 @@ gen_run() {
 }
 start pagewire
 URL="http://127.0.0.1:$H1/1k.bin"
+# A copy, as for the binary: the raw outputs name the script's path.
+cp "$ROOT/bench/wrk-pace.lua" "$WORK/wrk-pace.lua"
 # h2load's --rps is per client: the same total over the same 50 connections.
 rps_per_conn() { awk -v r="$1" 'BEGIN {printf "%g", r / 50}'; }
 for round in $(seq 1 "$ROUNDS"); do
@@ -367,6 +374,16 @@ for round in $(seq 1 "$ROUNDS"); do
     gen_run pagewire-load "$round" max "$PW" load "$URL" -c 50 -d "${H1_SECONDS}s" --json
     gen_run wrk "$round" max wrk -t1 -c50 -d"${H1_SECONDS}s" "$URL"
     gen_run h2load-h1 "$round" max h2load --h1 -c50 -m1 -t1 -D "$H1_SECONDS" "$URL"
+    # Like for like at a fixed rate: wrk paced below saturation (its rate
+    # cannot be set exactly), then pagewire load at the rate wrk achieved,
+    # right after it, on the same server and connections.
+    gen_run wrk-paced "$round" paced wrk -t1 -c50 -d"${H1_SECONDS}s" -s "$WORK/wrk-pace.lua" "$URL"
+    matched=$(tail -n 1 "$GEN" | awk -F, '{printf "%.0f", $4}')
+    if [ "${matched:-0}" -gt 0 ]; then
+        gen_run pagewire-load-matched "$round" "$matched" "$PW" load "$URL" -c 50 -d "${H1_SECONDS}s" --rate "$matched" --json
+    else
+        echo "loadgen round $round: wrk-paced reported no rate; no pagewire-load-matched run" >&2
+    fi
 done
 # Saturation sweep: one run per rate and open-loop generator, interleaved.
 for rate in $LOADGEN_SWEEP; do

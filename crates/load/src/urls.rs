@@ -229,6 +229,11 @@ async fn connection(ctx: Arc<Ctx>, i: u64, slot: Option<(Schedule, Arc<[Slot]>)>
         let sent = Instant::now();
         let lag = sent.saturating_duration_since(intended).as_micros() as u64;
         let deadline = sent + ctx.cfg.timeout;
+        // The status of this request's response: `read_response` sets it;
+        // a failed send reads none, and the previous response's status
+        // must not be counted again (as the tick engine, whose reader is
+        // new for every request).
+        c.last_status = 0;
         let mut r = c.send(&url.req, deadline).await.map(|()| None);
         if r.is_ok() {
             r = c.read_response(ANY_SIZE, deadline).await.map(Some);

@@ -748,8 +748,10 @@ fn the_tick_engine_sends_every_request_once_never_early() {
 }
 
 /// Failures are classified by the tick engine as by the tokio engine:
-/// a close mid-body, a close of an idle connection, `Connection: close`
-/// (not an error: the next request reconnects), a refused port.
+/// a close mid-body, a close of an idle connection (a FIN, or a reset
+/// that makes the next request's send fail), `Connection: close` (not an
+/// error: the next request reconnects), a refused port; and both count
+/// the status of every response head read, once (a failed send has none).
 #[test]
 fn the_tick_engine_classifies_failures_as_the_tokio_engine() {
     use pagewire_load::urls::{run_urls, Engine};
@@ -768,21 +770,44 @@ fn the_tick_engine_classifies_failures_as_the_tokio_engine() {
         let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
         false
     };
+    // A response, then a reset once the client has read it (SO_LINGER 0):
+    // the next request's send fails, with no response read.
+    let idle_reset: fn(u32, &mut std::net::TcpStream) -> bool = |_, s| {
+        use nix::sys::socket::{setsockopt, sockopt};
+        use std::io::Write;
+        let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        // Requests on a connection are 200 ms apart (5/s each).
+        std::thread::sleep(Duration::from_millis(50));
+        let off = nix::libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        let _ = setsockopt(&*s, sockopt::Linger, &off);
+        false
+    };
     let refused = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
-    // (server, expected: gets, errors by kind) for 10 requests on 2 connections.
-    type Case = (std::net::SocketAddr, u64, &'static [(&'static str, u64)]);
+    // (server, expected: gets, errors by kind, 200 statuses) for 10
+    // requests on 2 connections.
+    type Case = (
+        std::net::SocketAddr,
+        u64,
+        &'static [(&'static str, u64)],
+        u64,
+    );
     let cases: Vec<Case> = vec![
-        (scripted_server(short), 0, &[("short_body", 10)]),
+        // Every head read is a 200; every body is cut.
+        (scripted_server(short), 0, &[("short_body", 10)], 10),
         // Each connection: a GET, then the next request meets the close
         // (reset), then a fresh connection: GET, reset, ...
-        (scripted_server(idle_close), 6, &[("reset", 4)]),
-        (scripted_server(conn_close), 10, &[]),
-        (refused, 0, &[("refused", 10)]),
+        (scripted_server(idle_close), 6, &[("reset", 4)], 6),
+        (scripted_server(idle_reset), 6, &[("reset", 4)], 6),
+        (scripted_server(conn_close), 10, &[], 10),
+        (refused, 0, &[("refused", 10)], 0),
     ];
-    for (addr, gets, errors) in cases {
+    for (addr, gets, errors, ok_statuses) in cases {
         for engine in [Engine::Tick, Engine::Tokio] {
             let cfg = open_cfg(format!("http://{addr}/a"), 2, 10.0, engine);
             let (s, _) = run_urls(cfg, Arc::new(Live::default())).unwrap();
@@ -793,6 +818,8 @@ fn the_tick_engine_classifies_failures_as_the_tokio_engine() {
             for &(kind, n) in errors {
                 assert_eq!(s.errors_by_kind[kind], n, "{what}");
             }
+            let statuses = s.status_codes.get("200").copied().unwrap_or(0);
+            assert_eq!(statuses, ok_statuses, "{what}: {:?}", s.status_codes);
         }
     }
 }
