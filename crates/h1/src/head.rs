@@ -65,21 +65,27 @@ struct FieldIndex {
 /// browser-like GET has 6-12).
 type Fields = SmallVec<[FieldIndex; 16]>;
 
-/// A one-word summary of a head's field names: bit `(len + 3 × first
-/// byte, lowercased) mod 64` for each name. Names equal ignoring case have
-/// the same length and first letter, so a lookup whose bit is clear
-/// answers "absent" without scanning the fields. Most lookups a server
-/// makes per request are for fields a client did not send (Range, If-*,
-/// Expect, ...); with this bit function none of those collides with the
-/// fields a browser sends (Host, User-Agent, Accept*, Connection, Sec-*,
-/// Cache-Control, Cookie, Referer, ...).
+/// A one-word summary of a head's field names: bit `(len + first + 3 ×
+/// last) mod 64` for each name, first and last bytes lowercased. Names
+/// equal ignoring case have the same length, first and last letter, so a
+/// lookup whose bit is clear answers "absent" without scanning the fields.
+/// Most lookups per message are for fields the peer did not send (Range,
+/// If-*, Expect, Connection, ...); with this bit function none of those
+/// collides with the fields a browser sends (Host, User-Agent, Accept*,
+/// Connection, Sec-*, Cache-Control, Cookie, Referer, ...) or a server
+/// answers with (Server, Date, Content-*, ETag, Last-Modified,
+/// Accept-Ranges, Vary, ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct NameBits(u64);
 
 impl NameBits {
     fn bit(name: &[u8]) -> u64 {
-        let first = name.first().map_or(0, |b| usize::from(b | 0x20));
-        1 << ((name.len() + 3 * first) & 63)
+        let (first, last) = match name {
+            [] => (0, 0),
+            [f, .., l] => (usize::from(f | 0x20), usize::from(l | 0x20)),
+            [f] => (usize::from(f | 0x20), usize::from(f | 0x20)),
+        };
+        1 << ((name.len() + first + 3 * last) & 63)
     }
     fn add(&mut self, name: &[u8]) {
         self.0 |= Self::bit(name);
@@ -87,6 +93,15 @@ impl NameBits {
     fn may_hold(self, name: &[u8]) -> bool {
         self.0 & Self::bit(name) != 0
     }
+}
+
+/// Whether field name `name` (a token, as httparse checked) is `lower`
+/// ignoring case, where `lower` holds only lowercase letters, digits and
+/// `-`. For such a `lower`, `b | 0x20` equals its byte only for the same
+/// letter in either case, the same digit, or `-` (the other byte that maps
+/// there, CR, is not a token character): one OR and one compare per byte.
+fn token_is(name: &[u8], lower: &[u8]) -> bool {
+    name.len() == lower.len() && name.iter().zip(lower).all(|(&b, &l)| b | 0x20 == l)
 }
 
 /// What the framing fields declared, already validated for syntax.
@@ -564,8 +579,8 @@ fn scan_framing(raw: &[u8], fields: &[FieldIndex]) -> Result<(Declared, usize, N
         lengths.add(name);
         // Cheap pre-filter on length before the case-insensitive compare.
         match name.len() {
-            4 if name.eq_ignore_ascii_case(b"host") => hosts += 1,
-            14 if name.eq_ignore_ascii_case(b"content-length") => {
+            4 if token_is(name, b"host") => hosts += 1,
+            14 if token_is(name, b"content-length") => {
                 let n = parse_content_length(f.value.get(raw))?;
                 match content_length {
                     Some(prev) if prev != n => {
@@ -574,7 +589,7 @@ fn scan_framing(raw: &[u8], fields: &[FieldIndex]) -> Result<(Declared, usize, N
                     _ => content_length = Some(n),
                 }
             }
-            17 if name.eq_ignore_ascii_case(b"transfer-encoding") => {
+            17 if token_is(name, b"transfer-encoding") => {
                 te.present = true;
                 for coding in f.value.get(raw).split(|&b| b == b',') {
                     let coding = trim_ows(coding);
@@ -1041,4 +1056,50 @@ pub(crate) fn is_tchar(b: u8) -> bool {
     matches!(b,
         b'!' | b'#' | b'$' | b'%' | b'&' | b'\'' | b'*' | b'+' | b'-' | b'.'
         | b'^' | b'_' | b'`' | b'|' | b'~' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `token_is` agrees with `eq_ignore_ascii_case` for every pair of a
+    /// token byte and a byte of the framing names it is used with.
+    #[test]
+    fn token_is_is_a_case_insensitive_compare_on_tokens() {
+        let tchar = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        let lowers: Vec<u8> = b"host content-length transfer-encoding"
+            .iter()
+            .copied()
+            .filter(|&b| b != b' ')
+            .collect();
+        for b in (0u8..=255).filter(|&b| tchar(b)) {
+            for &l in &lowers {
+                assert_eq!(
+                    token_is(&[b], &[l]),
+                    [b].eq_ignore_ascii_case(&[l]),
+                    "{b:#x} vs {l:#x}"
+                );
+            }
+        }
+        assert!(token_is(b"Content-Length", b"content-length"));
+        assert!(!token_is(b"Content-Lengtx", b"content-length"));
+        assert!(!token_is(b"Host", b"hosts"));
+    }
+
+    /// Names equal ignoring case get the same bit.
+    #[test]
+    fn name_bits_ignore_case() {
+        for (a, b) in [
+            ("Host", "host"),
+            ("ETAG", "etag"),
+            ("x", "X"),
+            ("Content-Length", "content-LENGTH"),
+        ] {
+            assert_eq!(
+                NameBits::bit(a.as_bytes()),
+                NameBits::bit(b.as_bytes()),
+                "{a} {b}"
+            );
+        }
+    }
 }
