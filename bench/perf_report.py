@@ -230,7 +230,7 @@ def main():
 
     print("# pagewire performance (bench/perf.sh)\n")
     print(f"Run: {date}, {a.seconds} s; commit {a.commit[:12]}{' (dirty tree)' if a.dirty == 'true' else ''}.")
-    print(f"Machine: {a.machine}; load average {a.load_before} before, {a.load_after} after (a shared VM, busy with other builds).")
+    print(f"Machine: {a.machine}; load average {a.load_before} before, {a.load_after} after (a shared VM: the averages include other tenants' work).")
     print(f"Versions: {a.versions}.")
     print(f"Settings: {a.settings}. Servers on one core, generators on the other; rounds interleaved.\n")
     print("| measure | value | goal | met | detail |")
