@@ -47,9 +47,15 @@ impl TargetError {
 /// `target` and allocates nothing; otherwise the decoded path is built in
 /// `scratch`, which the caller keeps for reuse.
 pub fn parse<'a>(target: &'a str, scratch: &'a mut String) -> Result<Target<'a>, TargetError> {
-    if let Some(plain) = plain_origin_form(target) {
-        return Ok(plain);
+    match plain_origin_form(target) {
+        Some(plain) => Ok(plain),
+        None => parse_general(target, scratch),
     }
+}
+
+/// [`parse`] for every target, without the one-pass shortcut
+/// ([`plain_origin_form`]) for the common case.
+fn parse_general<'a>(target: &'a str, scratch: &'a mut String) -> Result<Target<'a>, TargetError> {
     if target == "*" {
         return Ok(Target::Asterisk);
     }
@@ -84,7 +90,7 @@ pub fn parse<'a>(target: &'a str, scratch: &'a mut String) -> Result<Target<'a>,
 /// The common case in one pass over the bytes: an origin-form target whose
 /// path has no `%` and no dot segment (no `/.`) is its own path. Returns
 /// where that path ends (at the first `?` or `#`, else the target's end);
-/// `None` sends the target to the general path in [`parse`], which gives
+/// `None` sends the target to [`parse_general`], which gives
 /// the same answer for every target this one accepts (tested).
 fn plain_path_end(bytes: &[u8]) -> Option<usize> {
     if bytes.first() != Some(&b'/') {
@@ -234,34 +240,6 @@ mod tests {
         }
     }
 
-    /// The general path alone (what `parse` did before its fast path).
-    fn general<'a>(t: &'a str, scratch: &'a mut String) -> Result<Target<'a>, TargetError> {
-        let path_and_query = if t.starts_with('/') {
-            t
-        } else {
-            absolute_form_path(t).ok_or(TargetError::Form)?
-        };
-        let path_and_query = path_and_query.split('#').next().unwrap_or("/");
-        let (raw_path, query) = match path_and_query.split_once('?') {
-            Some((p, q)) => (p, Some(q)),
-            None => (path_and_query, None),
-        };
-        let raw_path = if raw_path.is_empty() { "/" } else { raw_path };
-        if !raw_path.contains('%') && !raw_path.contains("/.") {
-            return Ok(Target::Path {
-                path: raw_path,
-                query,
-            });
-        }
-        let decoded = percent_decode(raw_path)?;
-        scratch.clear();
-        remove_dot_segments(&decoded, scratch)?;
-        Ok(Target::Path {
-            path: scratch.as_str(),
-            query,
-        })
-    }
-
     /// Every target built from these pieces, up to four pieces long, gets
     /// the same answer from `parse` (fast path first) as from the general
     /// path alone.
@@ -284,11 +262,11 @@ mod tests {
         for t in all.iter().filter(|t| t.starts_with('/')) {
             let (mut s1, mut s2) = (String::new(), String::new());
             let fast = parse(t, &mut s1).map(|x| format!("{x:?}"));
-            let slow = general(t, &mut s2).map(|x| format!("{x:?}"));
+            let slow = parse_general(t, &mut s2).map(|x| format!("{x:?}"));
             assert_eq!(fast, slow, "{t}");
             if let Some(p) = plain_path(t.as_bytes()) {
                 let mut s3 = String::new();
-                match general(t, &mut s3) {
+                match parse_general(t, &mut s3) {
                     Ok(Target::Path { path, .. }) => assert_eq!(p, path.as_bytes(), "{t}"),
                     other => panic!("{t}: plain path {p:?}, general {other:?}"),
                 }
