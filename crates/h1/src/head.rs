@@ -1086,6 +1086,33 @@ mod tests {
         assert!(!token_is(b"Host", b"hosts"));
     }
 
+    /// What `NameBits`' comment claims: the lookups a server or the load
+    /// generator makes for fields usually absent share no bit with the
+    /// fields a browser sends, or a server answers with.
+    #[test]
+    fn usual_absent_lookups_share_no_bit_with_usual_fields() {
+        let browser = "host user-agent accept accept-language accept-encoding connection \
+            upgrade-insecure-requests sec-fetch-dest sec-fetch-mode sec-fetch-site sec-fetch-user \
+            cache-control pragma referer cookie sec-ch-ua sec-ch-ua-mobile sec-ch-ua-platform \
+            priority te dnt origin";
+        let server = "server content-type content-length date etag last-modified accept-ranges \
+            cache-control vary content-encoding expires transfer-encoding keep-alive location \
+            set-cookie link age";
+        let absent_in_requests = "range if-match if-none-match if-modified-since \
+            if-unmodified-since if-range expect getall content-length transfer-encoding";
+        let absent_in_responses = "connection transfer-encoding proxy-connection";
+        for (present, asked) in [(browser, absent_in_requests), (server, absent_in_responses)] {
+            let mut bits = NameBits::default();
+            let present: Vec<&str> = present.split_whitespace().collect();
+            for p in &present {
+                bits.add(p.as_bytes());
+            }
+            for a in asked.split_whitespace().filter(|a| !present.contains(a)) {
+                assert!(!bits.may_hold(a.as_bytes()), "{a}");
+            }
+        }
+    }
+
     /// Names equal ignoring case get the same bit.
     #[test]
     fn name_bits_ignore_case() {
