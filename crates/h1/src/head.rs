@@ -79,6 +79,7 @@ type Fields = SmallVec<[FieldIndex; 16]>;
 struct NameBits(u64);
 
 impl NameBits {
+    #[inline]
     fn bit(name: &[u8]) -> u64 {
         let (first, last) = match name {
             [] => (0, 0),
@@ -90,6 +91,7 @@ impl NameBits {
     fn add(&mut self, name: &[u8]) {
         self.0 |= Self::bit(name);
     }
+    #[inline]
     fn may_hold(self, name: &[u8]) -> bool {
         self.0 & Self::bit(name) != 0
     }
@@ -161,8 +163,15 @@ macro_rules! field_accessors {
         }
 
         /// The first value of field `name` (case-insensitive).
+        ///
+        /// A name the head's summary rules out is answered here, inline,
+        /// without an iterator: most lookups on the hot path (conditional
+        /// fields, Range, Accept-Encoding) are of fields that are absent.
         #[inline]
         pub fn header(&self, name: &str) -> Option<&[u8]> {
+            if !self.name_bits.may_hold(name.as_bytes()) {
+                return None;
+            }
             self.headers(name).next()
         }
 
