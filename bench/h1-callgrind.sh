@@ -9,7 +9,9 @@
 #
 # Usage: bench/h1-callgrind.sh   (env: PAGEWIRE (binary; default
 #        target/release/pagewire), REQUESTS (20000), CONNS (50), TOP (30),
-#        KEEP (a path: keep the callgrind dump there))
+#        KEEP (a path: keep the callgrind dump there), SHAPE (browser: Host,
+#        User-Agent and Accept, the default; wrk: Host only, the request
+#        bench/perf.sh's wrk sends))
 # Prints Ir (instructions) per request and the top functions by inclusive
 # cost. Needs valgrind (scripts/setup-deps.sh). Bounded: the client has a
 # deadline and the server a `timeout`.
@@ -22,6 +24,11 @@ PAGEWIRE=${PAGEWIRE:-$ROOT/target/release/pagewire}
 REQUESTS=${REQUESTS:-20000}
 CONNS=${CONNS:-50}
 TOP=${TOP:-30}
+SHAPE=${SHAPE:-browser}
+case "$SHAPE" in
+    browser | wrk) ;;
+    *) echo "bench/h1-callgrind.sh: SHAPE is browser or wrk, not '$SHAPE'" >&2; exit 2 ;;
+esac
 for tool in valgrind callgrind_control callgrind_annotate python3 curl; do
     command -v "$tool" > /dev/null || { echo "bench/h1-callgrind.sh: $tool is missing (scripts/setup-deps.sh)" >&2; exit 1; }
 done
@@ -51,10 +58,13 @@ VG=$(pgrep -P "$PID" | head -1) # valgrind itself, under `timeout`
 # client PORT CONNS REQUESTS: REQUESTS keep-alive GETs spread over CONNS
 # connections, each waiting for its whole response before the next request.
 client() {
-    python3 - "$@" <<'PY'
+    python3 - "$@" "$SHAPE" <<'PY'
 import selectors, socket, sys, time
 port, conns, total = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-req = b"GET /1k.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: h1-callgrind\r\nAccept: */*\r\n\r\n"
+if sys.argv[4] == "wrk":
+    req = b"GET /1k.bin HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port
+else:
+    req = b"GET /1k.bin HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: h1-callgrind\r\nAccept: */*\r\n\r\n"
 sel = selectors.DefaultSelector()
 left = {}
 share = [total // conns + (1 if i < total % conns else 0) for i in range(conns)]
@@ -111,7 +121,7 @@ dump=$(ls -t "$WORK"/cg.out.* 2> /dev/null | head -1)
 [ -n "$dump" ] || { echo "bench/h1-callgrind.sh: no callgrind dump" >&2; exit 1; }
 ir=$(awk '/^summary:|^totals:/ {print $2; exit}' "$dump")
 echo "# bench/h1-callgrind.sh, $(date -u +%FT%TZ), $("$PAGEWIRE" --version)"
-echo "# $n keep-alive requests over $CONNS connections (1 KB file), callgrind"
+echo "# $n keep-alive requests over $CONNS connections (1 KB file, $SHAPE-shaped request), callgrind"
 echo "Ir total $ir, Ir per request $((ir / n))"
 # top KIND: the TOP functions by inclusive (KIND yes) or self (no) Ir per
 # request; self costs of inlined code are summed per function, and the frames
