@@ -10,7 +10,9 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use pagewire_h1::{BodyFraming, Decoded, Decoder, HeadScanner, Limits, Method, Version};
+use pagewire_h1::{
+    BodyFraming, Decoded, Decoder, HeadScanner, Limits, Method, ResponseHead, Version,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, timeout_at, Instant, Sleep};
@@ -138,23 +140,28 @@ impl ResponseReader {
     pub fn step(&mut self, buf: &mut BytesMut, limits: &Limits) -> Step {
         self.got_any |= !buf.is_empty();
         if self.dec.is_none() {
-            let head = loop {
-                match self.head.parse_response(buf, limits, &Method::Get) {
-                    Ok(Some(h)) if (100..200).contains(&h.status()) => {
+            // Parsed in place and dropped from `buf`: only the status,
+            // framing and keep-alive decision are used.
+            let mut head = ResponseHead::empty();
+            loop {
+                match self
+                    .head
+                    .consume_response_into(buf, limits, &Method::Get, &mut head)
+                {
+                    Ok(true) if (100..200).contains(&head.status()) => {
                         self.interim += 1;
                         if self.interim > MAX_INTERIM {
                             return Step::Failed(Failure::new(ErrorKind::Protocol, false));
                         }
                     }
-                    Ok(Some(h)) => break h,
-                    Ok(None) => return Step::NeedMore,
+                    Ok(true) => break,
+                    Ok(false) => return Step::NeedMore,
                     Err(_) => return Step::Failed(Failure::new(ErrorKind::Protocol, false)),
                 }
-            };
+            }
             let framing = head.body_framing();
             self.keep = head.wants_keep_alive() && framing != BodyFraming::CloseDelimited;
             self.status = head.status();
-            drop(head);
             self.dec = Some(Decoder::new(framing, limits));
         }
         let dec = self.dec.as_mut().expect("just set");
@@ -177,7 +184,12 @@ impl ResponseReader {
         match self.dec.as_mut() {
             None => {
                 self.head.reset();
-                if self.head.parse_response(buf, limits, &Method::Get).is_err() {
+                let mut head = ResponseHead::empty();
+                if self
+                    .head
+                    .consume_response_into(buf, limits, &Method::Get, &mut head)
+                    .is_err()
+                {
                     return Step::Failed(Failure::new(ErrorKind::Protocol, false));
                 }
                 let kind = if self.got_any {
@@ -319,20 +331,24 @@ impl Conn {
         self.last_status = 0;
         let mut got_any = !self.buf.is_empty();
         let mut interim = 0u32;
-        let head = loop {
+        // Parsed in place (a head is ~380 bytes: not copied out through
+        // the parser's returns) and dropped from the buffer: only the
+        // status, framing and keep-alive decision are used.
+        let mut head = ResponseHead::empty();
+        loop {
             match self
                 .head
-                .parse_response(&mut self.buf, &limits, &Method::Get)
+                .consume_response_into(&mut self.buf, &limits, &Method::Get, &mut head)
             {
-                Ok(Some(h)) if (100..200).contains(&h.status()) => {
+                Ok(true) if (100..200).contains(&head.status()) => {
                     interim += 1;
                     if interim > MAX_INTERIM {
                         return Err(Failure::new(ErrorKind::Protocol, false));
                     }
                     continue;
                 }
-                Ok(Some(h)) => break h,
-                Ok(None) => {}
+                Ok(true) => break,
+                Ok(false) => {}
                 Err(_) => return Err(Failure::new(ErrorKind::Protocol, false)),
             }
             let n = self.fill(deadline, got_any).await?;
@@ -342,7 +358,7 @@ impl Conn {
                 self.head.reset();
                 if self
                     .head
-                    .parse_response(&mut self.buf, &limits, &Method::Get)
+                    .consume_response_into(&mut self.buf, &limits, &Method::Get, &mut head)
                     .is_err()
                 {
                     return Err(Failure::new(ErrorKind::Protocol, false));
@@ -355,7 +371,7 @@ impl Conn {
                 return Err(Failure::new(kind, !got_any));
             }
             got_any = true;
-        };
+        }
         let framing = head.body_framing();
         let keep = head.wants_keep_alive() && framing != BodyFraming::CloseDelimited;
         let status = head.status();
