@@ -254,6 +254,13 @@ impl HeadScanner {
         if self.scanned as usize > buf.len() {
             self.reset();
         }
+        if buf.is_empty() {
+            // Nothing to look at (a caller asking before its first read):
+            // the state is fresh (a scanned byte would be in `buf`), the
+            // full parser would answer `Ok(None)` and a scan would find
+            // nothing.
+            return Ok(None);
+        }
         if self.scanned == 0 && !self.started {
             // Fresh start (the common case: a whole head in one read): ask
             // the full parser at once; only if the head is incomplete, scan
