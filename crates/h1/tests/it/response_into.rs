@@ -5,6 +5,9 @@
 use bytes::BytesMut;
 use pagewire_h1::*;
 
+/// A head's bytes: raw, reason, every `(name, value)`.
+type Bytes3 = (Vec<u8>, Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>);
+
 /// What a caller can observe of a parsed head. `fields` is `None` for a
 /// consumed head (which keeps no bytes).
 #[derive(Debug, PartialEq, Eq)]
@@ -14,7 +17,7 @@ struct Seen {
     framing: BodyFraming,
     content_length: Option<u64>,
     keep_alive: bool,
-    fields: Option<(Vec<u8>, Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>)>,
+    fields: Option<Bytes3>,
 }
 
 fn seen(h: &ResponseHead, with_bytes: bool) -> Seen {
