@@ -459,3 +459,41 @@ impl Conn {
         .await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reused timer moves only to an earlier deadline; a wait with a
+    /// later deadline still ends only once that deadline has passed, and
+    /// a ready operation is answered whatever the timer holds.
+    #[tokio::test(flavor = "current_thread")]
+    async fn until_ends_at_each_calls_own_deadline() {
+        let mut timer = None;
+        let t0 = Instant::now();
+        let far = t0 + Duration::from_secs(3600);
+        assert_eq!(until(&mut timer, far, async { 1 }).await, Some(1));
+        // An earlier deadline moves the armed timer.
+        let near = Instant::now() + Duration::from_millis(20);
+        assert_eq!(
+            until(&mut timer, near, std::future::pending::<()>()).await,
+            None
+        );
+        assert!(Instant::now() >= near);
+        assert_eq!(timer.as_ref().map(|t| t.deadline()), Some(near));
+        // A later deadline leaves it where it was (already passed): it
+        // fires at once, is moved to this call's deadline, and the wait
+        // ends only then.
+        let later = Instant::now() + Duration::from_millis(40);
+        assert_eq!(
+            until(&mut timer, later, std::future::pending::<()>()).await,
+            None
+        );
+        assert!(Instant::now() >= later);
+        assert_eq!(timer.as_ref().map(|t| t.deadline()), Some(later));
+        // Ready work is done whatever the timer holds, and a later
+        // deadline does not move it.
+        assert_eq!(until(&mut timer, far, async { 2 }).await, Some(2));
+        assert_eq!(timer.as_ref().map(|t| t.deadline()), Some(later));
+    }
+}
