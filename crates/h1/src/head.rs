@@ -102,8 +102,30 @@ impl NameBits {
 /// `-`. For such a `lower`, `b | 0x20` equals its byte only for the same
 /// letter in either case, the same digit, or `-` (the other byte that maps
 /// there, CR, is not a token character): one OR and one compare per byte.
+/// Names of 8 bytes or more are compared a word at a time (the same OR
+/// and compare on 8 bytes at once; the last word overlaps the one before).
 fn token_is(name: &[u8], lower: &[u8]) -> bool {
-    name.len() == lower.len() && name.iter().zip(lower).all(|(&b, &l)| b | 0x20 == l)
+    const CASE: u64 = u64::from_ne_bytes([0x20; 8]);
+    let n = name.len();
+    if n != lower.len() {
+        return false;
+    }
+    if n < 8 {
+        return name.iter().zip(lower).all(|(&b, &l)| b | 0x20 == l);
+    }
+    let word = |s: &[u8], i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&s[i..i + 8]);
+        u64::from_ne_bytes(w)
+    };
+    let mut i = 0;
+    while i + 8 < n {
+        if word(name, i) | CASE != word(lower, i) {
+            return false;
+        }
+        i += 8;
+    }
+    word(name, n - 8) | CASE == word(lower, n - 8)
 }
 
 /// What the framing fields declared, already validated for syntax.
@@ -214,20 +236,34 @@ macro_rules! field_accessors {
         pub fn content_length(&self) -> Option<u64> {
             self.declared.content_length
         }
-
-        /// Whether the sender wants the connection kept open after this
-        /// message (RFC 9112 §9.3): HTTP/1.1 unless `Connection: close`;
-        /// HTTP/1.0 only with `Connection: keep-alive`.
-        pub fn wants_keep_alive(&self) -> bool {
-            if self.has_connection_token("close") {
-                return false;
-            }
-            match self.version {
-                Version::Http11 => true,
-                Version::Http10 => self.has_connection_token("keep-alive"),
-            }
-        }
     };
+}
+
+/// `wants_keep_alive` on a head's parts: whether the sender wants the
+/// connection kept open after this message (RFC 9112 §9.3): HTTP/1.1
+/// unless `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
+fn keep_alive(raw: &[u8], fields: &[FieldIndex], name_bits: NameBits, version: Version) -> bool {
+    let has_token = |token: &[u8]| {
+        let name = b"connection";
+        let fields: &[FieldIndex] = if name_bits.may_hold(name) {
+            fields
+        } else {
+            &[]
+        };
+        HeaderValues {
+            raw,
+            inner: fields.iter(),
+            name,
+        }
+        .any(|v| list_contains_token(v, token))
+    };
+    if has_token(b"close") {
+        return false;
+    }
+    match version {
+        Version::Http11 => true,
+        Version::Http10 => has_token(b"keep-alive"),
+    }
 }
 
 /// A parsed request head. Cheap to move; holds one reference-counted
@@ -263,6 +299,13 @@ impl RequestHead {
             declared: Declared::default(),
             framing: BodyFraming::Empty,
         }
+    }
+
+    /// Whether the client wants the connection kept open after this
+    /// request (RFC 9112 §9.3): HTTP/1.1 unless `Connection: close`;
+    /// HTTP/1.0 only with `Connection: keep-alive`.
+    pub fn wants_keep_alive(&self) -> bool {
+        keep_alive(&self.raw, &self.fields, self.name_bits, self.version)
     }
 
     /// The request target's bytes as sent ([`RequestHead::target`] without
@@ -326,10 +369,41 @@ pub struct ResponseHead {
     name_bits: NameBits,
     declared: Declared,
     framing: BodyFraming,
+    /// Set by [`consume_response_into`], which drops the fields the
+    /// keep-alive decision reads: the decision, taken before.
+    consumed_keep_alive: Option<bool>,
 }
 
 impl ResponseHead {
     field_accessors!();
+
+    /// A head with nothing in it (HTTP/1.1, status 0, no fields), for
+    /// [`parse_response_into`], [`consume_response_into`] and
+    /// [`HeadScanner::parse_response_into`](crate::HeadScanner::parse_response_into)
+    /// to fill.
+    pub fn empty() -> ResponseHead {
+        ResponseHead {
+            raw: Bytes::new(),
+            version: Version::Http11,
+            status: 0,
+            reason: Span::default(),
+            fields: Fields::new(),
+            name_bits: NameBits::default(),
+            declared: Declared::default(),
+            framing: BodyFraming::Empty,
+            consumed_keep_alive: None,
+        }
+    }
+
+    /// Whether the server wants the connection kept open after this
+    /// response (RFC 9112 §9.3): HTTP/1.1 unless `Connection: close`;
+    /// HTTP/1.0 only with `Connection: keep-alive`.
+    pub fn wants_keep_alive(&self) -> bool {
+        match self.consumed_keep_alive {
+            Some(keep) => keep,
+            None => keep_alive(&self.raw, &self.fields, self.name_bits, self.version),
+        }
+    }
 
     /// The protocol version.
     pub fn version(&self) -> Version {
@@ -485,72 +559,128 @@ pub fn parse_response(
     limits: &Limits,
     request_method: &Method,
 ) -> Result<Option<ResponseHead>, Error> {
+    let mut head = ResponseHead::empty();
+    Ok(parse_response_into(buf, limits, request_method, &mut head)?.then_some(head))
+}
+
+/// [`parse_response`] into a head the caller holds (as
+/// [`parse_request_into`]): `Ok(true)` when a head was parsed into `head`
+/// and split off `buf`, `Ok(false)` when it is not complete yet; after
+/// `Ok(false)` or an error `head`'s contents are unspecified. Same
+/// verdicts as `parse_response`.
+pub fn parse_response_into(
+    buf: &mut BytesMut,
+    limits: &Limits,
+    request_method: &Method,
+    head: &mut ResponseHead,
+) -> Result<bool, Error> {
+    match parse_response_parts(buf, limits, request_method, head)? {
+        None => Ok(false),
+        Some(n) => {
+            head.raw = buf.split_to(n).freeze();
+            Ok(true)
+        }
+    }
+}
+
+/// [`parse_response_into`] for a caller that needs only the head's
+/// verdict and summary (a load generator): the same checks and errors,
+/// but the head's bytes are dropped from `buf` instead of being kept.
+/// After `Ok(true)`, `head` holds the version, status, framing, content
+/// length and [`ResponseHead::wants_keep_alive`] (decided before the
+/// bytes were dropped); it has no raw bytes, no reason and no fields
+/// (`header` answers `None`).
+pub fn consume_response_into(
+    buf: &mut BytesMut,
+    limits: &Limits,
+    request_method: &Method,
+    head: &mut ResponseHead,
+) -> Result<bool, Error> {
+    match parse_response_parts(buf, limits, request_method, head)? {
+        None => Ok(false),
+        Some(n) => {
+            // The keep-alive decision reads the Connection fields: take it
+            // while they are still in `buf`, then drop what indexes it.
+            let keep = keep_alive(&buf[..n], &head.fields, head.name_bits, head.version);
+            head.fields.clear();
+            head.name_bits = NameBits::default();
+            head.reason = Span::default();
+            if !head.raw.is_empty() {
+                head.raw = Bytes::new();
+            }
+            head.consumed_keep_alive = Some(keep);
+            bytes::Buf::advance(buf, n);
+            Ok(true)
+        }
+    }
+}
+
+/// The common part of the response parsers: fills every part of `head`
+/// but `raw` (its spans index `buf`) and returns the head's length, or
+/// `None` while it is incomplete. Reads `buf`, never consumes it.
+#[inline(always)]
+fn parse_response_parts(
+    buf: &BytesMut,
+    limits: &Limits,
+    request_method: &Method,
+    head: &mut ResponseHead,
+) -> Result<Option<usize>, Error> {
     if buf.is_empty() {
         return Ok(None);
     }
     let window_len = buf.len().min(limits.head_bytes() + 1);
-    let parsed = {
-        let window = &buf[..window_len];
-        let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_ARRAY_CAP];
-        let mut res = httparse::Response::new(&mut []);
-        let config = httparse::ParserConfig::default();
-        match config.parse_response_with_uninit_headers(
-            &mut res,
-            window,
-            &mut slots[..limits.header_slots()],
-        ) {
-            Ok(httparse::Status::Partial) => {
-                // The status line is the earliest byte: a bad code there is
-                // named before any later line's limit, as when complete
-                // (fuzz find: `020` then an over-long field line).
-                check_status_code(res.code)?;
-                check_partial(window, buf.len(), limits, Role::Response)?;
-                return Ok(None);
-            }
-            Err(e) => return Err(diagnose(window, e, limits, Role::Response)),
-            Ok(httparse::Status::Complete(n)) => {
-                check_status_code(res.code)?;
-                if n > limits.head_bytes() {
-                    check_lines(&window[..n], limits, Role::Response)?;
-                    return Err(ErrorKind::HeadTooLarge.into());
-                }
-                let version = match res.version {
-                    Some(0) => Version::Http10,
-                    Some(1) => Version::Http11,
-                    _ => return Err(ErrorKind::UnsupportedVersion.into()),
-                };
-                let status = res.code.unwrap_or(0);
-                let reason = Span::of(window, res.reason.unwrap_or_default().as_bytes());
-                let mut fields = Fields::new();
-                for h in res.headers.iter() {
-                    fields.push(FieldIndex {
-                        name: Span::of(window, h.name.as_bytes()),
-                        value: Span::of(window, h.value),
-                    });
-                }
-                let start = skip_empty_lines(window);
-                check_complete_lines(&window[..n], start, &fields, limits, Role::Response)?;
-                let (declared, _hosts, name_bits) = scan_framing(window, &fields)?;
-                validate_response_framing(declared, version)?;
-                let framing = framing_for_response(status, declared, *request_method);
-                (
-                    n, version, status, reason, fields, name_bits, declared, framing,
-                )
-            }
+    head.fields.clear();
+    let window = &buf[..window_len];
+    let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_ARRAY_CAP];
+    let mut res = httparse::Response::new(&mut []);
+    let config = httparse::ParserConfig::default();
+    match config.parse_response_with_uninit_headers(
+        &mut res,
+        window,
+        &mut slots[..limits.header_slots()],
+    ) {
+        Ok(httparse::Status::Partial) => {
+            // The status line is the earliest byte: a bad code there is
+            // named before any later line's limit, as when complete
+            // (fuzz find: `020` then an over-long field line).
+            check_status_code(res.code)?;
+            check_partial(window, buf.len(), limits, Role::Response)?;
+            Ok(None)
         }
-    };
-    let (n, version, status, reason, fields, name_bits, declared, framing) = parsed;
-    let raw = buf.split_to(n).freeze();
-    Ok(Some(ResponseHead {
-        raw,
-        version,
-        status,
-        reason,
-        fields,
-        name_bits,
-        declared,
-        framing,
-    }))
+        Err(e) => Err(diagnose(window, e, limits, Role::Response)),
+        Ok(httparse::Status::Complete(n)) => {
+            check_status_code(res.code)?;
+            if n > limits.head_bytes() {
+                check_lines(&window[..n], limits, Role::Response)?;
+                return Err(ErrorKind::HeadTooLarge.into());
+            }
+            let version = match res.version {
+                Some(0) => Version::Http10,
+                Some(1) => Version::Http11,
+                _ => return Err(ErrorKind::UnsupportedVersion.into()),
+            };
+            let status = res.code.unwrap_or(0);
+            let fields = &mut head.fields;
+            for h in res.headers.iter() {
+                fields.push(FieldIndex {
+                    name: Span::of(window, h.name.as_bytes()),
+                    value: Span::of(window, h.value),
+                });
+            }
+            let start = skip_empty_lines(window);
+            check_complete_lines(&window[..n], start, fields, limits, Role::Response)?;
+            let (declared, _hosts, name_bits) = scan_framing(window, fields)?;
+            validate_response_framing(declared, version)?;
+            head.framing = framing_for_response(status, declared, *request_method);
+            head.reason = Span::of(window, res.reason.unwrap_or_default().as_bytes());
+            head.version = version;
+            head.status = status;
+            head.declared = declared;
+            head.name_bits = name_bits;
+            head.consumed_keep_alive = None;
+            Ok(Some(n))
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------

@@ -64,8 +64,8 @@ pub use encode::{
 };
 pub use error::{Error, ErrorKind};
 pub use head::{
-    parse_request, parse_request_into, parse_response, response_framing, HeaderIter, HeaderValues,
-    RequestHead, ResponseHead,
+    consume_response_into, parse_request, parse_request_into, parse_response, parse_response_into,
+    response_framing, HeaderIter, HeaderValues, RequestHead, ResponseHead,
 };
 pub use limits::Limits;
 pub use parser::{HeadScanner, RequestParser, ResponseParser};

@@ -27,7 +27,10 @@
 use bytes::BytesMut;
 
 use crate::error::Error;
-use crate::head::{parse_request, parse_request_into, parse_response, RequestHead, ResponseHead};
+use crate::head::{
+    consume_response_into, parse_request, parse_request_into, parse_response, parse_response_into,
+    RequestHead, ResponseHead,
+};
 use crate::limits::Limits;
 use crate::types::Method;
 
@@ -202,6 +205,42 @@ impl HeadScanner {
         })
     }
 
+    /// [`HeadScanner::parse_response`] into a head the caller holds (see
+    /// [`parse_response_into`](crate::head::parse_response_into)):
+    /// `Ok(true)` when a head was parsed into `head`. Same verdicts, same
+    /// state.
+    #[inline]
+    pub fn parse_response_into(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: &Limits,
+        request_method: &Method,
+        head: &mut ResponseHead,
+    ) -> Result<bool, Error> {
+        self.verdict(buf, limits, STATUS_LINE_PREFIX, |buf| {
+            parse_response_into(buf, limits, request_method, head).map(|done| done.then_some(()))
+        })
+        .map(|done| done.is_some())
+    }
+
+    /// [`HeadScanner::parse_response_into`] dropping the head's bytes (see
+    /// [`consume_response_into`](crate::head::consume_response_into)): for
+    /// a caller that needs only the status, framing and keep-alive
+    /// decision. Same verdicts, same state.
+    #[inline]
+    pub fn consume_response_into(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: &Limits,
+        request_method: &Method,
+        head: &mut ResponseHead,
+    ) -> Result<bool, Error> {
+        self.verdict(buf, limits, STATUS_LINE_PREFIX, |buf| {
+            consume_response_into(buf, limits, request_method, head).map(|done| done.then_some(()))
+        })
+        .map(|done| done.is_some())
+    }
+
     /// Scans what is new and asks `full` when a verdict is due.
     /// `start_prefix`: a start-line length at which to ask once (0: never).
     #[inline]
@@ -214,6 +253,13 @@ impl HeadScanner {
     ) -> Result<Option<T>, Error> {
         if self.scanned as usize > buf.len() {
             self.reset();
+        }
+        if buf.is_empty() {
+            // Nothing to look at (a caller asking before its first read):
+            // the state is fresh (a scanned byte would be in `buf`), the
+            // full parser would answer `Ok(None)` and a scan would find
+            // nothing.
+            return Ok(None);
         }
         if self.scanned == 0 && !self.started {
             // Fresh start (the common case: a whole head in one read): ask

@@ -10,7 +10,9 @@ use std::pin::Pin;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use pagewire_h1::{BodyFraming, Decoded, Decoder, HeadScanner, Limits, Method, Version};
+use pagewire_h1::{
+    BodyFraming, Decoded, Decoder, HeadScanner, Limits, Method, ResponseHead, Version,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::time::{sleep_until, timeout_at, Instant, Sleep};
@@ -138,23 +140,28 @@ impl ResponseReader {
     pub fn step(&mut self, buf: &mut BytesMut, limits: &Limits) -> Step {
         self.got_any |= !buf.is_empty();
         if self.dec.is_none() {
-            let head = loop {
-                match self.head.parse_response(buf, limits, &Method::Get) {
-                    Ok(Some(h)) if (100..200).contains(&h.status()) => {
+            // Parsed in place and dropped from `buf`: only the status,
+            // framing and keep-alive decision are used.
+            let mut head = ResponseHead::empty();
+            loop {
+                match self
+                    .head
+                    .consume_response_into(buf, limits, &Method::Get, &mut head)
+                {
+                    Ok(true) if (100..200).contains(&head.status()) => {
                         self.interim += 1;
                         if self.interim > MAX_INTERIM {
                             return Step::Failed(Failure::new(ErrorKind::Protocol, false));
                         }
                     }
-                    Ok(Some(h)) => break h,
-                    Ok(None) => return Step::NeedMore,
+                    Ok(true) => break,
+                    Ok(false) => return Step::NeedMore,
                     Err(_) => return Step::Failed(Failure::new(ErrorKind::Protocol, false)),
                 }
-            };
+            }
             let framing = head.body_framing();
             self.keep = head.wants_keep_alive() && framing != BodyFraming::CloseDelimited;
             self.status = head.status();
-            drop(head);
             self.dec = Some(Decoder::new(framing, limits));
         }
         let dec = self.dec.as_mut().expect("just set");
@@ -177,7 +184,12 @@ impl ResponseReader {
         match self.dec.as_mut() {
             None => {
                 self.head.reset();
-                if self.head.parse_response(buf, limits, &Method::Get).is_err() {
+                let mut head = ResponseHead::empty();
+                if self
+                    .head
+                    .consume_response_into(buf, limits, &Method::Get, &mut head)
+                    .is_err()
+                {
                     return Step::Failed(Failure::new(ErrorKind::Protocol, false));
                 }
                 let kind = if self.got_any {
@@ -236,6 +248,13 @@ pub struct Conn {
 /// Runs `f` until `deadline` (`None`: the deadline passed first) on the
 /// connection's reusable timer. The future is polled first, so a ready
 /// operation never touches the timer.
+///
+/// The timer is moved only to an earlier deadline: a later one (every
+/// request's, as time goes on) leaves it armed where it was, and when it
+/// fires before `deadline` it is moved then and the wait goes on. The
+/// verdict is the same (`None` only once `deadline` has passed); moving a
+/// timer costs ~140 instructions, paid once per timeout period instead of
+/// once per request.
 async fn until<F: Future>(
     timer: &mut Option<Pin<Box<Sleep>>>,
     deadline: Instant,
@@ -243,17 +262,26 @@ async fn until<F: Future>(
 ) -> Option<F::Output> {
     let t = match timer {
         Some(t) => {
-            if t.deadline() != deadline {
+            if t.deadline() > deadline {
                 t.as_mut().reset(deadline);
             }
             t
         }
         None => timer.insert(Box::pin(sleep_until(deadline))),
     };
-    tokio::select! {
-        biased;
-        r = f => Some(r),
-        () = t.as_mut() => None,
+    tokio::pin!(f);
+    loop {
+        tokio::select! {
+            biased;
+            r = &mut f => return Some(r),
+            () = t.as_mut() => {
+                if t.deadline() >= deadline {
+                    return None;
+                }
+                // Armed for an earlier request's deadline: wait on.
+                t.as_mut().reset(deadline);
+            }
+        }
     }
 }
 
@@ -319,20 +347,24 @@ impl Conn {
         self.last_status = 0;
         let mut got_any = !self.buf.is_empty();
         let mut interim = 0u32;
-        let head = loop {
+        // Parsed in place (a head is ~380 bytes: not copied out through
+        // the parser's returns) and dropped from the buffer: only the
+        // status, framing and keep-alive decision are used.
+        let mut head = ResponseHead::empty();
+        loop {
             match self
                 .head
-                .parse_response(&mut self.buf, &limits, &Method::Get)
+                .consume_response_into(&mut self.buf, &limits, &Method::Get, &mut head)
             {
-                Ok(Some(h)) if (100..200).contains(&h.status()) => {
+                Ok(true) if (100..200).contains(&head.status()) => {
                     interim += 1;
                     if interim > MAX_INTERIM {
                         return Err(Failure::new(ErrorKind::Protocol, false));
                     }
                     continue;
                 }
-                Ok(Some(h)) => break h,
-                Ok(None) => {}
+                Ok(true) => break,
+                Ok(false) => {}
                 Err(_) => return Err(Failure::new(ErrorKind::Protocol, false)),
             }
             let n = self.fill(deadline, got_any).await?;
@@ -342,7 +374,7 @@ impl Conn {
                 self.head.reset();
                 if self
                     .head
-                    .parse_response(&mut self.buf, &limits, &Method::Get)
+                    .consume_response_into(&mut self.buf, &limits, &Method::Get, &mut head)
                     .is_err()
                 {
                     return Err(Failure::new(ErrorKind::Protocol, false));
@@ -355,7 +387,7 @@ impl Conn {
                 return Err(Failure::new(kind, !got_any));
             }
             got_any = true;
-        };
+        }
         let framing = head.body_framing();
         let keep = head.wants_keep_alive() && framing != BodyFraming::CloseDelimited;
         let status = head.status();
@@ -425,5 +457,43 @@ impl Conn {
             }
         })
         .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reused timer moves only to an earlier deadline; a wait with a
+    /// later deadline still ends only once that deadline has passed, and
+    /// a ready operation is answered whatever the timer holds.
+    #[tokio::test(flavor = "current_thread")]
+    async fn until_ends_at_each_calls_own_deadline() {
+        let mut timer = None;
+        let t0 = Instant::now();
+        let far = t0 + Duration::from_secs(3600);
+        assert_eq!(until(&mut timer, far, async { 1 }).await, Some(1));
+        // An earlier deadline moves the armed timer.
+        let near = Instant::now() + Duration::from_millis(20);
+        assert_eq!(
+            until(&mut timer, near, std::future::pending::<()>()).await,
+            None
+        );
+        assert!(Instant::now() >= near);
+        assert_eq!(timer.as_ref().map(|t| t.deadline()), Some(near));
+        // A later deadline leaves it where it was (already passed): it
+        // fires at once, is moved to this call's deadline, and the wait
+        // ends only then.
+        let later = Instant::now() + Duration::from_millis(40);
+        assert_eq!(
+            until(&mut timer, later, std::future::pending::<()>()).await,
+            None
+        );
+        assert!(Instant::now() >= later);
+        assert_eq!(timer.as_ref().map(|t| t.deadline()), Some(later));
+        // Ready work is done whatever the timer holds, and a later
+        // deadline does not move it.
+        assert_eq!(until(&mut timer, far, async { 2 }).await, Some(2));
+        assert_eq!(timer.as_ref().map(|t| t.deadline()), Some(later));
     }
 }

@@ -5,6 +5,7 @@ mod chunked;
 mod framing;
 mod httparse_baseline;
 mod response;
+mod response_into;
 mod roundtrip;
 mod smoke;
 mod split;
