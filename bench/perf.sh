@@ -226,9 +226,14 @@ stop_server() {
 
 # ---- one measured load run ----------------------------------------------------
 RUNS=$OUT/runs.csv
-echo "round,server,cell,requests,req_per_s,server_cpu_s,cpu_s_per_100k,load_core_busy_pct,note,user_s_per_100k,sys_s_per_100k" > "$RUNS"
+echo "round,server,cell,requests,req_per_s,server_cpu_s,cpu_s_per_100k,load_core_busy_pct,note,user_s_per_100k,sys_s_per_100k,server_core_steal_pct" > "$RUNS"
 cpu_jiffies() {
     awk -v c="cpu$1" '$1 == c {t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t}' /proc/stat
+}
+# steal_jiffies CPU -> "STEAL TOTAL": time the hypervisor gave this virtual
+# CPU's turn to someone else (/proc/stat's 8th counter), and all of its time.
+steal_jiffies() {
+    awk -v c="cpu$1" '$1 == c {t = 0; for (i = 2; i <= NF; i++) t += $i; print $9, t}' /proc/stat
 }
 busy_pct() {
     awk -v a="$1" -v b="$2" 'BEGIN {split(a, x, " "); split(b, y, " ");
@@ -278,17 +283,18 @@ h2load_result() {
     echo "${reqs:-0} ${rps:-0} $note"
 }
 measure() {
-    local round=$1 server=$2 cell=$3 t0 t1 l0 l1 reqs rps note cpu per100k u100k s100k busy
+    local round=$1 server=$2 cell=$3 t0 t1 l0 l1 s0 s1 reqs rps note cpu per100k u100k s100k busy steal
     # shellcheck disable=SC2046
-    t0=$(proc_ticks $(server_pids)); l0=$(cpu_jiffies "$LOAD_CPU")
+    t0=$(proc_ticks $(server_pids)); l0=$(cpu_jiffies "$LOAD_CPU"); s0=$(steal_jiffies "$SERVER_CPU")
     read -r reqs rps note < <(load "$cell")
     # shellcheck disable=SC2046
-    t1=$(proc_ticks $(server_pids)); l1=$(cpu_jiffies "$LOAD_CPU")
+    t1=$(proc_ticks $(server_pids)); l1=$(cpu_jiffies "$LOAD_CPU"); s1=$(steal_jiffies "$SERVER_CPU")
     read -r cpu per100k u100k s100k < <(cpu_per_100k "$t0" "$t1" "$reqs")
     busy=$(busy_pct "$l0" "$l1")
+    steal=$(busy_pct "$s0" "$s1")
     printf 'round %s %-9s %-13s %10s req/s %8s requests %6s cpu-s %7s cpu-s/100k  load core %3s%%  %s\n' \
         "$round" "$server" "$cell" "$rps" "$reqs" "$cpu" "$per100k" "$busy" "$note" >&2
-    echo "$round,$server,$cell,$reqs,$rps,$cpu,$per100k,$busy,$note,$u100k,$s100k" >> "$RUNS"
+    echo "$round,$server,$cell,$reqs,$rps,$cpu,$per100k,$busy,$note,$u100k,$s100k,$steal" >> "$RUNS"
     { cat "$WORK/load.cmd"; echo "# $server, round $round, $(date -u +%FT%TZ)"; cat "$WORK/load.out"; } \
         > "$OUT/raw/$server-$cell-round$round.txt"
 }

@@ -232,7 +232,14 @@ def main():
     print(f"Run: {date}, {a.seconds} s; commit {a.commit[:12]}{' (dirty tree)' if a.dirty == 'true' else ''}.")
     print(f"Machine: {a.machine}; load average {a.load_before} before, {a.load_after} after (a shared VM: the averages include other tenants' work).")
     print(f"Versions: {a.versions}.")
-    print(f"Settings: {a.settings}. Servers on one core, generators on the other; rounds interleaved.\n")
+    print(f"Settings: {a.settings}. Servers on one core, generators on the other; rounds interleaved.")
+    # runs.csv from before the column: no steal line.
+    steal = [(num(r["server_core_steal_pct"]), r) for r in runs if r.get("server_core_steal_pct") not in (None, "")]
+    if steal:
+        worst, wr = max(steal, key=lambda t: t[0])
+        print(f"CPU steal on the servers' core during the measured runs (time the hypervisor ran someone else): "
+              f"median {med([v for v, _ in steal]):.0f} %, max {worst:.0f} % (round {wr['round']}, {wr['server']}, {wr['cell']}).")
+    print()
     print("| measure | value | goal | met | detail |")
     print("|---|---:|---|---|---|")
     for r in rows:
