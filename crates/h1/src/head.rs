@@ -164,6 +164,24 @@ pub struct HeaderValues<'a, 'n> {
     name: &'n [u8],
 }
 
+impl<'a, 'n> HeaderValues<'a, 'n> {
+    /// The values of field `name` among `fields` (spans of `raw`): none,
+    /// without a scan, when the names' summary rules `name` out.
+    #[inline]
+    fn of(raw: &'a [u8], fields: &'a [FieldIndex], name_bits: NameBits, name: &'n [u8]) -> Self {
+        let fields = if name_bits.may_hold(name) {
+            fields
+        } else {
+            &[]
+        };
+        HeaderValues {
+            raw,
+            inner: fields.iter(),
+            name,
+        }
+    }
+}
+
 impl<'a> Iterator for HeaderValues<'a, '_> {
     type Item = &'a [u8];
     fn next(&mut self) -> Option<Self::Item> {
@@ -200,16 +218,7 @@ macro_rules! field_accessors {
         /// Every value of field `name` (case-insensitive), in order.
         #[inline]
         pub fn headers<'a, 'n>(&'a self, name: &'n str) -> HeaderValues<'a, 'n> {
-            let fields: &[FieldIndex] = if self.name_bits.may_hold(name.as_bytes()) {
-                &self.fields
-            } else {
-                &[]
-            };
-            HeaderValues {
-                raw: &self.raw,
-                inner: fields.iter(),
-                name: name.as_bytes(),
-            }
+            HeaderValues::of(&self.raw, &self.fields, self.name_bits, name.as_bytes())
         }
 
         /// Every field as `(name, value)`, in order.
@@ -244,18 +253,8 @@ macro_rules! field_accessors {
 /// unless `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`.
 fn keep_alive(raw: &[u8], fields: &[FieldIndex], name_bits: NameBits, version: Version) -> bool {
     let has_token = |token: &[u8]| {
-        let name = b"connection";
-        let fields: &[FieldIndex] = if name_bits.may_hold(name) {
-            fields
-        } else {
-            &[]
-        };
-        HeaderValues {
-            raw,
-            inner: fields.iter(),
-            name,
-        }
-        .any(|v| list_contains_token(v, token))
+        HeaderValues::of(raw, fields, name_bits, b"connection")
+            .any(|v| list_contains_token(v, token))
     };
     if has_token(b"close") {
         return false;

@@ -186,10 +186,7 @@ impl HeadScanner {
         limits: &Limits,
         head: &mut RequestHead,
     ) -> Result<bool, Error> {
-        self.verdict(buf, limits, 0, |buf| {
-            parse_request_into(buf, limits, head).map(|done| done.then_some(()))
-        })
-        .map(|done| done.is_some())
+        self.verdict_into(buf, limits, 0, |buf| parse_request_into(buf, limits, head))
     }
 
     /// [`ResponseParser::parse`] with the limits passed in; pass the same
@@ -217,10 +214,9 @@ impl HeadScanner {
         request_method: &Method,
         head: &mut ResponseHead,
     ) -> Result<bool, Error> {
-        self.verdict(buf, limits, STATUS_LINE_PREFIX, |buf| {
-            parse_response_into(buf, limits, request_method, head).map(|done| done.then_some(()))
+        self.verdict_into(buf, limits, STATUS_LINE_PREFIX, |buf| {
+            parse_response_into(buf, limits, request_method, head)
         })
-        .map(|done| done.is_some())
     }
 
     /// [`HeadScanner::parse_response_into`] dropping the head's bytes (see
@@ -235,8 +231,23 @@ impl HeadScanner {
         request_method: &Method,
         head: &mut ResponseHead,
     ) -> Result<bool, Error> {
-        self.verdict(buf, limits, STATUS_LINE_PREFIX, |buf| {
-            consume_response_into(buf, limits, request_method, head).map(|done| done.then_some(()))
+        self.verdict_into(buf, limits, STATUS_LINE_PREFIX, |buf| {
+            consume_response_into(buf, limits, request_method, head)
+        })
+    }
+
+    /// [`HeadScanner::verdict`] for a parser that fills a head the caller
+    /// holds and answers whether it did.
+    #[inline]
+    fn verdict_into(
+        &mut self,
+        buf: &mut BytesMut,
+        limits: &Limits,
+        start_prefix: usize,
+        full: impl FnOnce(&mut BytesMut) -> Result<bool, Error>,
+    ) -> Result<bool, Error> {
+        self.verdict(buf, limits, start_prefix, |buf| {
+            full(buf).map(|done| done.then_some(()))
         })
         .map(|done| done.is_some())
     }
