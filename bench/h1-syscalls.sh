@@ -10,9 +10,16 @@
 #        target/release/pagewire), SECONDS_LOAD (4), ROUNDS (1), SERVERS
 #        ("pagewire h2o nginx"; also "floor": bench/server/floor.c, built with
 #        gcc), COUNT (1; 0: no perf, CPU per request only), SERVER_CPU (0),
-#        LOAD_CPU (1))
+#        LOAD_CPU (1), CSV (a file to write the rounds to, as
+#        server,round,requests,cpu_s_per_100k))
 # Prints one table: per server, each system call made at least 0.01 times
-# per request. Needs perf (linux-perf), wrk, h2o, nginx-light; run as root or
+# per request. The servers' order rotates by one each round (so no server
+# always follows the same one). With ROUNDS >= 2 it ends with a summary: per
+# server the min and median CPU s per 100k requests over the rounds, and
+# pagewire's median over each other server's with a 95 % bootstrap interval
+# (each server's rounds resampled, 2,000 times, fixed seed): where the
+# interval holds a goal's ratio, this many rounds cannot tell the two sides
+# of it apart on this machine. Needs perf (linux-perf), wrk, h2o, nginx-light; run as root or
 # with kernel.perf_event_paranoid <= 1. Bounded: each load run has a time
 # bound and a `timeout`.
 set -euo pipefail
@@ -98,8 +105,13 @@ all_pids() { echo "$PID" $(pgrep -P "$PID" || true) | tr ' ' ','; }
 echo "# bench/h1-syscalls.sh, $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# $("$WORK/pagewire" --version); wrk -t1 -c50 -d${SECONDS_LOAD}s, 1 KB file; per request"
 printf '%-9s %5s %9s %8s %8s  %s\n' server round requests cpu/100k ctxsw/req "system calls per request"
+read -r -a ORDER <<< "$SERVERS"
+if [ -n "${CSV:-}" ]; then echo "server,round,requests,cpu_s_per_100k" > "$CSV"; fi
+ROWS=$WORK/rows.csv
+: > "$ROWS"
 for round in $(seq 1 "$ROUNDS"); do
-    for server in $SERVERS; do
+    for i in "${!ORDER[@]}"; do
+        server=${ORDER[$(((i + round - 1) % ${#ORDER[@]}))]}
         start "$server"
         url=http://127.0.0.1:$port/1k.bin
         taskset -c "$LOAD_CPU" wrk -t1 -c50 -d1s "$url" > /dev/null 2>&1 || true # warm-up
@@ -124,8 +136,32 @@ for round in $(seq 1 "$ROUNDS"); do
             $3 == "context-switches" { cs = $1 }
             END { if (cs != "") printf "|%.3f", cs / n; else printf "|-" }' "$WORK/perf.csv")
         printf '%-9s %5s %9s %8s %8s  %s\n' "$server" "$round" "$reqs" "$per100k" "${calls##*|}" "${calls%|*}"
+        echo "$server,$round,${reqs:-0},$per100k" >> "$ROWS"
         kill "$PID" 2> /dev/null || true
         wait "$PID" 2> /dev/null || true
         PID=
     done
 done
+if [ -n "${CSV:-}" ]; then cat "$ROWS" >> "$CSV"; fi
+if [ "$ROUNDS" -lt 2 ]; then exit 0; fi
+python3 - "$ROWS" <<'PY'
+import csv, random, statistics, sys
+rows = [r for r in csv.reader(open(sys.argv[1])) if r and r[3] not in ("nan", "")]
+per = {}
+for server, _, _, cost in rows:
+    per.setdefault(server, []).append(float(cost))
+print("# over the rounds, CPU s per 100k requests:")
+for s, v in per.items():
+    print(f"#   {s:<9} rounds {len(v):>3}  min {min(v):.3f}  median {statistics.median(v):.3f}  max {max(v):.3f}")
+if "pagewire" in per:
+    rng = random.Random(1)
+    p = per["pagewire"]
+    for s, v in per.items():
+        if s == "pagewire":
+            continue
+        boot = sorted(
+            statistics.median(rng.choices(p, k=len(p))) / statistics.median(rng.choices(v, k=len(v)))
+            for _ in range(2000))
+        print(f"# pagewire / {s}: medians {statistics.median(p) / statistics.median(v):.3f} "
+              f"(95 % bootstrap interval {boot[50]:.3f}-{boot[1949]:.3f}), minimums {min(p) / min(v):.3f}")
+PY
