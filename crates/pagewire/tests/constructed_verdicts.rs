@@ -94,16 +94,6 @@ fn judged_without_lateness(results: &Value, dir: &Path, name: &str) -> Value {
     serde_json::from_slice::<Value>(&o.stdout).unwrap()
 }
 
-/// The runs of `strategy` the engine keeps (not flagged late).
-fn kept_runs<'a>(json: &'a Value, strategy: &str) -> Vec<&'a Value> {
-    json["runs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["strategy"] == strategy && !late(r))
-        .collect()
-}
-
 /// Benches run for one `bench_until` at most (each a few seconds on `lan`;
 /// only a machine that keeps flagging runs pays for more than one).
 const ATTEMPTS: usize = 5;
@@ -139,26 +129,17 @@ fn bench_until_unlocked(
     panic!("{ATTEMPTS} benches each left too few unflagged records: {short}");
 }
 
-/// A microscape bench of `strategies` whose every strategy keeps at least
-/// 3 runs after the engine leaves late ones out. Five repetitions leave
-/// room for two flagged runs; see `bench_until` for the bounded re-run.
-fn bench_kept(args: &[&str], out: &Path, strategies: &[&str]) -> Value {
-    bench_until(args, out, |json| {
-        let counts: Vec<(&str, usize)> = strategies
-            .iter()
-            .map(|s| (*s, kept_runs(json, s).len()))
-            .collect();
-        (!counts.iter().all(|(_, n)| *n >= 3)).then(|| format!("runs kept {counts:?}"))
-    })
-}
-
-/// Mean packets of the kept runs of `strategy` (one network, one test).
+/// Mean packets of every run of `strategy` (one network, one test), flagged
+/// late or not.
 fn mean_packets(json: &Value, strategy: &str) -> f64 {
-    let p: Vec<f64> = kept_runs(json, strategy)
+    let p: Vec<f64> = json["runs"]
+        .as_array()
+        .unwrap()
         .iter()
+        .filter(|r| r["strategy"] == strategy)
         .map(|r| r["packets_total"].as_f64().unwrap())
         .collect();
-    assert!(p.len() >= 3, "{strategy}: at least 3 kept repetitions");
+    assert!(p.len() >= 3, "{strategy}: at least 3 repetitions");
     p.iter().sum::<f64>() / p.len() as f64
 }
 
@@ -171,8 +152,16 @@ fn mean_packets(json: &Value, strategy: &str) -> f64 {
 /// connection after one response (`--max-requests 1`), the pipelined robot
 /// must open a connection per object too, and the ratio falls to ~1: the
 /// claim must be contradicted.
+///
+/// The construction is a count of packets, which a packet leaving the
+/// emulated link a few ms late (a host whose hypervisor steals CPU) does not
+/// move at these margins (~3 against the band's 2, ~1 against 1.5), so the
+/// rule is checked on a copy with every run kept (`judged_without_lateness`),
+/// as the getall and objpack cases do. With the fidelity guard on, stretches
+/// of lateness on CI runners left nearly every `lan` http10 run of 3-5
+/// benches in a row out (2 of 4 CI runs on 2026-11-26), and the verdict
+/// asserted was "n < 3", not the rule's.
 #[test]
-#[ignore = "in 2 of 4 CI runs on 2026-11-26 link lateness flagged nearly every lan http10 run of 3-5 benches in a row (passes alone, first attempt); cause not found, see the closing note of session 11"]
 fn microscape_pipelining_packet_claim_follows_the_server() {
     if !pagewire_testreq::require_root() {
         return;
@@ -189,9 +178,9 @@ fn microscape_pipelining_packet_claim_follows_the_server() {
         "5",
         "--no-initial",
     ];
-    let both = ["http10", "pipeline"];
 
-    let kept = bench_kept(&base, &dir.path().join("kept"), &both);
+    // One bench each: the rule is judged below with every run kept.
+    let kept = bench_until(&base, &dir.path().join("kept"), |_| None);
     let ratio = mean_packets(&kept, "http10") / mean_packets(&kept, "pipeline");
     assert!(ratio > 2.5, "construction: persistent ratio {ratio:.2}");
     // Only the LAN's first retrieval is run, so the sentence cannot be
@@ -199,7 +188,8 @@ fn microscape_pipelining_packet_claim_follows_the_server() {
     // largest cell is only a lower bound of "as much as a factor of ten":
     // the rule must leave it inconclusive, with the measured cell inside the
     // "at least a factor of two" band.
-    let (v, c) = verdict(&kept, "pipeline-2x-packets");
+    let judged = judged_without_lateness(&kept, dir.path(), "kept-all.json");
+    let (v, c) = verdict(&judged, "pipeline-2x-packets");
     assert_eq!(v, "inconclusive", "{c}");
     let lan = c["cells"]
         .as_array()
@@ -213,13 +203,14 @@ fn microscape_pipelining_packet_claim_follows_the_server() {
         format!("exec {PW} serve --root {{root}} --addr {{addr}}:{{port}} --max-requests 1");
     let mut args = base.to_vec();
     args.extend(["--server-cmd", &closing]);
-    let closed = bench_kept(&args, &dir.path().join("closed"), &both);
+    let closed = bench_until(&args, &dir.path().join("closed"), |_| None);
     let ratio = mean_packets(&closed, "http10") / mean_packets(&closed, "pipeline");
     assert!(
         ratio < 1.5,
         "construction: one response per connection, ratio {ratio:.2}"
     );
-    let (v, c) = verdict(&closed, "pipeline-2x-packets");
+    let judged = judged_without_lateness(&closed, dir.path(), "closed-all.json");
+    let (v, c) = verdict(&judged, "pipeline-2x-packets");
     assert_eq!(v, "contradicted", "{c}");
 }
 
