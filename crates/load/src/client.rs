@@ -120,6 +120,8 @@ pub(crate) struct ResponseReader {
     pub status: u16,
     /// The server will close after this response.
     pub closing: bool,
+    /// The whole response has been read (whatever its status).
+    pub complete: bool,
 }
 
 impl ResponseReader {
@@ -133,6 +135,7 @@ impl ResponseReader {
             got_any: false,
             status: 0,
             closing: false,
+            complete: false,
         }
     }
 
@@ -210,6 +213,7 @@ impl ResponseReader {
     }
 
     fn finish(&mut self) -> Step {
+        self.complete = true;
         self.closing |= !self.keep;
         if self.status != 200 {
             return Step::Failed(Failure::new(ErrorKind::BadStatus, false));
@@ -225,9 +229,6 @@ impl ResponseReader {
 pub struct Conn {
     stream: TcpStream,
     buf: BytesMut,
-    /// The response head being read, scanned incrementally (16 bytes; the
-    /// limits are the defaults, not stored per connection).
-    head: HeadScanner,
     /// Responses completed on this connection.
     pub responses: u64,
     /// The server said it will close after the last response.
@@ -296,7 +297,6 @@ impl Conn {
         Conn {
             stream,
             buf: BytesMut::new(),
-            head: HeadScanner::new(),
             responses: 0,
             closing: false,
             opened: tokio::time::Instant::now(),
@@ -337,97 +337,48 @@ impl Conn {
     }
 
     /// Reads one whole response to a GET. A status other than 200 is a
-    /// failure (the file set only holds files that exist).
+    /// failure (the file set only holds files that exist). The decoding is
+    /// [`ResponseReader`]'s, the tick engine's: one set of verdicts for both.
     pub async fn read_response(
         &mut self,
         expected_size: u64,
         deadline: Instant,
     ) -> Result<Response, Failure> {
         let limits = Limits::default();
-        self.last_status = 0;
-        let mut got_any = !self.buf.is_empty();
-        let mut interim = 0u32;
-        // Parsed in place (a head is ~380 bytes: not copied out through
-        // the parser's returns) and dropped from the buffer: only the
-        // status, framing and keep-alive decision are used.
-        let mut head = ResponseHead::empty();
-        loop {
-            match self
-                .head
-                .consume_response_into(&mut self.buf, &limits, &Method::Get, &mut head)
-            {
-                Ok(true) if (100..200).contains(&head.status()) => {
-                    interim += 1;
-                    if interim > MAX_INTERIM {
-                        return Err(Failure::new(ErrorKind::Protocol, false));
-                    }
-                    continue;
+        let mut reader = ResponseReader::new();
+        let step = loop {
+            // An empty buffer (the usual start: the previous response took
+            // all it had) cannot finish a new response: read first.
+            if !self.buf.is_empty() {
+                match reader.step(&mut self.buf, &limits) {
+                    Step::NeedMore => {}
+                    done => break done,
                 }
-                Ok(true) => break,
-                Ok(false) => {}
-                Err(_) => return Err(Failure::new(ErrorKind::Protocol, false)),
             }
-            let n = self.fill(deadline, got_any).await?;
-            if n == 0 {
-                // The stream ended: the parser's verdict on the partial
-                // head is due now (a fault it had not been asked about).
-                self.head.reset();
-                if self
-                    .head
-                    .consume_response_into(&mut self.buf, &limits, &Method::Get, &mut head)
-                    .is_err()
-                {
-                    return Err(Failure::new(ErrorKind::Protocol, false));
-                }
-                let kind = if got_any {
-                    ErrorKind::ShortBody
-                } else {
-                    ErrorKind::Reset
-                };
-                return Err(Failure::new(kind, !got_any));
+            match self.fill(deadline, reader.got_any).await {
+                Ok(0) => break reader.eof(&mut self.buf, &limits, None),
+                Ok(_) => {}
+                Err(f) => break Step::Failed(f),
             }
-            got_any = true;
-        }
-        let framing = head.body_framing();
-        let keep = head.wants_keep_alive() && framing != BodyFraming::CloseDelimited;
-        let status = head.status();
-        self.last_status = status;
-        drop(head);
-        let mut body = 0u64;
-        let mut dec = Decoder::new(framing, &limits);
-        loop {
-            match dec.decode(&mut self.buf) {
-                Ok(Decoded::Data(d)) => body += d.len() as u64,
-                Ok(Decoded::Done) => break,
-                Ok(Decoded::NeedMore) => {
-                    let n = self.fill(deadline, true).await?;
-                    if n == 0 {
-                        match dec.decode_eof(&mut self.buf) {
-                            Ok(Decoded::Data(d)) => {
-                                body += d.len() as u64;
-                                continue;
-                            }
-                            Ok(Decoded::Done) => break,
-                            _ => return Err(Failure::new(ErrorKind::ShortBody, false)),
-                        }
-                    }
-                }
-                Err(_) => return Err(Failure::new(ErrorKind::Protocol, false)),
+        };
+        // Known once the final head is in, whatever followed.
+        self.last_status = reader.status;
+        if reader.complete {
+            self.responses += 1;
+            self.closing |= reader.closing;
+            if self.buf.is_empty() && !self.keep_buffer {
+                // Release the read buffer while idle (10,000 UEs).
+                self.buf = BytesMut::new();
             }
         }
-        self.responses += 1;
-        self.closing |= !keep;
-        if self.buf.is_empty() && !self.keep_buffer {
-            // Release the read buffer while idle (10,000 UEs).
-            self.buf = BytesMut::new();
+        match step {
+            Step::Done(r) if expected_size != ANY_SIZE && r.body_bytes != expected_size => {
+                Err(Failure::new(ErrorKind::WrongSize, false))
+            }
+            Step::Done(r) => Ok(r),
+            Step::Failed(f) => Err(f),
+            Step::NeedMore => unreachable!("the loop ends on a verdict"),
         }
-        if status != 200 {
-            return Err(Failure::new(ErrorKind::BadStatus, false));
-        }
-        if expected_size != ANY_SIZE && body != expected_size {
-            return Err(Failure::new(ErrorKind::WrongSize, false));
-        }
-        Ok(Response { body_bytes: body })
     }
 
     /// Resolves when the server closes this idle connection (end of file
