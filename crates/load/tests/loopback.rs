@@ -826,7 +826,11 @@ fn the_tick_engine_classifies_failures_as_the_tokio_engine() {
 
 /// A response larger than the socket buffer is read as it comes, not one
 /// buffer per tick: with a 64 KB receive buffer (128 KB after the kernel's
-/// doubling) a 4 MB body would span at least 32 ticks if throttled.
+/// doubling) a 4 MB body would span at least 32 ticks if throttled. Read as
+/// it comes it spans the transfer's own time: 5-7 ticks of 1 ms in 15 runs
+/// against the debug-built server here, 9 in the runs that failed the old
+/// bound (a quarter of the throttled minimum, 8 ticks: 1 run in 5 to 10 on
+/// a quiet machine, and once in CI on 2026-11-27). The bound is half of it.
 #[test]
 fn the_tick_engine_reads_a_large_response_whole_within_few_ticks() {
     use pagewire_load::tick::TickOptions;
@@ -847,7 +851,7 @@ fn the_tick_engine_reads_a_large_response_whole_within_few_ticks() {
     assert_eq!(m.body_bytes, 5 * size as u64);
     let throttled = size as u64 / (128 * 1024);
     assert!(
-        stats.max_response_ticks * 4 <= throttled,
+        stats.max_response_ticks * 2 <= throttled,
         "{} ticks for {size} bytes",
         stats.max_response_ticks
     );
