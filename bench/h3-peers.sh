@@ -69,12 +69,9 @@ mkdir -p "$OUT/raw"
 chmod -R a+rX "$WORK"
 CERTS=$WORK/certs
 
-port_free() { ! ss -Htuan "sport = :$1" | grep -q .; }
+# Ports (next_port, bench/server/common.sh) start below the kernel's
+# ephemeral range.
 PORT=$((20000 + RANDOM % 10000))
-next_port() {
-    PORT=$((PORT + 1))
-    while ! port_free "$PORT"; do PORT=$((PORT + 1)); done
-}
 
 start_pagewire() {
     next_port

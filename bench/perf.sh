@@ -96,15 +96,9 @@ chmod -R a+rX "$WORK"
 # The certificate every server uses (pagewire makes its CA on first start).
 CERTS=$WORK/certs
 
-# A port no socket uses, listening or not: the idle-memory step leaves
-# thousands of client sockets behind, and a listener cannot bind a port one
-# of them holds. Ports start below the kernel's ephemeral range (32768 on).
-port_free() { ! ss -Htan "sport = :$1" | grep -q .; }
+# Ports (next_port, bench/server/common.sh) start below the kernel's
+# ephemeral range.
 PORT=$((20000 + RANDOM % 10000))
-next_port() {
-    PORT=$((PORT + 1))
-    while ! port_free "$PORT"; do PORT=$((PORT + 1)); done
-}
 
 # start_SERVER: sets H1 and H2 (ports) and PIDS (the processes to account).
 start_pagewire() {

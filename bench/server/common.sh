@@ -1,4 +1,4 @@
-# bench/server/common.sh — shared by run.sh and pair.sh (sourced, not run).
+# bench/server/common.sh — helpers shared by the bench scripts (sourced, not run).
 
 # write_1k FILE: the 1 KB test file, 1024 deterministic incompressible bytes
 # (no server may compress it).
@@ -44,4 +44,15 @@ cpu_per_100k() {
         split(a, x, " "); split(b, y, " "); u = (y[1] - x[1]) / hz; s = (y[2] - x[2]) / hz
         if (n > 0) printf "%.3f %.3f %.3f %.3f\n", u + s, (u + s) / n * 1e5, u / n * 1e5, s / n * 1e5
         else printf "%.3f nan nan nan\n", u + s }'
+}
+
+# port_unused PORT: no TCP or UDP socket of this machine uses PORT, listening
+# or not (an idle-memory run leaves thousands of client sockets behind, and
+# a listener cannot bind a port one of them holds; HTTP/3 binds UDP).
+port_unused() { ! ss -Htuan "sport = :$1" | grep -q .; }
+# next_port: sets PORT to the first unused port after PORT (callers start
+# PORT below the kernel's ephemeral range, 32768 on).
+next_port() {
+    PORT=$((PORT + 1))
+    while ! port_unused "$PORT"; do PORT=$((PORT + 1)); done
 }
