@@ -865,9 +865,9 @@ fn the_tick_engine_reads_a_large_response_whole_within_few_ticks() {
 /// send: a latency taken at the read would be ~100 ms for every request,
 /// one taken at the kernel's receive time is 20 ms plus the scheduling
 /// delays of the two threads. The bound, 70 ms, leaves 50 ms for those (with
-/// eight CPU hogs on this 2-core machine one request in ten waited ~25 ms
-/// for the server thread to run, with a 1 ms tick as with a long one) and
-/// rejects the read time by 30 ms. The earlier form of this test (30 ms
+/// eight CPU hogs on this 2-core machine and a 1 ms tick, the slowest of 20
+/// requests took 43-46 ms, 23-26 ms over the server's delay, in four runs)
+/// and rejects the read time by 30 ms. The earlier form of this test (30 ms
 /// answers, a 20 ms tick whose grid put half the sends 10 ms late, bound
 /// 45 ms) left 5 ms and failed under six or more hogs. With a 1 ms tick
 /// both readings are ~20 ms: the bounds hold.
